@@ -1,0 +1,180 @@
+//! `calibra`: the page's analyses on anyone's logits, from the command line.
+//!
+//! `calibra report` fits a temperature on a calibration part, reports calibration metrics on a
+//! test part before and after scaling, and runs split conformal prediction with the scaled
+//! probabilities; `calibra logits` runs a bundled model on IDX images. Bad input exits with
+//! status 2 and a one-line message naming the file and the problem.
+
+mod input;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use calibra::calibration::Binning;
+use calibra::data;
+use calibra::model::{Classifier, NUM_CLASSES};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "calibra",
+    version,
+    about = "Calibration, conformal prediction and OOD metrics on logits"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Temperature scaling, calibration metrics and split conformal prediction on logits.
+    Report(ReportArgs),
+    /// Logits of a bundled model for IDX images, written as a float32 .npy of shape [n, 10].
+    Logits(LogitsArgs),
+}
+
+/// The conformal score, as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScoreName {
+    Lac,
+    Aps,
+    Raps,
+    Saps,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Logits (.npy [n, K] float, or .csv/.txt rows of K numbers); the calibration part.
+    #[arg(long)]
+    pub logits: PathBuf,
+    /// Labels (.npy [n] integers, or one integer a line).
+    #[arg(long)]
+    pub labels: PathBuf,
+    /// Test logits; without them, --logits is split into calibration and test parts.
+    #[arg(long, requires = "test_labels")]
+    pub test_logits: Option<PathBuf>,
+    #[arg(long, requires = "test_logits")]
+    pub test_labels: Option<PathBuf>,
+    /// Fraction of rows used for calibration when splitting.
+    #[arg(long, default_value_t = 0.5)]
+    pub cal_fraction: f64,
+    /// Seed of the split and of the randomized scores' uniform draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Use this temperature instead of fitting one.
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Miscoverage level of the prediction sets.
+    #[arg(long, default_value_t = 0.1)]
+    pub alpha: f64,
+    #[arg(long, value_enum, default_value = "aps")]
+    pub score: ScoreName,
+    /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub randomized: bool,
+    /// λ of RAPS (default 0.01) or SAPS (default 0.2).
+    #[arg(long)]
+    pub lambda: Option<f64>,
+    /// k_reg of RAPS.
+    #[arg(long, default_value_t = calibra::conformal::DEFAULT_RAPS_K_REG)]
+    pub k_reg: usize,
+    /// Reliability bins.
+    #[arg(long, default_value_t = 15)]
+    pub bins: usize,
+    #[arg(long, value_enum, default_value = "width")]
+    pub binning: BinningName,
+    /// The inputs are probabilities: use log p as logits.
+    #[arg(long)]
+    pub from_probabilities: bool,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BinningName {
+    /// Equal-width bins.
+    Width,
+    /// Equal-mass bins.
+    Mass,
+}
+
+impl From<BinningName> for Binning {
+    fn from(name: BinningName) -> Self {
+        match name {
+            BinningName::Width => Binning::Width,
+            BinningName::Mass => Binning::Mass,
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct LogitsArgs {
+    /// Model weights (.safetensors), e.g. assets/models/fmnist-ce.safetensors.
+    #[arg(long)]
+    model: PathBuf,
+    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz.
+    #[arg(long)]
+    images: PathBuf,
+    /// Output .npy file.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => {
+            // --help and --version.
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => return fail(&one_line(&error.to_string())),
+    };
+    let result = match cli.command {
+        Command::Report(args) => report::run(&args),
+        Command::Logits(args) => logits(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => fail(&message),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("calibra: {message}");
+    ExitCode::from(2)
+}
+
+/// clap's message without its usage block, on one line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+fn logits(args: &LogitsArgs) -> Result<(), String> {
+    let weights =
+        std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
+    let classifier = Classifier::from_safetensors(weights)
+        .map_err(|e| format!("{}: {e}", args.model.display()))?;
+    let images = data::load_images(&args.images).map_err(|e| e.to_string())?;
+    let logits = classifier
+        .logits(images.pixels())
+        .map_err(|e| format!("{}: {e}", args.images.display()))?;
+    input::write_npy_logits(&args.out, &logits, NUM_CLASSES).map_err(|e| e.to_string())?;
+    println!(
+        "wrote logits of {} images to {}",
+        images.len(),
+        args.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! `calibra report`: temperature scaling, calibration metrics and split conformal prediction.
+
+use std::path::Path;
+
+use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
+use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
+use calibra::data;
+use serde::Serialize;
+
+use crate::input::{self, LogitsTable};
+use crate::{ReportArgs, ScoreName};
+
+/// The JSON object `--json` prints.
+#[derive(Debug, Serialize)]
+struct Report {
+    n_calibration: usize,
+    n_test: usize,
+    num_classes: usize,
+    temperature: f64,
+    /// Whether `temperature` was fitted (false: given with --temperature).
+    temperature_fitted: bool,
+    /// Set when the fitted optimum lies outside [0.05, 20] and a bound was returned.
+    temperature_bound_hit: Option<TemperatureBound>,
+    before: CalibrationReport,
+    after: CalibrationReport,
+    conformal: ConformalSummary,
+}
+
+#[derive(Debug, Serialize)]
+struct ConformalSummary {
+    score: &'static str,
+    alpha: f64,
+    randomized: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lambda: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    k_reg: Option<usize>,
+    qhat: f64,
+    coverage: f64,
+    average_set_size: f64,
+    singleton_rate: f64,
+    singleton_hit_rate: f64,
+    empty_rate: f64,
+    covgap: f64,
+    per_class_coverage: Vec<Option<f64>>,
+}
+
+/// Calibration and test rows after reading, validating and splitting.
+struct Parts {
+    calibration: LogitsTable,
+    calibration_labels: Vec<u32>,
+    test: LogitsTable,
+    test_labels: Vec<u32>,
+}
+
+/// Runs the report and prints it.
+///
+/// # Errors
+/// A one-line message naming the file or option at fault.
+pub fn run(args: &ReportArgs) -> Result<(), String> {
+    let score = score(args)?;
+    let parts = read_parts(args)?;
+    let num_classes = parts.calibration.num_classes;
+    let calibration =
+        Logits::new(&parts.calibration.values, num_classes).map_err(|e| e.to_string())?;
+    let test = Logits::new(&parts.test.values, num_classes).map_err(|e| e.to_string())?;
+
+    let (temperature, temperature_bound_hit) = match args.temperature {
+        Some(t) if t.is_finite() && t > 0.0 => (t, None),
+        Some(t) => return Err(format!("--temperature: {t} is not a positive number")),
+        None => {
+            let fit = calibration::fit_temperature(&calibration, &parts.calibration_labels)
+                .map_err(|e| e.to_string())?;
+            (fit.temperature, fit.bound_hit)
+        }
+    };
+    let evaluate = |t: f64| {
+        calibration::evaluate(&test, &parts.test_labels, t, args.bins, args.binning.into())
+            .map_err(|e| format!("--bins: {e}"))
+    };
+    let before = evaluate(1.0)?;
+    let after = evaluate(temperature)?;
+
+    conformal::finite_quantile_rank(parts.calibration_labels.len(), args.alpha)
+        .map_err(|e| format!("--alpha: {e}"))?;
+    let calibration_probabilities =
+        calibration::softmax(&calibration, temperature).map_err(|e| e.to_string())?;
+    let test_probabilities = calibration::softmax(&test, temperature).map_err(|e| e.to_string())?;
+    let conformal_report = conformal::split_conformal(
+        &calibration_probabilities,
+        &parts.calibration_labels,
+        &test_probabilities,
+        &parts.test_labels,
+        num_classes,
+        &score,
+        args.alpha,
+        false,
+        args.seed,
+    )
+    .map_err(|e| e.to_string())?;
+    let metrics = conformal_report.metrics;
+    let (lambda, k_reg) = match score {
+        Score::Raps { lambda, k_reg, .. } => (Some(lambda), Some(k_reg)),
+        Score::Saps { lambda, .. } => (Some(lambda), None),
+        Score::Lac | Score::Aps { .. } => (None, None),
+    };
+    let report = Report {
+        n_calibration: parts.calibration_labels.len(),
+        n_test: parts.test_labels.len(),
+        num_classes,
+        temperature,
+        temperature_fitted: args.temperature.is_none(),
+        temperature_bound_hit,
+        before,
+        after,
+        conformal: ConformalSummary {
+            score: score.name(),
+            alpha: args.alpha,
+            randomized: score.is_randomized(),
+            lambda,
+            k_reg,
+            qhat: conformal_report.qhat[0],
+            coverage: metrics.coverage,
+            average_set_size: metrics.average_set_size,
+            singleton_rate: metrics.singleton_rate,
+            singleton_hit_rate: metrics.singleton_hit_rate,
+            empty_rate: metrics.empty_rate,
+            covgap: metrics.covgap,
+            per_class_coverage: metrics.per_class_coverage,
+        },
+    };
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print!("{}", table(&report));
+    }
+    Ok(())
+}
+
+fn score(args: &ReportArgs) -> Result<Score, String> {
+    let randomized = args.randomized;
+    let score = match args.score {
+        ScoreName::Lac => Score::Lac,
+        ScoreName::Aps => Score::Aps { randomized },
+        ScoreName::Raps => Score::Raps {
+            lambda: args.lambda.unwrap_or(DEFAULT_RAPS_LAMBDA),
+            k_reg: args.k_reg,
+            randomized,
+        },
+        ScoreName::Saps => Score::Saps {
+            lambda: args.lambda.unwrap_or(DEFAULT_SAPS_LAMBDA),
+            randomized,
+        },
+    };
+    score.validate().map_err(|e| format!("--lambda: {e}"))?;
+    Ok(score)
+}
+
+/// Reads logits and labels, checks they agree, and splits them when no test files are given.
+fn read_parts(args: &ReportArgs) -> Result<Parts, String> {
+    let (logits, labels) = read_pair(&args.logits, &args.labels, args.from_probabilities)?;
+    match (&args.test_logits, &args.test_labels) {
+        (Some(test_logits), Some(test_labels)) => {
+            let (test, test_labels_values) =
+                read_pair(test_logits, test_labels, args.from_probabilities)?;
+            if test.num_classes != logits.num_classes {
+                return Err(format!(
+                    "{}: {} classes, but {} has {}",
+                    test_logits.display(),
+                    test.num_classes,
+                    args.logits.display(),
+                    logits.num_classes
+                ));
+            }
+            Ok(Parts {
+                calibration: logits,
+                calibration_labels: labels,
+                test,
+                test_labels: test_labels_values,
+            })
+        }
+        _ => {
+            let fraction = args.cal_fraction;
+            if !(fraction > 0.0 && fraction < 1.0) {
+                return Err(format!(
+                    "--cal-fraction: {fraction} is not strictly between 0 and 1"
+                ));
+            }
+            let (calibration_rows, test_rows) =
+                data::seeded_split(labels.len(), fraction, args.seed);
+            if calibration_rows.is_empty() || test_rows.is_empty() {
+                return Err(format!(
+                    "{}: {} rows cannot be split into non-empty calibration and test parts at --cal-fraction {fraction}",
+                    args.logits.display(),
+                    labels.len()
+                ));
+            }
+            let pick = |rows: &[usize]| rows.iter().map(|&i| labels[i]).collect::<Vec<u32>>();
+            Ok(Parts {
+                calibration: logits.select(&calibration_rows),
+                calibration_labels: pick(&calibration_rows),
+                test: logits.select(&test_rows),
+                test_labels: pick(&test_rows),
+            })
+        }
+    }
+}
+
+/// Reads one logits file and its labels; labels must match in number and lie in `[0, K)`.
+fn read_pair(
+    logits_path: &Path,
+    labels_path: &Path,
+    from_probabilities: bool,
+) -> Result<(LogitsTable, Vec<u32>), String> {
+    let mut logits = input::read_logits(logits_path).map_err(|e| e.to_string())?;
+    let labels = input::read_labels(labels_path).map_err(|e| e.to_string())?;
+    if labels.len() != logits.len() {
+        return Err(format!(
+            "{}: {} labels, but {} has {} rows",
+            labels_path.display(),
+            labels.len(),
+            logits_path.display(),
+            logits.len()
+        ));
+    }
+    if let Some((row, &label)) = labels
+        .iter()
+        .enumerate()
+        .find(|(_, &label)| label as usize >= logits.num_classes)
+    {
+        return Err(format!(
+            "{}: label {label} at row {row} is outside [0, {})",
+            labels_path.display(),
+            logits.num_classes
+        ));
+    }
+    let view = Logits::new(&logits.values, logits.num_classes)
+        .map_err(|e| format!("{}: {e}", logits_path.display()))?;
+    if from_probabilities {
+        logits.values = calibration::logits_from_probabilities(&logits.values, logits.num_classes)
+            .map_err(|e| format!("{}: {e}", logits_path.display()))?;
+    } else if calibration::looks_like_probabilities(&view) {
+        return Err(format!(
+            "{}: every row is non-negative and sums to 1, so these look like probabilities, not \
+             logits; pass --from-probabilities to use log p as logits",
+            logits_path.display()
+        ));
+    }
+    Ok((logits, labels))
+}
+
+/// The report as aligned text tables.
+fn table(report: &Report) -> String {
+    let mut out = String::new();
+    let fitted = if report.temperature_fitted {
+        match report.temperature_bound_hit {
+            Some(TemperatureBound::Lower) => " (fitted; optimum below 0.05, bound returned)",
+            Some(TemperatureBound::Upper) => " (fitted; optimum above 20, bound returned)",
+            None => " (fitted on the calibration part)",
+        }
+    } else {
+        " (given)"
+    };
+    out += &format!(
+        "{} calibration rows, {} test rows, {} classes\ntemperature T = {:.4}{fitted}\n\n",
+        report.n_calibration, report.n_test, report.num_classes, report.temperature
+    );
+    out += &format!("{:<16}{:>12}{:>12}\n", "test metric", "T = 1", "scaled");
+    let (b, a) = (&report.before, &report.after);
+    for (name, before, after) in [
+        ("accuracy", b.accuracy, a.accuracy),
+        ("nll", b.nll, a.nll),
+        ("brier", b.brier, a.brier),
+        ("ece", b.ece, a.ece),
+        ("rmsce", b.rmsce, a.rmsce),
+        ("mce", b.mce, a.mce),
+        ("classwise_ece", b.classwise_ece, a.classwise_ece),
+    ] {
+        out += &format!("{name:<16}{before:>12.4}{after:>12.4}\n");
+    }
+    let c = &report.conformal;
+    out += &format!(
+        "\nsplit conformal, score {}{}, alpha {}\n",
+        c.score,
+        if c.randomized { " (randomized)" } else { "" },
+        c.alpha
+    );
+    for (name, value) in [
+        ("qhat", c.qhat),
+        ("coverage", c.coverage),
+        ("average_set_size", c.average_set_size),
+        ("singleton_rate", c.singleton_rate),
+        ("singleton_hit_rate", c.singleton_hit_rate),
+        ("empty_rate", c.empty_rate),
+        ("covgap", c.covgap),
+    ] {
+        out += &format!("{name:<20}{value:>10.4}\n");
+    }
+    out
+}

@@ -1,0 +1,10 @@
+//! calibra: see and fix an overconfident classifier.
+//!
+//! A pure numerical core (`data`, `model`, `calibration`, `conformal`, `ood`, `plot`) that
+//! compiles and is tested natively, plus one thin `#[wasm_bindgen]` facade (`web`) for the page.
+
+pub mod calibration;
+pub mod conformal;
+pub mod data;
+pub mod model;
+pub mod ood;
