@@ -865,6 +865,58 @@ pub fn confidences(
         .unzip())
 }
 
+/// Per-class reliability bins at temperature `temperature`, as classwise ECE uses them: class
+/// `k` is binned on its own probability `p_k`; a bin's `confidence` is the mean `p_k` of its
+/// members and its `accuracy` the fraction of them whose label is `k`. Entry `k` of the result
+/// holds class `k`'s `num_bins` bins, so the mean over classes of
+/// [`expected_calibration_error`] of each entry is the classwise ECE of [`evaluate`]. One pass
+/// over the logits, log-softmax per row in `f64` into a reused buffer.
+///
+/// # Errors
+/// [`CalibrationError::InvalidTemperature`], [`CalibrationError::InvalidBinCount`], and the
+/// label errors of [`check_labels`].
+pub fn classwise_bins(
+    logits: &Logits,
+    labels: &[u32],
+    temperature: f64,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<Vec<Vec<Bin>>, CalibrationError> {
+    check_temperature(temperature)?;
+    check_bin_count(num_bins)?;
+    check_labels(logits, labels)?;
+    let mut log_probabilities = vec![0.0; logits.num_classes()];
+    let mut per_class = class_collectors(logits.num_classes(), binning, num_bins, logits.len());
+    for (row, &label) in logits.rows().zip(labels) {
+        log_softmax_row(row, temperature, &mut log_probabilities);
+        for (class, (&log_probability, collector)) in
+            log_probabilities.iter().zip(&mut per_class).enumerate()
+        {
+            collector.add(log_probability.exp(), f64::from(class == label as usize));
+        }
+    }
+    Ok(per_class.into_iter().map(BinCollector::into_bins).collect())
+}
+
+/// Counts of `values` per equal-width bin on `[0, 1]`: value `c` goes to bin
+/// `min(floor(c·B), B − 1)`, the rule of [`Binning::Width`], so `c = 1` lands in the last bin.
+/// No values give `num_bins` zero counts.
+///
+/// # Errors
+/// [`CalibrationError::InvalidBinCount`] unless `1 <= num_bins <= 1000`, and
+/// [`CalibrationError::InvalidConfidence`] for the first value that is NaN or outside `[0, 1]`.
+pub fn histogram_counts(values: &[f64], num_bins: usize) -> Result<Vec<usize>, CalibrationError> {
+    check_bin_count(num_bins)?;
+    let mut counts = vec![0; num_bins];
+    for (index, &value) in values.iter().enumerate() {
+        if !(0.0..=1.0).contains(&value) {
+            return Err(CalibrationError::InvalidConfidence { index, value });
+        }
+        counts[equal_width_index(value, num_bins)] += 1;
+    }
+    Ok(counts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1281,6 +1333,85 @@ mod tests {
         for (&p, &q) in round_trip.iter().zip(&probabilities) {
             assert_close(f64::from(p), f64::from(q), HAND_TOLERANCE);
         }
+    }
+
+    #[test]
+    fn classwise_bins_reproduce_classwise_ece() {
+        let (values, labels) = planted_temperature_data(2_000, 4, 1.8, 5);
+        let logits = Logits::new(&values, 4).unwrap();
+        for binning in [Binning::Width, Binning::Mass] {
+            for temperature in [0.5, 1.0, 2.5] {
+                let per_class = classwise_bins(&logits, &labels, temperature, 15, binning).unwrap();
+                assert_eq!(per_class.len(), 4);
+                let mean_ece = per_class
+                    .iter()
+                    .map(|bins| expected_calibration_error(bins))
+                    .sum::<f64>()
+                    / 4.0;
+                let report = evaluate(&logits, &labels, temperature, 15, binning).unwrap();
+                assert_close(mean_ece, report.classwise_ece, AGREEMENT_TOLERANCE);
+                // Independently: from f32 probabilities through `classwise_ece`.
+                let probabilities = softmax(&logits, temperature).unwrap();
+                let from_probabilities =
+                    classwise_ece(&probabilities, &labels, 4, 15, binning).unwrap();
+                assert_close(mean_ece, from_probabilities, HAND_TOLERANCE);
+                for (class, bins) in per_class.iter().enumerate() {
+                    assert_eq!(bins.len(), 15);
+                    assert_eq!(
+                        bins.iter().map(|bin| bin.count).sum::<usize>(),
+                        labels.len()
+                    );
+                    // Σ_b n_b·acc_b counts the examples labelled `class`.
+                    let members: f64 = bins.iter().map(|bin| bin.count as f64 * bin.accuracy).sum();
+                    let labelled = labels.iter().filter(|&&y| y as usize == class).count();
+                    assert_close(members, labelled as f64, HAND_TOLERANCE);
+                }
+            }
+        }
+        assert_eq!(
+            classwise_bins(&logits, &labels, 0.0, 15, Binning::Width),
+            Err(CalibrationError::InvalidTemperature(0.0))
+        );
+        assert_eq!(
+            classwise_bins(&logits, &labels, 1.0, 0, Binning::Width),
+            Err(CalibrationError::InvalidBinCount(0))
+        );
+        assert_eq!(
+            classwise_bins(&logits, &labels[1..], 1.0, 15, Binning::Width),
+            Err(CalibrationError::LabelCountMismatch {
+                labels: 1_999,
+                rows: 2_000
+            })
+        );
+    }
+
+    #[test]
+    fn histogram_counts_use_the_equal_width_rule() {
+        let counts = histogram_counts(&[0.0, 0.05, 0.1, 0.55, 0.999, 1.0], 10).unwrap();
+        assert_eq!(counts, vec![2, 1, 0, 0, 0, 1, 0, 0, 0, 2]);
+        assert_eq!(histogram_counts(&[], 4).unwrap(), vec![0; 4]);
+        // The same counts as equal-width reliability bins.
+        let (values, labels) = planted_temperature_data(1_000, 5, 1.3, 9);
+        let logits = Logits::new(&values, 5).unwrap();
+        let (confidence, correct) = confidences(&logits, &labels, 1.0).unwrap();
+        let bins = reliability_bins(&confidence, &correct, 15, Binning::Width).unwrap();
+        let bin_counts: Vec<usize> = bins.iter().map(|bin| bin.count).collect();
+        assert_eq!(histogram_counts(&confidence, 15).unwrap(), bin_counts);
+        assert_eq!(
+            histogram_counts(&[0.5], 0),
+            Err(CalibrationError::InvalidBinCount(0))
+        );
+        assert_eq!(
+            histogram_counts(&[0.5, -0.25], 10),
+            Err(CalibrationError::InvalidConfidence {
+                index: 1,
+                value: -0.25
+            })
+        );
+        assert!(matches!(
+            histogram_counts(&[f64::NAN], 10),
+            Err(CalibrationError::InvalidConfidence { index: 0, value }) if value.is_nan()
+        ));
     }
 
     fn logits_and_labels() -> impl Strategy<Value = (usize, Vec<f32>, Vec<u32>)> {

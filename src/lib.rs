@@ -6,5 +6,9 @@
 pub mod calibration;
 pub mod conformal;
 pub mod data;
+pub mod lab;
 pub mod model;
 pub mod ood;
+pub mod plot;
+#[cfg(target_arch = "wasm32")]
+pub mod web;

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use npyz::{DType, NpyFile, TypeChar};
+use npyz::{DType, NpyFile, Order, TypeChar};
 
 /// A bad input file; every message starts with the file's path.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +20,7 @@ pub enum InputError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("{path}: unknown file type (use .npy, .csv or .txt)")]
+    #[error("{path}: unknown file type (use .npy, .csv or .txt; labels may also be IDX: .gz, .idx, -ubyte)")]
     UnknownExtension { path: PathBuf },
     #[error("{path}: {detail}")]
     Npy { path: PathBuf, detail: String },
@@ -72,6 +72,8 @@ impl LogitsTable {
 enum Format {
     Npy,
     Text,
+    /// IDX unsigned bytes (gzipped or not), as MNIST-style label files ship.
+    Idx,
 }
 
 fn format_of(path: &Path) -> Result<Format, InputError> {
@@ -80,6 +82,8 @@ fn format_of(path: &Path) -> Result<Format, InputError> {
         Some(e) if e.eq_ignore_ascii_case("csv") || e.eq_ignore_ascii_case("txt") => {
             Ok(Format::Text)
         }
+        Some(e) if e.eq_ignore_ascii_case("gz") || e.eq_ignore_ascii_case("idx") => Ok(Format::Idx),
+        _ if path.to_string_lossy().ends_with("-ubyte") => Ok(Format::Idx),
         _ => Err(InputError::UnknownExtension {
             path: path.to_path_buf(),
         }),
@@ -95,6 +99,12 @@ pub fn read_logits(path: &Path) -> Result<LogitsTable, InputError> {
     let table = match format_of(path)? {
         Format::Npy => read_npy_logits(path)?,
         Format::Text => read_text_logits(path)?,
+        Format::Idx => {
+            return Err(InputError::Npy {
+                path: path.to_path_buf(),
+                detail: "IDX files hold unsigned bytes (images or labels), not logits".to_string(),
+            })
+        }
     };
     if table.values.is_empty() {
         return Err(InputError::Empty {
@@ -119,6 +129,14 @@ pub fn read_labels(path: &Path) -> Result<Vec<u32>, InputError> {
     let labels = match format_of(path)? {
         Format::Npy => read_npy_labels(path)?,
         Format::Text => read_text_labels(path)?,
+        Format::Idx => calibra::data::load_labels(path)
+            .map_err(|e| InputError::Npy {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            })?
+            .into_iter()
+            .map(u32::from)
+            .collect(),
     };
     if labels.is_empty() {
         return Err(InputError::Empty {
@@ -160,6 +178,13 @@ fn read_npy_logits(path: &Path) -> Result<LogitsTable, InputError> {
         ));
     }
     let num_classes = shape[1] as usize;
+    if num_classes < 2 {
+        return Err(InputError::TooFewClasses {
+            path: path.to_path_buf(),
+            num_classes,
+        });
+    }
+    let order = npy.order();
     let read_error = |e: std::io::Error| npy_error(path, format!("cannot read data: {e}"));
     let values: Vec<f64> = match plain_type(&npy) {
         Some((TypeChar::Float, 4)) => npy
@@ -176,6 +201,17 @@ fn read_npy_logits(path: &Path) -> Result<LogitsTable, InputError> {
             ))
         }
     };
+    // A Fortran-ordered [n, K] array (NumPy saves e.g. a transposed [K, n] array so) lists
+    // column 0 first: bring it to row-major.
+    let values = match order {
+        Order::C => values,
+        Order::Fortran => {
+            let rows = values.len() / num_classes;
+            (0..values.len())
+                .map(|index| values[(index % num_classes) * rows + index / num_classes])
+                .collect()
+        }
+    };
     let mut logits = Vec::with_capacity(values.len());
     for (index, &value) in values.iter().enumerate() {
         if !value.is_finite() || !(value as f32).is_finite() {
@@ -183,8 +219,8 @@ fn read_npy_logits(path: &Path) -> Result<LogitsTable, InputError> {
                 path: path.to_path_buf(),
                 location: format!(
                     "row {}, column {}",
-                    index / num_classes.max(1),
-                    index % num_classes.max(1)
+                    index / num_classes,
+                    index % num_classes
                 ),
                 value,
             });
@@ -241,10 +277,16 @@ fn widen<T: Into<i128>>(values: Vec<T>) -> Vec<i128> {
     values.into_iter().map(Into::into).collect()
 }
 
+/// The file's text, without the byte-order mark some spreadsheet programs write first (kept,
+/// it would make a first data row look like a header).
 fn read_text(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|error| InputError::Io {
+    let text = std::fs::read_to_string(path).map_err(|error| InputError::Io {
         path: path.to_path_buf(),
         error,
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
     })
 }
 

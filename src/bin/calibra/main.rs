@@ -58,16 +58,16 @@ pub struct ReportArgs {
     #[arg(long, requires = "test_logits")]
     pub test_labels: Option<PathBuf>,
     /// Fraction of rows used for calibration when splitting.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     pub cal_fraction: f64,
     /// Seed of the split and of the randomized scores' uniform draws.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub seed: u64,
     /// Use this temperature instead of fitting one.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub temperature: Option<f64>,
     /// Miscoverage level of the prediction sets.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     pub alpha: f64,
     #[arg(long, value_enum, default_value = "aps")]
     pub score: ScoreName,
@@ -75,13 +75,13 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub randomized: bool,
     /// λ of RAPS (default 0.01) or SAPS (default 0.2).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f64>,
     /// k_reg of RAPS.
-    #[arg(long, default_value_t = calibra::conformal::DEFAULT_RAPS_K_REG)]
+    #[arg(long, default_value_t = calibra::conformal::DEFAULT_RAPS_K_REG, allow_negative_numbers = true)]
     pub k_reg: usize,
     /// Reliability bins.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 15, allow_negative_numbers = true)]
     pub bins: usize,
     #[arg(long, value_enum, default_value = "width")]
     pub binning: BinningName,

@@ -59,15 +59,24 @@ struct Parts {
 /// A one-line message naming the file or option at fault.
 pub fn run(args: &ReportArgs) -> Result<(), String> {
     let score = score(args)?;
+    check_options(args)?;
     let parts = read_parts(args)?;
+    // The CLI refuses an infinite threshold: the calibration part must be large enough for α.
+    conformal::finite_quantile_rank(parts.calibration_labels.len(), args.alpha).map_err(|e| {
+        let part = if args.test_logits.is_some() {
+            ""
+        } else {
+            " (calibration part)"
+        };
+        format!("{}{part}: {e}", args.logits.display())
+    })?;
     let num_classes = parts.calibration.num_classes;
     let calibration =
         Logits::new(&parts.calibration.values, num_classes).map_err(|e| e.to_string())?;
     let test = Logits::new(&parts.test.values, num_classes).map_err(|e| e.to_string())?;
 
     let (temperature, temperature_bound_hit) = match args.temperature {
-        Some(t) if t.is_finite() && t > 0.0 => (t, None),
-        Some(t) => return Err(format!("--temperature: {t} is not a positive number")),
+        Some(t) => (t, None),
         None => {
             let fit = calibration::fit_temperature(&calibration, &parts.calibration_labels)
                 .map_err(|e| e.to_string())?;
@@ -76,13 +85,11 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     let evaluate = |t: f64| {
         calibration::evaluate(&test, &parts.test_labels, t, args.bins, args.binning.into())
-            .map_err(|e| format!("--bins: {e}"))
+            .map_err(|e| e.to_string())
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
 
-    conformal::finite_quantile_rank(parts.calibration_labels.len(), args.alpha)
-        .map_err(|e| format!("--alpha: {e}"))?;
     let calibration_probabilities =
         calibration::softmax(&calibration, temperature).map_err(|e| e.to_string())?;
     let test_probabilities = calibration::softmax(&test, temperature).map_err(|e| e.to_string())?;
@@ -134,6 +141,24 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         println!("{text}");
     } else {
         print!("{}", table(&report));
+    }
+    Ok(())
+}
+
+/// Checks the option values that do not depend on the data, before any file is read.
+fn check_options(args: &ReportArgs) -> Result<(), String> {
+    conformal::minimum_calibration_rows(args.alpha).map_err(|e| format!("--alpha: {e}"))?;
+    if let Some(t) = args.temperature {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(format!("--temperature: {t} is not a positive number"));
+        }
+    }
+    if !(1..=calibration::MAX_BINS).contains(&args.bins) {
+        return Err(format!(
+            "--bins: {} is not between 1 and {}",
+            args.bins,
+            calibration::MAX_BINS
+        ));
     }
     Ok(())
 }

@@ -1,0 +1,535 @@
+//! The page's state and the computations behind each view, without any web type.
+//!
+//! The page holds one [`Lab`]: the test labels, the logits of each bundled model as inference
+//! streams them in (batches may arrive in any order, from several workers), and a seeded split
+//! of the test images into a calibration half (the temperature is fitted there; conformal
+//! thresholds are computed there) and an evaluation half (every displayed metric). Views are
+//! computed on the rows whose logits have arrived, so charts appear after the first batch and
+//! refine as the rest comes in.
+//!
+//! Work that does not depend on the slider (gathering rows, fitting T, the metrics at T = 1
+//! and at the fitted T) is cached and redone only when logits, split, bins or model change, so
+//! a slider move costs one pass over the evaluation rows per chart.
+
+use crate::calibration::{
+    self, Bin, Binning, CalibrationError, CalibrationReport, Logits, TemperatureFit,
+};
+use crate::data;
+
+/// Why the lab refused a request.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum LabError {
+    #[error("unknown model index {index}: the lab holds {count} model(s)")]
+    UnknownModel { index: usize, count: usize },
+    #[error(
+        "a batch of {len} logits starting at row {start} does not fit {rows} rows of {num_classes}"
+    )]
+    BatchOutOfRange {
+        start: usize,
+        len: usize,
+        rows: usize,
+        num_classes: usize,
+    },
+    #[error("label {label} at row {row} is outside [0, {num_classes})")]
+    LabelOutOfRange {
+        row: usize,
+        label: u32,
+        num_classes: usize,
+    },
+    #[error("the lab needs at least 2 classes and 2 rows")]
+    TooSmall,
+    #[error("no logits yet on both halves of the split: wait for inference")]
+    NotReady,
+    #[error("temperature {0} is outside [{min}, {max}]", min = calibration::MIN_TEMPERATURE, max = calibration::MAX_TEMPERATURE)]
+    TemperatureOutOfRange(f64),
+    #[error(transparent)]
+    Calibration(#[from] CalibrationError),
+}
+
+/// Logits of one model, `[rows, K]` row-major, with which rows have arrived.
+#[derive(Debug, Clone)]
+struct ModelLogits {
+    values: Vec<f32>,
+    arrived: Vec<bool>,
+    arrived_count: usize,
+}
+
+/// One half of the split, gathered into contiguous arrays for the metric functions.
+#[derive(Debug, Clone, Default)]
+pub struct Part {
+    /// Test-set row of each gathered row.
+    pub rows: Vec<usize>,
+    /// `[rows.len(), K]` logits.
+    pub logits: Vec<f32>,
+    pub labels: Vec<u32>,
+}
+
+/// What the temperature lab shows, at one slider temperature.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TemperatureView {
+    pub temperature: f64,
+    pub fitted_temperature: f64,
+    /// Set when the fit stopped at 0.05 or 20.
+    pub fitted_bound_hit: bool,
+    pub n_calibration: usize,
+    pub n_evaluation: usize,
+    /// Evaluation metrics at the slider's T, at T = 1 and at the fitted T.
+    pub at_temperature: CalibrationReport,
+    pub at_one: CalibrationReport,
+    pub at_fitted: CalibrationReport,
+    /// Top-label confidences of the evaluation rows at the slider's T, counted in the
+    /// reliability diagram's equal-width bins.
+    pub confidence_counts: Vec<usize>,
+    pub mean_confidence: f64,
+    /// Reliability bins of each class (binned on p_k) at the slider's T.
+    pub classwise_bins: Vec<Vec<Bin>>,
+}
+
+/// Cached results that depend on the data and split, not on the slider or the bins.
+#[derive(Debug, Clone)]
+struct Cache {
+    calibration: Part,
+    evaluation: Part,
+    fit: TemperatureFit,
+    reports: Option<FixedReports>,
+}
+
+/// Evaluation metrics at T = 1 and at the fitted T, for one choice of bins.
+#[derive(Debug, Clone)]
+struct FixedReports {
+    binning: (usize, Binning),
+    at_one: CalibrationReport,
+    at_fitted: CalibrationReport,
+}
+
+/// The page's state: labels, streamed logits per model, the split, and cached results.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    labels: Vec<u32>,
+    num_classes: usize,
+    models: Vec<ModelLogits>,
+    active: usize,
+    split_seed: u64,
+    is_calibration: Vec<bool>,
+    cache: Option<Cache>,
+}
+
+impl Lab {
+    /// A lab for `labels` (one per test image) and `model_count` models of `num_classes`.
+    ///
+    /// # Errors
+    /// [`LabError::TooSmall`] for fewer than 2 classes or rows, [`LabError::LabelOutOfRange`].
+    pub fn new(labels: Vec<u32>, num_classes: usize, model_count: usize) -> Result<Self, LabError> {
+        if num_classes < 2 || labels.len() < 2 || model_count == 0 {
+            return Err(LabError::TooSmall);
+        }
+        if let Some((row, &label)) = labels
+            .iter()
+            .enumerate()
+            .find(|(_, &l)| l as usize >= num_classes)
+        {
+            return Err(LabError::LabelOutOfRange {
+                row,
+                label,
+                num_classes,
+            });
+        }
+        let rows = labels.len();
+        let mut lab = Self {
+            labels,
+            num_classes,
+            models: vec![
+                ModelLogits {
+                    values: vec![0.0; rows * num_classes],
+                    arrived: vec![false; rows],
+                    arrived_count: 0,
+                };
+                model_count
+            ],
+            active: 0,
+            split_seed: 0,
+            is_calibration: Vec::new(),
+            cache: None,
+        };
+        lab.set_split(0);
+        Ok(lab)
+    }
+
+    /// Number of test rows.
+    pub fn rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Rows whose logits have arrived for `model`.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`].
+    pub fn arrived(&self, model: usize) -> Result<usize, LabError> {
+        Ok(self.model(model)?.arrived_count)
+    }
+
+    fn model(&self, index: usize) -> Result<&ModelLogits, LabError> {
+        self.models.get(index).ok_or(LabError::UnknownModel {
+            index,
+            count: self.models.len(),
+        })
+    }
+
+    /// Stores a batch of logits for rows `start..start + logits.len()/K` of `model`.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`], [`LabError::BatchOutOfRange`] for a batch that is ragged or
+    /// runs past the last row, and the non-finite-logit error of [`Logits::new`].
+    pub fn add_logits(
+        &mut self,
+        model: usize,
+        start: usize,
+        logits: &[f32],
+    ) -> Result<(), LabError> {
+        self.model(model)?;
+        let (rows, k) = (self.rows(), self.num_classes);
+        let out_of_range = LabError::BatchOutOfRange {
+            start,
+            len: logits.len(),
+            rows,
+            num_classes: k,
+        };
+        if logits.is_empty() || !logits.len().is_multiple_of(k) || start + logits.len() / k > rows {
+            return Err(out_of_range);
+        }
+        Logits::new(logits, k)?;
+        let entry = &mut self.models[model];
+        entry.values[start * k..start * k + logits.len()].copy_from_slice(logits);
+        for arrived in &mut entry.arrived[start..start + logits.len() / k] {
+            if !*arrived {
+                *arrived = true;
+                entry.arrived_count += 1;
+            }
+        }
+        if model == self.active {
+            self.cache = None;
+        }
+        Ok(())
+    }
+
+    /// Makes `model` the one every view shows.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`].
+    pub fn select_model(&mut self, model: usize) -> Result<(), LabError> {
+        self.model(model)?;
+        if model != self.active {
+            self.active = model;
+            self.cache = None;
+        }
+        Ok(())
+    }
+
+    /// Index of the model every view shows.
+    pub fn active_model(&self) -> usize {
+        self.active
+    }
+
+    /// Splits the test rows into calibration and evaluation halves with `seed`.
+    pub fn set_split(&mut self, seed: u64) {
+        let (calibration_rows, _) = data::seeded_split(self.rows(), 0.5, seed);
+        let mut is_calibration = vec![false; self.rows()];
+        for row in calibration_rows {
+            is_calibration[row] = true;
+        }
+        self.split_seed = seed;
+        self.is_calibration = is_calibration;
+        self.cache = None;
+    }
+
+    /// Seed of the current split.
+    pub fn split_seed(&self) -> u64 {
+        self.split_seed
+    }
+
+    /// Gathers the arrived rows of the active model into the two halves.
+    fn gather(&self) -> (Part, Part) {
+        let model = &self.models[self.active];
+        let k = self.num_classes;
+        let (mut calibration, mut evaluation) = (Part::default(), Part::default());
+        for (row, &arrived) in model.arrived.iter().enumerate() {
+            if !arrived {
+                continue;
+            }
+            let part = if self.is_calibration[row] {
+                &mut calibration
+            } else {
+                &mut evaluation
+            };
+            part.rows.push(row);
+            part.logits
+                .extend_from_slice(&model.values[row * k..(row + 1) * k]);
+            part.labels.push(self.labels[row]);
+        }
+        (calibration, evaluation)
+    }
+
+    /// The gathered halves and the fitted temperature, computed when stale.
+    fn prepared(&mut self) -> Result<&mut Cache, LabError> {
+        if self.cache.is_none() {
+            let (calibration, evaluation) = self.gather();
+            if calibration.labels.is_empty() || evaluation.labels.is_empty() {
+                return Err(LabError::NotReady);
+            }
+            let fit = calibration::fit_temperature(
+                &Logits::new(&calibration.logits, self.num_classes)?,
+                &calibration.labels,
+            )?;
+            self.cache = Some(Cache {
+                calibration,
+                evaluation,
+                fit,
+                reports: None,
+            });
+        }
+        self.cache.as_mut().ok_or(LabError::NotReady)
+    }
+
+    /// The temperature fitted on the arrived calibration rows of the active model.
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`] before any row of either half has arrived.
+    pub fn fitted_temperature(&mut self) -> Result<TemperatureFit, LabError> {
+        Ok(self.prepared()?.fit.clone())
+    }
+
+    /// The calibration and evaluation halves of the active model (arrived rows only).
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`] before any row of either half has arrived.
+    pub fn parts(&mut self) -> Result<(&Part, &Part), LabError> {
+        let cache = self.prepared()?;
+        Ok((&cache.calibration, &cache.evaluation))
+    }
+
+    /// Everything the temperature lab shows at `temperature` with `bins` bins.
+    ///
+    /// # Errors
+    /// [`LabError::TemperatureOutOfRange`] outside `[0.05, 20]`, [`LabError::NotReady`], and
+    /// the bin-count error of the calibration module.
+    pub fn temperature_view(
+        &mut self,
+        temperature: f64,
+        bins: usize,
+        binning: Binning,
+    ) -> Result<TemperatureView, LabError> {
+        if !(calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
+            return Err(LabError::TemperatureOutOfRange(temperature));
+        }
+        let k = self.num_classes;
+        let cache = self.prepared()?;
+        let logits = Logits::new(&cache.evaluation.logits, k)?;
+        let labels = &cache.evaluation.labels;
+        if cache
+            .reports
+            .as_ref()
+            .is_none_or(|r| r.binning != (bins, binning))
+        {
+            let report = |t: f64| calibration::evaluate(&logits, labels, t, bins, binning);
+            cache.reports = Some(FixedReports {
+                binning: (bins, binning),
+                at_one: report(1.0)?,
+                at_fitted: report(cache.fit.temperature)?,
+            });
+        }
+        let reports = cache.reports.as_ref().ok_or(LabError::NotReady)?;
+        let at_temperature = calibration::evaluate(&logits, labels, temperature, bins, binning)?;
+        let (confidences, _) = calibration::confidences(&logits, labels, temperature)?;
+        let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
+        Ok(TemperatureView {
+            temperature,
+            fitted_temperature: cache.fit.temperature,
+            fitted_bound_hit: cache.fit.bound_hit.is_some(),
+            n_calibration: cache.calibration.labels.len(),
+            n_evaluation: labels.len(),
+            confidence_counts: calibration::histogram_counts(&confidences, bins)?,
+            mean_confidence,
+            classwise_bins: calibration::classwise_bins(
+                &logits,
+                labels,
+                temperature,
+                bins,
+                binning,
+            )?,
+            at_one: reports.at_one.clone(),
+            at_fitted: reports.at_fitted.clone(),
+            at_temperature,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Results computed two ways must agree to this tolerance (same f64 arithmetic, other order).
+    const TOLERANCE: f64 = 1e-12;
+    const K: usize = 4;
+
+    /// `n` rows of overconfident logits (scaled by 3) and labels drawn from the unscaled softmax.
+    fn synthetic(n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut logits = Vec::with_capacity(n * K);
+        let mut labels = Vec::with_capacity(n);
+        for _ in 0..n {
+            let row: Vec<f64> = (0..K).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let total: f64 = row.iter().map(|z| z.exp()).sum();
+            let mut u = rng.random_range(0.0..total);
+            let label = row
+                .iter()
+                .position(|z| {
+                    u -= z.exp();
+                    u < 0.0
+                })
+                .unwrap_or(K - 1);
+            logits.extend(row.iter().map(|z| (3.0 * z) as f32));
+            labels.push(label as u32);
+        }
+        (logits, labels)
+    }
+
+    fn full_lab(n: usize) -> (Lab, Vec<f32>, Vec<u32>) {
+        let (logits, labels) = synthetic(n, 1);
+        let mut lab = Lab::new(labels.clone(), K, 2).unwrap();
+        lab.add_logits(0, 0, &logits).unwrap();
+        (lab, logits, labels)
+    }
+
+    #[test]
+    fn not_ready_until_both_halves_have_rows() {
+        let (logits, labels) = synthetic(10, 2);
+        let mut lab = Lab::new(labels, K, 1).unwrap();
+        assert_eq!(
+            lab.temperature_view(1.0, 10, Binning::Width),
+            Err(LabError::NotReady)
+        );
+        lab.add_logits(0, 0, &logits).unwrap();
+        assert!(lab.temperature_view(1.0, 10, Binning::Width).is_ok());
+    }
+
+    #[test]
+    fn batches_in_any_order_equal_one_batch() {
+        let (mut whole, logits, labels) = full_lab(1_000);
+        let mut streamed = Lab::new(labels, K, 2).unwrap();
+        for start in [750, 0, 500, 250] {
+            streamed
+                .add_logits(0, start, &logits[start * K..(start + 250) * K])
+                .unwrap();
+        }
+        // A repeated batch does not count twice.
+        streamed.add_logits(0, 0, &logits[..250 * K]).unwrap();
+        assert_eq!(streamed.arrived(0), Ok(1_000));
+        let a = whole.temperature_view(1.5, 15, Binning::Width).unwrap();
+        let b = streamed.temperature_view(1.5, 15, Binning::Width).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn view_matches_the_library_on_the_gathered_halves() {
+        let (mut lab, logits, labels) = full_lab(2_000);
+        lab.set_split(9);
+        let (calibration_rows, evaluation_rows) = data::seeded_split(2_000, 0.5, 9);
+        let gather = |rows: &[usize]| {
+            let l: Vec<f32> = rows
+                .iter()
+                .flat_map(|&r| logits[r * K..(r + 1) * K].to_vec())
+                .collect();
+            let y: Vec<u32> = rows.iter().map(|&r| labels[r]).collect();
+            (l, y)
+        };
+        let (cal_logits, cal_labels) = gather(&calibration_rows);
+        let (eval_logits, eval_labels) = gather(&evaluation_rows);
+        let fit = calibration::fit_temperature(&Logits::new(&cal_logits, K).unwrap(), &cal_labels)
+            .unwrap();
+        let view = lab.temperature_view(0.7, 12, Binning::Mass).unwrap();
+        assert_eq!(view.fitted_temperature, fit.temperature);
+        assert!(
+            view.fitted_temperature > 2.0,
+            "planted T = 3, got {}",
+            view.fitted_temperature
+        );
+        assert_eq!((view.n_calibration, view.n_evaluation), (1_000, 1_000));
+        let eval = Logits::new(&eval_logits, K).unwrap();
+        let direct = |t| calibration::evaluate(&eval, &eval_labels, t, 12, Binning::Mass).unwrap();
+        assert_eq!(view.at_temperature, direct(0.7));
+        assert_eq!(view.at_one, direct(1.0));
+        assert_eq!(view.at_fitted, direct(fit.temperature));
+        assert_eq!(view.confidence_counts.iter().sum::<usize>(), 1_000);
+        let (confidences, _) = calibration::confidences(&eval, &eval_labels, 0.7).unwrap();
+        let mean = confidences.iter().sum::<f64>() / 1_000.0;
+        assert!((view.mean_confidence - mean).abs() < TOLERANCE);
+        assert_eq!(view.classwise_bins.len(), K);
+    }
+
+    #[test]
+    fn temperature_moves_confidence_not_accuracy() {
+        let (mut lab, _, _) = full_lab(2_000);
+        let cold = lab.temperature_view(0.5, 15, Binning::Width).unwrap();
+        let hot = lab.temperature_view(5.0, 15, Binning::Width).unwrap();
+        assert_eq!(cold.at_temperature.accuracy, hot.at_temperature.accuracy);
+        assert!(cold.mean_confidence > hot.mean_confidence);
+        assert_ne!(cold.at_temperature.ece, hot.at_temperature.ece);
+    }
+
+    #[test]
+    fn split_and_model_changes_are_seen() {
+        let (mut lab, logits, _) = full_lab(2_000);
+        let first = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+        lab.set_split(1);
+        let resplit = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+        assert_ne!(first.fitted_temperature, resplit.fitted_temperature);
+        // The second model has the same logits divided by 3: a fitted T about 3 times smaller.
+        let cooler: Vec<f32> = logits.iter().map(|z| z / 3.0).collect();
+        lab.add_logits(1, 0, &cooler).unwrap();
+        lab.select_model(1).unwrap();
+        let second = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+        let ratio = resplit.fitted_temperature / second.fitted_temperature;
+        assert!((ratio - 3.0).abs() < 1e-4, "ratio {ratio}");
+    }
+
+    #[test]
+    fn bad_requests_are_refused_with_reasons() {
+        let (mut lab, logits, _) = full_lab(100);
+        assert_eq!(
+            lab.select_model(2),
+            Err(LabError::UnknownModel { index: 2, count: 2 })
+        );
+        assert!(matches!(
+            lab.add_logits(0, 99, &logits[..2 * K]),
+            Err(LabError::BatchOutOfRange { .. })
+        ));
+        assert!(matches!(
+            lab.add_logits(0, 0, &logits[..K + 1]),
+            Err(LabError::BatchOutOfRange { .. })
+        ));
+        let nan = [f32::NAN; K];
+        assert!(matches!(
+            lab.add_logits(0, 0, &nan),
+            Err(LabError::Calibration(_))
+        ));
+        assert_eq!(
+            lab.temperature_view(25.0, 15, Binning::Width),
+            Err(LabError::TemperatureOutOfRange(25.0))
+        );
+        assert!(matches!(
+            lab.temperature_view(1.0, 0, Binning::Width),
+            Err(LabError::Calibration(_))
+        ));
+        assert_eq!(
+            Lab::new(vec![0, 5], K, 1).unwrap_err(),
+            LabError::LabelOutOfRange {
+                row: 1,
+                label: 5,
+                num_classes: K
+            }
+        );
+        assert_eq!(Lab::new(vec![0], K, 1).unwrap_err(), LabError::TooSmall);
+    }
+}

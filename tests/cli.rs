@@ -1,0 +1,1203 @@
+//! Integration tests of `calibra report`: the real binary on files written to a temporary
+//! directory. Bad input must exit with status 2 and one line `calibra: <file or option>: <problem>`;
+//! good input must give the documented JSON, the values the library computes on the same split,
+//! and the known answers of synthetic data.
+
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use calibra::calibration::{self, Binning, Logits};
+use calibra::conformal::{self, Score};
+use calibra::data::seeded_split;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+/// Rows of the synthetic data sets with known answers.
+const LARGE_N: usize = 20_000;
+/// Classes of the synthetic data sets.
+const LARGE_K: usize = 10;
+/// The synthetic logits are this multiple of calibrated logits: the fitted temperature.
+const TRUE_TEMPERATURE: f64 = 2.5;
+/// Relative tolerance of the fitted temperature (fitted on 10,000 calibration rows).
+const TEMPERATURE_RELATIVE_TOLERANCE: f64 = 0.03;
+/// Miscoverage of the coverage checks, and the range the empirical coverage must fall in.
+const COVERAGE_ALPHA: f64 = 0.1;
+const COVERAGE_RANGE: (f64, f64) = (0.88, 0.92);
+/// CLI and library run the same code on the same rows: they must agree to rounding.
+const LIBRARY_TOLERANCE: f64 = 1e-12;
+/// α of the small fixtures: a finite threshold needs only 3 calibration rows.
+const SMALL_ALPHA: &str = "0.25";
+
+// ---------------------------------------------------------------------------------------------
+// Temporary files
+
+/// A fresh directory under the system's temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "calibra-cli-{}-{unique}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create the temporary directory");
+        Self(path)
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.0.join(file)
+    }
+
+    /// Writes `contents` to `file` in this directory and returns its path.
+    fn write(&self, file: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.path(file);
+        std::fs::write(&path, contents).expect("write a fixture");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// .npy files, written by hand (format version 1.0)
+
+/// A NumPy element type: its `descr` and its little-endian bytes.
+trait NpyElement: Copy {
+    const DESCR: &'static str;
+    fn extend_bytes(self, out: &mut Vec<u8>);
+}
+
+macro_rules! npy_element {
+    ($($t:ty => $descr:literal),* $(,)?) => {$(
+        impl NpyElement for $t {
+            const DESCR: &'static str = $descr;
+            fn extend_bytes(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+
+npy_element!(
+    f32 => "<f4", f64 => "<f8",
+    i8 => "|i1", i16 => "<i2", i32 => "<i4", i64 => "<i8",
+    u8 => "|u1", u16 => "<u2", u32 => "<u4", u64 => "<u8",
+);
+
+/// The bytes of a `.npy` file holding `values` (in file order) with this shape.
+fn npy_bytes<T: NpyElement>(shape: &[usize], fortran_order: bool, values: &[T]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    let shape_text = match dims.as_slice() {
+        [single] => format!("({single},)"),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let order = if fortran_order { "True" } else { "False" };
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': {order}, 'shape': {shape_text}, }}",
+        T::DESCR
+    );
+    // Magic (6), version (2), header length (2), header and '\n': a multiple of 64 bytes.
+    let unpadded = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&u16::try_from(header.len()).unwrap().to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for &value in values {
+        value.extend_bytes(&mut bytes);
+    }
+    bytes
+}
+
+/// Row-major `[n, k]` logits as a C-ordered `.npy`.
+fn npy_logits<T: NpyElement>(values: &[T], k: usize) -> Vec<u8> {
+    npy_bytes(&[values.len() / k, k], false, values)
+}
+
+/// Labels as a `[n]` `.npy`.
+fn npy_labels<T: NpyElement>(labels: &[T]) -> Vec<u8> {
+    npy_bytes(&[labels.len()], false, labels)
+}
+
+/// Labels as a `[n]` `.npy` of another integer dtype.
+fn npy_labels_as<T: NpyElement + TryFrom<u32>>(labels: &[u32]) -> Vec<u8> {
+    let converted: Vec<T> = labels
+        .iter()
+        .map(|&label| T::try_from(label).unwrap_or_else(|_| panic!("label {label} does not fit")))
+        .collect();
+    npy_labels(&converted)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text files
+
+/// One line per row, values joined by `separator`, each written as Rust's shortest
+/// round-tripping decimal.
+fn text_rows(values: &[f32], k: usize, separator: &str) -> String {
+    values
+        .chunks(k)
+        .map(|row| {
+            let fields: Vec<String> = row.iter().map(ToString::to_string).collect();
+            fields.join(separator) + "\n"
+        })
+        .collect()
+}
+
+fn text_labels(labels: &[u32]) -> String {
+    labels.iter().map(|label| format!("{label}\n")).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data sets
+
+/// Row-major logits and their labels.
+struct Data {
+    logits: Vec<f32>,
+    labels: Vec<u32>,
+    k: usize,
+}
+
+impl Data {
+    fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Writes `<stem>-logits.<ext>` and `<stem>-labels.<ext>` (ext `csv` or `npy`).
+    fn write(&self, dir: &TempDir, stem: &str, ext: &str) -> (PathBuf, PathBuf) {
+        let (logits, labels) = match ext {
+            "npy" => (npy_logits(&self.logits, self.k), npy_labels(&self.labels)),
+            "csv" => (
+                text_rows(&self.logits, self.k, ",").into_bytes(),
+                text_labels(&self.labels).into_bytes(),
+            ),
+            _ => panic!("unknown fixture type {ext}"),
+        };
+        (
+            dir.write(&format!("{stem}-logits.{ext}"), logits),
+            dir.write(&format!("{stem}-labels.{ext}"), labels),
+        )
+    }
+}
+
+/// A small data set with `n` rows of 3 classes: logits are multiples of 1/4 (exact in every
+/// format), some negative (so not probabilities), labels mostly the top class.
+fn small_data(n: usize) -> Data {
+    let k = 3;
+    let logits = (0..n * k)
+        .map(|index| ((index * 7 + index / k * 5) % 17) as f32 / 4.0 - 2.0)
+        .collect::<Vec<_>>();
+    let labels = logits
+        .chunks(k)
+        .enumerate()
+        .map(|(row, z)| {
+            let top = (0..k).fold(0, |best, c| if z[c] > z[best] { c } else { best });
+            if row % 4 == 3 {
+                ((top + 1) % k) as u32
+            } else {
+                top as u32
+            }
+        })
+        .collect();
+    Data { logits, labels, k }
+}
+
+/// A standard normal draw (Box–Muller).
+fn gaussian(rng: &mut ChaCha8Rng) -> f64 {
+    let u1 = 1.0 - rng.random::<f64>();
+    let u2 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// `n` rows of `k` classes: calibrated logits `z ~ 2·N(0, I)`, labels drawn from `softmax(z)`,
+/// and the stored logits `temperature · z`, so the best temperature is `temperature`.
+fn synthetic_data(n: usize, k: usize, temperature: f64, seed: u64) -> Data {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut logits = Vec::with_capacity(n * k);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let z: Vec<f64> = (0..k).map(|_| 2.0 * gaussian(&mut rng)).collect();
+        let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let weights: Vec<f64> = z.iter().map(|&v| (v - max).exp()).collect();
+        let mut draw = rng.random::<f64>() * weights.iter().sum::<f64>();
+        let mut label = k - 1;
+        for (class, &weight) in weights.iter().enumerate() {
+            if draw < weight {
+                label = class;
+                break;
+            }
+            draw -= weight;
+        }
+        labels.push(label as u32);
+        logits.extend(z.iter().map(|&v| (temperature * v) as f32));
+    }
+    Data { logits, labels, k }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+
+/// `calibra report --logits <logits> --labels <labels> <extra...>`, with backtraces on so that
+/// a panic could not hide.
+fn report<S: AsRef<OsStr>>(logits: &Path, labels: &Path, extra: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_calibra"))
+        .arg("report")
+        .arg("--logits")
+        .arg(logits)
+        .arg("--labels")
+        .arg(labels)
+        .args(extra)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run the calibra binary")
+}
+
+/// `report` with `--json`, which must succeed; the parsed object.
+fn report_json<S: AsRef<OsStr>>(logits: &Path, labels: &Path, extra: &[S]) -> Value {
+    let mut args: Vec<&OsStr> = extra.iter().map(AsRef::as_ref).collect();
+    args.push(OsStr::new("--json"));
+    let output = report(logits, labels, &args);
+    assert_success(&output);
+    serde_json::from_slice(&output.stdout).expect("--json prints one JSON object")
+}
+
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "calibra failed with {:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Exit status 2, nothing on stdout, and one line on stderr, `calibra: ...`, that contains
+/// every one of `expected` and no sign of a panic.
+fn assert_refused(output: &Output, expected: &[&str]) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "exit status; stderr: {stderr}"
+    );
+    assert!(output.stdout.is_empty(), "stdout of a refused run: {:?}", {
+        String::from_utf8_lossy(&output.stdout)
+    });
+    assert_eq!(stderr.lines().count(), 1, "one line on stderr: {stderr:?}");
+    assert!(
+        stderr.starts_with("calibra: "),
+        "message prefix: {stderr:?}"
+    );
+    let lower = stderr.to_lowercase();
+    assert!(
+        !lower.contains("panicked") && !lower.contains("backtrace"),
+        "a panic: {stderr:?}"
+    );
+    for needle in expected {
+        assert!(
+            stderr.contains(needle),
+            "{needle:?} missing from {stderr:?}"
+        );
+    }
+}
+
+/// A path as the messages print it.
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The number at a JSON pointer such as `/conformal/coverage`.
+fn number(json: &Value, pointer: &str) -> f64 {
+    json.pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number at {pointer} in {json}"))
+}
+
+/// Asserts that two JSON values have the same shape and numbers within `tolerance`.
+fn assert_json_close(actual: &Value, expected: &Value, tolerance: f64, at: &str) {
+    match (actual, expected) {
+        (Value::Number(a), Value::Number(e)) => {
+            let (a, e) = (a.as_f64().unwrap(), e.as_f64().unwrap());
+            assert!((a - e).abs() <= tolerance, "{at}: {a} vs {e}");
+        }
+        (Value::Array(a), Value::Array(e)) => {
+            assert_eq!(a.len(), e.len(), "{at}: lengths");
+            for (i, (a, e)) in a.iter().zip(e).enumerate() {
+                assert_json_close(a, e, tolerance, &format!("{at}/{i}"));
+            }
+        }
+        (Value::Object(a), Value::Object(e)) => {
+            for (key, e) in e {
+                let a = a.get(key).unwrap_or_else(|| panic!("{at}/{key} missing"));
+                assert_json_close(a, e, tolerance, &format!("{at}/{key}"));
+            }
+        }
+        _ => assert_eq!(actual, expected, "{at}"),
+    }
+}
+
+const NO_ARGS: &[&str] = &[];
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: status 2, one line naming the file (or option) and the problem
+
+#[test]
+fn missing_files_are_refused_with_their_path() {
+    let dir = TempDir::new("missing");
+    for ext in ["csv", "npy"] {
+        let (logits, labels) = small_data(24).write(&dir, ext, ext);
+        let absent = dir.path(&format!("absent.{ext}"));
+        assert_refused(&report(&absent, &labels, NO_ARGS), &[&shown(&absent)]);
+        assert_refused(&report(&logits, &absent, NO_ARGS), &[&shown(&absent)]);
+    }
+}
+
+#[test]
+fn non_numeric_value_names_its_line() {
+    let dir = TempDir::new("malformed");
+    let (_, labels) = small_data(3).write(&dir, "ok", "csv");
+    let logits = dir.write("logits.csv", "1,2,3\n2,1,0\n0,abc,1\n");
+    assert_refused(
+        &report(&logits, &labels, NO_ARGS),
+        &[&shown(&logits), "line 3", "'abc' is not a number"],
+    );
+}
+
+#[test]
+fn ragged_row_names_its_line() {
+    let dir = TempDir::new("ragged");
+    let (_, labels) = small_data(4).write(&dir, "ok", "csv");
+    let csv = dir.write("logits.csv", "a,b,c\n1,2,3\n\n2,1\n0,5,1\n");
+    assert_refused(
+        &report(&csv, &labels, NO_ARGS),
+        &[&shown(&csv), "line 4", "2 values, expected 3"],
+    );
+    let txt = dir.write("logits.txt", "1 2 3\n2 1 0\n0 5 1 4\n");
+    assert_refused(
+        &report(&txt, &labels, NO_ARGS),
+        &[&shown(&txt), "line 3", "4 values, expected 3"],
+    );
+}
+
+#[test]
+fn non_finite_text_logits_are_refused() {
+    let dir = TempDir::new("nonfinite-text");
+    let (_, labels) = small_data(3).write(&dir, "ok", "csv");
+    for (name, value) in [
+        ("nan", "NaN"),
+        ("inf", "inf"),
+        ("neginf", "-inf"),
+        ("big", "1e300"),
+    ] {
+        let logits = dir.write(
+            &format!("{name}.csv"),
+            format!("1,2,3\n2,{value},0\n0,5,1\n"),
+        );
+        assert_refused(
+            &report(&logits, &labels, NO_ARGS),
+            &[&shown(&logits), "line 2, column 1", "not finite"],
+        );
+    }
+}
+
+#[test]
+fn non_finite_npy_logits_are_refused() {
+    let dir = TempDir::new("nonfinite-npy");
+    let (_, labels) = small_data(3).write(&dir, "ok", "npy");
+    let mut values = vec![1.0_f32, 2.0, 3.0, 2.0, 1.0, 0.0, 0.0, 5.0, 1.0];
+    values[7] = f32::NAN;
+    let nan = dir.write("nan.npy", npy_logits(&values, 3));
+    assert_refused(
+        &report(&nan, &labels, NO_ARGS),
+        &[&shown(&nan), "row 2, column 1", "not finite"],
+    );
+    let mut values = vec![1.0_f64, 2.0, 3.0, 2.0, 1.0, 0.0, 0.0, 5.0, 1.0];
+    values[3] = f64::INFINITY;
+    let inf = dir.write("inf.npy", npy_logits(&values, 3));
+    assert_refused(
+        &report(&inf, &labels, NO_ARGS),
+        &[&shown(&inf), "row 1, column 0", "not finite"],
+    );
+}
+
+#[test]
+fn label_outside_the_classes_is_refused() {
+    let dir = TempDir::new("label-range");
+    let data = small_data(24);
+    let (csv_logits, _) = data.write(&dir, "ok", "csv");
+    let (npy_logits_path, _) = data.write(&dir, "ok", "npy");
+    let mut labels = data.labels.clone();
+    labels[5] = 3;
+    let csv = dir.write("labels.csv", text_labels(&labels));
+    assert_refused(
+        &report(&csv_logits, &csv, NO_ARGS),
+        &[&shown(&csv), "label 3", "outside [0, 3)"],
+    );
+    let npy = dir.write("labels.npy", npy_labels(&labels));
+    assert_refused(
+        &report(&npy_logits_path, &npy, NO_ARGS),
+        &[&shown(&npy), "label 3", "outside [0, 3)"],
+    );
+}
+
+#[test]
+fn negative_or_non_integer_label_is_refused() {
+    let dir = TempDir::new("label-negative");
+    let data = small_data(4);
+    let (csv_logits, _) = data.write(&dir, "ok", "csv");
+    let (npy_logits_path, _) = data.write(&dir, "ok", "npy");
+    let csv = dir.write("labels.csv", "0\n1\n-1\n2\n");
+    assert_refused(
+        &report(&csv_logits, &csv, NO_ARGS),
+        &[&shown(&csv), "line 3", "'-1' is not a label"],
+    );
+    let fractional = dir.write("fractional.csv", "0\n1.5\n1\n2\n");
+    assert_refused(
+        &report(&csv_logits, &fractional, NO_ARGS),
+        &[&shown(&fractional), "line 2", "not a label"],
+    );
+    let npy = dir.write("labels.npy", npy_labels(&[0_i64, 1, -1, 2]));
+    assert_refused(
+        &report(&npy_logits_path, &npy, NO_ARGS),
+        &[&shown(&npy), "label -1 at index 2", "negative"],
+    );
+}
+
+#[test]
+fn mismatched_lengths_are_refused() {
+    let dir = TempDir::new("lengths");
+    let data = small_data(24);
+    for ext in ["csv", "npy"] {
+        let (logits, _) = data.write(&dir, ext, ext);
+        let labels = match ext {
+            "csv" => dir.write("short.csv", text_labels(&data.labels[..23])),
+            _ => dir.write("short.npy", npy_labels(&data.labels[..23])),
+        };
+        assert_refused(
+            &report(&logits, &labels, NO_ARGS),
+            &[&shown(&labels), &shown(&logits), "23 labels", "24 rows"],
+        );
+    }
+}
+
+#[test]
+fn a_single_class_is_refused() {
+    let dir = TempDir::new("one-class");
+    let (_, labels) = small_data(3).write(&dir, "ok", "csv");
+    let csv = dir.write("logits.csv", "1\n2\n3\n");
+    assert_refused(
+        &report(&csv, &labels, NO_ARGS),
+        &[&shown(&csv), "1 column(s)", "at least 2 classes"],
+    );
+    let npy = dir.write("logits.npy", npy_logits(&[1.0_f32, 2.0, 3.0], 1));
+    assert_refused(
+        &report(&npy, &labels, NO_ARGS),
+        &[&shown(&npy), "1 column(s)", "at least 2 classes"],
+    );
+}
+
+#[test]
+fn too_few_calibration_rows_are_refused() {
+    let dir = TempDir::new("too-few");
+    // 16 rows split in half: 8 calibration rows, one short of the 9 that α = 0.1 needs.
+    for ext in ["csv", "npy"] {
+        let (logits, labels) = small_data(16).write(&dir, ext, ext);
+        assert_refused(
+            &report(&logits, &labels, &["--alpha", "0.1"]),
+            &[
+                &shown(&logits),
+                "8 calibration rows",
+                "too few",
+                "at least 9",
+            ],
+        );
+        assert_success(&report(&logits, &labels, &["--alpha", "0.12"]));
+    }
+    // With test files, the whole of --logits is the calibration part.
+    let (logits, labels) = small_data(8).write(&dir, "cal", "csv");
+    let (test_logits, test_labels) = small_data(30).write(&dir, "test", "csv");
+    let test_args = [
+        OsStr::new("--test-logits"),
+        test_logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        test_labels.as_os_str(),
+    ];
+    assert_refused(
+        &report(&logits, &labels, &test_args),
+        &[&shown(&logits), "too few"],
+    );
+}
+
+#[test]
+fn unknown_option_values_are_refused() {
+    let dir = TempDir::new("options");
+    let (logits, labels) = small_data(24).write(&dir, "ok", "csv");
+    for (args, expected) in [
+        (["--score", "lacc"], ["--score", "invalid value"]),
+        (["--binning", "quantile"], ["--binning", "invalid value"]),
+        (["--randomized", "yes"], ["--randomized", "invalid value"]),
+        (["--alpha", "abc"], ["--alpha", "invalid value"]),
+        (["--bins", "-3"], ["--bins", "invalid value '-3'"]),
+        (["--seed", "-1"], ["--seed", "invalid value '-1'"]),
+        (
+            ["--temperature", "-2"],
+            ["--temperature", "not a positive number"],
+        ),
+        (
+            ["--cal-fraction", "-0.5"],
+            ["--cal-fraction", "between 0 and 1"],
+        ),
+        (["--alpha", "1.5"], ["--alpha", "(0, 1)"]),
+        (["--alpha", "0"], ["--alpha", "(0, 1)"]),
+        (
+            ["--temperature", "0"],
+            ["--temperature", "not a positive number"],
+        ),
+        (
+            ["--temperature", "NaN"],
+            ["--temperature", "not a positive number"],
+        ),
+        (["--bins", "0"], ["--bins", "between 1 and 1000"]),
+        (["--bins", "1001"], ["--bins", "between 1 and 1000"]),
+        (
+            ["--cal-fraction", "1"],
+            ["--cal-fraction", "between 0 and 1"],
+        ),
+        (["--lambda", "-1"], ["--lambda", "invalid lambda"]),
+    ] {
+        let mut all = args.to_vec();
+        if args[0] == "--lambda" {
+            all.extend(["--score", "raps"]);
+        }
+        assert_refused(&report(&logits, &labels, &all), &expected);
+    }
+}
+
+#[test]
+fn test_files_with_other_class_count_are_refused() {
+    let dir = TempDir::new("test-classes");
+    let (logits, labels) = small_data(24).write(&dir, "cal", "csv");
+    let test_logits = dir.write("test-logits.csv", "1,2\n2,1\n");
+    let test_labels = dir.write("test-labels.csv", "0\n1\n");
+    let output = report(
+        &logits,
+        &labels,
+        &[
+            OsStr::new("--test-logits"),
+            test_logits.as_os_str(),
+            OsStr::new("--test-labels"),
+            test_labels.as_os_str(),
+        ],
+    );
+    assert_refused(&output, &[&shown(&test_logits), "2 classes", "has 3"]);
+}
+
+#[test]
+fn test_logits_without_test_labels_are_refused() {
+    let dir = TempDir::new("test-alone");
+    let (logits, labels) = small_data(24).write(&dir, "ok", "csv");
+    let output = report(
+        &logits,
+        &labels,
+        &[OsStr::new("--test-logits"), logits.as_os_str()],
+    );
+    assert_refused(&output, &["--test-labels"]);
+}
+
+#[test]
+fn empty_files_are_refused() {
+    let dir = TempDir::new("empty");
+    let (logits, labels) = small_data(24).write(&dir, "ok", "csv");
+    let empty_logits = dir.write("empty-logits.csv", "\n\n");
+    assert_refused(
+        &report(&empty_logits, &labels, NO_ARGS),
+        &[&shown(&empty_logits), "no rows"],
+    );
+    let header_only = dir.write("header.csv", "a,b,c\n");
+    assert_refused(
+        &report(&header_only, &labels, NO_ARGS),
+        &[&shown(&header_only), "no rows"],
+    );
+    let empty_labels = dir.write("empty-labels.csv", "");
+    assert_refused(
+        &report(&logits, &empty_labels, NO_ARGS),
+        &[&shown(&empty_labels), "no rows"],
+    );
+}
+
+#[test]
+fn unknown_file_type_is_refused() {
+    let dir = TempDir::new("extension");
+    let (_, labels) = small_data(24).write(&dir, "ok", "csv");
+    let logits = dir.write("logits.json", "[[1, 2, 3]]");
+    assert_refused(
+        &report(&logits, &labels, NO_ARGS),
+        &[&shown(&logits), "unknown file type"],
+    );
+}
+
+#[test]
+fn malformed_npy_files_are_refused() {
+    let dir = TempDir::new("npy-malformed");
+    let data = small_data(24);
+    let (logits, labels) = data.write(&dir, "ok", "npy");
+
+    let garbage = dir.write("garbage.npy", "1,2,3\n");
+    assert_refused(
+        &report(&garbage, &labels, NO_ARGS),
+        &[&shown(&garbage), "not a .npy file"],
+    );
+    let mut bytes = npy_logits(&data.logits, 3);
+    bytes.truncate(bytes.len() - 10);
+    let truncated = dir.write("truncated.npy", bytes);
+    assert_refused(
+        &report(&truncated, &labels, NO_ARGS),
+        &[&shown(&truncated), "cannot read data"],
+    );
+    let integer_logits = dir.write("int-logits.npy", npy_logits(&[1_i32, 2, 3, 4], 2));
+    assert_refused(
+        &report(&integer_logits, &labels, NO_ARGS),
+        &[&shown(&integer_logits), "float32 or float64"],
+    );
+    let flat_logits = dir.write("flat-logits.npy", npy_labels(&data.logits));
+    assert_refused(
+        &report(&flat_logits, &labels, NO_ARGS),
+        &[&shown(&flat_logits), "shape [n, K]"],
+    );
+    let float_labels = dir.write("float-labels.npy", npy_labels(&[0.0_f32; 24]));
+    assert_refused(
+        &report(&logits, &float_labels, NO_ARGS),
+        &[&shown(&float_labels), "labels must be integers"],
+    );
+    let column_labels = dir.write(
+        "column-labels.npy",
+        npy_bytes(&[24, 1], false, &data.labels),
+    );
+    assert_refused(
+        &report(&logits, &column_labels, NO_ARGS),
+        &[&shown(&column_labels), "shape [n]"],
+    );
+}
+
+#[test]
+fn probabilities_need_from_probabilities() {
+    let dir = TempDir::new("probabilities");
+    let data = synthetic_data(200, 4, 1.0, 11);
+    let view = Logits::new(&data.logits, data.k).unwrap();
+    let probabilities = Data {
+        logits: calibration::softmax(&view, 1.0).unwrap(),
+        labels: data.labels.clone(),
+        k: data.k,
+    };
+    for ext in ["csv", "npy"] {
+        let (logits, labels) = probabilities.write(&dir, ext, ext);
+        assert_refused(
+            &report(&logits, &labels, NO_ARGS),
+            &[&shown(&logits), "probabilities", "--from-probabilities"],
+        );
+        let json = report_json(&logits, &labels, &["--from-probabilities"]);
+        assert_eq!(
+            number(&json, "/n_calibration") + number(&json, "/n_test"),
+            200.0
+        );
+        // log p is softmax(z) shifted per row: the same predictions as z.
+        let direct = report_json(
+            &dir.write("z.npy", npy_logits(&data.logits, data.k)),
+            &labels,
+            NO_ARGS,
+        );
+        assert_eq!(
+            number(&json, "/before/accuracy"),
+            number(&direct, "/before/accuracy")
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON output
+
+#[test]
+fn json_has_every_documented_key() {
+    let dir = TempDir::new("json-keys");
+    let (logits, labels) = small_data(40).write(&dir, "ok", "csv");
+    let json = report_json(&logits, &labels, NO_ARGS);
+    for key in [
+        "n_calibration",
+        "n_test",
+        "num_classes",
+        "temperature",
+        "temperature_fitted",
+        "before",
+        "after",
+        "conformal",
+    ] {
+        assert!(json.get(key).is_some(), "{key} missing from {json}");
+    }
+    for part in ["before", "after"] {
+        for key in [
+            "accuracy",
+            "nll",
+            "brier",
+            "ece",
+            "rmsce",
+            "mce",
+            "classwise_ece",
+        ] {
+            number(&json, &format!("/{part}/{key}"));
+        }
+        let bins = json[part]["bins"].as_array().expect("bins is a list");
+        for bin in bins {
+            for key in ["lower", "upper", "count", "confidence", "accuracy"] {
+                assert!(bin[key].is_number(), "{part} bin {key} in {bin}");
+            }
+        }
+    }
+    let conformal = &json["conformal"];
+    assert_eq!(conformal["score"], "aps");
+    assert_eq!(conformal["randomized"], true);
+    for key in [
+        "alpha",
+        "qhat",
+        "coverage",
+        "average_set_size",
+        "singleton_rate",
+        "singleton_hit_rate",
+        "empty_rate",
+    ] {
+        assert!(conformal[key].is_number(), "conformal {key} in {conformal}");
+    }
+    assert_eq!(number(&json, "/num_classes"), 3.0);
+    assert_eq!(number(&json, "/conformal/alpha"), 0.1);
+}
+
+#[test]
+fn json_counts_and_accuracy_on_a_split() {
+    let dir = TempDir::new("json-split");
+    let (logits, labels) = small_data(41).write(&dir, "ok", "npy");
+    for fraction in ["0.5", "0.3"] {
+        let json = report_json(&logits, &labels, &["--cal-fraction", fraction]);
+        let n_calibration = number(&json, "/n_calibration");
+        let n_test = number(&json, "/n_test");
+        assert_eq!(n_calibration + n_test, 41.0);
+        let expected = (41.0 * fraction.parse::<f64>().unwrap()).round();
+        assert_eq!(n_calibration, expected);
+        assert_eq!(json["temperature_fitted"], true);
+        // A positive temperature does not change the arg max.
+        assert_eq!(
+            number(&json, "/before/accuracy"),
+            number(&json, "/after/accuracy")
+        );
+    }
+}
+
+#[test]
+fn json_counts_with_test_files() {
+    let dir = TempDir::new("json-test-files");
+    let (logits, labels) = small_data(23).write(&dir, "cal", "csv");
+    let (test_logits, test_labels) = small_data(37).write(&dir, "test", "npy");
+    let json = report_json(
+        &logits,
+        &labels,
+        &[
+            OsStr::new("--test-logits"),
+            test_logits.as_os_str(),
+            OsStr::new("--test-labels"),
+            test_labels.as_os_str(),
+        ],
+    );
+    assert_eq!(number(&json, "/n_calibration"), 23.0);
+    assert_eq!(number(&json, "/n_test"), 37.0);
+    assert_eq!(
+        number(&json, "/before/accuracy"),
+        number(&json, "/after/accuracy")
+    );
+}
+
+#[test]
+fn json_echoes_a_given_temperature() {
+    let dir = TempDir::new("json-temperature");
+    let (logits, labels) = small_data(40).write(&dir, "ok", "csv");
+    let json = report_json(&logits, &labels, &["--temperature", "2"]);
+    assert_eq!(number(&json, "/temperature"), 2.0);
+    assert_eq!(json["temperature_fitted"], false);
+    assert_eq!(
+        number(&json, "/before/accuracy"),
+        number(&json, "/after/accuracy")
+    );
+    // Scaling by 2 flattens the probabilities: the NLL changes.
+    assert_ne!(number(&json, "/before/nll"), number(&json, "/after/nll"));
+}
+
+#[test]
+fn json_bins_follow_bins_and_count_the_test_rows() {
+    let dir = TempDir::new("json-bins");
+    let (logits, labels) = small_data(60).write(&dir, "ok", "npy");
+    for binning in ["width", "mass"] {
+        for bins in [1, 7, 15] {
+            let json = report_json(
+                &logits,
+                &labels,
+                &["--bins", &bins.to_string(), "--binning", binning],
+            );
+            let n_test = number(&json, "/n_test");
+            for part in ["before", "after"] {
+                let list = json[part]["bins"].as_array().unwrap();
+                assert_eq!(list.len(), bins, "{binning} {part}");
+                let total: f64 = list.iter().map(|bin| bin["count"].as_f64().unwrap()).sum();
+                assert_eq!(total, n_test, "{binning} {part} with {bins} bins");
+            }
+        }
+    }
+}
+
+/// The same logits as float64, in Fortran order, or as text give the same report.
+#[test]
+fn npy_float64_fortran_and_csv_logits_give_the_same_report() {
+    let dir = TempDir::new("npy-dtypes");
+    let data = small_data(30);
+    let (logits, labels) = data.write(&dir, "f32", "npy");
+    let expected = report_json(&logits, &labels, NO_ARGS);
+
+    let f64_values: Vec<f64> = data.logits.iter().map(|&z| f64::from(z)).collect();
+    let f64_logits = dir.write("f64.npy", npy_logits(&f64_values, 3));
+    assert_eq!(
+        report_json(&f64_logits, &labels, NO_ARGS),
+        expected,
+        "float64"
+    );
+
+    // NumPy writes a transposed [K, n] array as a Fortran-ordered [n, K] one: column by column.
+    let column_major: Vec<f32> = (0..3)
+        .flat_map(|c| data.logits.iter().skip(c).step_by(3).copied())
+        .collect();
+    let fortran = dir.write("fortran.npy", npy_bytes(&[30, 3], true, &column_major));
+    assert_eq!(
+        report_json(&fortran, &labels, NO_ARGS),
+        expected,
+        "fortran order"
+    );
+
+    let (csv_logits, csv_labels) = data.write(&dir, "text", "csv");
+    assert_eq!(
+        report_json(&csv_logits, &csv_labels, NO_ARGS),
+        expected,
+        "csv"
+    );
+}
+
+/// Labels of every integer dtype give the same report.
+#[test]
+fn npy_labels_of_any_integer_dtype_are_read() {
+    let dir = TempDir::new("npy-label-dtypes");
+    let data = small_data(30);
+    let (logits, labels) = data.write(&dir, "u32", "npy");
+    let expected = report_json(&logits, &labels, NO_ARGS);
+    let label_files = [
+        ("i8", npy_labels_as::<i8>(&data.labels)),
+        ("u8", npy_labels_as::<u8>(&data.labels)),
+        ("i16", npy_labels_as::<i16>(&data.labels)),
+        ("u16", npy_labels_as::<u16>(&data.labels)),
+        ("i32", npy_labels_as::<i32>(&data.labels)),
+        ("i64", npy_labels_as::<i64>(&data.labels)),
+        ("u64", npy_labels_as::<u64>(&data.labels)),
+    ];
+    for (dtype, bytes) in label_files {
+        let path = dir.write(&format!("labels-{dtype}.npy"), bytes);
+        assert_eq!(
+            report_json(&logits, &path, NO_ARGS),
+            expected,
+            "labels {dtype}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Known answers
+
+/// The fitted temperature of `TRUE_TEMPERATURE × calibrated logits`.
+#[test]
+fn fitted_temperature_recovers_the_true_one() {
+    let dir = TempDir::new("known-temperature");
+    let data = synthetic_data(LARGE_N, LARGE_K, TRUE_TEMPERATURE, 1);
+    let (logits, labels) = data.write(&dir, "large", "npy");
+    let json = report_json(&logits, &labels, NO_ARGS);
+    assert_eq!(number(&json, "/n_calibration"), (LARGE_N / 2) as f64);
+    let temperature = number(&json, "/temperature");
+    assert!(
+        (temperature / TRUE_TEMPERATURE - 1.0).abs() <= TEMPERATURE_RELATIVE_TOLERANCE,
+        "fitted {temperature}, true {TRUE_TEMPERATURE}"
+    );
+    // The logits are overconfident; scaling must improve the test NLL and ECE.
+    assert!(number(&json, "/after/nll") < number(&json, "/before/nll"));
+    assert!(number(&json, "/after/ece") < number(&json, "/before/ece"));
+}
+
+/// Empirical coverage of `--score <score>` at α = 0.1 on 10,000 test rows.
+fn assert_coverage(score: &str) {
+    let dir = TempDir::new(&format!("coverage-{score}"));
+    let data = synthetic_data(LARGE_N, LARGE_K, TRUE_TEMPERATURE, 2);
+    let (logits, labels) = data.write(&dir, "large", "npy");
+    let alpha = COVERAGE_ALPHA.to_string();
+    let json = report_json(&logits, &labels, &["--score", score, "--alpha", &alpha]);
+    assert_eq!(json["conformal"]["score"], score);
+    let coverage = number(&json, "/conformal/coverage");
+    assert!(
+        (COVERAGE_RANGE.0..=COVERAGE_RANGE.1).contains(&coverage),
+        "{score}: coverage {coverage} at alpha {COVERAGE_ALPHA}"
+    );
+}
+
+#[test]
+fn lac_covers_at_the_asked_level() {
+    assert_coverage("lac");
+}
+
+#[test]
+fn aps_covers_at_the_asked_level() {
+    assert_coverage("aps");
+}
+
+#[test]
+fn raps_covers_at_the_asked_level() {
+    assert_coverage("raps");
+}
+
+#[test]
+fn saps_covers_at_the_asked_level() {
+    assert_coverage("saps");
+}
+
+/// The CLI's report equals the library's on the same split: `seeded_split`, a temperature fit
+/// on the calibration rows, `evaluate` before and after, and `split_conformal` with the scaled
+/// probabilities.
+fn assert_matches_library(score: Score, score_args: &[&str]) {
+    const SEED: u64 = 7;
+    const FRACTION: f64 = 0.4;
+    const BINS: usize = 12;
+    const ALPHA: f64 = 0.05;
+    let dir = TempDir::new(&format!("library-{}", score.name()));
+    let data = synthetic_data(3000, 6, 1.7, 3);
+    let (logits, labels) = data.write(&dir, "data", "npy");
+    let mut args = vec![
+        "--seed".to_string(),
+        SEED.to_string(),
+        "--cal-fraction".to_string(),
+        FRACTION.to_string(),
+        "--bins".to_string(),
+        BINS.to_string(),
+        "--binning".to_string(),
+        "mass".to_string(),
+        "--alpha".to_string(),
+        ALPHA.to_string(),
+    ];
+    args.extend(score_args.iter().map(ToString::to_string));
+    let json = report_json(&logits, &labels, &args);
+
+    let (calibration_rows, test_rows) = seeded_split(data.len(), FRACTION, SEED);
+    let select = |rows: &[usize]| {
+        let logits: Vec<f32> = rows
+            .iter()
+            .flat_map(|&i| data.logits[i * data.k..(i + 1) * data.k].iter().copied())
+            .collect();
+        let labels: Vec<u32> = rows.iter().map(|&i| data.labels[i]).collect();
+        (logits, labels)
+    };
+    let (calibration_logits, calibration_labels) = select(&calibration_rows);
+    let (test_logits, test_labels) = select(&test_rows);
+    let calibration_view = Logits::new(&calibration_logits, data.k).unwrap();
+    let test_view = Logits::new(&test_logits, data.k).unwrap();
+    let fit = calibration::fit_temperature(&calibration_view, &calibration_labels).unwrap();
+    let evaluate =
+        |t: f64| calibration::evaluate(&test_view, &test_labels, t, BINS, Binning::Mass).unwrap();
+    let before = serde_json::to_value(evaluate(1.0)).unwrap();
+    let after = serde_json::to_value(evaluate(fit.temperature)).unwrap();
+    let conformal = conformal::split_conformal(
+        &calibration::softmax(&calibration_view, fit.temperature).unwrap(),
+        &calibration_labels,
+        &calibration::softmax(&test_view, fit.temperature).unwrap(),
+        &test_labels,
+        data.k,
+        &score,
+        ALPHA,
+        false,
+        SEED,
+    )
+    .unwrap();
+
+    assert_eq!(
+        number(&json, "/n_calibration"),
+        calibration_rows.len() as f64
+    );
+    assert_eq!(number(&json, "/n_test"), test_rows.len() as f64);
+    let close = |pointer: &str, expected: f64| {
+        let actual = number(&json, pointer);
+        assert!(
+            (actual - expected).abs() <= LIBRARY_TOLERANCE,
+            "{}: {pointer}: CLI {actual}, library {expected}",
+            score.name()
+        );
+    };
+    close("/temperature", fit.temperature);
+    assert_json_close(&json["before"], &before, LIBRARY_TOLERANCE, "before");
+    assert_json_close(&json["after"], &after, LIBRARY_TOLERANCE, "after");
+    assert_eq!(json["conformal"]["score"], score.name());
+    assert_eq!(json["conformal"]["randomized"], score.is_randomized());
+    let metrics = &conformal.metrics;
+    close("/conformal/qhat", conformal.qhat[0]);
+    close("/conformal/coverage", metrics.coverage);
+    close("/conformal/average_set_size", metrics.average_set_size);
+    close("/conformal/singleton_rate", metrics.singleton_rate);
+    close("/conformal/singleton_hit_rate", metrics.singleton_hit_rate);
+    close("/conformal/empty_rate", metrics.empty_rate);
+}
+
+#[test]
+fn lac_matches_the_library() {
+    assert_matches_library(Score::Lac, &["--score", "lac"]);
+}
+
+#[test]
+fn deterministic_aps_matches_the_library() {
+    assert_matches_library(
+        Score::Aps { randomized: false },
+        &["--score", "aps", "--randomized", "false"],
+    );
+}
+
+#[test]
+fn randomized_raps_matches_the_library() {
+    assert_matches_library(
+        Score::Raps {
+            lambda: 0.05,
+            k_reg: 2,
+            randomized: true,
+        },
+        &["--score", "raps", "--lambda", "0.05", "--k-reg", "2"],
+    );
+}
+
+#[test]
+fn randomized_saps_matches_the_library() {
+    assert_matches_library(
+        Score::Saps {
+            lambda: 0.3,
+            randomized: true,
+        },
+        &["--score", "saps", "--lambda", "0.3"],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text format
+
+/// The report of the small fixture written as plain comma-separated rows.
+fn plain_csv_report(dir: &TempDir, data: &Data) -> Value {
+    let (logits, labels) = data.write(dir, "plain", "csv");
+    report_json(&logits, &labels, &["--alpha", SMALL_ALPHA])
+}
+
+#[test]
+fn header_row_is_skipped() {
+    let dir = TempDir::new("text-header");
+    let data = small_data(12);
+    let expected = plain_csv_report(&dir, &data);
+    let logits = dir.write(
+        "header.csv",
+        "class_0,class_1,class_2\n".to_string() + &text_rows(&data.logits, 3, ","),
+    );
+    let labels = dir.path("plain-labels.csv");
+    assert_eq!(
+        report_json(&logits, &labels, &["--alpha", SMALL_ALPHA]),
+        expected
+    );
+    // So is a spreadsheet's byte-order mark before it, or before the first row.
+    let bom = dir.write(
+        "bom.csv",
+        "\u{feff}".to_string() + &text_rows(&data.logits, 3, ","),
+    );
+    assert_eq!(
+        report_json(&bom, &labels, &["--alpha", SMALL_ALPHA]),
+        expected
+    );
+}
+
+#[test]
+fn whitespace_separated_txt_is_read() {
+    let dir = TempDir::new("text-whitespace");
+    let data = small_data(12);
+    let expected = plain_csv_report(&dir, &data);
+    let spaced = text_rows(&data.logits, 3, " \t ").replace('\n', "  \n");
+    let logits = dir.write("logits.txt", spaced);
+    let labels = dir.write("labels.txt", text_labels(&data.labels));
+    assert_eq!(
+        report_json(&logits, &labels, &["--alpha", SMALL_ALPHA]),
+        expected
+    );
+}
+
+#[test]
+fn blank_lines_are_ignored() {
+    let dir = TempDir::new("text-blank");
+    let data = small_data(12);
+    let expected = plain_csv_report(&dir, &data);
+    let with_blanks = |text: String| -> String {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = String::from("\n");
+        for (i, line) in lines.iter().enumerate() {
+            out += line;
+            out += if i % 3 == 0 { "\n\n   \n" } else { "\r\n" };
+        }
+        out
+    };
+    let logits = dir.write("logits.csv", with_blanks(text_rows(&data.logits, 3, ", ")));
+    let labels = dir.write("labels.csv", with_blanks(text_labels(&data.labels)));
+    assert_eq!(
+        report_json(&logits, &labels, &["--alpha", SMALL_ALPHA]),
+        expected
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Table output
+
+#[test]
+fn table_output_shows_temperature_and_coverage() {
+    let dir = TempDir::new("table");
+    let (logits, labels) = small_data(40).write(&dir, "ok", "csv");
+    let output = report(&logits, &labels, NO_ARGS);
+    assert_success(&output);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.lines().any(|l| l.starts_with("temperature T = ")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("coverage ")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("accuracy ")),
+        "{stdout}"
+    );
+    assert!(
+        serde_json::from_str::<Value>(&stdout).is_err(),
+        "a table, not JSON"
+    );
+    let given = report(&logits, &labels, &["--temperature", "1.5"]);
+    assert_success(&given);
+    let stdout = String::from_utf8(given.stdout).unwrap();
+    assert!(
+        stdout.contains("temperature T = 1.5000 (given)"),
+        "{stdout}"
+    );
+}
