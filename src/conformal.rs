@@ -672,9 +672,7 @@ impl PredictionSets {
 /// Prediction sets `C(x) = { y : s(x, y) ≤ q̂_y }` for `n = uniforms.len()` examples.
 ///
 /// # Errors
-/// As [`all_label_scores`], plus [`ConformalError::ShapeMismatch`] for class-conditional
-/// thresholds that are not one per class and [`ConformalError::InvalidParameter`]
-/// (`"threshold"`) for a NaN threshold.
+/// As [`all_label_scores`] and [`sets_from_label_scores`].
 pub fn prediction_sets(
     probabilities: &[f32],
     num_classes: usize,
@@ -682,19 +680,40 @@ pub fn prediction_sets(
     uniforms: &[f64],
     thresholds: &Thresholds,
 ) -> Result<PredictionSets, ConformalError> {
-    check_batch(probabilities, num_classes, score, uniforms)?;
+    let label_scores = all_label_scores(probabilities, num_classes, score, uniforms)?;
+    sets_from_label_scores(&label_scores, num_classes, thresholds)
+}
+
+/// Prediction sets from precomputed scores of every label (`[n, K]` row-major, as
+/// [`all_label_scores`] returns): `y ∈ C(x_i)` when `s(x_i, y) ≤ q̂_y`. Lets a caller that moves
+/// only α reuse the scores.
+///
+/// # Errors
+/// [`ConformalError::InvalidParameter`] for `num_classes = 0` or a NaN threshold;
+/// [`ConformalError::ShapeMismatch`] for scores that are not whole rows or class-conditional
+/// thresholds that are not one per class.
+pub fn sets_from_label_scores(
+    label_scores: &[f64],
+    num_classes: usize,
+    thresholds: &Thresholds,
+) -> Result<PredictionSets, ConformalError> {
+    check_num_classes(num_classes)?;
+    if !label_scores.len().is_multiple_of(num_classes) {
+        return Err(ConformalError::ShapeMismatch {
+            what: "label scores (a multiple of num_classes)",
+            expected: label_scores.len().next_multiple_of(num_classes),
+            actual: label_scores.len(),
+        });
+    }
     let qhats = thresholds.per_label(num_classes)?;
-    let mut membership = Vec::with_capacity(probabilities.len());
-    let mut sizes = Vec::with_capacity(uniforms.len());
-    for_each_row(probabilities, num_classes, score, uniforms, |_, row| {
-        let mut size = 0_u32;
-        for (&s, &qhat) in row.iter().zip(&qhats) {
-            let inside = s <= qhat;
-            membership.push(inside);
-            size += u32::from(inside);
-        }
-        sizes.push(size);
-    })?;
+    let membership: Vec<bool> = label_scores
+        .chunks_exact(num_classes)
+        .flat_map(|row| row.iter().zip(&qhats).map(|(&s, &qhat)| s <= qhat))
+        .collect();
+    let sizes = membership
+        .chunks_exact(num_classes)
+        .map(|row| row.iter().map(|&inside| u32::from(inside)).sum())
+        .collect();
     Ok(PredictionSets {
         num_classes,
         membership,

@@ -14,6 +14,7 @@
 use crate::calibration::{
     self, Bin, Binning, CalibrationError, CalibrationReport, Logits, TemperatureFit,
 };
+use crate::conformal::{self, ConformalError, Score, SetMetrics, SweepPoint, Thresholds};
 use crate::data;
 
 /// Why the lab refused a request.
@@ -42,8 +43,12 @@ pub enum LabError {
     NotReady,
     #[error("temperature {0} is outside [{min}, {max}]", min = calibration::MIN_TEMPERATURE, max = calibration::MAX_TEMPERATURE)]
     TemperatureOutOfRange(f64),
+    #[error("gallery row {0} is not an evaluation or calibration image with logits")]
+    UnknownImage(usize),
     #[error(transparent)]
     Calibration(#[from] CalibrationError),
+    #[error(transparent)]
+    Conformal(#[from] ConformalError),
 }
 
 /// Logits of one model, `[rows, K]` row-major, with which rows have arrived.
@@ -62,6 +67,8 @@ pub struct Part {
     /// `[rows.len(), K]` logits.
     pub logits: Vec<f32>,
     pub labels: Vec<u32>,
+    /// The rows' uniform draws for randomized conformal scores.
+    pub uniforms: Vec<f64>,
 }
 
 /// What the temperature lab shows, at one slider temperature.
@@ -92,6 +99,28 @@ struct Cache {
     evaluation: Part,
     fit: TemperatureFit,
     reports: Option<FixedReports>,
+    /// Softmax of both halves at the temperature of the last conformal view.
+    probabilities: Option<Probabilities>,
+    /// Conformal scores at that temperature, one table per score (at most four).
+    score_tables: Vec<ScoreTable>,
+}
+
+/// Softmax probabilities of both halves at one temperature.
+#[derive(Debug, Clone)]
+struct Probabilities {
+    temperature: f64,
+    calibration: Vec<f32>,
+    evaluation: Vec<f32>,
+}
+
+/// The scores of every label of both halves, for one score at one temperature: moving α
+/// reuses them.
+#[derive(Debug, Clone)]
+struct ScoreTable {
+    score: Score,
+    /// `[n_calibration, K]` and `[n_evaluation, K]`.
+    calibration: Vec<f64>,
+    evaluation: Vec<f64>,
 }
 
 /// Evaluation metrics at T = 1 and at the fitted T, for one choice of bins.
@@ -111,6 +140,9 @@ pub struct Lab {
     active: usize,
     split_seed: u64,
     is_calibration: Vec<bool>,
+    /// One uniform draw per test row for the randomized conformal scores, seeded with the
+    /// split seed, so an image keeps its draw while α, T or the score change.
+    row_uniforms: Vec<f64>,
     cache: Option<Cache>,
 }
 
@@ -149,6 +181,7 @@ impl Lab {
             active: 0,
             split_seed: 0,
             is_calibration: Vec::new(),
+            row_uniforms: Vec::new(),
             cache: None,
         };
         lab.set_split(0);
@@ -239,6 +272,7 @@ impl Lab {
         }
         self.split_seed = seed;
         self.is_calibration = is_calibration;
+        self.row_uniforms = conformal::uniforms(self.rows(), seed);
         self.cache = None;
     }
 
@@ -265,6 +299,7 @@ impl Lab {
             part.logits
                 .extend_from_slice(&model.values[row * k..(row + 1) * k]);
             part.labels.push(self.labels[row]);
+            part.uniforms.push(self.row_uniforms[row]);
         }
         (calibration, evaluation)
     }
@@ -285,6 +320,8 @@ impl Lab {
                 evaluation,
                 fit,
                 reports: None,
+                probabilities: None,
+                score_tables: Vec::new(),
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)
@@ -359,6 +396,543 @@ impl Lab {
             at_one: reports.at_one.clone(),
             at_fitted: reports.at_fitted.clone(),
             at_temperature,
+        })
+    }
+}
+
+/// Sizes at or above this count as a "large" prediction set in the gallery.
+pub const LARGE_SET_SIZE: u32 = 3;
+/// Miscoverage levels of the α sweep: 0.01, 0.02, …, 0.30.
+const SWEEP_STEPS: usize = 30;
+const SWEEP_STEP: f64 = 0.01;
+/// Points of the theoretical coverage density curves.
+const DENSITY_POINTS: usize = 240;
+
+/// Which conformal score, before its parameters are attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScoreKind {
+    Lac,
+    Aps,
+    Raps,
+    Saps,
+}
+
+/// Everything the conformal lab's controls set.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ConformalSettings {
+    /// The temperature lab's T: the sets use softmax(z / T).
+    pub temperature: f64,
+    pub alpha: f64,
+    pub score: ScoreKind,
+    /// Randomized APS, RAPS and SAPS (u ~ U(0, 1)); off: u = 1.
+    pub randomized: bool,
+    pub raps_lambda: f64,
+    pub raps_k_reg: usize,
+    pub saps_lambda: f64,
+    /// Mondrian thresholds, one per class, instead of one for all.
+    pub class_conditional: bool,
+}
+
+impl ConformalSettings {
+    /// The score `kind` with these settings' parameters.
+    pub fn score_of(&self, kind: ScoreKind) -> Score {
+        let randomized = self.randomized;
+        match kind {
+            ScoreKind::Lac => Score::Lac,
+            ScoreKind::Aps => Score::Aps { randomized },
+            ScoreKind::Raps => Score::Raps {
+                lambda: self.raps_lambda,
+                k_reg: self.raps_k_reg,
+                randomized,
+            },
+            ScoreKind::Saps => Score::Saps {
+                lambda: self.saps_lambda,
+                randomized,
+            },
+        }
+    }
+}
+
+/// One score's results at the current α and T, for the comparison table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScoreComparison {
+    pub score: ScoreKind,
+    pub coverage: f64,
+    pub average_set_size: f64,
+    pub singleton_rate: f64,
+    pub empty_rate: f64,
+}
+
+/// What the conformal lab shows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ConformalView {
+    pub alpha: f64,
+    pub n_calibration: usize,
+    pub n_evaluation: usize,
+    /// One threshold (marginal) or one per class (Mondrian); `+∞` where too few rows.
+    pub qhat: Vec<f64>,
+    /// The marginal guarantee `1 − α ≤ coverage ≤ 1 − α + 1/(n + 1)`.
+    pub guarantee_lower: f64,
+    pub guarantee_upper: f64,
+    /// Standard error of an evaluation coverage near `1 − α`: `sqrt(α(1 − α)/n_evaluation)`.
+    pub coverage_standard_error: f64,
+    pub metrics: SetMetrics,
+    /// Evaluation images with each set size `0..=K`.
+    pub size_counts: Vec<usize>,
+    /// Coverage and set size over α (marginal thresholds) for the chosen score.
+    pub sweep: Vec<SweepPoint>,
+    /// All four scores at the current α and T.
+    pub comparison: Vec<ScoreComparison>,
+}
+
+/// Coverage over random calibration/evaluation splits, against theory.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CoverageExperiment {
+    pub coverages: Vec<f64>,
+    pub n_calibration: usize,
+    pub n_evaluation: usize,
+    /// `k = ⌈(n + 1)(1 − α)⌉`.
+    pub k: usize,
+    pub mean: f64,
+    pub standard_deviation: f64,
+    /// Mean and standard deviation of `Beta(k, n + 1 − k)` (an infinite evaluation set).
+    pub beta_mean: f64,
+    pub beta_standard_deviation: f64,
+    /// Standard deviation once the finite evaluation set is accounted for (Beta-Binomial).
+    pub finite_standard_deviation: f64,
+    /// `(x, density)` of `Beta(k, n + 1 − k)`.
+    pub beta_density: Vec<(f64, f64)>,
+}
+
+/// Which evaluation images the gallery shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GalleryFilter {
+    All,
+    /// Sets that miss the true label.
+    Misses,
+    /// Sets of [`LARGE_SET_SIZE`] labels or more.
+    Large,
+    /// Empty sets.
+    Empty,
+}
+
+/// One image of the gallery with its prediction set.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GalleryItem {
+    /// Row in the test set (index of the image).
+    pub row: usize,
+    pub label: u32,
+    pub predicted: u32,
+    pub set: Vec<u32>,
+    pub covered: bool,
+    /// The true label's score `s(x, y)`.
+    pub true_label_score: f64,
+}
+
+/// Why each label of one image is in its set or not.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Explanation {
+    pub row: usize,
+    pub calibration: bool,
+    pub label: u32,
+    /// softmax(z / T) per label.
+    pub probabilities: Vec<f64>,
+    /// s(x, y) per label, and the threshold each is compared with.
+    pub scores: Vec<f64>,
+    pub thresholds: Vec<f64>,
+    pub in_set: Vec<bool>,
+}
+
+/// Index of the largest value, the lowest index on ties.
+fn argmax(row: &[f32]) -> u32 {
+    let mut best = 0;
+    for (index, &value) in row.iter().enumerate() {
+        if value > row[best] {
+            best = index;
+        }
+    }
+    best as u32
+}
+
+/// True-label scores picked from `[n, K]` all-label scores.
+fn true_label(label_scores: &[f64], labels: &[u32], num_classes: usize) -> Vec<f64> {
+    label_scores
+        .chunks_exact(num_classes)
+        .zip(labels)
+        .map(|(row, &label)| row[label as usize])
+        .collect()
+}
+
+impl Cache {
+    /// Index in `score_tables` of the table of `score` at `temperature`, computed when missing.
+    fn score_table(&mut self, score: Score, temperature: f64, k: usize) -> Result<usize, LabError> {
+        score.validate()?;
+        if self
+            .probabilities
+            .as_ref()
+            .is_none_or(|p| p.temperature != temperature)
+        {
+            self.probabilities = Some(Probabilities {
+                temperature,
+                calibration: calibration::softmax(
+                    &Logits::new(&self.calibration.logits, k)?,
+                    temperature,
+                )?,
+                evaluation: calibration::softmax(
+                    &Logits::new(&self.evaluation.logits, k)?,
+                    temperature,
+                )?,
+            });
+            self.score_tables.clear();
+        }
+        let position = match self.score_tables.iter().position(|t| t.score == score) {
+            Some(position) => position,
+            None => {
+                let probabilities = self.probabilities.as_ref().ok_or(LabError::NotReady)?;
+                let table = ScoreTable {
+                    score,
+                    calibration: conformal::all_label_scores(
+                        &probabilities.calibration,
+                        k,
+                        &score,
+                        &self.calibration.uniforms,
+                    )?,
+                    evaluation: conformal::all_label_scores(
+                        &probabilities.evaluation,
+                        k,
+                        &score,
+                        &self.evaluation.uniforms,
+                    )?,
+                };
+                // Four kinds of score: older parameter settings make way.
+                if self.score_tables.len() == 4 {
+                    self.score_tables.remove(0);
+                }
+                self.score_tables.push(table);
+                self.score_tables.len() - 1
+            }
+        };
+        Ok(position)
+    }
+}
+
+/// Thresholds from the calibration half's scores.
+fn thresholds(
+    table: &ScoreTable,
+    calibration_labels: &[u32],
+    k: usize,
+    alpha: f64,
+    class_conditional: bool,
+) -> Result<Thresholds, LabError> {
+    let scores = true_label(&table.calibration, calibration_labels, k);
+    Ok(if class_conditional {
+        Thresholds::ClassConditional(conformal::class_conditional_thresholds(
+            &scores,
+            calibration_labels,
+            k,
+            alpha,
+        )?)
+    } else {
+        Thresholds::Marginal(conformal::conformal_threshold(&scores, alpha)?)
+    })
+}
+
+impl Lab {
+    fn check_temperature(temperature: f64) -> Result<(), LabError> {
+        if (calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
+            Ok(())
+        } else {
+            Err(LabError::TemperatureOutOfRange(temperature))
+        }
+    }
+
+    /// Everything the conformal lab shows for `settings`.
+    ///
+    /// # Errors
+    /// [`LabError::TemperatureOutOfRange`], [`LabError::NotReady`], and the conformal module's
+    /// errors for a bad α or score parameter.
+    pub fn conformal_view(
+        &mut self,
+        settings: &ConformalSettings,
+    ) -> Result<ConformalView, LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let alpha = settings.alpha;
+        conformal::quantile_rank(1, alpha)?;
+        let cache = self.prepared()?;
+        let mut comparison = Vec::with_capacity(4);
+        for kind in [
+            ScoreKind::Lac,
+            ScoreKind::Aps,
+            ScoreKind::Raps,
+            ScoreKind::Saps,
+        ] {
+            let table = cache.score_table(settings.score_of(kind), settings.temperature, k)?;
+            let table = &cache.score_tables[table];
+            let thresholds = thresholds(
+                table,
+                &cache.calibration.labels,
+                k,
+                alpha,
+                settings.class_conditional,
+            )?;
+            let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+            let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
+            comparison.push(ScoreComparison {
+                score: kind,
+                coverage: metrics.coverage,
+                average_set_size: metrics.average_set_size,
+                singleton_rate: metrics.singleton_rate,
+                empty_rate: metrics.empty_rate,
+            });
+        }
+        let table =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let table = &cache.score_tables[table];
+        let thresholds = thresholds(
+            table,
+            &cache.calibration.labels,
+            k,
+            alpha,
+            settings.class_conditional,
+        )?;
+        let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+        let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
+        let mut size_counts = vec![0; k + 1];
+        for &size in &sets.sizes {
+            size_counts[size as usize] += 1;
+        }
+        let calibration_scores = true_label(&table.calibration, &cache.calibration.labels, k);
+        let alphas: Vec<f64> = (1..=SWEEP_STEPS).map(|i| i as f64 * SWEEP_STEP).collect();
+        let sweep = conformal::alpha_sweep(
+            &calibration_scores,
+            &table.evaluation,
+            &cache.evaluation.labels,
+            k,
+            &alphas,
+        )?;
+        let (n_calibration, n_evaluation) = (
+            cache.calibration.labels.len(),
+            cache.evaluation.labels.len(),
+        );
+        Ok(ConformalView {
+            alpha,
+            n_calibration,
+            n_evaluation,
+            qhat: thresholds.values(),
+            guarantee_lower: 1.0 - alpha,
+            guarantee_upper: 1.0 - alpha + 1.0 / (n_calibration as f64 + 1.0),
+            coverage_standard_error: (alpha * (1.0 - alpha) / n_evaluation as f64).sqrt(),
+            metrics,
+            size_counts,
+            sweep,
+            comparison,
+        })
+    }
+
+    /// Draws `repetitions` random splits of the arrived rows (as many calibration rows as the
+    /// current split has) and returns each evaluation coverage with the theory to compare.
+    ///
+    /// # Errors
+    /// As [`Lab::conformal_view`], and the experiment's errors (fewer than 2 rows).
+    pub fn coverage_experiment(
+        &mut self,
+        settings: &ConformalSettings,
+        repetitions: usize,
+        seed: u64,
+    ) -> Result<CoverageExperiment, LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let cache = self.prepared()?;
+        let table =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let table = &cache.score_tables[table];
+        let mut pool = true_label(&table.calibration, &cache.calibration.labels, k);
+        pool.extend(true_label(&table.evaluation, &cache.evaluation.labels, k));
+        let n_calibration = cache.calibration.labels.len();
+        let n_evaluation = pool.len() - n_calibration;
+        let coverages = conformal::coverage_experiment(
+            &pool,
+            n_calibration,
+            settings.alpha,
+            repetitions,
+            seed,
+        )?;
+        let rank = conformal::finite_quantile_rank(n_calibration, settings.alpha)?;
+        let count = coverages.len() as f64;
+        let mean = coverages.iter().sum::<f64>() / count;
+        let variance =
+            coverages.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (count - 1.0).max(1.0);
+        // Beta(a, b) with a = k, b = n + 1 − k.
+        let (a, b) = (rank as f64, (n_calibration + 1 - rank) as f64);
+        let beta_mean = a / (a + b);
+        let beta_variance = a * b / ((a + b).powi(2) * (a + b + 1.0));
+        // Beta-Binomial(m, a, b) / m adds the binomial noise of m evaluation images.
+        let m = n_evaluation as f64;
+        let finite_variance = beta_variance * (a + b + m) / m;
+        let spread = 5.0 * finite_variance.sqrt();
+        let (low, high) = ((beta_mean - spread).max(0.0), (beta_mean + spread).min(1.0));
+        let beta_density = (0..=DENSITY_POINTS)
+            .map(|i| {
+                let x = low + (high - low) * i as f64 / DENSITY_POINTS as f64;
+                conformal::coverage_beta_density(n_calibration, settings.alpha, x).map(|d| (x, d))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(CoverageExperiment {
+            coverages,
+            n_calibration,
+            n_evaluation,
+            k: rank,
+            mean,
+            standard_deviation: variance.sqrt(),
+            beta_mean,
+            beta_standard_deviation: beta_variance.sqrt(),
+            finite_standard_deviation: finite_variance.sqrt(),
+            beta_density,
+        })
+    }
+
+    /// Up to `limit` evaluation images passing `filter`, in test-set order, with their sets.
+    ///
+    /// # Errors
+    /// As [`Lab::conformal_view`].
+    pub fn gallery(
+        &mut self,
+        settings: &ConformalSettings,
+        filter: GalleryFilter,
+        limit: usize,
+    ) -> Result<Vec<GalleryItem>, LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let cache = self.prepared()?;
+        let table =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let table = &cache.score_tables[table];
+        let thresholds = thresholds(
+            table,
+            &cache.calibration.labels,
+            k,
+            settings.alpha,
+            settings.class_conditional,
+        )?;
+        let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+        let evaluation = &cache.evaluation;
+        let items = (0..evaluation.labels.len()).filter_map(|i| {
+            let label = evaluation.labels[i];
+            let covered = sets.contains(i, label);
+            let size = sets.sizes[i];
+            let keep = match filter {
+                GalleryFilter::All => true,
+                GalleryFilter::Misses => !covered,
+                GalleryFilter::Large => size >= LARGE_SET_SIZE,
+                GalleryFilter::Empty => size == 0,
+            };
+            keep.then(|| GalleryItem {
+                row: evaluation.rows[i],
+                label,
+                predicted: argmax(&evaluation.logits[i * k..(i + 1) * k]),
+                set: sets.set(i).collect(),
+                covered,
+                true_label_score: table.evaluation[i * k + label as usize],
+            })
+        });
+        Ok(items.take(limit).collect())
+    }
+
+    /// The `count` most conformal (lowest true-label score) and least conformal (highest)
+    /// calibration images, with the sets the current thresholds give them.
+    ///
+    /// # Errors
+    /// As [`Lab::conformal_view`].
+    pub fn conformity_extremes(
+        &mut self,
+        settings: &ConformalSettings,
+        count: usize,
+    ) -> Result<(Vec<GalleryItem>, Vec<GalleryItem>), LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let cache = self.prepared()?;
+        let table =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let table = &cache.score_tables[table];
+        let thresholds = thresholds(
+            table,
+            &cache.calibration.labels,
+            k,
+            settings.alpha,
+            settings.class_conditional,
+        )?;
+        let sets = conformal::sets_from_label_scores(&table.calibration, k, &thresholds)?;
+        let calibration = &cache.calibration;
+        let scores = true_label(&table.calibration, &calibration.labels, k);
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+        let item = |i: usize| GalleryItem {
+            row: calibration.rows[i],
+            label: calibration.labels[i],
+            predicted: argmax(&calibration.logits[i * k..(i + 1) * k]),
+            set: sets.set(i).collect(),
+            covered: sets.contains(i, calibration.labels[i]),
+            true_label_score: scores[i],
+        };
+        let most = order.iter().take(count).map(|&i| item(i)).collect();
+        let least = order.iter().rev().take(count).map(|&i| item(i)).collect();
+        Ok((most, least))
+    }
+
+    /// Probabilities, per-label scores and thresholds of test image `row`.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownImage`] for a row without logits, and as [`Lab::conformal_view`].
+    pub fn explain(
+        &mut self,
+        settings: &ConformalSettings,
+        row: usize,
+    ) -> Result<Explanation, LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let cache = self.prepared()?;
+        let table =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let table = &cache.score_tables[table];
+        let thresholds = thresholds(
+            table,
+            &cache.calibration.labels,
+            k,
+            settings.alpha,
+            settings.class_conditional,
+        )?;
+        let find = |part: &Part| part.rows.binary_search(&row).ok();
+        let (calibration, index) = match (find(&cache.calibration), find(&cache.evaluation)) {
+            (Some(index), _) => (true, index),
+            (None, Some(index)) => (false, index),
+            (None, None) => return Err(LabError::UnknownImage(row)),
+        };
+        let (part, scores) = if calibration {
+            (&cache.calibration, &table.calibration)
+        } else {
+            (&cache.evaluation, &table.evaluation)
+        };
+        let mut log_probabilities = vec![0.0; k];
+        calibration::log_softmax_row(
+            &part.logits[index * k..(index + 1) * k],
+            settings.temperature,
+            &mut log_probabilities,
+        );
+        let scores = scores[index * k..(index + 1) * k].to_vec();
+        let per_label: Vec<f64> = (0..k)
+            .map(|y| thresholds.for_label(y).unwrap_or(f64::INFINITY))
+            .collect();
+        Ok(Explanation {
+            row,
+            calibration,
+            label: part.labels[index],
+            probabilities: log_probabilities.iter().map(|lp| lp.exp()).collect(),
+            in_set: scores.iter().zip(&per_label).map(|(s, q)| s <= q).collect(),
+            scores,
+            thresholds: per_label,
         })
     }
 }

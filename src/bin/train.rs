@@ -12,6 +12,10 @@
 //! Writes `<out-dir>/<name>.safetensors`, the model card `<name>.json`, and the logits of the
 //! first 64 test images to `tests/fixtures/<name>-first64-logits.json`.
 
+// The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
+#![cfg_attr(target_arch = "wasm32", no_main)]
+#![cfg(not(target_arch = "wasm32"))]
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

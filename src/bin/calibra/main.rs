@@ -5,6 +5,10 @@
 //! probabilities; `calibra logits` runs a bundled model on IDX images. Bad input exits with
 //! status 2 and a one-line message naming the file and the problem.
 
+// The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
+#![cfg_attr(target_arch = "wasm32", no_main)]
+#![cfg(not(target_arch = "wasm32"))]
+
 mod input;
 mod report;
 
