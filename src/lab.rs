@@ -1106,4 +1106,177 @@ mod tests {
         );
         assert_eq!(Lab::new(vec![0], K, 1).unwrap_err(), LabError::TooSmall);
     }
+
+    fn settings(score: ScoreKind) -> ConformalSettings {
+        ConformalSettings {
+            temperature: 1.5,
+            alpha: 0.1,
+            score,
+            randomized: true,
+            raps_lambda: conformal::DEFAULT_RAPS_LAMBDA,
+            raps_k_reg: conformal::DEFAULT_RAPS_K_REG,
+            saps_lambda: conformal::DEFAULT_SAPS_LAMBDA,
+            class_conditional: false,
+        }
+    }
+
+    /// The conformal pipeline computed directly with the conformal module on the same halves.
+    fn direct_metrics(
+        logits: &[f32],
+        labels: &[u32],
+        seed: u64,
+        settings: &ConformalSettings,
+    ) -> (Vec<f64>, SetMetrics) {
+        let (calibration_rows, evaluation_rows) = data::seeded_split(labels.len(), 0.5, seed);
+        let draws = conformal::uniforms(labels.len(), seed);
+        let part = |rows: &[usize]| {
+            let l: Vec<f32> = rows
+                .iter()
+                .flat_map(|&r| logits[r * K..(r + 1) * K].to_vec())
+                .collect();
+            let p =
+                calibration::softmax(&Logits::new(&l, K).unwrap(), settings.temperature).unwrap();
+            let y: Vec<u32> = rows.iter().map(|&r| labels[r]).collect();
+            let u: Vec<f64> = rows.iter().map(|&r| draws[r]).collect();
+            (p, y, u)
+        };
+        let (cal_p, cal_y, cal_u) = part(&calibration_rows);
+        let (eval_p, eval_y, eval_u) = part(&evaluation_rows);
+        let score = settings.score_of(settings.score);
+        let scores = conformal::true_label_scores(&cal_p, &cal_y, K, &score, &cal_u).unwrap();
+        let thresholds = if settings.class_conditional {
+            Thresholds::ClassConditional(
+                conformal::class_conditional_thresholds(&scores, &cal_y, K, settings.alpha)
+                    .unwrap(),
+            )
+        } else {
+            Thresholds::Marginal(conformal::conformal_threshold(&scores, settings.alpha).unwrap())
+        };
+        let sets = conformal::prediction_sets(&eval_p, K, &score, &eval_u, &thresholds).unwrap();
+        (
+            thresholds.values(),
+            conformal::set_metrics(&sets, &eval_y, settings.alpha).unwrap(),
+        )
+    }
+
+    #[test]
+    fn conformal_view_matches_the_conformal_module() {
+        let (mut lab, logits, labels) = full_lab(3_000);
+        lab.set_split(4);
+        for kind in [
+            ScoreKind::Lac,
+            ScoreKind::Aps,
+            ScoreKind::Raps,
+            ScoreKind::Saps,
+        ] {
+            for class_conditional in [false, true] {
+                let settings = ConformalSettings {
+                    class_conditional,
+                    ..settings(kind)
+                };
+                let view = lab.conformal_view(&settings).unwrap();
+                let (qhat, metrics) = direct_metrics(&logits, &labels, 4, &settings);
+                assert_eq!(view.qhat, qhat, "{kind:?}");
+                assert_eq!(view.metrics, metrics, "{kind:?}");
+                let row = view.comparison.iter().find(|c| c.score == kind).unwrap();
+                assert_eq!(
+                    (row.coverage, row.average_set_size),
+                    (metrics.coverage, metrics.average_set_size)
+                );
+                assert_eq!(view.size_counts.iter().sum::<usize>(), 1_500);
+                assert_eq!(view.qhat.len(), if class_conditional { K } else { 1 });
+            }
+        }
+    }
+
+    #[test]
+    fn moving_alpha_or_temperature_changes_the_sets() {
+        let (mut lab, _, _) = full_lab(3_000);
+        let base = lab.conformal_view(&settings(ScoreKind::Aps)).unwrap();
+        let wider = lab
+            .conformal_view(&ConformalSettings {
+                alpha: 0.05,
+                ..settings(ScoreKind::Aps)
+            })
+            .unwrap();
+        assert!(wider.metrics.average_set_size > base.metrics.average_set_size);
+        let hotter = lab
+            .conformal_view(&ConformalSettings {
+                temperature: 4.0,
+                ..settings(ScoreKind::Aps)
+            })
+            .unwrap();
+        assert_ne!(hotter.qhat, base.qhat);
+        // The sweep's point at the current α is the view's own marginal result.
+        let point = base
+            .sweep
+            .iter()
+            .find(|p| (p.alpha - 0.1).abs() < 1e-12)
+            .unwrap();
+        assert_eq!(
+            (point.qhat, point.coverage),
+            (base.qhat[0], base.metrics.coverage)
+        );
+        assert_eq!(base.sweep.len(), SWEEP_STEPS);
+    }
+
+    #[test]
+    fn coverage_experiment_centres_on_the_beta_law() {
+        let (mut lab, _, _) = full_lab(4_000);
+        let experiment = lab
+            .coverage_experiment(&settings(ScoreKind::Aps), 400, 11)
+            .unwrap();
+        assert_eq!(experiment.coverages.len(), 400);
+        assert_eq!(experiment.k, conformal::quantile_rank(2_000, 0.1).unwrap());
+        // The mean of 400 draws lies within 4 standard errors of the Beta-Binomial mean.
+        let standard_error = experiment.finite_standard_deviation / 20.0;
+        assert!((experiment.mean - experiment.beta_mean).abs() < 4.0 * standard_error);
+        assert!(experiment.standard_deviation > experiment.beta_standard_deviation);
+        let again = lab
+            .coverage_experiment(&settings(ScoreKind::Aps), 400, 11)
+            .unwrap();
+        assert_eq!(again.coverages, experiment.coverages);
+    }
+
+    #[test]
+    fn gallery_filters_and_explanations_agree_with_the_sets() {
+        let (mut lab, _, _) = full_lab(3_000);
+        let lac = ConformalSettings {
+            alpha: 0.2,
+            ..settings(ScoreKind::Lac)
+        };
+        let view = lab.conformal_view(&lac).unwrap();
+        let all = lab.gallery(&lac, GalleryFilter::All, usize::MAX).unwrap();
+        assert_eq!(all.len(), 1_500);
+        let misses = lab
+            .gallery(&lac, GalleryFilter::Misses, usize::MAX)
+            .unwrap();
+        assert!(misses
+            .iter()
+            .all(|item| !item.covered && !item.set.contains(&item.label)));
+        let covered = all.iter().filter(|item| item.covered).count() as f64 / 1_500.0;
+        assert_eq!(covered, view.metrics.coverage);
+        let empty = lab.gallery(&lac, GalleryFilter::Empty, usize::MAX).unwrap();
+        assert_eq!(empty.len(), view.size_counts[0]);
+        let large = lab.gallery(&lac, GalleryFilter::Large, 5).unwrap();
+        assert!(large.len() <= 5 && large.iter().all(|item| item.set.len() >= 3));
+        for item in all.iter().take(50) {
+            let explanation = lab.explain(&lac, item.row).unwrap();
+            let set: Vec<u32> = (0..K as u32)
+                .filter(|&y| explanation.in_set[y as usize])
+                .collect();
+            assert_eq!(set, item.set);
+            assert!(!explanation.calibration);
+            assert!((explanation.probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        }
+        let (most, least) = lab.conformity_extremes(&lac, 4).unwrap();
+        assert!(most[0].true_label_score <= least[0].true_label_score);
+        assert!(lab.explain(&lac, most[0].row).unwrap().calibration);
+        assert_eq!(lab.explain(&lac, 3_000), Err(LabError::UnknownImage(3_000)));
+        let bad_alpha = ConformalSettings { alpha: 0.0, ..lac };
+        assert!(matches!(
+            lab.conformal_view(&bad_alpha),
+            Err(LabError::Conformal(_))
+        ));
+    }
 }

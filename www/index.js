@@ -1,6 +1,8 @@
 // calibra's page: loads the data, streams logits from inference workers into the Rust lab, and
 // redraws at most once per animation frame. All numbers come from Rust; this file only wires.
-import init, { Lab, parse_images, parse_labels } from "./pkg/calibra.js";
+import init, { Lab, class_names, parse_images, parse_labels } from "./pkg/calibra.js";
+import { $, fitCanvas, setMetric, showError } from "./dom.js";
+import { ConformalLab, CONFORMAL_DEFAULTS, readConformalHash } from "./conformal.js";
 
 const MODELS = [
   { key: "ce", url: "assets/models/fmnist-ce.safetensors" },
@@ -13,27 +15,21 @@ const BATCH = 250;
 const T_MIN = 0.05;
 const T_MAX = 20;
 const SLIDER_STEPS = 1000;
-const DEFAULTS = { model: "ce", t: 1, bins: 15, binning: "width", split: 0 };
-
-const $ = (id) => document.getElementById(id);
+const DEFAULTS = { model: "ce", t: 1, bins: 15, binning: "width", split: 0, ...CONFORMAL_DEFAULTS };
 
 // The whole view in one object, mirrored to location.hash so a view is a shareable link.
 const state = { ...DEFAULTS };
 
 // Benchmarks and tests read timings from here (see scripts/bench).
-const timings = { draws: [], firstChart: null, inferenceDone: {} };
+const timings = { draws: [], conformalDraws: [], firstChart: null, inferenceDone: {} };
 window.calibra = { state, timings };
 
 let lab = null;
 let pixels = null;
+let conformal = null;
 let renderPending = false;
-
-// Shows a readable message in the page (never a blank page) and logs it once.
-function showError(message) {
-  const box = $("error");
-  box.hidden = false;
-  box.textContent = message;
-}
+// Which labs need a redraw on the next frame: the temperature feeds both.
+const dirty = { temperature: false, conformal: false };
 
 // Parses the hash into state, keeping defaults for missing or invalid entries.
 function readHash() {
@@ -65,6 +61,7 @@ function readHash() {
     if (Number.isInteger(split) && split >= 0 && split < 2 ** 32) next.split = split;
     else problems.push(`split "${params.get("split")}" is not a seed from 0 to 4294967295`);
   }
+  readConformalHash(params, next, problems);
   if (problems.length) showError(`This link's settings were partly ignored: ${problems.join("; ")}.`);
   return next;
 }
@@ -77,6 +74,14 @@ function writeHash() {
     bins: String(state.bins),
     binning: state.binning,
     split: String(state.split),
+    alpha: String(state.alpha),
+    score: state.score,
+    randomized: state.randomized ? "1" : "0",
+    raps_lambda: String(state.raps_lambda),
+    k_reg: String(state.k_reg),
+    saps_lambda: String(state.saps_lambda),
+    mondrian: state.mondrian ? "1" : "0",
+    gallery: state.gallery,
   });
   history.replaceState(null, "", `#${params}`);
 }
@@ -94,13 +99,7 @@ function syncControls() {
   $("bins-value").textContent = String(state.bins);
   $("binning").value = state.binning;
   $("split-seed").textContent = String(state.split);
-}
-
-// Writes one readout: the text for people, data-value for tests and copying.
-function setMetric(element, name, value, text) {
-  element.dataset.metric = name;
-  element.dataset.value = String(value);
-  element.textContent = text;
+  conformal?.syncControls();
 }
 
 const FORMATS = {
@@ -131,29 +130,26 @@ function showSummary(summary) {
   $("split-sizes").textContent = `${summary.n_calibration.toLocaleString("en")} calibration / ${summary.n_evaluation.toLocaleString("en")} evaluation images`;
 }
 
-// Sizes a canvas's backing store to its CSS box times the device pixel ratio.
-function fitCanvas(canvas) {
-  const ratio = window.devicePixelRatio || 1;
-  const width = Math.round(canvas.clientWidth * ratio);
-  const height = Math.round(canvas.clientHeight * ratio);
-  if (canvas.width !== width || canvas.height !== height) {
-    canvas.width = width;
-    canvas.height = height;
-  }
-  return ratio;
-}
-
 // Asks for one redraw on the next animation frame; repeated asks in a frame collapse.
-function scheduleRender() {
+function scheduleRender(parts = ["temperature", "conformal"]) {
+  for (const part of parts) dirty[part] = true;
   if (renderPending) return;
   renderPending = true;
   requestAnimationFrame(render);
 }
 
-// One wasm call recomputes the temperature lab and redraws its charts.
+// Redraws what changed: one wasm call per lab.
 function render() {
   renderPending = false;
   if (!lab || lab.arrived(modelIndex(state.model)) === 0) return;
+  if (dirty.temperature) renderTemperature();
+  if (dirty.conformal) conformal.render();
+  dirty.temperature = false;
+  dirty.conformal = false;
+}
+
+// One wasm call recomputes the temperature lab and redraws its charts.
+function renderTemperature() {
   const canvases = ["reliability", "histogram", "classwise"].map($);
   const scale = Math.max(...canvases.map(fitCanvas));
   const started = performance.now();
@@ -307,6 +303,8 @@ async function main() {
   const labels = parse_labels(labelBytes, LABELS_URL);
   lab = new Lab(labels, MODELS.length);
   lab.set_split(state.split);
+  conformal = new ConformalLab({ lab, state, pixels, classNames: class_names(), onChange: () => { writeHash(); scheduleRender(["conformal"]); } });
+  conformal.syncControls();
   $("progress").max = labels.length;
 
   const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
@@ -340,12 +338,12 @@ async function main() {
     state.bins = Number($("bins").value);
     $("bins-value").textContent = String(state.bins);
     writeHash();
-    scheduleRender();
+    scheduleRender(["temperature"]);
   });
   $("binning").addEventListener("change", () => {
     state.binning = $("binning").value;
     writeHash();
-    scheduleRender();
+    scheduleRender(["temperature"]);
   });
   $("new-split").addEventListener("click", () => {
     state.split = (state.split + 1) % 2 ** 32;

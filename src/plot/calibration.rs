@@ -17,9 +17,16 @@
 //!   them shaded like the diagram's gaps — an overconfident network has its mean confidence to
 //!   the right of its accuracy.
 //! * **Classwise reliability** (Kull et al., NeurIPS 2019): one small diagram per class, class
+//!   `k` binned on its own probability `p_k` with "accuracy" the fraction of bin members
+//!   labelled `k` (see `calibration::classwise_bins`).
 
 use super::*;
 use crate::calibration::Bin;
+
+/// A tick label with one decimal: `0.0`, `0.2`, …, `1.0`.
+fn one_decimal(value: &f64) -> String {
+    format!("{value:.1}")
+}
 
 /// The first bin that is not a reliability bin, if any.
 fn first_invalid_bin(bins: &[Bin]) -> Option<(usize, &Bin)> {
@@ -125,14 +132,15 @@ pub fn reliability_diagram<DB: DrawingBackend>(
     let any_empty = bins.iter().any(|bin| bin.count == 0);
     let legend = reliability_legend("accuracy", any_empty);
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
-    let mut chart = build_chart(&rest, 1.0, FULL_LAYOUT, metrics)?;
-    let format_y = |y: &f64| format!("{y:.1}");
+    let mut chart = build_chart(&rest, 0.0..1.0, 0.0..1.0, FULL_LAYOUT, metrics)?;
     let axes = Axes {
         tick_font: TICK_FONT,
         tick_labels: (TICK_LABELS, TICK_LABELS),
         tick_mark: TICK_MARK,
-        descriptions: Some(("confidence", "accuracy")),
-        y_format: &format_y,
+        descriptions: (Some("confidence"), Some("accuracy")),
+        x_format: &one_decimal,
+        y_format: &one_decimal,
+        grid: (true, true),
     };
     draw_axes(&mut chart, &axes, metrics)?;
     draw_reliability_bins(&chart, bins, metrics)
@@ -196,15 +204,17 @@ pub fn confidence_histogram<DB: DrawingBackend>(
         .collect();
     // Headroom above the tallest bar; 1% when every bin is empty.
     let y_max = (1.1 * shares.iter().copied().fold(0.0, f64::max)).max(1.0);
-    let mut chart = build_chart(&rest, y_max, FULL_LAYOUT, metrics)?;
+    let mut chart = build_chart(&rest, 0.0..1.0, 0.0..y_max, FULL_LAYOUT, metrics)?;
     let decimals = if y_max < 5.0 { 1 } else { 0 };
     let format_y = |y: &f64| format!("{y:.decimals$}%");
     let axes = Axes {
         tick_font: TICK_FONT,
         tick_labels: (TICK_LABELS, HISTOGRAM_Y_TICK_LABELS),
         tick_mark: TICK_MARK,
-        descriptions: Some(("confidence", "% of examples")),
+        descriptions: (Some("confidence"), Some("% of examples")),
+        x_format: &one_decimal,
         y_format: &format_y,
+        grid: (true, true),
     };
     draw_axes(&mut chart, &axes, metrics)?;
 
@@ -319,13 +329,14 @@ pub fn classwise_reliability<DB: DrawingBackend>(
         (strip / 2, grid_height as i32 / 2),
     )?;
 
-    let format_y = |y: &f64| format!("{y:.1}");
     let axes = Axes {
         tick_font: PANEL_TICK_FONT,
         tick_labels: (PANEL_TICK_LABELS, PANEL_TICK_LABELS),
         tick_mark: PANEL_TICK_MARK,
-        descriptions: None,
-        y_format: &format_y,
+        descriptions: (None, None),
+        x_format: &one_decimal,
+        y_format: &one_decimal,
+        grid: (true, true),
     };
     let panels = grid.split_evenly((rows, columns));
     for ((panel, bins), &name) in panels.iter().zip(per_class_bins).zip(class_names) {
@@ -336,7 +347,7 @@ pub fn classwise_reliability<DB: DrawingBackend>(
             y_label_area: PANEL_Y_LABEL_AREA,
             title: Some(name),
         };
-        let mut chart = build_chart(panel, 1.0, layout, metrics)?;
+        let mut chart = build_chart(panel, 0.0..1.0, 0.0..1.0, layout, metrics)?;
         draw_axes(&mut chart, &axes, metrics)?;
         draw_reliability_bins(&chart, bins, metrics)?;
     }
@@ -766,5 +777,4 @@ mod tests {
             })
         ));
     }
-
 }

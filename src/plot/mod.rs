@@ -28,6 +28,7 @@ pub use conformal::{
 };
 
 use std::f64::consts::SQRT_2;
+use std::ops::Range;
 
 use plotters::chart::{ChartBuilder, ChartContext};
 use plotters::coord::types::RangedCoordf64;
@@ -77,6 +78,8 @@ pub const MIN_FIT: f64 = 0.4;
 
 /// Opacity of the gap shading.
 const GAP_OPACITY: f64 = 0.3;
+/// Opacity of a shaded band of values.
+const BAND_OPACITY: f64 = 0.2;
 /// Distance between hatch lines, measured across them (CSS pixels).
 const HATCH_SPACING: f64 = 5.0;
 /// Height of the dotted outline marking an empty bin (CSS pixels).
@@ -186,6 +189,22 @@ pub enum PlotError {
     /// The small multiples got no classes.
     #[error("there are no classes to draw")]
     NoClasses,
+    /// The per-class coverage chart got a different number of coverages and class names.
+    #[error("{coverages} per-class coverages were given with {names} class names")]
+    CoverageCountMismatch { coverages: usize, names: usize },
+    /// A coverage (of a class, a size stratum or a random split; `index` counts from 0) is NaN
+    /// or outside `[0, 1]`.
+    #[error("coverage {index} must be a number in [0, 1], got {value}")]
+    InvalidCoverage { index: usize, value: f64 },
+    /// The upper edge of the coverage guarantee is NaN, infinite or below `1 − α`.
+    #[error("the guarantee band [{target}, {upper}] must be finite with 1 − α <= upper")]
+    InvalidBand { target: f64, upper: f64 },
+    /// A sample of the density curve is negative.
+    #[error("density sample {index} is negative: {value}")]
+    NegativeDensity { index: usize, value: f64 },
+    /// The values are too large to plot: an axis would not be a finite increasing range.
+    #[error("an axis cannot span [{start}, {end}]: the values are too large to plot")]
+    InvalidAxisRange { start: f64, end: f64 },
 }
 
 impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for PlotError {
@@ -194,7 +213,7 @@ impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for PlotE
     }
 }
 
-/// A chart on `[0, 1] × [0, y_max]` in data coordinates.
+/// A chart on a rectangle of data coordinates.
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 /// The plotting area of a [`Chart`].
 type PlotArea<DB> = DrawingArea<DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -359,6 +378,39 @@ fn draw_bar<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Draws a bar that must stand out without colour: filled with `colour`, hatched and outlined
+/// in dark grey.
+fn draw_hatched_bar<DB: DrawingBackend>(
+    canvas: &DrawingArea<DB, Shift>,
+    rect: PixelRect,
+    colour: RGBColor,
+    metrics: Metrics,
+) -> Result<(), PlotError> {
+    canvas.draw(&Rectangle::new(
+        [(rect.left, rect.top), (rect.right, rect.bottom)],
+        colour.filled(),
+    ))?;
+    let line = DARK_GREY.stroke_width(metrics.stroke(0.75));
+    for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
+        canvas.draw(&PathElement::new(segment.to_vec(), line))?;
+    }
+    canvas.draw(&PathElement::new(rect.closed_outline(), line))?;
+    Ok(())
+}
+
+/// Shades a band (a range of values): `colour` at [`BAND_OPACITY`], without outline.
+fn shade_band<DB: DrawingBackend>(
+    canvas: &DrawingArea<DB, Shift>,
+    rect: PixelRect,
+    colour: RGBColor,
+) -> Result<(), PlotError> {
+    canvas.draw(&Rectangle::new(
+        [(rect.left, rect.top), (rect.right, rect.bottom)],
+        colour.mix(BAND_OPACITY).filled(),
+    ))?;
+    Ok(())
+}
+
 /// Draws the dotted outline that marks an empty bin.
 fn draw_empty_bin<DB: DrawingBackend>(
     canvas: &DrawingArea<DB, Shift>,
@@ -401,6 +453,10 @@ fn draw_line<DB: DrawingBackend>(
 enum LegendMark {
     /// A bar filled with the colour.
     Bar(RGBColor),
+    /// A hatched bar filled with the colour.
+    HatchedBar(RGBColor),
+    /// A band shaded in the colour.
+    Band(RGBColor),
     /// A calibration gap.
     Gap,
     /// A line of the colour and width (CSS pixels), dashed or solid.
@@ -471,6 +527,8 @@ fn draw_legend<DB: DrawingBackend>(
         );
         match entry.mark {
             LegendMark::Bar(colour) => draw_bar(&legend, swatch, colour, metrics)?,
+            LegendMark::HatchedBar(colour) => draw_hatched_bar(&legend, swatch, colour, metrics)?,
+            LegendMark::Band(colour) => shade_band(&legend, swatch, colour)?,
             LegendMark::Gap => draw_gap(&legend, swatch, metrics)?,
             LegendMark::Line {
                 colour,
@@ -511,11 +569,27 @@ impl<'a, DB: DrawingBackend> PlotPixels<'a, DB> {
         }
     }
 
-    /// The pixel of data point `(x, y)`, relative to the plotting area.
+    /// The pixel of data point `(x, y)`, relative to the plotting area. A coordinate further
+    /// than one axis length outside its axis is pulled in to that distance, so that far-off
+    /// values cannot overflow the pixel arithmetic.
     fn point(&self, x: f64, y: f64) -> (i32, i32) {
+        let near = |value: f64, axis: Range<f64>| {
+            let length = axis.end - axis.start;
+            value.clamp(axis.start - length, axis.end + length)
+        };
+        let x = near(x, self.plot.get_x_range());
+        let y = near(y, self.plot.get_y_range());
         let (px, py) = self.plot.map_coordinate(&(x, y));
         let (base_x, base_y) = self.plot.get_base_pixel();
         (px - base_x, py - base_y)
+    }
+
+    /// The top-left corner of the plotting area, relative to `parent`, the area the chart was
+    /// built on: add it to a [`PlotPixels::point`] to draw outside the plotting area.
+    fn offset_in(&self, parent: &DrawingArea<DB, Shift>) -> (i32, i32) {
+        let (plot_x, plot_y) = self.plot.get_base_pixel();
+        let (parent_x, parent_y) = parent.get_base_pixel();
+        (plot_x - parent_x, plot_y - parent_y)
     }
 
     /// The pixel columns of `[lower, upper]`, widened about their centre to at least
@@ -534,13 +608,22 @@ impl<'a, DB: DrawingBackend> PlotPixels<'a, DB> {
     }
 }
 
-/// Builds a chart on `[0, 1] × [0, y_max]` in `area` with the given label areas and margins.
+/// Builds a chart on `x_range × y_range` in `area` with the given label areas and margins.
 fn build_chart<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
-    y_max: f64,
+    x_range: Range<f64>,
+    y_range: Range<f64>,
     layout: ChartLayout,
     metrics: Metrics,
 ) -> Result<Chart<'a, DB>, PlotError> {
+    for range in [&x_range, &y_range] {
+        if !(range.start < range.end && (range.end - range.start).is_finite()) {
+            return Err(PlotError::InvalidAxisRange {
+                start: range.start,
+                end: range.end,
+            });
+        }
+    }
     let mut builder = ChartBuilder::on(area);
     builder
         .margin_top(metrics.px(layout.margin_top))
@@ -550,7 +633,7 @@ fn build_chart<'a, DB: DrawingBackend>(
     if let Some(title) = layout.title {
         builder.caption(title, metrics.font(PANEL_TITLE_FONT, &TEXT_GREY));
     }
-    Ok(builder.build_cartesian_2d(0.0..1.0, 0.0..y_max)?)
+    Ok(builder.build_cartesian_2d(x_range, y_range)?)
 }
 
 /// Where a chart's plotting area sits inside its area (CSS pixels), and its title.
@@ -580,9 +663,12 @@ struct Axes<'a> {
     tick_font: f64,
     tick_labels: (usize, usize),
     tick_mark: f64,
-    /// Axis descriptions (x, y), if any.
-    descriptions: Option<(&'a str, &'a str)>,
+    /// Axis descriptions (x, y), each optional.
+    descriptions: (Option<&'a str>, Option<&'a str>),
+    x_format: &'a dyn Fn(&f64) -> String,
     y_format: &'a dyn Fn(&f64) -> String,
+    /// Whether grid lines are drawn at the x ticks and at the y ticks.
+    grid: (bool, bool),
 }
 
 /// Draws grid, axes, tick labels and axis descriptions.
@@ -591,11 +677,10 @@ fn draw_axes<DB: DrawingBackend>(
     axes: &Axes,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    let format_x = |x: &f64| format!("{x:.1}");
     let mut mesh = chart.configure_mesh();
     mesh.x_labels(axes.tick_labels.0)
         .y_labels(axes.tick_labels.1)
-        .x_label_formatter(&format_x)
+        .x_label_formatter(axes.x_format)
         .y_label_formatter(axes.y_format)
         .label_style(metrics.font(axes.tick_font, &TEXT_GREY))
         .axis_desc_style(metrics.font(DESCRIPTION_FONT, &TEXT_GREY))
@@ -603,8 +688,17 @@ fn draw_axes<DB: DrawingBackend>(
         .bold_line_style(GRID_GREY.stroke_width(metrics.stroke(1.0)))
         .light_line_style(TRANSPARENT)
         .set_all_tick_mark_size(metrics.px(axes.tick_mark));
-    if let Some((x_description, y_description)) = axes.descriptions {
-        mesh.x_desc(x_description).y_desc(y_description);
+    if let Some(description) = axes.descriptions.0 {
+        mesh.x_desc(description);
+    }
+    if let Some(description) = axes.descriptions.1 {
+        mesh.y_desc(description);
+    }
+    if !axes.grid.0 {
+        mesh.disable_x_mesh();
+    }
+    if !axes.grid.1 {
+        mesh.disable_y_mesh();
     }
     mesh.draw()?;
     Ok(())
@@ -617,7 +711,6 @@ fn check_fraction(name: &'static str, value: f64) -> Result<(), PlotError> {
         Err(PlotError::InvalidFraction { name, value })
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -641,4 +734,3 @@ mod tests {
         assert!(hatch_segments(PixelRect::spanning((5, 5), (5, 40)), 5.0).is_empty());
     }
 }
-

@@ -124,3 +124,13 @@ pub(super) fn x_tick(svg: &str, label: &str) -> i32 {
         .map(|(attributes, _)| number(&attributes, "x"))
         .unwrap()
 }
+
+/// The y position of the y-axis tick labelled `label` (y tick labels are right-aligned).
+pub(super) fn y_tick(svg: &str, label: &str) -> i32 {
+    texts(svg)
+        .find(|(attributes, text)| {
+            *text == label && attribute(attributes, "text-anchor") == Some("end")
+        })
+        .map(|(attributes, _)| number(&attributes, "y"))
+        .unwrap()
+}

@@ -5,18 +5,21 @@
 //! returns `Result<_, JsError>` so a bad input becomes a JavaScript exception with a message,
 //! never a panic (a panic in WebAssembly kills the page).
 
+mod canvas;
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters_canvas::CanvasBackend;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
 use crate::calibration::{Binning, CalibrationReport};
+use crate::conformal;
 use crate::data::{self, FASHION_MNIST_CLASSES};
-use crate::lab;
+use crate::lab::{self, ConformalSettings, GalleryFilter};
 use crate::model::{Classifier, NUM_CLASSES};
 use crate::plot::{self, ChartStyle};
+use canvas::MeasuredCanvas;
 
 /// Installs the panic hook once, when the module is instantiated, so that a bug still reports
 /// its message in the console.
@@ -208,6 +211,130 @@ impl Lab {
     }
 }
 
+#[wasm_bindgen]
+impl Lab {
+    /// One move of a conformal control: recomputes the conformal lab for `settings` (an object
+    /// with temperature, alpha, score ("lac" | "aps" | "raps" | "saps"), randomized,
+    /// raps_lambda, raps_k_reg, saps_lambda, class_conditional) and redraws its four canvases.
+    /// Returns the readouts: qhat, guarantee band, metrics (coverage, per_class_coverage,
+    /// average_set_size, singleton_rate, singleton_hit_rate, empty_rate, size_stratified,
+    /// covgap), size_counts and the four-score comparison.
+    #[allow(clippy::too_many_arguments)]
+    pub fn draw_conformal(
+        &mut self,
+        settings: JsValue,
+        set_sizes: HtmlCanvasElement,
+        per_class: HtmlCanvasElement,
+        stratified: HtmlCanvasElement,
+        sweep: HtmlCanvasElement,
+        scale: f64,
+    ) -> Result<JsValue, JsError> {
+        let settings = parse_settings(settings)?;
+        let view = self.inner.conformal_view(&settings)?;
+        let style = ChartStyle { scale };
+        let target = 1.0 - view.alpha;
+        plot::set_size_histogram(&canvas_area(set_sizes)?, &view.size_counts, &style)?;
+        plot::per_class_coverage(
+            &canvas_area(per_class)?,
+            &view.metrics.per_class_coverage,
+            &FASHION_MNIST_CLASSES,
+            target,
+            &style,
+        )?;
+        plot::stratified_coverage(
+            &canvas_area(stratified)?,
+            &view.metrics.size_stratified,
+            target,
+            &style,
+        )?;
+        plot::alpha_sweep_curves(&canvas_area(sweep)?, &view.sweep, view.alpha, &style)?;
+        Ok(serde_wasm_bindgen::to_value(&view)?)
+    }
+
+    /// Draws `repetitions` random calibration/evaluation splits and plots their evaluation
+    /// coverage against Beta(k, n + 1 − k). Returns the summary (mean, standard deviations, k,
+    /// sizes) without the raw coverages.
+    pub fn draw_coverage_experiment(
+        &mut self,
+        settings: JsValue,
+        repetitions: usize,
+        seed: u32,
+        canvas: HtmlCanvasElement,
+        scale: f64,
+    ) -> Result<JsValue, JsError> {
+        let settings = parse_settings(settings)?;
+        let mut experiment =
+            self.inner
+                .coverage_experiment(&settings, repetitions, u64::from(seed))?;
+        let target = 1.0 - settings.alpha;
+        let upper = target + 1.0 / (experiment.n_calibration as f64 + 1.0);
+        plot::coverage_experiment_histogram(
+            &canvas_area(canvas)?,
+            &experiment.coverages,
+            &experiment.beta_density,
+            target,
+            upper,
+            &ChartStyle { scale },
+        )?;
+        experiment.coverages.clear();
+        experiment.beta_density.clear();
+        Ok(serde_wasm_bindgen::to_value(&experiment)?)
+    }
+
+    /// Up to `limit` evaluation images passing `filter` ("all" | "misses" | "large" | "empty"),
+    /// each `{row, label, predicted, set, covered, true_label_score}`.
+    pub fn gallery(
+        &mut self,
+        settings: JsValue,
+        filter: &str,
+        limit: usize,
+    ) -> Result<JsValue, JsError> {
+        let settings = parse_settings(settings)?;
+        let filter = match filter {
+            "all" => GalleryFilter::All,
+            "misses" => GalleryFilter::Misses,
+            "large" => GalleryFilter::Large,
+            "empty" => GalleryFilter::Empty,
+            other => {
+                return Err(JsError::new(&format!(
+                    "unknown gallery filter '{other}': use all, misses, large or empty"
+                )))
+            }
+        };
+        Ok(serde_wasm_bindgen::to_value(
+            &self.inner.gallery(&settings, filter, limit)?,
+        )?)
+    }
+
+    /// The `count` most and least conformal calibration images: `[most, least]`.
+    pub fn conformity_extremes(
+        &mut self,
+        settings: JsValue,
+        count: usize,
+    ) -> Result<JsValue, JsError> {
+        let settings = parse_settings(settings)?;
+        Ok(serde_wasm_bindgen::to_value(
+            &self.inner.conformity_extremes(&settings, count)?,
+        )?)
+    }
+
+    /// Probabilities, each label's score and threshold, and set membership of test image `row`.
+    pub fn explain(&mut self, settings: JsValue, row: usize) -> Result<JsValue, JsError> {
+        let settings = parse_settings(settings)?;
+        Ok(serde_wasm_bindgen::to_value(
+            &self.inner.explain(&settings, row)?,
+        )?)
+    }
+}
+
+/// Reads the conformal settings object, naming the field at fault.
+fn parse_settings(settings: JsValue) -> Result<ConformalSettings, JsError> {
+    let settings: ConformalSettings = serde_wasm_bindgen::from_value(settings)
+        .map_err(|e| JsError::new(&format!("bad conformal settings: {e}")))?;
+    conformal::quantile_rank(1, settings.alpha)?;
+    Ok(settings)
+}
+
 fn parse_binning(name: &str) -> Result<Binning, JsError> {
     match name {
         "width" => Ok(Binning::Width),
@@ -219,9 +346,9 @@ fn parse_binning(name: &str) -> Result<Binning, JsError> {
 }
 
 /// A cleared drawing area over a whole canvas.
-fn canvas_area(canvas: HtmlCanvasElement) -> Result<DrawingArea<CanvasBackend, Shift>, JsError> {
-    let backend = CanvasBackend::with_canvas_object(canvas)
-        .ok_or_else(|| JsError::new("canvas has no 2D context"))?;
+fn canvas_area(canvas: HtmlCanvasElement) -> Result<DrawingArea<MeasuredCanvas, Shift>, JsError> {
+    let backend =
+        MeasuredCanvas::new(canvas).ok_or_else(|| JsError::new("canvas has no 2D context"))?;
     let area = backend.into_drawing_area();
     area.fill(&WHITE)
         .map_err(|e| JsError::new(&format!("cannot clear canvas: {e}")))?;

@@ -1,0 +1,217 @@
+// The page's benchmark in headless Chromium: prints figures as a Markdown table, asserts nothing
+// about speed. Run through scripts/bench (which builds the site when it is missing).
+//
+//   node tests/e2e/bench.mjs [--moves N] [--json]
+//
+// One cold visit with a fresh profile (nothing cached):
+//   - time to first chart: timings.firstChart, ms since navigation start;
+//   - inference: timings.inferenceDone[0] (all 10,000 images of the shown model), and images/s
+//     over the inference window: from the page's first message to a worker to the last logits;
+//   - slider: N programmatic moves across the range (value set + `input` dispatched, one per
+//     frame), each timed twice: timings.draws (the wasm call and the canvas drawing) and input
+//     event -> the next frame has painted (a rAF callback queued after the page's redraw, then a
+//     task posted from it, which runs once the frame is committed);
+//   - bytes: the .wasm on disk (raw, gzip -9) and every response the browser received,
+//     workers included (playwright's request sizes: headers + body as transferred).
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+
+import { SITE_DIR, chromiumArgs, chromiumVersion, launchBrowser, openSite, waitForInference } from "./helpers.mjs";
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const index = args.indexOf(name);
+  return index >= 0 ? args[index + 1] : fallback;
+};
+const MOVES = Number(option("--moves", 200));
+if (!Number.isInteger(MOVES) || MOVES < 100) {
+  console.error("bench: --moves takes a whole number of at least 100");
+  process.exit(2);
+}
+const JSON_OUTPUT = args.includes("--json");
+
+const quantile = (values, q) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const position = (sorted.length - 1) * q;
+  const low = Math.floor(position);
+  const high = Math.ceil(position);
+  return sorted[low] + (sorted[high] - sorted[low]) * (position - low);
+};
+const ms = (value) => `${value.toFixed(value < 10 ? 1 : 0)} ms`;
+const bytes = (value) => (value >= 1 << 20 ? `${(value / (1 << 20)).toFixed(2)} MiB` : `${(value / 1024).toFixed(0)} KiB`);
+const group = (value) => Math.round(value).toLocaleString("en");
+
+function cpuModel() {
+  try {
+    const line = readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("model name"));
+    return line ? line.split(":")[1].trim() : os.cpus()[0]?.model ?? "unknown";
+  } catch {
+    return os.cpus()[0]?.model ?? "unknown";
+  }
+}
+
+function nproc() {
+  try {
+    return Number(execFileSync("nproc", { encoding: "utf8" }).trim());
+  } catch {
+    return os.availableParallelism();
+  }
+}
+
+// Counts the inference workers and the times of the first request to a worker and of each
+// logits message, without touching the page's code: Worker is wrapped before the page runs.
+function instrumentWorkers() {
+  const marks = { workers: 0, firstRequest: null, firstLogits: null, lastLogits: null };
+  window.__bench = marks;
+  const NativeWorker = window.Worker;
+  window.Worker = class extends NativeWorker {
+    constructor(...rest) {
+      super(...rest);
+      marks.workers += 1;
+      this.addEventListener("message", (event) => {
+        if (event.data?.status === "logits" && event.data.model === 0) {
+          marks.firstLogits ??= performance.now();
+          marks.lastLogits = performance.now();
+        }
+      });
+    }
+
+    postMessage(message, transfer) {
+      if (message?.type === "load") marks.firstRequest ??= performance.now();
+      return super.postMessage(message, transfer);
+    }
+  };
+}
+
+// N slider moves sweeping the range up and down; returns per-move input -> painted-frame times.
+function sweepSlider(moves) {
+  const slider = document.getElementById("temperature");
+  const positions = [];
+  for (let i = 0; i < moves; i++) {
+    const phase = (i / (moves - 1)) * 2; // 0 -> 1 -> 2: up the range, then back down
+    positions.push(Math.round(1000 * (phase <= 1 ? phase : 2 - phase)));
+  }
+  // Consecutive equal positions would not redraw: nudge the turning point.
+  for (let i = 1; i < positions.length; i++) if (positions[i] === positions[i - 1]) positions[i] = Math.max(0, positions[i] - 1);
+  const paint = [];
+  const drawsBefore = window.calibra.timings.draws.length;
+  return new Promise((resolve) => {
+    const step = (i) => {
+      if (i === positions.length) {
+        resolve({ paint, draws: window.calibra.timings.draws.slice(drawsBefore), positions: positions.length });
+        return;
+      }
+      slider.value = String(positions[i]);
+      const started = performance.now();
+      slider.dispatchEvent(new Event("input", { bubbles: true }));
+      // The page's redraw was queued for this frame by the input handler; ours runs after it.
+      requestAnimationFrame(() => {
+        const channel = new MessageChannel();
+        channel.port1.onmessage = () => {
+          paint.push(performance.now() - started);
+          step(i + 1);
+        };
+        channel.port2.postMessage(null);
+      });
+    };
+    requestAnimationFrame(() => step(0));
+  });
+}
+
+async function main() {
+  const site = await openSite();
+  const browser = await launchBrowser();
+  const { context } = browser;
+  const responses = [];
+  context.on("requestfinished", async (request) => {
+    const sizes = await request.sizes().catch(() => null);
+    const response = await request.response().catch(() => null);
+    if (sizes && response) {
+      responses.push({ url: request.url(), status: response.status(), body: sizes.responseBodySize, headers: sizes.responseHeadersSize });
+    }
+  });
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.addInitScript(instrumentWorkers);
+    await page.goto(site.url);
+    await waitForInference(page, 600_000);
+    const visit = await page.evaluate(() => ({
+      ...window.calibra.timings,
+      bench: window.__bench,
+      hardwareConcurrency: navigator.hardwareConcurrency,
+      userAgent: navigator.userAgent,
+      pageRate: document.getElementById("progress-text").textContent,
+    }));
+    const sweep = await page.evaluate(sweepSlider, MOVES);
+    await page.close();
+    // Let the last requestfinished handlers record their sizes.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    const wasm = readFileSync(path.join(SITE_DIR, "pkg/calibra_bg.wasm"));
+    const inferenceMs = visit.inferenceDone[0] - visit.bench.firstRequest;
+    const transferred = responses.reduce((sum, r) => sum + r.body + r.headers, 0);
+    const results = {
+      firstChartMs: visit.firstChart,
+      inferenceDoneMs: visit.inferenceDone[0],
+      inferenceWindowMs: inferenceMs,
+      imagesPerSecond: 10_000 / (inferenceMs / 1000),
+      // After the first batch: without the workers' start-up (wasm compile, model load).
+      imagesPerSecondSteady: (10_000 - 250) / ((visit.bench.lastLogits - visit.bench.firstLogits) / 1000),
+      workers: visit.bench.workers,
+      slider: {
+        moves: sweep.positions,
+        redraws: sweep.draws.length,
+        drawMedianMs: quantile(sweep.draws, 0.5),
+        drawP95Ms: quantile(sweep.draws, 0.95),
+        paintMedianMs: quantile(sweep.paint, 0.5),
+        paintP95Ms: quantile(sweep.paint, 0.95),
+      },
+      wasm: { raw: wasm.length, gzip: gzipSync(wasm, { level: 9 }).length },
+      transfer: {
+        total: transferred,
+        requests: responses.length,
+        largest: [...responses].sort((a, b) => b.body - a.body).slice(0, 6)
+          .map((r) => ({ path: new URL(r.url).pathname, status: r.status, bytes: r.body })),
+      },
+      machine: {
+        nproc: nproc(),
+        hardwareConcurrency: visit.hardwareConcurrency,
+        cpu: cpuModel(),
+        load: os.loadavg().map((l) => l.toFixed(2)).join(" "),
+        chromium: chromiumVersion(),
+        flags: chromiumArgs().join(" "),
+        node: process.version,
+      },
+    };
+
+    if (JSON_OUTPUT) {
+      console.log(JSON.stringify(results, null, 2));
+      return;
+    }
+    const s = results.slider;
+    const rows = [
+      ["time to first chart (from navigation start)", ms(results.firstChartMs)],
+      ["all 10,000 images inferred (from navigation start)", ms(results.inferenceDoneMs)],
+      ["inference throughput", `${group(results.imagesPerSecond)} images/s over ${(inferenceMs / 1000).toFixed(1)} s from the model request to the last logits; ${group(results.imagesPerSecondSteady)} images/s after the first batch (${results.workers} worker${results.workers === 1 ? "" : "s"})`],
+      [`slider redraw, wasm call + drawing (${s.redraws} redraws, ${s.moves} moves)`, `median ${ms(s.drawMedianMs)}, p95 ${ms(s.drawP95Ms)}`],
+      ["slider input event → next painted frame", `median ${ms(s.paintMedianMs)}, p95 ${ms(s.paintP95Ms)}`],
+      ["wasm module (`pkg/calibra_bg.wasm`)", `${bytes(results.wasm.raw)} raw, ${bytes(results.wasm.gzip)} gzip -9`],
+      ["transferred on a cold first visit", `${bytes(results.transfer.total)} in ${results.transfer.requests} responses (uncompressed server)`],
+      ["machine", `${results.machine.nproc} cores (${results.machine.cpu}), load ${results.machine.load}`],
+      ["browser", `${results.machine.chromium}, headless, --disable-gpu`],
+    ];
+    console.log("| measure | value |");
+    console.log("| --- | --- |");
+    for (const [name, value] of rows) console.log(`| ${name} | ${value} |`);
+    console.log();
+    console.log("Largest responses:", results.transfer.largest.map((r) => `${r.path} ${bytes(r.bytes)}`).join(", "));
+  } finally {
+    await browser.close();
+    await site.close();
+  }
+}
+
+await main();

@@ -1,0 +1,344 @@
+// Shared by the end-to-end tests and the benchmark: the served site, headless Chromium driven by
+// playwright-core, the native `calibra` CLI that computes the expected numbers, and small waits
+// that follow the page's contract (www/index.js):
+//   - every number has data-metric / data-value;
+//   - body[data-inference] is "done" once the shown model's 10,000 logits have arrived;
+//   - window.calibra.timings = { draws: [ms], firstChart: ms, inferenceDone: { modelIndex: ms } }.
+//
+// Environment (scripts/test sets all of them; each has a default for running by hand):
+//   SITE_URL                the served site; unset: site/ is served here on a free port
+//   CHROMIUM_BIN            the browser; unset: chromium from PATH (Debian's /usr/bin/chromium)
+//   CHROMIUM_FLAGS          space-separated flags; --headless and --user-data-dir are handled here
+//   CHROMIUM_USER_DATA_DIR  parent of the fresh profile each browser gets; unset: the temp dir
+//   CALIBRA_BIN             a built `calibra` CLI; unset: `cargo build --release --bin calibra`
+import { execFile, execFileSync } from "node:child_process";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+import { chromium } from "playwright-core";
+
+const run = promisify(execFile);
+
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const SITE_DIR = path.join(REPO_ROOT, "site");
+
+export const MODEL_URLS = {
+  ce: "assets/models/fmnist-ce.safetensors",
+  logitnorm: "assets/models/fmnist-logitnorm.safetensors",
+};
+export const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+export const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+
+// The flags scripts/test passes, for runs by hand.
+const DEFAULT_FLAGS = [
+  "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+];
+
+// ---------------------------------------------------------------------------------------------
+// The site
+
+const MIME_TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".wasm": "application/wasm",
+  ".png": "image/png",
+  ".svg": "image/svg+xml",
+  ".gz": "application/gzip",
+  ".safetensors": "application/octet-stream",
+};
+
+// Serves `dir` read-only on 127.0.0.1 at a free port, like `python3 -m http.server` (what
+// scripts/test and scripts/demo use): no compression, no Content-Encoding (the .gz assets arrive
+// as the bytes on disk), Last-Modified with 304 answers, no Cache-Control.
+export async function serveDirectory(dir) {
+  const root = path.resolve(dir);
+  const server = createServer((request, response) => {
+    let pathname;
+    try {
+      pathname = decodeURIComponent(new URL(request.url, "http://localhost").pathname);
+    } catch {
+      response.writeHead(400).end();
+      return;
+    }
+    let file = path.join(root, pathname);
+    if (file !== root && !file.startsWith(root + path.sep)) {
+      response.writeHead(403).end();
+      return;
+    }
+    if (existsSync(file) && statSync(file).isDirectory()) file = path.join(file, "index.html");
+    if (!existsSync(file) || !statSync(file).isFile()) {
+      response.writeHead(404, { "Content-Type": "text/plain" }).end("not found");
+      return;
+    }
+    const stat = statSync(file);
+    const modified = new Date(Math.floor(stat.mtimeMs / 1000) * 1000);
+    const since = Date.parse(request.headers["if-modified-since"] ?? "");
+    if (Number.isFinite(since) && modified.getTime() <= since) {
+      response.writeHead(304).end();
+      return;
+    }
+    response.writeHead(200, {
+      "Content-Type": MIME_TYPES[path.extname(file)] ?? "application/octet-stream",
+      "Content-Length": stat.size,
+      "Last-Modified": modified.toUTCString(),
+    });
+    if (request.method === "HEAD") response.end();
+    else createReadStream(file).pipe(response);
+  });
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+// The site under test: SITE_URL when set (scripts/test), otherwise site/ served here.
+export async function openSite() {
+  if (process.env.SITE_URL) {
+    const url = process.env.SITE_URL.endsWith("/") ? process.env.SITE_URL : `${process.env.SITE_URL}/`;
+    return { url, close: async () => {} };
+  }
+  if (!existsSync(path.join(SITE_DIR, "index.html"))) {
+    throw new Error(`${SITE_DIR}/index.html is missing: run bash scripts/build-site first, or set SITE_URL`);
+  }
+  return serveDirectory(SITE_DIR);
+}
+
+// Downloads one file of the served site, so the native tool reads exactly the bytes the page does.
+export async function download(siteUrl, relative, destination) {
+  const response = await fetch(new URL(relative, siteUrl));
+  if (!response.ok) throw new Error(`GET ${relative}: HTTP ${response.status}`);
+  const bytes = Buffer.from(await response.arrayBuffer());
+  writeFileSync(destination, bytes);
+  return bytes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The browser
+
+function which(command) {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const candidate = path.join(dir, command);
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return null;
+}
+
+export function chromiumExecutable() {
+  const bin = process.env.CHROMIUM_BIN || which("chromium") || which("chromium-browser");
+  if (!bin) throw new Error("no Chromium: install Debian's chromium or set CHROMIUM_BIN (browsers are never downloaded)");
+  return bin;
+}
+
+// The browser's version line, e.g. "Chromium 156.0.8078.108 built on Debian GNU/Linux 12".
+export function chromiumVersion() {
+  return execFileSync(chromiumExecutable(), ["--version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+}
+
+// CHROMIUM_FLAGS minus what playwright owns: headless mode and the profile directory.
+export function chromiumArgs() {
+  const flags = process.env.CHROMIUM_FLAGS ? process.env.CHROMIUM_FLAGS.split(/\s+/).filter(Boolean) : DEFAULT_FLAGS;
+  return flags.filter((flag) => !flag.startsWith("--headless") && !flag.startsWith("--user-data-dir"));
+}
+
+// One headless Chromium with a fresh profile (a new directory under CHROMIUM_USER_DATA_DIR).
+export async function launchBrowser({ viewport = { width: 1280, height: 900 } } = {}) {
+  const parent = process.env.CHROMIUM_USER_DATA_DIR || os.tmpdir();
+  mkdirSync(parent, { recursive: true });
+  const userDataDir = mkdtempSync(path.join(parent, "calibra-e2e-"));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: chromiumExecutable(),
+    headless: true,
+    args: chromiumArgs(),
+    viewport,
+    deviceScaleFactor: 1,
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+// Records every console error, uncaught exception, failed request and HTTP error of a context,
+// workers included (their console messages reach the context's "console" event).
+export function collectProblems(context) {
+  const problems = [];
+  const where = (page) => {
+    try {
+      return page ? new URL(page.url()).hash || "/" : "?";
+    } catch {
+      return "?";
+    }
+  };
+  context.on("console", (message) => {
+    if (message.type() === "error") {
+      const location = message.location();
+      problems.push(`console.error [${where(message.page())}] ${message.text()} (${location.url}:${location.lineNumber})`);
+    }
+  });
+  context.on("weberror", (error) => problems.push(`uncaught [${where(error.page())}] ${error.error().stack ?? error.error().message}`));
+  context.on("requestfailed", (request) => {
+    problems.push(`request failed: ${request.url()} (${request.failure()?.errorText})`);
+  });
+  context.on("response", (response) => {
+    if (response.status() >= 400) problems.push(`HTTP ${response.status()}: ${response.url()}`);
+  });
+  return problems;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page's contract
+
+// Waits until the shown model's inference is done (or the page gave up), then for the redraw
+// that the last batch scheduled: index.js sets data-inference in the same task that requests
+// that animation frame, so two frames later every readout shows all 10,000 logits.
+// Gives up early when the page shows an error instead (a missing model would otherwise leave it
+// "running" until the timeout), so only call it on a page whose hash is valid.
+export async function waitForInference(page, timeout = 180_000) {
+  await page.waitForFunction(
+    () => ["done", "failed"].includes(document.body.dataset.inference) || !document.getElementById("error").hidden,
+    null,
+    { timeout, polling: 100 },
+  );
+  const state = await page.evaluate(() => ({ inference: document.body.dataset.inference, error: document.getElementById("error").textContent }));
+  if (state.inference !== "done") throw new Error(`inference did not finish (data-inference="${state.inference}"), the page says: ${state.error}`);
+  await nextFrames(page);
+}
+
+// Resolves after `count` animation frames of the page (pending redraws have run by then).
+export function nextFrames(page, count = 2) {
+  return page.evaluate(
+    (n) => new Promise((resolve) => {
+      const step = (left) => (left === 0 ? resolve() : requestAnimationFrame(() => step(left - 1)));
+      step(n);
+    }),
+    count,
+  );
+}
+
+export const drawCount = (page) => page.evaluate(() => window.calibra.timings.draws.length);
+
+// Runs `action` and waits for the redraw it causes (a new entry in timings.draws).
+export async function afterRedraw(page, action, timeout = 10_000) {
+  const before = await drawCount(page);
+  await action();
+  await page.waitForFunction((n) => window.calibra.timings.draws.length > n, before, { timeout, polling: "raf" });
+  await nextFrames(page, 1);
+}
+
+// Every readout with a data-metric attribute: { name: number } (NaN for an empty data-value).
+export function readMetrics(page) {
+  return page.evaluate(() => {
+    const metrics = {};
+    for (const element of document.querySelectorAll("[data-metric]")) {
+      const raw = element.dataset.value;
+      metrics[element.dataset.metric] = raw === undefined || raw === "" ? Number.NaN : Number(raw);
+    }
+    return metrics;
+  });
+}
+
+export const hashParams = (page) => page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+
+export const canvasData = (page, id) => page.evaluate((canvasId) => document.getElementById(canvasId).toDataURL(), id);
+
+// ---------------------------------------------------------------------------------------------
+// The native tool
+
+let calibraBinary = null;
+
+// Builds the CLI once (cargo prints where the binary is) unless CALIBRA_BIN names one.
+export function buildCalibra() {
+  calibraBinary ??= (async () => {
+    if (process.env.CALIBRA_BIN) return process.env.CALIBRA_BIN;
+    const { stdout } = await run(
+      "cargo",
+      ["build", "--release", "--quiet", "--bin", "calibra", "--message-format=json-render-diagnostics"],
+      { cwd: REPO_ROOT, maxBuffer: 64 << 20 },
+    );
+    for (const line of stdout.split("\n").reverse()) {
+      if (!line.startsWith("{")) continue;
+      const message = JSON.parse(line);
+      if (message.reason === "compiler-artifact" && message.target?.name === "calibra" && message.executable) return message.executable;
+    }
+    throw new Error("cargo build --bin calibra reported no executable");
+  })();
+  return calibraBinary;
+}
+
+// Native expectations for the served site: the same model bytes, images and labels the page
+// fetches, run through `calibra logits` once per model and `calibra report` per query.
+export class Native {
+  constructor(siteUrl) {
+    this.siteUrl = siteUrl;
+    this.dir = mkdtempSync(path.join(os.tmpdir(), "calibra-e2e-native-"));
+    this.inputs = null;
+    this.logits = new Map();
+    this.weights = new Map();
+  }
+
+  async #inputs() {
+    this.inputs ??= (async () => {
+      const images = path.join(this.dir, "t10k-images-idx3-ubyte.gz");
+      const labels = path.join(this.dir, "t10k-labels-idx1-ubyte.gz");
+      await Promise.all([download(this.siteUrl, IMAGES_URL, images), download(this.siteUrl, LABELS_URL, labels)]);
+      return { images, labels };
+    })();
+    return this.inputs;
+  }
+
+  // The served weights of `model` ("ce" or "logitnorm"), as bytes.
+  async weightBytes(model) {
+    if (!this.weights.has(model)) {
+      this.weights.set(model, download(this.siteUrl, MODEL_URLS[model], path.join(this.dir, `${model}.safetensors`)));
+    }
+    return this.weights.get(model);
+  }
+
+  // Path of the .npy logits of `model` on the 10,000 test images, computed once.
+  logitsFile(model) {
+    if (!this.logits.has(model)) {
+      this.logits.set(model, (async () => {
+        const [binary, { images }] = await Promise.all([buildCalibra(), this.#inputs(), this.weightBytes(model)]);
+        const out = path.join(this.dir, `${model}.npy`);
+        await run(binary, ["logits", "--model", path.join(this.dir, `${model}.safetensors`), "--images", images, "--out", out]);
+        return out;
+      })());
+    }
+    return this.logits.get(model);
+  }
+
+  // `calibra report --json` on a seeded half/half split, T fitted or given.
+  async report(model, { seed = 0, temperature, bins = 15, binning = "width" } = {}) {
+    const [binary, logits, { labels }] = await Promise.all([buildCalibra(), this.logitsFile(model), this.#inputs()]);
+    const args = ["report", "--logits", logits, "--labels", labels, "--cal-fraction", "0.5", "--seed", String(seed),
+      "--bins", String(bins), "--binning", binning, "--json"];
+    if (temperature !== undefined) args.push("--temperature", String(temperature));
+    const { stdout } = await run(binary, args, { maxBuffer: 16 << 20 });
+    return JSON.parse(stdout);
+  }
+
+  close() {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+// Largest |a - b| over the metrics both objects have, for diagnostics.
+export function differences(page, native, names, suffix = "") {
+  return Object.fromEntries(names.map((name) => [name, Math.abs(page[name + suffix] - native[name])]));
+}

@@ -1,0 +1,292 @@
+// End-to-end tests of the temperature lab in headless Chromium: the numbers the page computes in
+// WebAssembly must be the numbers the native `calibra` CLI computes from the same served files.
+//
+// One browser for the file. The main page runs the cross-entropy model's inference once and is
+// reused by every test that needs finished logits; only the hash-link test (a fresh page with
+// another split) runs a second full inference, and the model test a third (LogitNorm).
+//
+// Run: bash scripts/test (stage 7), or by hand after bash scripts/build-site:
+//   npm ci --prefix tests/e2e && node --test tests/e2e/*.test.mjs
+// UPDATE_SCREENSHOT=1 also copies the desktop screenshot to docs/screenshot.png.
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import {
+  Native, REPO_ROOT, afterRedraw, canvasData, collectProblems, hashParams, launchBrowser, nextFrames, openSite,
+  readMetrics, waitForInference,
+} from "./helpers.mjs";
+
+// Tolerances, measured (see the diagnostics each test prints with --test-reporter=spec):
+// - The page's logits come from the CNN compiled to wasm32 (+simd128), the CLI's from the native
+//   build of the same Rust code. TOLERANCE_FLOAT_LOGITS is the allowance for f32 rounding that
+//   differs between the two builds (fused or reordered sums in the convolutions and matmuls):
+//   the metrics are means of 5,000 smooth functions of the logits, so a last-bit difference in
+//   the logits moves them by far less than this.
+// - Accuracy is k/5000 from the arg-max alone and must be exact.
+// - ECE and MCE jump when an image crosses a bin edge; with equal logits they agree to rounding.
+// - The fitted T minimises a smooth convex NLL; the brief asks for 1e-3.
+const TOLERANCE_METRIC = 1e-6; // absolute, ECE/MCE/NLL/Brier
+const TOLERANCE_TEMPERATURE = 1e-3; // absolute, fitted T
+const TOLERANCE_INSTANT_MS = 1000; // a cached model switch must redraw within this (one frame in practice)
+const INFERENCE_TIMEOUT_MS = 180_000;
+
+const METRICS = ["accuracy", "ece", "mce", "nll", "brier"];
+const SMOOTH = ["ece", "mce", "nll", "brier"];
+const T_MIN = 0.05;
+const T_MAX = 20;
+const sliderToTemperature = (position) => T_MIN * (T_MAX / T_MIN) ** (position / 1000);
+const temperatureToSlider = (t) => Math.round((1000 * Math.log(t / T_MIN)) / Math.log(T_MAX / T_MIN));
+
+// The temperature lab's part of the hash (other labs add their own keys).
+const temperatureParams = ({ model, t, bins, binning, split }) => ({ model, t, bins, binning, split });
+
+let site;
+let browser;
+let problems;
+let native;
+let main; // the page at SITE_URL with no hash, inference of "ce" done in test 1
+const observed = {}; // largest |page - native| per metric, printed at the end
+
+// Asserts |actual - expected| <= tolerance and records the difference for the summary.
+function assertClose(actual, expected, tolerance, label) {
+  const difference = Math.abs(actual - expected);
+  observed[label.split(" ")[0]] = Math.max(observed[label.split(" ")[0]] ?? 0, difference);
+  assert.ok(
+    Number.isFinite(actual) && difference <= tolerance,
+    `${label}: page ${actual}, native ${expected}, |difference| ${difference} > ${tolerance}`,
+  );
+}
+
+// Compares one page column (suffix "", "_t1" or "_fitted") with a native CalibrationReport.
+function assertColumn(metrics, suffix, report, context) {
+  assert.equal(metrics[`accuracy${suffix}`], report.accuracy, `${context}: accuracy${suffix} must equal native exactly`);
+  for (const name of SMOOTH) {
+    assertClose(metrics[name + suffix], report[name], TOLERANCE_METRIC, `${name} ${context} (column ${suffix || "at T"})`);
+  }
+}
+
+before(async () => {
+  site = await openSite();
+  browser = await launchBrowser();
+  problems = collectProblems(browser.context);
+  native = new Native(site.url);
+  // The native logits run alongside the browser's inference; errors surface where awaited.
+  for (const model of ["ce", "logitnorm"]) native.logitsFile(model).catch(() => {});
+  main = browser.context.pages()[0] ?? (await browser.context.newPage());
+  await main.goto(site.url);
+});
+
+after(async () => {
+  if (Object.keys(observed).length) console.log(`# largest |page - native| observed: ${JSON.stringify(observed)}`);
+  await browser?.close();
+  await site?.close();
+  native?.close();
+});
+
+test("1. after inference the T = 1 numbers and the fitted T equal the native CLI's (accuracy exact, metrics 1e-6, T 1e-3)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
+  await waitForInference(main, INFERENCE_TIMEOUT_MS);
+  const expected = await native.report("ce", { seed: 0 });
+  const metrics = await readMetrics(main);
+
+  assert.equal(metrics.temperature, 1, "the page opens at T = 1");
+  assert.equal(expected.n_test, 5000);
+  assert.equal(await main.locator("#evaluation-size").textContent(), "5,000");
+  assertColumn(metrics, "", expected.before, "T = 1");
+  assertColumn(metrics, "_t1", expected.before, "T = 1");
+  assertClose(metrics.fitted_temperature, expected.temperature, TOLERANCE_TEMPERATURE, "temperature fitted, seed 0");
+  // The fitted column is evaluated at the page's own fitted T, which may differ from native's by
+  // the fit's tolerance; smooth metrics move by at most |dT| * |d metric / dT|, so 1e-6 still holds
+  // only when the fits agree closely — which they do (see the printed differences).
+  assertColumn(metrics, "_fitted", expected.after, "fitted T");
+  t.diagnostic(`native T = ${expected.temperature}, page T = ${metrics.fitted_temperature}`);
+  t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(SMOOTH.map((n) => [n, metrics[n] - expected.before[n]])))}`);
+});
+
+test("2. the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T: 1e-6 of native)", { timeout: 60_000 }, async () => {
+  const start = await readMetrics(main);
+  const startChart = await canvasData(main, "reliability");
+
+  // End: the top of the scale, T = 20.
+  await afterRedraw(main, async () => {
+    await main.focus("#temperature");
+    await main.keyboard.press("End");
+  });
+  let metrics = await readMetrics(main);
+  assert.ok(Math.abs(metrics.temperature - T_MAX) < 1e-9, `End moves T to 20, got ${metrics.temperature}`);
+  assert.notEqual(metrics.ece, start.ece, "ECE changes with T");
+  assert.equal(metrics.accuracy, start.accuracy, "accuracy never changes with T");
+  assert.equal(metrics.accuracy_t1, start.accuracy_t1);
+  assert.notEqual(await canvasData(main, "reliability"), startChart, "the reliability diagram is redrawn");
+
+  // 150 steps left, one key press each: every press is an input event; redraws collapse per frame.
+  for (let i = 0; i < 150; i++) await main.keyboard.press("ArrowLeft");
+  await nextFrames(main, 2);
+  metrics = await readMetrics(main);
+  const position = Number(await main.locator("#temperature").inputValue());
+  assert.equal(position, 850);
+  assert.equal(metrics.temperature, sliderToTemperature(position), "the readout shows the slider's T");
+  assert.equal(metrics.accuracy, start.accuracy);
+  assert.equal(Number((await hashParams(main)).t), Number(metrics.temperature.toPrecision(6)), "the hash carries T");
+  const expected = await native.report("ce", { seed: 0, temperature: metrics.temperature });
+  assertColumn(metrics, "", expected.after, `T = ${metrics.temperature}`);
+
+  // Home: the bottom of the scale, T = 0.05 (sharpened: confidences near 1).
+  await afterRedraw(main, () => main.keyboard.press("Home"));
+  metrics = await readMetrics(main);
+  assert.ok(Math.abs(metrics.temperature - T_MIN) < 1e-12, `Home moves T to 0.05, got ${metrics.temperature}`);
+  assert.equal(metrics.accuracy, start.accuracy);
+  const low = await native.report("ce", { seed: 0, temperature: metrics.temperature });
+  assertColumn(metrics, "", low.after, `T = ${metrics.temperature}`);
+});
+
+test("3. Fit sets T to the native fitted T (1e-3) and writes it to the hash", { timeout: 30_000 }, async () => {
+  const expected = await native.report("ce", { seed: 0 });
+  await afterRedraw(main, () => main.click("#fit"));
+  const metrics = await readMetrics(main);
+  assertClose(metrics.temperature, expected.temperature, TOLERANCE_TEMPERATURE, "temperature after Fit");
+  assert.equal(metrics.temperature, metrics.fitted_temperature, "Fit moves T exactly to the fitted value");
+  // The hash keeps 6 significant digits.
+  assertClose(Number((await hashParams(main)).t), expected.temperature, TOLERANCE_TEMPERATURE, "hash-temperature after Fit (6 significant digits)");
+  assert.equal(Number((await hashParams(main)).t), Number(metrics.temperature.toPrecision(6)));
+  assert.equal(await main.locator("#temperature-value").textContent(), metrics.temperature.toFixed(3));
+  assert.equal(Number(await main.locator("#temperature").inputValue()), temperatureToSlider(metrics.temperature));
+  for (const name of METRICS) assert.equal(metrics[name], metrics[`${name}_fitted`], `at T = fitted, ${name} equals the fitted column`);
+});
+
+test("5. the model selector runs LogitNorm's inference, and switching back to CE is cached (fitted T 1e-3 of native)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
+  const ce = await readMetrics(main);
+  const [ceBytes, logitnormBytes] = await Promise.all([native.weightBytes("ce"), native.weightBytes("logitnorm")]);
+  const sameWeights = ceBytes.equals(logitnormBytes);
+
+  await main.selectOption("#model", "logitnorm");
+  assert.equal(await main.evaluate(() => document.body.dataset.inference), "running", "a new model starts its inference");
+  assert.equal((await hashParams(main)).model, "logitnorm");
+  await waitForInference(main, INFERENCE_TIMEOUT_MS);
+  const timings = await main.evaluate(() => window.calibra.timings.inferenceDone);
+  assert.ok("1" in timings, "LogitNorm's inference finished (timings.inferenceDone[1])");
+
+  const expected = await native.report("logitnorm", { seed: 0 });
+  const metrics = await readMetrics(main);
+  assertClose(metrics.fitted_temperature, expected.temperature, TOLERANCE_TEMPERATURE, "temperature fitted, logitnorm");
+  assertColumn(metrics, "_t1", expected.before, "LogitNorm, T = 1");
+  if (sameWeights) {
+    // The placeholder site serves one file under both names: nothing can differ.
+    t.diagnostic("fmnist-ce and fmnist-logitnorm are the same bytes (placeholder models): not asserting that the fitted T changes");
+  } else {
+    assert.notEqual(metrics.fitted_temperature, ce.fitted_temperature, "LogitNorm's fitted T differs from CE's");
+  }
+
+  // Back to CE: already computed, so the page is done in the same task and redraws next frame.
+  const switched = await main.evaluate(() => {
+    const started = performance.now();
+    const select = document.getElementById("model");
+    select.value = "ce";
+    select.dispatchEvent(new Event("change"));
+    const draws = window.calibra.timings.draws.length;
+    return new Promise((resolve) => {
+      const check = () => {
+        if (window.calibra.timings.draws.length > draws) resolve({ inference, millis: performance.now() - started });
+        else requestAnimationFrame(check);
+      };
+      const inference = document.body.dataset.inference;
+      requestAnimationFrame(check);
+    });
+  });
+  assert.equal(switched.inference, "done", "switching back to a computed model needs no inference");
+  assert.ok(switched.millis < TOLERANCE_INSTANT_MS, `switching back redraws within ${TOLERANCE_INSTANT_MS} ms, took ${switched.millis} ms`);
+  t.diagnostic(`switch back to CE: redrawn after ${switched.millis.toFixed(1)} ms`);
+  const back = await readMetrics(main);
+  assert.equal(back.fitted_temperature, ce.fitted_temperature, "CE's fitted T is back");
+  assert.equal(back.accuracy, ce.accuracy);
+  assert.deepEqual(Object.keys(await main.evaluate(() => window.calibra.timings.inferenceDone)).sort(), ["0", "1"], "no inference ran again");
+});
+
+test("4. a hash link restores its state in a fresh page (fitted T 1e-3, accuracy exact, metrics at T 1e-6)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
+  const page = await browser.context.newPage();
+  try {
+    await page.goto(`${site.url}#model=ce&t=2.5&bins=20&binning=mass&split=3`);
+    await page.waitForFunction(() => document.body.dataset.inference !== undefined);
+    assert.equal(await page.locator("#model").inputValue(), "ce");
+    assert.equal(await page.locator("#temperature-value").textContent(), "2.500");
+    assert.equal(Number(await page.locator("#temperature").inputValue()), temperatureToSlider(2.5));
+    assert.equal(await page.locator("#bins").inputValue(), "20");
+    assert.equal(await page.locator("#bins-value").textContent(), "20");
+    assert.equal(await page.locator("#binning").inputValue(), "mass");
+    assert.equal(await page.locator("#split-seed").textContent(), "3");
+    assert.deepEqual(temperatureParams(await hashParams(page)), { model: "ce", t: "2.5", bins: "20", binning: "mass", split: "3" });
+
+    await waitForInference(page, INFERENCE_TIMEOUT_MS);
+    const [fitted, atT] = await Promise.all([
+      native.report("ce", { seed: 3 }),
+      native.report("ce", { seed: 3, temperature: 2.5, bins: 20, binning: "mass" }),
+    ]);
+    const metrics = await readMetrics(page);
+    assert.equal(metrics.temperature, 2.5);
+    assertClose(metrics.fitted_temperature, fitted.temperature, TOLERANCE_TEMPERATURE, "temperature fitted, seed 3");
+    assert.equal(metrics.accuracy, fitted.before.accuracy, "accuracy on seed 3's evaluation half");
+    assertColumn(metrics, "", atT.after, "seed 3, T = 2.5, 20 equal-mass bins");
+    assertColumn(metrics, "_t1", atT.before, "seed 3, T = 1, 20 equal-mass bins");
+    assert.equal(await page.locator("#error").isHidden(), true, "a valid link shows no error");
+  } finally {
+    await page.close();
+  }
+});
+
+test("6. a bad hash shows a readable error, falls back to defaults, and the page still works", { timeout: 120_000 }, async () => {
+  const page = await browser.context.newPage();
+  try {
+    await page.goto(`${site.url}#t=500&bins=3`);
+    const error = page.locator("#error");
+    await error.waitFor({ state: "visible" });
+    const message = await error.textContent();
+    assert.match(message, /temperature "500" is not in \[0\.05, 20\]/);
+    assert.match(message, /bins "3" is not a whole number from 5 to 30/);
+    assert.equal(await error.getAttribute("role"), "alert");
+    assert.equal(await page.locator("#temperature-value").textContent(), "1.000");
+    assert.equal(await page.locator("#bins").inputValue(), "15");
+
+    // Working: the first chart is drawn from the first batches (no need to wait for all 10,000),
+    // the hash is rewritten to the valid state, and the slider still redraws.
+    await page.waitForFunction(() => window.calibra?.timings.firstChart !== null, null, { timeout: INFERENCE_TIMEOUT_MS });
+    assert.deepEqual(temperatureParams(await hashParams(page)), { model: "ce", t: "1", bins: "15", binning: "width", split: "0" });
+    const start = await readMetrics(page);
+    assert.ok(Number.isFinite(start.ece) && Number.isFinite(start.accuracy), "the readouts are filled");
+    await afterRedraw(page, async () => {
+      await page.focus("#temperature");
+      await page.keyboard.press("End");
+    });
+    assert.notEqual((await readMetrics(page)).temperature, start.temperature, "the slider still works");
+  } finally {
+    await page.close();
+  }
+});
+
+test("8. screenshots at 1280 px and 390 px wide", { timeout: 60_000 }, async (t) => {
+  const directory = path.join(REPO_ROOT, "tests/e2e/screenshots");
+  mkdirSync(directory, { recursive: true });
+  // The view people land on: CE, T = 1 (the overconfident model), default bins and split.
+  await afterRedraw(main, () => main.evaluate(() => {
+    location.hash = "#model=ce&t=1&bins=15&binning=width&split=0";
+  }));
+  const desktop = path.join(directory, "desktop-1280.png");
+  await main.screenshot({ path: desktop, fullPage: true });
+
+  await afterRedraw(main, () => main.setViewportSize({ width: 390, height: 844 }));
+  await main.screenshot({ path: path.join(directory, "phone-390.png"), fullPage: true });
+  const overflow = await main.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  await main.setViewportSize({ width: 1280, height: 900 });
+  assert.ok(overflow <= 0, `no horizontal scrolling at 390 px (content is ${overflow} px too wide)`);
+
+  if (process.env.UPDATE_SCREENSHOT === "1") {
+    mkdirSync(path.join(REPO_ROOT, "docs"), { recursive: true });
+    copyFileSync(desktop, path.join(REPO_ROOT, "docs/screenshot.png"));
+    t.diagnostic("copied to docs/screenshot.png");
+  }
+});
+
+test("7. no console errors, uncaught exceptions or failed requests in any page or worker", () => {
+  // Nothing is ignored: the page has no favicon request (data: URL) and makes no third-party calls.
+  assert.deepEqual(problems, []);
+});
