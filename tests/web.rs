@@ -3,14 +3,28 @@
 
 #![cfg(target_arch = "wasm32")]
 
-use calibra::data::{parse_idx_images, parse_idx_labels};
+use calibra::data::{parse_idx_images, parse_idx_labels, IMAGE_PIXELS};
+use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::web::Lab;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
 /// The committed Fashion-MNIST test set, exactly the bytes the page fetches.
 const TEST_IMAGES_GZ: &[u8] = include_bytes!("../assets/fashion-mnist/t10k-images-idx3-ubyte.gz");
 const TEST_LABELS_GZ: &[u8] = include_bytes!("../assets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
+/// The bundled cross-entropy network and the logits `train` recorded natively for the first
+/// 64 test images (`[64, 10]` row-major).
+const WEIGHTS: &[u8] = include_bytes!("../assets/models/fmnist-ce.safetensors");
+const FIXTURE_LOGITS_JSON: &str = include_str!("fixtures/fmnist-ce-first64-logits.json");
+const FIXTURE_IMAGES: usize = 64;
+/// Largest difference allowed between a browser logit and the native one: the same f32
+/// arithmetic, summed in another order by the simd128 kernels.
+const LOGIT_TOLERANCE: f32 = 1e-4;
+/// The reliability diagram's bar colour (Okabe–Ito blue).
+const BAR_BLUE: [u8; 3] = [0, 114, 178];
 
 /// Gzip inflation and IDX parsing work in the browser: 10,000 images, the known first labels.
 #[wasm_bindgen_test]
@@ -22,4 +36,147 @@ fn parses_the_gzipped_test_set() {
     assert_eq!(images.len(), 10_000);
     assert_eq!(labels.len(), 10_000);
     assert_eq!(labels[..5], [9, 2, 1, 1, 6]);
+}
+
+/// The browser's forward pass reproduces the native logits of the first 64 test images.
+#[wasm_bindgen_test]
+fn browser_logits_match_the_native_fixture() {
+    let expected: Vec<f32> =
+        serde_json::from_str(FIXTURE_LOGITS_JSON).expect("the fixture is a JSON array of numbers");
+    assert_eq!(expected.len(), FIXTURE_IMAGES * NUM_CLASSES);
+    let images = parse_idx_images(TEST_IMAGES_GZ, "t10k-images-idx3-ubyte.gz")
+        .expect("the committed test images parse");
+    let classifier =
+        Classifier::from_safetensors(WEIGHTS.to_vec()).expect("the committed weights load");
+    let actual = classifier
+        .logits(&images.pixels()[..FIXTURE_IMAGES * IMAGE_PIXELS])
+        .expect("inference runs");
+    assert_eq!(actual.len(), expected.len());
+    for (index, (a, e)) in actual.iter().zip(&expected).enumerate() {
+        assert!(
+            (a - e).abs() <= LOGIT_TOLERANCE,
+            "image {}, class {}: browser logit {a}, native {e}",
+            index / NUM_CLASSES,
+            index % NUM_CLASSES,
+        );
+    }
+}
+
+fn canvas(width: u32, height: u32) -> HtmlCanvasElement {
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .expect("a document");
+    let canvas: HtmlCanvasElement = document
+        .create_element("canvas")
+        .expect("a canvas")
+        .dyn_into()
+        .expect("an HtmlCanvasElement");
+    canvas.set_width(width);
+    canvas.set_height(height);
+    document
+        .body()
+        .expect("a body")
+        .append_child(&canvas)
+        .expect("appended");
+    canvas
+}
+
+/// Pixels of `colour` in the canvas, counted separately left and right of `split_x`, below
+/// `top` (under the legend strip).
+fn count_colour(
+    canvas: &HtmlCanvasElement,
+    colour: [u8; 3],
+    split_x: u32,
+    top: u32,
+) -> (usize, usize) {
+    let context: CanvasRenderingContext2d = canvas
+        .get_context("2d")
+        .expect("context call")
+        .expect("a 2D context")
+        .dyn_into()
+        .expect("a CanvasRenderingContext2d");
+    let (width, height) = (canvas.width(), canvas.height());
+    let pixels = context
+        .get_image_data(0.0, 0.0, f64::from(width), f64::from(height))
+        .expect("image data")
+        .data();
+    let (mut left, mut right) = (0, 0);
+    for y in top..height {
+        for x in 0..width {
+            let i = 4 * (y * width + x) as usize;
+            if pixels[i..i + 3] == colour {
+                if x < split_x {
+                    left += 1;
+                } else {
+                    right += 1;
+                }
+            }
+        }
+    }
+    (left, right)
+}
+
+/// The page's own path: a Lab fed with logits draws the reliability diagram on a real canvas.
+/// Every example is confident (logit gap 8 → confidence ≈ 1) so every bar stands in the right
+/// half of the diagram and the left half, where the bins are empty, has no bar.
+#[wasm_bindgen_test]
+fn reliability_diagram_draws_on_a_real_canvas() {
+    let rows = 200;
+    let labels: Vec<u8> = (0..rows).map(|i| (i % NUM_CLASSES) as u8).collect();
+    let mut logits = vec![0.0_f32; rows * NUM_CLASSES];
+    for (i, row) in logits.chunks_mut(NUM_CLASSES).enumerate() {
+        // Right four times out of five.
+        let predicted = if i % 5 == 0 {
+            (i + 1) % NUM_CLASSES
+        } else {
+            i % NUM_CLASSES
+        };
+        row[predicted] = 8.0;
+    }
+    let mut lab = Lab::new(&labels, 1).expect("a lab");
+    lab.add_logits(0, 0, &logits).expect("logits accepted");
+    let (reliability, histogram, classwise) =
+        (canvas(560, 500), canvas(560, 180), canvas(900, 400));
+    let summary = lab
+        .draw_temperature(
+            1.0,
+            10,
+            "width",
+            reliability.clone(),
+            histogram,
+            classwise,
+            1.0,
+        )
+        .expect("the lab draws");
+    let accuracy = js_sys::Reflect::get(
+        &js_sys::Reflect::get(&summary, &"at_temperature".into()).expect("at_temperature"),
+        &"accuracy".into(),
+    )
+    .expect("accuracy")
+    .as_f64()
+    .expect("a number");
+    let (_, evaluation_rows) = calibra::data::seeded_split(rows, 0.5, 0);
+    let right_rows = evaluation_rows.iter().filter(|&&i| i % 5 != 0).count();
+    let expected = right_rows as f64 / evaluation_rows.len() as f64;
+    assert!(
+        (accuracy - expected).abs() < 1e-12,
+        "accuracy {accuracy}, expected {expected}"
+    );
+    let (left, right) = count_colour(&reliability, BAR_BLUE, 280, 100);
+    assert!(
+        right > 2_000,
+        "a tall blue bar on the right: {right} pixels"
+    );
+    assert_eq!(left, 0, "no bar where the bins are empty");
+    assert!(lab
+        .draw_temperature(
+            50.0,
+            10,
+            "width",
+            canvas(10, 10),
+            canvas(10, 10),
+            canvas(10, 10),
+            1.0
+        )
+        .is_err());
 }

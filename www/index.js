@@ -28,8 +28,10 @@ let lab = null;
 let pixels = null;
 let conformal = null;
 let renderPending = false;
-// Which labs need a redraw on the next frame: the temperature feeds both.
+// Which labs need a redraw: the temperature feeds both. A lab off screen stays dirty and is
+// redrawn when it scrolls into view, so a slider costs only the charts the reader can see.
 const dirty = { temperature: false, conformal: false };
+const visible = { temperature: true, conformal: false };
 
 // Parses the hash into state, keeping defaults for missing or invalid entries.
 function readHash() {
@@ -142,10 +144,24 @@ function scheduleRender(parts = ["temperature", "conformal"]) {
 function render() {
   renderPending = false;
   if (!lab || lab.arrived(modelIndex(state.model)) === 0) return;
-  if (dirty.temperature) renderTemperature();
-  if (dirty.conformal) conformal.render();
-  dirty.temperature = false;
-  dirty.conformal = false;
+  if (dirty.temperature && visible.temperature) {
+    renderTemperature();
+    dirty.temperature = false;
+  }
+  if (dirty.conformal && visible.conformal) {
+    conformal.render();
+    dirty.conformal = false;
+  }
+}
+
+// Tracks which labs are on screen (with a margin, so charts are ready as they scroll in).
+function observeVisibility() {
+  const sections = { "temperature-lab": "temperature", "conformal-lab": "conformal" };
+  const observer = new IntersectionObserver((entries) => {
+    for (const entry of entries) visible[sections[entry.target.id]] = entry.isIntersecting;
+    scheduleRender([]);
+  }, { rootMargin: "300px 0px" });
+  for (const id of Object.keys(sections)) observer.observe($(id));
 }
 
 // One wasm call recomputes the temperature lab and redraws its charts.
@@ -360,7 +376,15 @@ async function main() {
     if (state.model !== previous.model) selectModel(pool);
     scheduleRender();
   });
-  new ResizeObserver(scheduleRender).observe($("temperature-lab"));
+  // Charts follow the page's width (not its height, which the charts themselves change).
+  let width = 0;
+  new ResizeObserver(([entry]) => {
+    if (entry.contentRect.width !== width) {
+      width = entry.contentRect.width;
+      scheduleRender();
+    }
+  }).observe(document.body);
+  observeVisibility();
   writeHash();
 }
 

@@ -43,6 +43,11 @@ const CARD_BINS: usize = 15;
 /// The network, in words, for the card.
 const ARCHITECTURE: &str = "Conv3x3(32, same)+ReLU, MaxPool2, Conv3x3(64, same)+ReLU, MaxPool2, \
                             Flatten, Dense128+ReLU, Dense10 (logits)";
+/// What the card promises about reruns (checked by rerunning short trainings).
+const REPRODUCIBILITY: &str = "Weights start from a seeded ChaCha8 draw and batches come in a \
+    seeded order, so with one thread (RAYON_NUM_THREADS=1, as this run) a rerun gives \
+    bit-identical weights and figures. With more threads candle's kernels may sum in another \
+    order: expect the figures to differ in the third or fourth decimal.";
 /// LogitNorm's guard against a zero norm (the paper's 1e-7).
 const LOGITNORM_EPSILON: f64 = 1e-7;
 
@@ -154,6 +159,9 @@ struct ModelCard {
     training_data_sha256: String,
     training: TrainingRecord,
     evaluation: Option<Evaluation>,
+    /// How far two runs of the recipe may differ.
+    #[serde(default)]
+    reproducibility: String,
 }
 
 fn main() -> ExitCode {
@@ -235,8 +243,10 @@ fn run(args: &Args) -> Result<(), String> {
                 final_epoch_train_accuracy,
             },
             evaluation: None,
+            reproducibility: String::new(),
         }
     };
+    card.reproducibility = REPRODUCIBILITY.to_string();
     write_json(&card_path, &card)?;
 
     // Reload through the inference path, so the card describes exactly what ships.

@@ -1,0 +1,63 @@
+//! The committed networks against their committed logits fixtures: the first 64 test images,
+//! run natively through the inference path, give the logits `train` recorded.
+
+use std::path::{Path, PathBuf};
+
+use calibra::data::{self, FashionMnistPart, IMAGE_PIXELS};
+use calibra::model::{Classifier, NUM_CLASSES};
+
+/// Same code, same machine class: the logits agree to float32 rounding of the summation order.
+const TOLERANCE: f32 = 1e-5;
+const FIXTURE_IMAGES: usize = 64;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn check_fixture(name: &str) {
+    let weights = std::fs::read(root().join(format!("assets/models/{name}.safetensors"))).unwrap();
+    let fixture: Vec<f32> = serde_json::from_str(
+        &std::fs::read_to_string(root().join(format!("tests/fixtures/{name}-first64-logits.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(fixture.len(), FIXTURE_IMAGES * NUM_CLASSES);
+    let test =
+        data::load_fashion_mnist(&root().join("assets/fashion-mnist"), FashionMnistPart::Test)
+            .unwrap();
+    let classifier = Classifier::from_safetensors(weights).unwrap();
+    let logits = classifier
+        .logits(&test.images.pixels()[..FIXTURE_IMAGES * IMAGE_PIXELS])
+        .unwrap();
+    for (index, (a, b)) in logits.iter().zip(&fixture).enumerate() {
+        assert!(
+            (a - b).abs() <= TOLERANCE,
+            "{name}: image {}, class {}: {a} vs fixture {b}",
+            index / NUM_CLASSES,
+            index % NUM_CLASSES
+        );
+    }
+}
+
+#[test]
+fn cross_entropy_model_reproduces_its_fixture() {
+    check_fixture("fmnist-ce");
+}
+
+#[test]
+fn logitnorm_model_reproduces_its_fixture() {
+    check_fixture("fmnist-logitnorm");
+}
+
+#[test]
+fn inference_refuses_ragged_pixels_and_bad_weights() {
+    let weights = std::fs::read(root().join("assets/models/fmnist-ce.safetensors")).unwrap();
+    let classifier = Classifier::from_safetensors(weights).unwrap();
+    let error = classifier.logits(&[0; IMAGE_PIXELS + 1]).unwrap_err();
+    assert!(error.to_string().contains("785 pixel bytes"), "{error}");
+    let error = Classifier::from_safetensors(b"not safetensors".to_vec()).unwrap_err();
+    assert!(
+        error.to_string().contains("cannot load the model weights"),
+        "{error}"
+    );
+}
