@@ -18,22 +18,29 @@ import {
   readMetrics, waitForInference,
 } from "./helpers.mjs";
 
-// Tolerances, measured (see the diagnostics each test prints with --test-reporter=spec):
+// Tolerances, measured with the trained models (E2E_PRINT_DIFFERENCES=1 prints every comparison):
 // - The page's logits come from the CNN compiled to wasm32 (+simd128), the CLI's from the native
-//   build of the same Rust code. TOLERANCE_FLOAT_LOGITS is the allowance for f32 rounding that
-//   differs between the two builds (fused or reordered sums in the convolutions and matmuls):
-//   the metrics are means of 5,000 smooth functions of the logits, so a last-bit difference in
-//   the logits moves them by far less than this.
-// - Accuracy is k/5000 from the arg-max alone and must be exact.
-// - ECE and MCE jump when an image crosses a bin edge; with equal logits they agree to rounding.
-// - The fitted T minimises a smooth convex NLL; the brief asks for 1e-3.
-const TOLERANCE_METRIC = 1e-6; // absolute, ECE/MCE/NLL/Brier
+//   build of the same Rust code. They are not bit-identical: on the 10,000 test images about 77 %
+//   of the CE model's logits differ, by at most 1.1e-5 where |z| reaches 42 (a few f32 ulps; the
+//   convolutions and matmuls sum in another order). No arg-max differs.
+// - So accuracy (k/5000, arg-max only) must be exact.
+// - ECE, NLL and Brier are means over 5,000 images, where those last-bit differences average
+//   out: the largest difference seen was 1.1e-7 (NLL at T = 0.05, where z/T magnifies them 20x);
+//   at T = 1 it was 5e-9. Tolerance 1e-6 absolute.
+// - MCE is the largest gap of one bin, and a sparse bin does not average anything out: 8.5e-7 at
+//   T = 0.05, 1.1e-7 at T = 1. Tolerance 1e-5 absolute.
+// - A bin-edge or arg-max crossing would break ECE/MCE/accuracy by far more than this; with
+//   differences of 1e-5 in the logits that is improbable, and a failure then means the page
+//   computes something else, not rounding.
+// - The fitted T (a smooth convex fit) differed by 2.2e-8; the tolerance is the brief's 1e-3.
+const TOLERANCE_METRIC = 1e-6; // absolute: ECE, NLL, Brier
+const TOLERANCE_MCE = 1e-5; // absolute: MCE
 const TOLERANCE_TEMPERATURE = 1e-3; // absolute, fitted T
 const TOLERANCE_INSTANT_MS = 1000; // a cached model switch must redraw within this (one frame in practice)
 const INFERENCE_TIMEOUT_MS = 180_000;
 
 const METRICS = ["accuracy", "ece", "mce", "nll", "brier"];
-const SMOOTH = ["ece", "mce", "nll", "brier"];
+const CALIBRATION_METRICS = ["ece", "mce", "nll", "brier"];
 const T_MIN = 0.05;
 const T_MAX = 20;
 const sliderToTemperature = (position) => T_MIN * (T_MAX / T_MIN) ** (position / 1000);
@@ -52,7 +59,7 @@ const observed = {}; // largest |page - native| per metric, printed at the end
 // Asserts |actual - expected| <= tolerance and records the difference for the summary.
 function assertClose(actual, expected, tolerance, label) {
   const difference = Math.abs(actual - expected);
-  observed[label.split(" ")[0]] = Math.max(observed[label.split(" ")[0]] ?? 0, difference);
+  observed[label] = { difference, relative: difference / Math.max(Math.abs(expected), 1e-300) };
   assert.ok(
     Number.isFinite(actual) && difference <= tolerance,
     `${label}: page ${actual}, native ${expected}, |difference| ${difference} > ${tolerance}`,
@@ -62,8 +69,9 @@ function assertClose(actual, expected, tolerance, label) {
 // Compares one page column (suffix "", "_t1" or "_fitted") with a native CalibrationReport.
 function assertColumn(metrics, suffix, report, context) {
   assert.equal(metrics[`accuracy${suffix}`], report.accuracy, `${context}: accuracy${suffix} must equal native exactly`);
-  for (const name of SMOOTH) {
-    assertClose(metrics[name + suffix], report[name], TOLERANCE_METRIC, `${name} ${context} (column ${suffix || "at T"})`);
+  for (const name of CALIBRATION_METRICS) {
+    const tolerance = name === "mce" ? TOLERANCE_MCE : TOLERANCE_METRIC;
+    assertClose(metrics[name + suffix], report[name], tolerance, `${name} ${context} (column ${suffix || "at T"})`);
   }
 }
 
@@ -79,13 +87,17 @@ before(async () => {
 });
 
 after(async () => {
-  if (Object.keys(observed).length) console.log(`# largest |page - native| observed: ${JSON.stringify(observed)}`);
+  if (process.env.E2E_PRINT_DIFFERENCES) {
+    for (const [label, { difference, relative }] of Object.entries(observed).sort((a, b) => b[1].difference - a[1].difference)) {
+      console.log(`${difference.toExponential(2)}\t${relative.toExponential(2)}\t${label}`);
+    }
+  }
   await browser?.close();
   await site?.close();
   native?.close();
 });
 
-test("1. after inference the T = 1 numbers and the fitted T equal the native CLI's (accuracy exact, metrics 1e-6, T 1e-3)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
+test("1. after inference the T = 1 numbers and the fitted T equal the native CLI's (accuracy exact, ECE/NLL/Brier 1e-6, MCE 1e-5, T 1e-3)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
   await waitForInference(main, INFERENCE_TIMEOUT_MS);
   const expected = await native.report("ce", { seed: 0 });
   const metrics = await readMetrics(main);
@@ -96,15 +108,14 @@ test("1. after inference the T = 1 numbers and the fitted T equal the native CLI
   assertColumn(metrics, "", expected.before, "T = 1");
   assertColumn(metrics, "_t1", expected.before, "T = 1");
   assertClose(metrics.fitted_temperature, expected.temperature, TOLERANCE_TEMPERATURE, "temperature fitted, seed 0");
-  // The fitted column is evaluated at the page's own fitted T, which may differ from native's by
-  // the fit's tolerance; smooth metrics move by at most |dT| * |d metric / dT|, so 1e-6 still holds
-  // only when the fits agree closely — which they do (see the printed differences).
+  // The fitted column is evaluated at the page's own fitted T (2e-8 from native's): the same
+  // tolerances hold.
   assertColumn(metrics, "_fitted", expected.after, "fitted T");
   t.diagnostic(`native T = ${expected.temperature}, page T = ${metrics.fitted_temperature}`);
-  t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(SMOOTH.map((n) => [n, metrics[n] - expected.before[n]])))}`);
+  t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(CALIBRATION_METRICS.map((n) => [n, metrics[n] - expected.before[n]])))}`);
 });
 
-test("2. the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T: 1e-6 of native)", { timeout: 60_000 }, async () => {
+test("2. the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T as native: 1e-6, MCE 1e-5)", { timeout: 60_000 }, async () => {
   const start = await readMetrics(main);
   const startChart = await canvasData(main, "reliability");
 
@@ -203,7 +214,7 @@ test("5. the model selector runs LogitNorm's inference, and switching back to CE
   assert.deepEqual(Object.keys(await main.evaluate(() => window.calibra.timings.inferenceDone)).sort(), ["0", "1"], "no inference ran again");
 });
 
-test("4. a hash link restores its state in a fresh page (fitted T 1e-3, accuracy exact, metrics at T 1e-6)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
+test("4. a hash link restores its state in a fresh page (fitted T 1e-3, accuracy exact, metrics at T 1e-6, MCE 1e-5)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
   const page = await browser.context.newPage();
   try {
     await page.goto(`${site.url}#model=ce&t=2.5&bins=20&binning=mass&split=3`);
