@@ -29,5 +29,12 @@ export function showError(message) {
   box.textContent = message;
 }
 
+// Hides the message box (a new, valid view replaces whatever went wrong before).
+export function clearError() {
+  const box = $("error");
+  box.hidden = true;
+  box.textContent = "";
+}
+
 // Formats a fraction as a percentage with `digits` decimals.
 export const percent = (value, digits = 1) => `${(100 * value).toFixed(digits)}%`;

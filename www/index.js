@@ -1,7 +1,7 @@
 // calibra's page: loads the data, streams logits from inference workers into the Rust lab, and
 // redraws at most once per animation frame. All numbers come from Rust; this file only wires.
 import init, { Lab, class_names, parse_images, parse_labels } from "./pkg/calibra.js";
-import { $, fitCanvas, setMetric, showError } from "./dom.js";
+import { $, clearError, fitCanvas, setMetric, showError } from "./dom.js";
 import { ConformalLab, CONFORMAL_DEFAULTS, readConformalHash } from "./conformal.js";
 
 const MODELS = [
@@ -196,6 +196,7 @@ class InferencePool {
     this.workers = [];
     this.queue = [];
     this.loaded = new Set();
+    this.failed = new Set();
     for (let i = 0; i < size; i++) {
       const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
       const slot = { worker, busy: 0 };
@@ -235,13 +236,19 @@ class InferencePool {
     }
   }
 
+  // A failure stops that model's remaining batches, so its first message is the one shown.
   receive(slot, message) {
     if (message.status === "logits") {
       slot.busy -= 1;
       this.onBatch(message);
       this.pump();
     } else if (message.status === "error") {
-      this.onError(`Inference failed: ${message.message}`);
+      if (this.failed.has(message.model)) return;
+      if (message.model !== undefined) {
+        this.failed.add(message.model);
+        this.queue = this.queue.filter((batch) => batch.model !== message.model);
+      }
+      this.onError(`Inference failed: ${message.message}`, message.model);
     }
   }
 }
@@ -324,7 +331,10 @@ async function main() {
   $("progress").max = labels.length;
 
   const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
-  const pool = new InferencePool(workers, onBatch, showError);
+  const pool = new InferencePool(workers, onBatch, (message, model) => {
+    showError(message);
+    if (model === undefined || model === modelIndex(state.model)) document.body.dataset.inference = "failed";
+  });
   selectModel(pool);
 
   $("model").addEventListener("change", () => {
@@ -370,6 +380,7 @@ async function main() {
   });
   window.addEventListener("hashchange", () => {
     const previous = { ...state };
+    clearError();
     Object.assign(state, readHash());
     syncControls();
     if (state.split !== previous.split) lab.set_split(state.split);

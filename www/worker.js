@@ -7,7 +7,7 @@
 //   worker -> page  {status: "ready", model}
 //   worker -> page  {status: "logits", model, job, start, count, logits, millis}
 //                   logits: Float32Array [count, 10] (buffer transferred)
-//   worker -> page  {status: "error", message}            a readable message, never an object
+//   worker -> page  {status: "error", model, message}     a readable message, never an object
 // Rows are addressed by `start`, so several workers can share one image set.
 import init, { Model } from "./pkg/calibra.js";
 
@@ -43,5 +43,5 @@ let queue = Promise.resolve();
 onmessage = (event) => {
   queue = queue
     .then(() => handle(event.data))
-    .catch((error) => postMessage({ status: "error", message: error instanceof Error ? error.message : String(error) }));
+    .catch((error) => postMessage({ status: "error", model: event.data.model, message: error instanceof Error ? error.message : String(error) }));
 };

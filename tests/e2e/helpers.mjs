@@ -253,6 +253,18 @@ export function readMetrics(page) {
   });
 }
 
+// Scrolls the whole page into view step by step and back to the top, so labs that draw only
+// when on screen (an IntersectionObserver in index.js) have drawn before a full-page screenshot.
+export async function scrollThrough(page) {
+  const { height, step } = await page.evaluate(() => ({ height: document.documentElement.scrollHeight, step: Math.max(200, innerHeight - 100) }));
+  for (let y = 0; y < height; y += step) {
+    await page.evaluate((top) => window.scrollTo(0, top), y);
+    await nextFrames(page, 2);
+  }
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await nextFrames(page, 2);
+}
+
 export const hashParams = (page) => page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
 
 export const canvasData = (page, id) => page.evaluate((canvasId) => document.getElementById(canvasId).toDataURL(), id);
@@ -323,12 +335,13 @@ export class Native {
     return this.logits.get(model);
   }
 
-  // `calibra report --json` on a seeded half/half split, T fitted or given.
-  async report(model, { seed = 0, temperature, bins = 15, binning = "width" } = {}) {
+  // `calibra report --json` on a seeded half/half split, T fitted or given; `extra` adds options.
+  async report(model, { seed = 0, temperature, bins = 15, binning = "width", extra = [] } = {}) {
     const [binary, logits, { labels }] = await Promise.all([buildCalibra(), this.logitsFile(model), this.#inputs()]);
     const args = ["report", "--logits", logits, "--labels", labels, "--cal-fraction", "0.5", "--seed", String(seed),
       "--bins", String(bins), "--binning", binning, "--json"];
     if (temperature !== undefined) args.push("--temperature", String(temperature));
+    args.push(...extra);
     const { stdout } = await run(binary, args, { maxBuffer: 16 << 20 });
     return JSON.parse(stdout);
   }

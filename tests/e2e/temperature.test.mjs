@@ -15,7 +15,7 @@ import { after, before, test } from "node:test";
 
 import {
   Native, REPO_ROOT, afterRedraw, canvasData, collectProblems, hashParams, launchBrowser, nextFrames, openSite,
-  readMetrics, waitForInference,
+  readMetrics, scrollThrough, waitForInference,
 } from "./helpers.mjs";
 
 // Tolerances, measured with the trained models (E2E_PRINT_DIFFERENCES=1 prints every comparison):
@@ -54,9 +54,9 @@ let browser;
 let problems;
 let native;
 let main; // the page at SITE_URL with no hash, inference of "ce" done in test 1
-const observed = {}; // largest |page - native| per metric, printed at the end
+const observed = {}; // label -> |page - native| of each comparison, printed by after() with E2E_PRINT_DIFFERENCES=1
 
-// Asserts |actual - expected| <= tolerance and records the difference for the summary.
+// Asserts |actual - expected| <= tolerance and records the difference.
 function assertClose(actual, expected, tolerance, label) {
   const difference = Math.abs(actual - expected);
   observed[label] = { difference, relative: difference / Math.max(Math.abs(expected), 1e-300) };
@@ -89,7 +89,7 @@ before(async () => {
 after(async () => {
   if (process.env.E2E_PRINT_DIFFERENCES) {
     for (const [label, { difference, relative }] of Object.entries(observed).sort((a, b) => b[1].difference - a[1].difference)) {
-      console.log(`${difference.toExponential(2)}\t${relative.toExponential(2)}\t${label}`);
+      console.log(`${difference.toExponential(2)}  ${relative.toExponential(2)}  ${label}`);
     }
   }
   await browser?.close();
@@ -282,9 +282,11 @@ test("8. screenshots at 1280 px and 390 px wide", { timeout: 60_000 }, async (t)
     location.hash = "#model=ce&t=1&bins=15&binning=width&split=0";
   }));
   const desktop = path.join(directory, "desktop-1280.png");
+  await scrollThrough(main);
   await main.screenshot({ path: desktop, fullPage: true });
 
   await afterRedraw(main, () => main.setViewportSize({ width: 390, height: 844 }));
+  await scrollThrough(main);
   await main.screenshot({ path: path.join(directory, "phone-390.png"), fullPage: true });
   // This file's lab must fit a phone: nothing in it wider than the viewport. (Scoped to the
   // temperature lab, the header and the status row; other labs have their own tests.)
