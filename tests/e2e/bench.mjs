@@ -86,25 +86,31 @@ function instrumentWorkers() {
   };
 }
 
-// N slider moves sweeping the range up and down; returns per-move input -> painted-frame times.
-function sweepSlider(moves) {
-  const slider = document.getElementById("temperature");
+// Positions sweeping `steps + 1` slider values up and down in `moves` moves, with no two equal
+// in a row (an unchanged value would not redraw).
+function sweepPositions(moves, steps) {
   const positions = [];
   for (let i = 0; i < moves; i++) {
     const phase = (i / (moves - 1)) * 2; // 0 -> 1 -> 2: up the range, then back down
-    positions.push(Math.round(1000 * (phase <= 1 ? phase : 2 - phase)));
+    positions.push(Math.round(steps * (phase <= 1 ? phase : 2 - phase)));
   }
-  // Consecutive equal positions would not redraw: nudge the turning point.
-  for (let i = 1; i < positions.length; i++) if (positions[i] === positions[i - 1]) positions[i] = Math.max(0, positions[i] - 1);
+  for (let i = 1; i < positions.length; i++) if (positions[i] === positions[i - 1]) positions[i] = positions[i] === 0 ? 1 : positions[i] - 1;
+  return positions;
+}
+
+// Moves slider `id` through `values`; returns per-move input -> painted-frame times and the
+// page's own redraw times from window.calibra.timings[timingsKey].
+function sweepSlider({ id, values, timingsKey }) {
+  const slider = document.getElementById(id);
   const paint = [];
-  const drawsBefore = window.calibra.timings.draws.length;
+  const drawsBefore = window.calibra.timings[timingsKey].length;
   return new Promise((resolve) => {
     const step = (i) => {
-      if (i === positions.length) {
-        resolve({ paint, draws: window.calibra.timings.draws.slice(drawsBefore), positions: positions.length });
+      if (i === values.length) {
+        resolve({ paint, draws: window.calibra.timings[timingsKey].slice(drawsBefore), positions: values.length });
         return;
       }
-      slider.value = String(positions[i]);
+      slider.value = String(values[i]);
       const started = performance.now();
       slider.dispatchEvent(new Event("input", { bubbles: true }));
       // The page's redraw was queued for this frame by the input handler; ours runs after it.
@@ -120,6 +126,20 @@ function sweepSlider(moves) {
     requestAnimationFrame(() => step(0));
   });
 }
+
+// Summary of one slider sweep.
+function sliderFigures(sweep) {
+  return {
+    moves: sweep.positions,
+    redraws: sweep.draws.length,
+    drawMedianMs: quantile(sweep.draws, 0.5),
+    drawP95Ms: quantile(sweep.draws, 0.95),
+    paintMedianMs: quantile(sweep.paint, 0.5),
+    paintP95Ms: quantile(sweep.paint, 0.95),
+  };
+}
+
+const EXPERIMENT_RUNS = 5;
 
 async function main() {
   const site = await openSite();
@@ -145,7 +165,18 @@ async function main() {
       userAgent: navigator.userAgent,
       pageRate: document.getElementById("progress-text").textContent,
     }));
-    const sweep = await page.evaluate(sweepSlider, MOVES);
+    const sweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
+    // The conformal lab draws only on screen: bring it in, then move α (0.01 to 0.30).
+    await page.locator("#conformal-lab").scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 30_000 });
+    const alphas = sweepPositions(MOVES, 29).map((i) => ((i + 1) / 100).toFixed(2));
+    const alphaSweep = await page.evaluate(sweepSlider, { id: "alpha", values: alphas, timingsKey: "conformalDraws" });
+    const experiments = [];
+    for (let run = 0; run < EXPERIMENT_RUNS; run++) {
+      await page.evaluate(() => { delete window.calibra.timings.experiment; });
+      await page.click("#run-experiment");
+      experiments.push(await page.evaluate(() => window.calibra.timings.experiment));
+    }
     await page.close();
     // Let the last requestfinished handlers record their sizes.
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -161,14 +192,9 @@ async function main() {
       // After the first batch: without the workers' start-up (wasm compile, model load).
       imagesPerSecondSteady: (10_000 - 250) / ((visit.bench.lastLogits - visit.bench.firstLogits) / 1000),
       workers: visit.bench.workers,
-      slider: {
-        moves: sweep.positions,
-        redraws: sweep.draws.length,
-        drawMedianMs: quantile(sweep.draws, 0.5),
-        drawP95Ms: quantile(sweep.draws, 0.95),
-        paintMedianMs: quantile(sweep.paint, 0.5),
-        paintP95Ms: quantile(sweep.paint, 0.95),
-      },
+      slider: sliderFigures(sweep),
+      alphaSlider: sliderFigures(alphaSweep),
+      experiment: { runs: experiments.length, medianMs: quantile(experiments, 0.5), maxMs: Math.max(...experiments) },
       wasm: { raw: wasm.length, gzip: gzipSync(wasm, { level: 9 }).length },
       transfer: {
         total: transferred,
@@ -192,12 +218,16 @@ async function main() {
       return;
     }
     const s = results.slider;
+    const a = results.alphaSlider;
     const rows = [
       ["time to first chart (from navigation start)", ms(results.firstChartMs)],
       ["all 10,000 images inferred (from navigation start)", ms(results.inferenceDoneMs)],
       ["inference throughput", `${group(results.imagesPerSecond)} images/s over ${(inferenceMs / 1000).toFixed(1)} s from the model request to the last logits; ${group(results.imagesPerSecondSteady)} images/s after the first batch (${results.workers} worker${results.workers === 1 ? "" : "s"})`],
       [`slider redraw, wasm call + drawing (${s.redraws} redraws, ${s.moves} moves)`, `median ${ms(s.drawMedianMs)}, p95 ${ms(s.drawP95Ms)}`],
       ["slider input event → next painted frame", `median ${ms(s.paintMedianMs)}, p95 ${ms(s.paintP95Ms)}`],
+      [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
+      ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
+      [`coverage experiment, 1,000 random splits + chart (${results.experiment.runs} runs)`, `median ${ms(results.experiment.medianMs)}, max ${ms(results.experiment.maxMs)}`],
       ["wasm module (`pkg/calibra_bg.wasm`)", `${bytes(results.wasm.raw)} raw, ${bytes(results.wasm.gzip)} gzip -9`],
       ["transferred on a cold first visit", `${bytes(results.transfer.total)} in ${results.transfer.requests} responses (uncompressed server)`],
       ["machine", `${results.machine.nproc} cores (${results.machine.cpu}), load ${results.machine.load}`],
