@@ -59,6 +59,15 @@ export class ConformalLab {
     this.classNames = classNames;
     this.onChange = onChange;
     this.selectedRow = null;
+    this.thumbnails = new Map();
+    // The gallery is rebuilt only while near the screen; off screen it waits, marked stale.
+    this.galleryVisible = false;
+    this.galleryStale = true;
+    this.galleryKey = "";
+    new IntersectionObserver(([entry]) => {
+      this.galleryVisible = entry.isIntersecting;
+      if (this.galleryVisible && this.galleryStale) this.renderGallery(this.settings());
+    }, { rootMargin: "200px 0px" }).observe($("gallery"));
     this.wire();
   }
 
@@ -133,7 +142,8 @@ export class ConformalLab {
     window.calibra.timings.conformalDraws.push(performance.now() - started);
     this.showReadouts(view);
     this.showComparison(view);
-    this.renderGallery(settings);
+    this.galleryStale = true;
+    if (this.galleryVisible) this.renderGallery(settings);
     if (this.selectedRow !== null) this.explain(this.selectedRow);
   }
 
@@ -230,8 +240,10 @@ export class ConformalLab {
       `Each split here is measured on only ${result.n_evaluation.toLocaleString("en")} evaluation images, which adds binomial noise: the predicted spread becomes ${percent(result.finite_standard_deviation, 2)} (Beta-Binomial), against ${percent(result.standard_deviation, 2)} observed — so the bars are a little wider than the curve, centred where the theory says.`;
   }
 
-  // The gallery: thumbnails with their sets as chips; click one for its explanation.
+  // The gallery: thumbnails with their sets as chips; click one for its explanation. The DOM is
+  // rebuilt only when the images or their sets changed.
   renderGallery(settings) {
+    this.galleryStale = false;
     const gallery = $("gallery");
     let sections;
     try {
@@ -245,6 +257,9 @@ export class ConformalLab {
       showError(`Cannot fill the gallery: ${error.message}`);
       return;
     }
+    const key = JSON.stringify(sections);
+    if (key === this.galleryKey) return;
+    this.galleryKey = key;
     const nodes = [];
     let count = 0;
     for (const [title, items] of sections) {
@@ -269,7 +284,7 @@ export class ConformalLab {
     button.dataset.covered = String(item.covered);
     button.dataset.setSize = String(item.set.length);
     button.setAttribute("aria-pressed", String(item.row === this.selectedRow));
-    button.append(this.thumbnail(item.row));
+    button.append(this.cachedThumbnail(item.row));
     const truth = document.createElement("div");
     truth.className = "truth";
     truth.textContent = `#${item.row}: ${this.classNames[item.label]}`;
@@ -281,6 +296,12 @@ export class ConformalLab {
       this.explain(item.row);
     });
     return button;
+  }
+
+  // The gallery's thumbnail of `row`, drawn once and reused.
+  cachedThumbnail(row) {
+    if (!this.thumbnails.has(row)) this.thumbnails.set(row, this.thumbnail(row));
+    return this.thumbnails.get(row);
   }
 
   // A 28x28 image, dark on light.

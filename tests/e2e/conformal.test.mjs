@@ -161,6 +161,8 @@ test("5. the coverage experiment completes and draws its histogram", { timeout: 
 });
 
 test("6. gallery filters show only matching images", { timeout: 60_000 }, async () => {
+  // The gallery is rebuilt only near the screen.
+  await page.locator("#gallery").scrollIntoViewIfNeeded();
   await configure({ score: "lac", alpha: 0.2 });
   const tiles = () => page.$$eval("#gallery .tile", (nodes) => nodes.map((n) => ({ covered: n.dataset.covered, size: Number(n.dataset.setSize) })));
   const checks = {
