@@ -648,6 +648,29 @@ impl Lab {
         }
     }
 
+    /// The cached halves, the score table of the settings' chosen score at their temperature,
+    /// and the thresholds it gives at their α.
+    fn chosen_score(
+        &mut self,
+        settings: &ConformalSettings,
+    ) -> Result<(&Cache, &ScoreTable, Thresholds), LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let cache = self.prepared()?;
+        let index =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let cache: &Cache = cache;
+        let table = &cache.score_tables[index];
+        let thresholds = thresholds(
+            table,
+            &cache.calibration.labels,
+            k,
+            settings.alpha,
+            settings.class_conditional,
+        )?;
+        Ok((cache, table, thresholds))
+    }
+
     /// Everything the conformal lab shows for `settings`.
     ///
     /// # Errors
@@ -743,12 +766,8 @@ impl Lab {
         repetitions: usize,
         seed: u64,
     ) -> Result<CoverageExperiment, LabError> {
-        Self::check_temperature(settings.temperature)?;
         let k = self.num_classes;
-        let cache = self.prepared()?;
-        let table =
-            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
-        let table = &cache.score_tables[table];
+        let (cache, table, _) = self.chosen_score(settings)?;
         let mut pool = true_label(&table.calibration, &cache.calibration.labels, k);
         pool.extend(true_label(&table.evaluation, &cache.evaluation.labels, k));
         let n_calibration = cache.calibration.labels.len();
@@ -804,19 +823,8 @@ impl Lab {
         filter: GalleryFilter,
         limit: usize,
     ) -> Result<Vec<GalleryItem>, LabError> {
-        Self::check_temperature(settings.temperature)?;
         let k = self.num_classes;
-        let cache = self.prepared()?;
-        let table =
-            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
-        let table = &cache.score_tables[table];
-        let thresholds = thresholds(
-            table,
-            &cache.calibration.labels,
-            k,
-            settings.alpha,
-            settings.class_conditional,
-        )?;
+        let (cache, table, thresholds) = self.chosen_score(settings)?;
         let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
         let evaluation = &cache.evaluation;
         let items = (0..evaluation.labels.len()).filter_map(|i| {
@@ -851,19 +859,8 @@ impl Lab {
         settings: &ConformalSettings,
         count: usize,
     ) -> Result<(Vec<GalleryItem>, Vec<GalleryItem>), LabError> {
-        Self::check_temperature(settings.temperature)?;
         let k = self.num_classes;
-        let cache = self.prepared()?;
-        let table =
-            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
-        let table = &cache.score_tables[table];
-        let thresholds = thresholds(
-            table,
-            &cache.calibration.labels,
-            k,
-            settings.alpha,
-            settings.class_conditional,
-        )?;
+        let (cache, table, thresholds) = self.chosen_score(settings)?;
         let sets = conformal::sets_from_label_scores(&table.calibration, k, &thresholds)?;
         let calibration = &cache.calibration;
         let scores = true_label(&table.calibration, &calibration.labels, k);
@@ -891,19 +888,8 @@ impl Lab {
         settings: &ConformalSettings,
         row: usize,
     ) -> Result<Explanation, LabError> {
-        Self::check_temperature(settings.temperature)?;
         let k = self.num_classes;
-        let cache = self.prepared()?;
-        let table =
-            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
-        let table = &cache.score_tables[table];
-        let thresholds = thresholds(
-            table,
-            &cache.calibration.labels,
-            k,
-            settings.alpha,
-            settings.class_conditional,
-        )?;
+        let (cache, table, thresholds) = self.chosen_score(settings)?;
         let find = |part: &Part| part.rows.binary_search(&row).ok();
         let (calibration, index) = match (find(&cache.calibration), find(&cache.evaluation)) {
             (Some(index), _) => (true, index),
