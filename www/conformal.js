@@ -294,6 +294,7 @@ export class ConformalLab {
       this.selectedRow = item.row;
       for (const t of document.querySelectorAll(".tile")) t.setAttribute("aria-pressed", String(t === button));
       this.explain(item.row);
+      $("explanation").scrollIntoView({ behavior: "smooth", block: "nearest" });
     });
     return button;
   }
