@@ -191,17 +191,7 @@ pub fn confidence_histogram<DB: DrawingBackend>(
     ];
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
 
-    let total = counts.iter().map(|&count| count as f64).sum::<f64>();
-    let shares: Vec<f64> = counts
-        .iter()
-        .map(|&count| {
-            if total > 0.0 {
-                100.0 * count as f64 / total
-            } else {
-                0.0
-            }
-        })
-        .collect();
+    let shares = percent_shares(counts);
     // Headroom above the tallest bar; 1% when every bin is empty.
     let y_max = (1.1 * shares.iter().copied().fold(0.0, f64::max)).max(1.0);
     let mut chart = build_chart(&rest, 0.0..1.0, 0.0..y_max, FULL_LAYOUT, metrics)?;

@@ -221,17 +221,7 @@ pub fn set_size_histogram<DB: DrawingBackend>(
     ];
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
 
-    let total = size_counts.iter().map(|&count| count as f64).sum::<f64>();
-    let shares: Vec<f64> = size_counts
-        .iter()
-        .map(|&count| {
-            if total > 0.0 {
-                100.0 * count as f64 / total
-            } else {
-                0.0
-            }
-        })
-        .collect();
+    let shares = percent_shares(size_counts);
     let y_max = (SET_SIZE_HEADROOM * shares.iter().copied().fold(0.0, f64::max)).max(1.0);
     let slots = size_counts.len().max(1);
     let mut chart = build_chart(

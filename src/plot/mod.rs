@@ -130,6 +130,22 @@ const TICK_LABELS: usize = 6;
 const HISTOGRAM_Y_TICK_LABELS: usize = 4;
 const PANEL_TICK_LABELS: usize = 3;
 
+/// Each count as a percentage of their total (all zero when the total is zero), for the
+/// histograms' "% of images" axes.
+fn percent_shares(counts: &[usize]) -> Vec<f64> {
+    let total = counts.iter().sum::<usize>() as f64;
+    counts
+        .iter()
+        .map(|&count| {
+            if total > 0.0 {
+                100.0 * count as f64 / total
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
 /// How a chart is drawn on a device.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ChartStyle {
