@@ -38,7 +38,7 @@
 //! contributes nothing to ECE, RMSCE or MCE. Plots must check `count == 0` and draw such a bin
 //! as empty, not as a zero-height bar.
 //!
-//! Definitions follow `shared/REFERENCE.md` of this project.
+//! Every definition, default and tie rule, with its source: docs/definitions.md
 
 use std::slice::ChunksExact;
 

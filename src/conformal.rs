@@ -13,8 +13,9 @@
 //!
 //! `k` is computed exactly in integers (α read to 9 decimal places), never as a floating-point
 //! ceiling of a product that should be an integer. If the calibration scores and a new example
-//! are exchangeable and the scores have no ties, `1 − α ≤ P(Y ∈ C(X)) ≤ 1 − α + 1/(n + 1)`, and
-//! over random calibration sets the coverage of a large test set follows `Beta(k, n + 1 − k)`.
+//! are exchangeable, `P(Y ∈ C(X)) ≥ 1 − α`; if moreover the scores have no ties,
+//! `P(Y ∈ C(X)) ≤ 1 − α + 1/(n + 1)`, and over random calibration sets the coverage of a large
+//! test set follows `Beta(k, n + 1 − k)`.
 //! When `k > n` the threshold is `+∞` and every label is in every set: the library allows that
 //! (it is the honest answer), and [`finite_quantile_rank`] turns it into an error for callers
 //! that must refuse it.
@@ -52,13 +53,15 @@
 //! - A. Angelopoulos, S. Bates, J. Malik, M. Jordan, "Uncertainty sets for image classifiers
 //!   using conformal prediction", ICLR 2021 (RAPS).
 //! - J. Huang, H. Xi, L. Zhang, H. Yao, Y. Qiu, H. Wei, "Conformal prediction for deep
-//!   classifier via label ranking", arXiv:2310.06430, 2023 (SAPS).
+//!   classifier via label ranking", ICML 2024, arXiv:2310.06430 (SAPS).
 //! - T. Ding, A. Angelopoulos, S. Bates, M. Jordan, R. Tibshirani, "Class-conditional conformal
 //!   prediction with many classes", NeurIPS 2023 (CovGap).
 //! - H. Wei, J. Huang et al., TorchCP (conventions: `u = 1` when not randomized, SAPS
 //!   `λ = 0.2`, singleton-hit ratio).
 //! - C. Lanczos, "A precision approximation of the gamma function", SIAM J. Numer. Anal. 1964
 //!   (ln Γ for the Beta density).
+//!
+//! Every definition, default and tie rule, with its source: docs/definitions.md
 
 use std::cmp::Ordering;
 
@@ -67,7 +70,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Default RAPS penalty weight λ (the seed blog uses 0.1).
+/// Default RAPS penalty weight λ: a fixed value the reader can change (Angelopoulos et al.,
+/// ICLR 2021, also describe choosing λ and `k_reg` on held-out data).
 pub const DEFAULT_RAPS_LAMBDA: f64 = 0.01;
 /// Default RAPS rank from which the penalty applies.
 pub const DEFAULT_RAPS_K_REG: usize = 5;

@@ -1,4 +1,4 @@
-//! The classifier: seed 000's small CNN in candle.
+//! The classifier: a small CNN for Fashion-MNIST in candle (recipe in docs/definitions.md).
 //!
 //! Input `[n, 1, 28, 28]` pixels scaled to [0, 1]; Conv 3×3 32 "same" + ReLU, MaxPool 2,
 //! Conv 3×3 64 "same" + ReLU, MaxPool 2, Flatten, Dense 128 + ReLU, Dense 10 → logits.

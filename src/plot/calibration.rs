@@ -9,7 +9,7 @@
 //!   mean confidence is shaded, translucent and hatched, so it reads without colour. A
 //!   perfectly calibrated model has `acc_b = conf_b`: its bars end on the dashed diagonal, and
 //!   ECE is the count-weighted mean height of the gaps. Empty bins are drawn as empty (a faint
-//!   dotted outline at the axis), never as zero-height bars (`shared/REFERENCE.md`).
+//!   dotted outline at the axis), never as zero-height bars (docs/definitions.md).
 //!   Equal-mass bins have data-dependent bounds and can be very narrow near confidence 1, so
 //!   every bar is at least [`MIN_BAR_WIDTH`] CSS pixels wide.
 //! * **Confidence histogram**: the share of examples per equal-width confidence bin, with the

@@ -1,10 +1,10 @@
-//! Charts of split conformal prediction (`shared/REFERENCE.md`, "Split conformal
-//! classification"): with `k = ⌈(n + 1)(1 − α)⌉` and `q̂` the `k`-th smallest of `n`
-//! calibration scores, the sets `C(x) = {y : s(x, y) ≤ q̂}` cover the true label with
-//! probability `1 − α ≤ P(Y ∈ C(X)) ≤ 1 − α + 1/(n + 1)`, and over random calibration sets the
-//! coverage of a large test set follows `Beta(k, n + 1 − k)` (Vovk, ACML 2012; the experiment
-//! as in Angelopoulos & Bates, "A Gentle Introduction to Conformal Prediction and
-//! Distribution-Free Uncertainty Quantification", 2021).
+//! Charts of split conformal prediction (docs/definitions.md, "Split conformal prediction"):
+//! with `k = ⌈(n + 1)(1 − α)⌉` and `q̂` the `k`-th smallest of `n` calibration scores, the sets
+//! `C(x) = {y : s(x, y) ≤ q̂}` cover the true label with probability
+//! `1 − α ≤ P(Y ∈ C(X)) ≤ 1 − α + 1/(n + 1)` (the upper bound when scores do not tie), and over
+//! random calibration sets the coverage of a large test set follows `Beta(k, n + 1 − k)` (Vovk,
+//! ACML 2012; the experiment as in Angelopoulos & Bates, "A Gentle Introduction to Conformal
+//! Prediction and Distribution-Free Uncertainty Quantification", 2021).
 //!
 //! # What it draws
 //! * **Set-size histogram**: the share of evaluation images per set size `0..=K`. Empty sets

@@ -14,7 +14,8 @@ import { Native, canvasData, collectProblems, hashParams, launchBrowser, nextFra
 
 // The guarantee is 1 − α ≤ E[coverage] ≤ 1 − α + 1/(n + 1) over calibration sets; one evaluation
 // set of 5,000 images adds sampling noise with standard error sqrt(α(1 − α)/5000), and the test
-// allows three of them on each side (the criterion).
+// allows three of them on each side (the rule the page itself uses to call a coverage consistent
+// with the guarantee; see docs/definitions.md, "Split conformal prediction").
 const STANDARD_ERRORS = 3;
 // q̂ is the same order statistic natively and in the browser; logits differ in the last f32 bits.
 const TOLERANCE_QHAT = 1e-5;

@@ -32,7 +32,8 @@ import {
 // - A bin-edge or arg-max crossing would break ECE/MCE/accuracy by far more than this; with
 //   differences of 1e-5 in the logits that is improbable, and a failure then means the page
 //   computes something else, not rounding.
-// - The fitted T (a smooth convex fit) differed by 2.2e-8; the tolerance is the brief's 1e-3.
+// - The fitted T (a smooth convex fit) differed by 2.2e-8; the tolerance is 1e-3, the precision
+//   at which the page displays T (three decimals).
 const TOLERANCE_METRIC = 1e-6; // absolute: ECE, NLL, Brier
 const TOLERANCE_MCE = 1e-5; // absolute: MCE
 const TOLERANCE_TEMPERATURE = 1e-3; // absolute, fitted T
