@@ -25,7 +25,7 @@
 //!   score ≥ t"; equal scores form one threshold. This is scikit-learn's
 //!   `average_precision_score`, with no interpolation.
 //!
-//! Definitions follow `shared/REFERENCE.md` of this project.
+//! Every definition, default and tie rule, with its source: docs/definitions.md
 
 use std::fmt;
 
