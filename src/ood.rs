@@ -116,6 +116,20 @@ pub fn energy_score(logits: &Logits, temperature: f64) -> Result<Vec<f64>, OodEr
         .collect())
 }
 
+/// Euclidean length `‖z‖₂` of every row of logits, summed in `f64`. LogitNorm (Wei et al., ICML
+/// 2022) trains on `z / (τ‖z‖)`, so this length is what the loss no longer rewards for growing.
+pub fn logit_norms(logits: &Logits) -> Vec<f64> {
+    logits
+        .rows()
+        .map(|row| {
+            row.iter()
+                .map(|&z| f64::from(z) * f64::from(z))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .collect()
+}
+
 /// FPR95, AUROC, AUPR-In and AUPR-Out of one score.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DetectionMetrics {
