@@ -1,7 +1,8 @@
-//! Integration tests of `calibra report`: the real binary on files written to a temporary
-//! directory. Bad input must exit with status 2 and one line `calibra: <file or option>: <problem>`;
-//! good input must give the documented JSON, the values the library computes on the same split,
-//! and the known answers of synthetic data.
+//! Integration tests of `calibra report` and `calibra ood`: the real binary on files written to
+//! a temporary directory. Bad input must exit with status 2 and one line
+//! `calibra: <file or option>: <problem>`; good input must give the documented JSON, the values
+//! the library (or scikit-learn, for `ood`) computes on the same rows, and the known answers of
+//! synthetic data.
 
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -32,6 +33,11 @@ const COVERAGE_RANGE: (f64, f64) = (0.88, 0.92);
 const LIBRARY_TOLERANCE: f64 = 1e-12;
 /// α of the small fixtures: a finite threshold needs only 3 calibration rows.
 const SMALL_ALPHA: &str = "0.25";
+/// OOD metrics worked out by hand are exact fractions: they must agree to rounding.
+const HAND_TOLERANCE: f64 = 1e-12;
+/// scikit-learn's OOD metrics (`scripts/ood-reference.py`) and calibra's differ only by the
+/// order of floating-point sums.
+const SCIKIT_LEARN_TOLERANCE: f64 = 1e-9;
 
 // ---------------------------------------------------------------------------------------------
 // Temporary files
@@ -248,19 +254,26 @@ fn synthetic_data(n: usize, k: usize, temperature: f64, seed: u64) -> Data {
 // ---------------------------------------------------------------------------------------------
 // Running the binary
 
-/// `calibra report --logits <logits> --labels <labels> <extra...>`, with backtraces on so that
-/// a panic could not hide.
-fn report<S: AsRef<OsStr>>(logits: &Path, labels: &Path, extra: &[S]) -> Output {
+/// `calibra <args...>`, with backtraces on so that a panic could not hide.
+fn calibra<S: AsRef<OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_calibra"))
-        .arg("report")
-        .arg("--logits")
-        .arg(logits)
-        .arg("--labels")
-        .arg(labels)
-        .args(extra)
+        .args(args)
         .env("RUST_BACKTRACE", "1")
         .output()
         .expect("run the calibra binary")
+}
+
+/// `calibra report --logits <logits> --labels <labels> <extra...>`.
+fn report<S: AsRef<OsStr>>(logits: &Path, labels: &Path, extra: &[S]) -> Output {
+    let mut args = vec![
+        OsStr::new("report"),
+        OsStr::new("--logits"),
+        logits.as_os_str(),
+        OsStr::new("--labels"),
+        labels.as_os_str(),
+    ];
+    args.extend(extra.iter().map(AsRef::as_ref));
+    calibra(&args)
 }
 
 /// `report` with `--json`, which must succeed; the parsed object.
@@ -1199,5 +1212,324 @@ fn table_output_shows_temperature_and_coverage() {
     assert!(
         stdout.contains("temperature T = 1.5000 (given)"),
         "{stdout}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `calibra ood`
+
+/// `calibra ood --id-logits <id> --ood-logits <ood> <extra...>`.
+fn ood<S: AsRef<OsStr>>(id_logits: &Path, ood_logits: &Path, extra: &[S]) -> Output {
+    let mut args = vec![
+        OsStr::new("ood"),
+        OsStr::new("--id-logits"),
+        id_logits.as_os_str(),
+        OsStr::new("--ood-logits"),
+        ood_logits.as_os_str(),
+    ];
+    args.extend(extra.iter().map(AsRef::as_ref));
+    calibra(&args)
+}
+
+/// `ood` with `--json`, which must succeed; the parsed object.
+fn ood_json<S: AsRef<OsStr>>(id_logits: &Path, ood_logits: &Path, extra: &[S]) -> Value {
+    let mut args: Vec<&OsStr> = extra.iter().map(AsRef::as_ref).collect();
+    args.push(OsStr::new("--json"));
+    let output = ood(id_logits, ood_logits, &args);
+    assert_success(&output);
+    serde_json::from_slice(&output.stdout).expect("--json prints one JSON object")
+}
+
+/// Writes row-major logits with `k` classes as a float32 `.npy` or as comma-separated rows,
+/// after `file`'s extension.
+fn write_logits(dir: &TempDir, file: &str, values: &[f32], k: usize) -> PathBuf {
+    if file.ends_with(".npy") {
+        dir.write(file, npy_logits(values, k))
+    } else {
+        dir.write(file, text_rows(values, k, ","))
+    }
+}
+
+/// Valid in-distribution (12 rows) and OOD (9 rows) logits of 3 classes, as `id.<ext>` and
+/// `ood.<ext>`.
+fn ood_files(dir: &TempDir, ext: &str) -> (PathBuf, PathBuf) {
+    (
+        write_logits(dir, &format!("id.{ext}"), &small_data(12).logits, 3),
+        write_logits(dir, &format!("ood.{ext}"), &small_data(9).logits, 3),
+    )
+}
+
+/// The keys of a JSON object, sorted.
+fn keys(json: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = json
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {json}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+#[test]
+fn ood_missing_files_are_refused_with_their_path() {
+    let dir = TempDir::new("ood-missing");
+    for ext in ["csv", "npy"] {
+        let (id_logits, ood_logits) = ood_files(&dir, ext);
+        let absent = dir.path(&format!("absent.{ext}"));
+        assert_refused(&ood(&absent, &ood_logits, NO_ARGS), &[&shown(&absent)]);
+        assert_refused(&ood(&id_logits, &absent, NO_ARGS), &[&shown(&absent)]);
+    }
+}
+
+#[test]
+fn ood_unreadable_files_are_refused() {
+    let dir = TempDir::new("ood-garbage");
+    let (id_logits, ood_logits) = ood_files(&dir, "npy");
+    let garbage = dir.write("garbage.npy", "1,2,3\n");
+    assert_refused(
+        &ood(&garbage, &ood_logits, NO_ARGS),
+        &[&shown(&garbage), "not a .npy file"],
+    );
+    let mut bytes = npy_logits(&small_data(9).logits, 3);
+    bytes.truncate(bytes.len() - 10);
+    let truncated = dir.write("truncated.npy", bytes);
+    assert_refused(
+        &ood(&id_logits, &truncated, NO_ARGS),
+        &[&shown(&truncated), "cannot read data"],
+    );
+    let words = dir.write("words.csv", "1,2,3\n0,abc,1\n");
+    assert_refused(
+        &ood(&id_logits, &words, NO_ARGS),
+        &[&shown(&words), "line 2", "'abc' is not a number"],
+    );
+    let json = dir.write("logits.json", "[[1, 2, 3]]");
+    assert_refused(
+        &ood(&json, &ood_logits, NO_ARGS),
+        &[&shown(&json), "unknown file type"],
+    );
+}
+
+#[test]
+fn ood_empty_files_are_refused() {
+    let dir = TempDir::new("ood-empty");
+    let (id_logits, ood_logits) = ood_files(&dir, "csv");
+    let blank = dir.write("blank.csv", "\n\n");
+    assert_refused(
+        &ood(&blank, &ood_logits, NO_ARGS),
+        &[&shown(&blank), "no rows"],
+    );
+    let header_only = dir.write("header.csv", "a,b,c\n");
+    assert_refused(
+        &ood(&id_logits, &header_only, NO_ARGS),
+        &[&shown(&header_only), "no rows"],
+    );
+    let no_rows = dir.write("no-rows.npy", npy_bytes::<f32>(&[0, 3], false, &[]));
+    assert_refused(
+        &ood(&id_logits, &no_rows, NO_ARGS),
+        &[&shown(&no_rows), "no rows"],
+    );
+}
+
+#[test]
+fn ood_ragged_rows_are_refused() {
+    let dir = TempDir::new("ood-ragged");
+    let (id_logits, ood_logits) = ood_files(&dir, "csv");
+    let ragged = dir.write("ragged.csv", "1,2,3\n2,1\n0,5,1\n");
+    assert_refused(
+        &ood(&ragged, &ood_logits, NO_ARGS),
+        &[&shown(&ragged), "line 2", "2 values, expected 3"],
+    );
+    let ragged_txt = dir.write("ragged.txt", "1 2 3\n2 1 0\n0 5 1 4\n");
+    assert_refused(
+        &ood(&id_logits, &ragged_txt, NO_ARGS),
+        &[&shown(&ragged_txt), "line 3", "4 values, expected 3"],
+    );
+}
+
+#[test]
+fn ood_non_finite_logits_are_refused() {
+    let dir = TempDir::new("ood-nonfinite");
+    let (id_logits, ood_logits) = ood_files(&dir, "npy");
+    let nan = dir.write("nan.csv", "1,2,3\n2,NaN,0\n");
+    assert_refused(
+        &ood(&nan, &ood_logits, NO_ARGS),
+        &[&shown(&nan), "line 2, column 1", "not finite"],
+    );
+    let infinite = dir.write(
+        "inf.npy",
+        npy_logits(&[1.0_f64, 2.0, 3.0, f64::INFINITY, 1.0, 0.0], 3),
+    );
+    assert_refused(
+        &ood(&id_logits, &infinite, NO_ARGS),
+        &[&shown(&infinite), "row 1, column 0", "not finite"],
+    );
+}
+
+#[test]
+fn ood_files_with_different_class_counts_are_refused() {
+    let dir = TempDir::new("ood-classes");
+    let (id_logits, _) = ood_files(&dir, "csv");
+    let two_classes = dir.write("two.npy", npy_logits(&[1.0_f32, 2.0, 2.0, 1.0], 2));
+    assert_refused(
+        &ood(&id_logits, &two_classes, NO_ARGS),
+        &[
+            &shown(&two_classes),
+            "2 classes",
+            &shown(&id_logits),
+            "has 3",
+        ],
+    );
+}
+
+#[test]
+fn ood_a_single_class_is_refused() {
+    let dir = TempDir::new("ood-one-class");
+    let (id_logits, ood_logits) = ood_files(&dir, "csv");
+    let csv = dir.write("one.csv", "1\n2\n3\n");
+    assert_refused(
+        &ood(&csv, &ood_logits, NO_ARGS),
+        &[&shown(&csv), "1 column(s)", "at least 2 classes"],
+    );
+    let npy = dir.write("one.npy", npy_logits(&[1.0_f32, 2.0, 3.0], 1));
+    assert_refused(
+        &ood(&id_logits, &npy, NO_ARGS),
+        &[&shown(&npy), "1 column(s)", "at least 2 classes"],
+    );
+}
+
+#[test]
+fn ood_invalid_options_are_refused() {
+    let dir = TempDir::new("ood-options");
+    let (id_logits, ood_logits) = ood_files(&dir, "csv");
+    for temperature in ["0", "-1", "NaN", "inf"] {
+        assert_refused(
+            &ood(&id_logits, &ood_logits, &["--temperature", temperature]),
+            &["--temperature", "not a positive number"],
+        );
+    }
+    // clap takes a separate "-inf" for a flag, not a negative number; attached, it is a value.
+    assert_refused(
+        &ood(&id_logits, &ood_logits, &["--temperature=-inf"]),
+        &["--temperature", "not a positive number"],
+    );
+    assert_refused(
+        &ood(&id_logits, &ood_logits, &["--temperature", "abc"]),
+        &["--temperature", "invalid value"],
+    );
+    assert_refused(
+        &calibra(&[
+            OsStr::new("ood"),
+            OsStr::new("--id-logits"),
+            id_logits.as_os_str(),
+        ]),
+        &["--ood-logits"],
+    );
+}
+
+/// A positive temperature so small that z/T overflows makes MSP NaN: refused, naming the option.
+#[test]
+fn ood_overflowing_temperature_is_refused() {
+    let dir = TempDir::new("ood-overflow");
+    let (_, ood_logits) = ood_files(&dir, "csv");
+    let large = dir.write("large.csv", "1e9,0,0\n");
+    assert_refused(
+        &ood(&large, &ood_logits, &["--temperature", "1e-300"]),
+        &["--temperature", "msp", "NaN"],
+    );
+}
+
+/// Max-logit metrics of 4 ID and 4 OOD rows worked out by hand; the key set of the JSON.
+#[test]
+fn ood_max_logit_metrics_match_a_hand_computation() {
+    let dir = TempDir::new("ood-hand");
+    // Max-logits: ID 4, 3, 3, 1; OOD 3, 2, 1, 0.
+    let id_logits = dir.write("id.csv", "4,0,-1\n1,3,0\n3,3,2\n-2,1,0.5\n");
+    let ood_logits = write_logits(
+        &dir,
+        "ood.npy",
+        &[0.0, 0.0, 3.0, 2.0, 1.0, 2.0, 1.0, 1.0, 1.0, 0.0, -1.0, -0.5],
+        3,
+    );
+    let json = ood_json(&id_logits, &ood_logits, NO_ARGS);
+    assert_eq!(
+        keys(&json),
+        ["energy", "max_logit", "msp", "n_id", "n_ood", "temperature"]
+    );
+    for score in ["msp", "max_logit", "energy"] {
+        assert_eq!(
+            keys(&json[score]),
+            ["aupr_in", "aupr_out", "auroc", "fpr95"]
+        );
+    }
+    assert_eq!(number(&json, "/temperature"), 1.0);
+    assert_eq!(number(&json, "/n_id"), 4.0);
+    assert_eq!(number(&json, "/n_ood"), 4.0);
+    // Descending: 4 (ID), 3 (ID, ID, OOD), 2 (OOD), 1 (ID, OOD), 0 (OOD).
+    // FPR95: ⌈0.95·4⌉ = 4, the threshold is the 4th largest ID score, 1; OOD ≥ 1: 3, 2, 1 → 3/4.
+    // AUROC: ID 4 beats all 4; each ID 3 ties OOD 3 (½) and beats 2, 1, 0 (3), so 2·3.5; ID 1
+    // ties OOD 1 (½) and beats 0 (1): (4 + 7 + 1.5)/16 = 25/32.
+    // AUPR-In (ID positive), thresholds 4: P = 1, ΔR = ¼; 3: P = 3/4, ΔR = ½; 2: ΔR = 0;
+    // 1: P = 4/7, ΔR = ¼; 0: ΔR = 0. AP = ¼ + ⅜ + 1/7 = 43/56.
+    // AUPR-Out (OOD positive, scores negated, so ascending): 0: P = 1; 1: P = 2/3; 2: P = 3/4;
+    // 3: P = 4/7; each ΔR = ¼. AP = ¼·(1 + 2/3 + 3/4 + 4/7) = ¼·251/84 = 251/336.
+    for (metric, expected) in [
+        ("fpr95", 0.75),
+        ("auroc", 25.0 / 32.0),
+        ("aupr_in", 43.0 / 56.0),
+        ("aupr_out", 251.0 / 336.0),
+    ] {
+        let actual = number(&json, &format!("/max_logit/{metric}"));
+        assert!(
+            (actual - expected).abs() <= HAND_TOLERANCE,
+            "max_logit {metric}: {actual} vs {expected}"
+        );
+    }
+    // The temperature changes MSP and energy, never the max-logit.
+    let hot = ood_json(&id_logits, &ood_logits, &["--temperature", "3"]);
+    assert_eq!(number(&hot, "/temperature"), 3.0);
+    assert_eq!(hot["max_logit"], json["max_logit"]);
+}
+
+/// `calibra ood --json` on the fixtures of `scripts/ood-reference.py` equals scikit-learn's
+/// metrics at every temperature there.
+#[test]
+fn ood_metrics_match_scikit_learn() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ood");
+    let text = std::fs::read_to_string(fixtures.join("expected.json")).expect("expected.json");
+    let expected: Value = serde_json::from_str(&text).expect("expected.json is JSON");
+    let cases = expected["cases"].as_array().expect("a list of cases");
+    assert!(!cases.is_empty());
+    for case in cases {
+        let temperature = number(case, "/temperature").to_string();
+        let actual = ood_json(
+            &fixtures.join("id-logits.npy"),
+            &fixtures.join("ood-logits.npy"),
+            &["--temperature", &temperature],
+        );
+        assert_eq!(keys(&actual), keys(case));
+        assert_json_close(
+            &actual,
+            case,
+            SCIKIT_LEARN_TOLERANCE,
+            &format!("T = {temperature}"),
+        );
+    }
+}
+
+#[test]
+fn ood_table_output_names_every_score() {
+    let dir = TempDir::new("ood-table");
+    let (id_logits, ood_logits) = ood_files(&dir, "csv");
+    let output = ood(&id_logits, &ood_logits, NO_ARGS);
+    assert_success(&output);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    for score in ["msp ", "max_logit ", "energy "] {
+        assert!(stdout.lines().any(|l| l.starts_with(score)), "{stdout}");
+    }
+    assert!(stdout.contains("temperature T = 1.0000"), "{stdout}");
+    assert!(
+        serde_json::from_str::<Value>(&stdout).is_err(),
+        "a table, not JSON"
     );
 }

@@ -2,14 +2,17 @@
 //!
 //! `calibra report` fits a temperature on a calibration part, reports calibration metrics on a
 //! test part before and after scaling, and runs split conformal prediction with the scaled
-//! probabilities; `calibra logits` runs a bundled model on IDX images. Bad input exits with
-//! status 2 and a one-line message naming the file and the problem.
+//! probabilities; `calibra ood` compares in-distribution and out-of-distribution logits with
+//! the MSP, max-logit and energy scores (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits`
+//! runs a bundled model on IDX images. Bad input exits with status 2 and a one-line message
+//! naming the file and the problem.
 
 // The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
 #![cfg_attr(target_arch = "wasm32", no_main)]
 #![cfg(not(target_arch = "wasm32"))]
 
 mod input;
+mod ood;
 mod report;
 
 use std::path::PathBuf;
@@ -35,6 +38,8 @@ struct Cli {
 enum Command {
     /// Temperature scaling, calibration metrics and split conformal prediction on logits.
     Report(ReportArgs),
+    /// How well MSP, max-logit and energy separate in-distribution from OOD logits.
+    Ood(OodArgs),
     /// Logits of a bundled model for IDX images, written as a float32 .npy of shape [n, 10].
     Logits(LogitsArgs),
 }
@@ -97,6 +102,22 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct OodArgs {
+    /// In-distribution logits (.npy [n, K] float, or .csv/.txt rows of K numbers).
+    #[arg(long)]
+    pub id_logits: PathBuf,
+    /// Out-of-distribution logits, in the same formats and with the same K.
+    #[arg(long)]
+    pub ood_logits: PathBuf,
+    /// Temperature of the MSP and energy scores.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub temperature: f64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BinningName {
     /// Equal-width bins.
@@ -139,6 +160,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Report(args) => report::run(&args),
+        Command::Ood(args) => ood::run(&args),
         Command::Logits(args) => logits(&args),
     };
     match result {
