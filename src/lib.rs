@@ -10,5 +10,6 @@ pub mod lab;
 pub mod model;
 pub mod ood;
 pub mod plot;
+pub mod sentences;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -1,0 +1,256 @@
+//! The sentences the page writes about its numbers, computed from those numbers.
+//!
+//! A teaching page must never state something its own readouts contradict, so every sentence
+//! that makes a claim about the data (is the network over- or underconfident, is the coverage
+//! within the guarantee, do the experiment's bars sit where the theory says) is built here from
+//! the values it talks about, and unit-tested on the cases that flip it. The statistics the
+//! verdicts use (the spread of one split's coverage, the binned-ECE noise floor) are defined in
+//! `docs/definitions.md`.
+
+/// Formats a fraction as a percentage with `decimals` decimals.
+pub fn percent(value: f64, decimals: usize) -> String {
+    format!("{:.*}%", decimals, 100.0 * value)
+}
+
+/// How far a verdict's statistic may stray, in standard deviations, before it is called more
+/// than chance (about 3 in 1,000 for a normal law).
+pub const CHANCE_DEVIATIONS: f64 = 3.0;
+
+/// What the network's confidence says at the slider's temperature: mean confidence against
+/// accuracy, with the gap judged against the ECE a perfectly calibrated network with the same
+/// confidences would show (`ece_floor`), below which binned ECE cannot tell a gap from noise.
+pub fn confidence_verdict(
+    temperature: f64,
+    accuracy: f64,
+    mean_confidence: f64,
+    ece: f64,
+    ece_floor: f64,
+) -> String {
+    let gap = mean_confidence - accuracy;
+    let state = format!(
+        "At T = {temperature:.3} the network is right on {} of the evaluation images and its \
+         mean confidence is {}",
+        percent(accuracy, 1),
+        percent(mean_confidence, 1)
+    );
+    if ece <= ece_floor {
+        format!(
+            "{state}. Its ECE, {:.4}, is at or below {:.4}, the ECE a perfectly calibrated \
+             network with these confidences would show on this many images: binned ECE cannot \
+             tell what is left from noise.",
+            ece, ece_floor
+        )
+    } else if gap > 0.0 {
+        format!(
+            "{state}: overconfident, surer than it is right by {:.1} points.",
+            100.0 * gap
+        )
+    } else if gap < 0.0 {
+        format!(
+            "{state}: underconfident, less sure than it is right by {:.1} points.",
+            -100.0 * gap
+        )
+    } else {
+        format!(
+            "{state}: equal on average, yet the ECE of {ece:.4} shows gaps inside the bins that \
+             cancel in the mean."
+        )
+    }
+}
+
+/// Whether a coverage lies inside the guarantee band, and the sentence that says so.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CoverageVerdict {
+    /// Distance from the band in units of one split's standard deviation (0 inside it;
+    /// negative below the band, positive above).
+    pub deviations: f64,
+    /// `|deviations| ≤ CHANCE_DEVIATIONS`.
+    pub explained_by_chance: bool,
+    pub text: String,
+}
+
+/// Judges one split's coverage against the band `[lower, upper]`, with `split_sd` the standard
+/// deviation of one split's coverage (Beta-Binomial law). `calibration_ties_at_threshold` is
+/// how many calibration scores equal q̂ (the upper bound needs scores without ties).
+pub fn coverage_verdict(
+    coverage: f64,
+    lower: f64,
+    upper: f64,
+    split_sd: f64,
+    calibration_ties_at_threshold: usize,
+) -> CoverageVerdict {
+    let deviations = if coverage < lower {
+        (coverage - lower) / split_sd
+    } else if coverage > upper {
+        (coverage - upper) / split_sd
+    } else {
+        0.0
+    };
+    let explained_by_chance = deviations.abs() <= CHANCE_DEVIATIONS;
+    let spread = format!(
+        "one split's coverage varies by ±{} (one standard deviation of the Beta-Binomial law)",
+        percent(split_sd, 2)
+    );
+    let covered = percent(coverage, 2);
+    let text = if deviations == 0.0 {
+        format!("Coverage {covered} lies inside the guarantee band.")
+    } else {
+        let side = if deviations < 0.0 { "below" } else { "above" };
+        let distance = format!("{:.1} standard deviations {side} the band", deviations.abs());
+        if explained_by_chance {
+            format!(
+                "Coverage {covered} is {distance}: {spread}, and the guarantee holds on average \
+                 over splits, so a distance of up to {CHANCE_DEVIATIONS:.0} is what chance gives."
+            )
+        } else if deviations > 0.0 && calibration_ties_at_threshold > 1 {
+            format!(
+                "Coverage {covered} is {distance}, more than chance gives ({spread}): \
+                 {calibration_ties_at_threshold} calibration scores tie with q̂, and the upper \
+                 bound holds only for scores without ties."
+            )
+        } else {
+            format!(
+                "Coverage {covered} is {distance}, more than chance gives ({spread}): the \
+                 guarantee's conditions do not hold for this split."
+            )
+        }
+    };
+    CoverageVerdict {
+        deviations,
+        explained_by_chance,
+        text,
+    }
+}
+
+/// The numbers the coverage experiment's caption talks about.
+#[derive(Debug, Clone, Copy)]
+pub struct ExperimentSummary {
+    pub repetitions: usize,
+    pub n_calibration: usize,
+    pub n_evaluation: usize,
+    /// `k = ⌈(n + 1)(1 − α)⌉`.
+    pub k: usize,
+    pub mean: f64,
+    pub standard_deviation: f64,
+    /// Mean and standard deviation of `Beta(k, n + 1 − k)` (an infinite evaluation set).
+    pub beta_mean: f64,
+    pub beta_standard_deviation: f64,
+    /// The Beta-Binomial standard deviation of a finite evaluation set.
+    pub finite_standard_deviation: f64,
+    /// Scores of the pool that equal another score of the pool.
+    pub tied_scores: usize,
+    /// The page's Mondrian switch is on (the experiment uses marginal thresholds).
+    pub mondrian_ignored: bool,
+}
+
+/// The coverage experiment's caption: the theory, then whether the observed bars are centred
+/// where it says (mean within [`CHANCE_DEVIATIONS`] standard errors of the mean) and as wide
+/// (standard deviation within that many standard errors of a standard deviation).
+pub fn experiment_caption(s: &ExperimentSummary) -> String {
+    let r = s.repetitions as f64;
+    let theory = format!(
+        "With n = {} calibration images, k = ⌈(n + 1)(1 − α)⌉ = {}, and the coverage of an \
+         infinitely large evaluation set follows Beta(k, n + 1 − k): mean {}, standard deviation \
+         {} (orange curve). Each split here is measured on {} evaluation images, which adds \
+         binomial noise: the predicted standard deviation becomes {} (Beta-Binomial).",
+        s.n_calibration,
+        s.k,
+        percent(s.beta_mean, 2),
+        percent(s.beta_standard_deviation, 2),
+        s.n_evaluation,
+        percent(s.finite_standard_deviation, 2)
+    );
+    let mean_error = s.standard_deviation / r.sqrt();
+    let mean_off = (s.mean - s.beta_mean).abs() > CHANCE_DEVIATIONS * mean_error.max(f64::EPSILON);
+    let centre = if mean_off {
+        let ties = if s.tied_scores > 0 {
+            format!(
+                " {} of the pooled scores tie with another, and the law assumes scores without ties.",
+                s.tied_scores
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "The observed mean, {}, is not where the theory puts it ({}): more than \
+             {CHANCE_DEVIATIONS:.0} standard errors of the mean away.{ties}",
+            percent(s.mean, 2),
+            percent(s.beta_mean, 2)
+        )
+    } else {
+        format!(
+            "The observed mean, {}, sits where the theory puts it (within {CHANCE_DEVIATIONS:.0} \
+             standard errors of the mean).",
+            percent(s.mean, 2)
+        )
+    };
+    // The standard deviation of R draws has a relative standard error of about 1/√(2(R − 1)).
+    let relative_error = 1.0 / (2.0 * (r - 1.0).max(1.0)).sqrt();
+    let ratio = s.standard_deviation / s.finite_standard_deviation;
+    let width = if (ratio - 1.0).abs() <= CHANCE_DEVIATIONS * relative_error {
+        format!(
+            " The observed spread, {}, matches the Beta-Binomial prediction.",
+            percent(s.standard_deviation, 2)
+        )
+    } else {
+        format!(
+            " The observed spread, {}, is {} than the Beta-Binomial prediction.",
+            percent(s.standard_deviation, 2),
+            if ratio > 1.0 { "wider" } else { "narrower" }
+        )
+    };
+    let mondrian = if s.mondrian_ignored {
+        " The experiment uses marginal thresholds: the Mondrian switch does not apply to it."
+    } else {
+        ""
+    };
+    format!("{theory} {centre}{width}{mondrian}")
+}
+
+/// The per-class coverage chart's sentence: which classes fall short and which overshoot, and
+/// what Mondrian thresholds promise (1 − α per class in expectation; one split scatters each
+/// class by about `class_sd`).
+pub fn per_class_sentence(
+    class_names: &[&str],
+    per_class_coverage: &[Option<f64>],
+    target: f64,
+    mondrian: bool,
+    class_sd: f64,
+) -> String {
+    let present: Vec<(usize, f64)> = per_class_coverage
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| c.map(|c| (k, c)))
+        .collect();
+    let name = |k: usize| class_names.get(k).copied().unwrap_or("?");
+    let Some(&(lowest, low)) = present.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return String::new();
+    };
+    let Some(&(highest, high)) = present.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return String::new();
+    };
+    let range = format!(
+        "Here the lowest coverage is {}'s {} and the highest {}'s {}, against {} for 1 − α.",
+        name(lowest),
+        percent(low, 1),
+        name(highest),
+        percent(high, 1),
+        percent(target, 0)
+    );
+    let promise = if mondrian {
+        format!(
+            " Mondrian thresholds bring each class to 1 − α in expectation over calibration \
+             draws; one split still scatters each class by about ±{} (one standard deviation).",
+            percent(class_sd, 1)
+        )
+    } else {
+        " Marginal thresholds promise 1 − α only on average over all images; Mondrian \
+         thresholds calibrate each class on its own."
+            .to_string()
+    };
+    format!("{range}{promise}")
+}
+
+#[cfg(test)]
+#[path = "sentences_tests.rs"]
+mod tests;

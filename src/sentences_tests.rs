@@ -1,0 +1,118 @@
+//! Each sentence on both sides of every threshold that flips it.
+
+use super::*;
+
+#[test]
+fn percent_rounds_to_the_asked_decimals() {
+    assert_eq!(percent(0.88824, 2), "88.82%");
+    assert_eq!(percent(0.9, 0), "90%");
+}
+
+#[test]
+fn overconfident_network_is_called_overconfident_with_its_gap() {
+    let text = confidence_verdict(1.0, 0.912, 0.961, 0.043, 0.008);
+    assert!(text.contains("T = 1.000"), "{text}");
+    assert!(text.contains("91.2%") && text.contains("96.1%"), "{text}");
+    assert!(text.contains("overconfident") && text.contains("4.9 points"), "{text}");
+}
+
+#[test]
+fn underconfident_network_is_called_underconfident() {
+    // The LogitNorm network at T = 1: 19% mean confidence at 91% accuracy.
+    let text = confidence_verdict(1.0, 0.91, 0.19, 0.72, 0.008);
+    assert!(text.contains("underconfident") && text.contains("72.0 points"), "{text}");
+    assert!(!text.contains("overconfident"), "{text}");
+}
+
+#[test]
+fn gap_below_the_noise_floor_is_not_called_a_gap() {
+    let text = confidence_verdict(1.759, 0.912, 0.915, 0.007, 0.008);
+    assert!(text.contains("cannot tell"), "{text}");
+    assert!(!text.contains("overconfident") && !text.contains("underconfident"), "{text}");
+}
+
+#[test]
+fn coverage_inside_the_band() {
+    let verdict = coverage_verdict(0.9001, 0.9, 0.9002, 0.006, 0);
+    assert_eq!(verdict.deviations, 0.0);
+    assert!(verdict.explained_by_chance);
+    assert!(verdict.text.contains("inside the guarantee band"), "{}", verdict.text);
+}
+
+#[test]
+fn coverage_below_by_less_than_three_deviations_is_chance() {
+    // Non-randomized APS at the fitted T: 88.82% against 90%, one split's sd 0.60 points.
+    let verdict = coverage_verdict(0.8882, 0.9, 0.9002, 0.006, 0);
+    assert!((verdict.deviations - (0.8882 - 0.9) / 0.006).abs() < 1e-12);
+    assert!(verdict.explained_by_chance);
+    assert!(verdict.text.contains("2.0 standard deviations below"), "{}", verdict.text);
+    assert!(verdict.text.contains("±0.60%"), "{}", verdict.text);
+}
+
+#[test]
+fn coverage_far_above_with_ties_names_the_ties() {
+    let verdict = coverage_verdict(0.9997, 0.9, 0.9002, 0.006, 812);
+    assert!(!verdict.explained_by_chance);
+    assert!(verdict.deviations > 16.0);
+    assert!(verdict.text.contains("812 calibration scores tie"), "{}", verdict.text);
+}
+
+#[test]
+fn coverage_far_below_is_not_chance() {
+    let verdict = coverage_verdict(0.85, 0.9, 0.9002, 0.006, 0);
+    assert!(!verdict.explained_by_chance);
+    assert!(verdict.text.contains("below the band, more than chance"), "{}", verdict.text);
+    assert!(!verdict.text.contains("tie"), "{}", verdict.text);
+}
+
+fn summary() -> ExperimentSummary {
+    ExperimentSummary {
+        repetitions: 1000,
+        n_calibration: 5000,
+        n_evaluation: 5000,
+        k: 4501,
+        mean: 0.90005,
+        standard_deviation: 0.0060,
+        beta_mean: 4501.0 / 5001.0,
+        beta_standard_deviation: 0.00424,
+        finite_standard_deviation: 0.00600,
+        tied_scores: 0,
+        mondrian_ignored: false,
+    }
+}
+
+#[test]
+fn centred_experiment_says_so() {
+    let text = experiment_caption(&summary());
+    assert!(text.contains("sits where the theory puts it"), "{text}");
+    assert!(text.contains("matches the Beta-Binomial prediction"), "{text}");
+    assert!(!text.contains("Mondrian"), "{text}");
+}
+
+#[test]
+fn off_centre_experiment_with_ties_says_so() {
+    // Non-randomized APS at T = 1: mean 99.97% against 90.00%.
+    let s = ExperimentSummary {
+        mean: 0.9997,
+        standard_deviation: 0.0002,
+        tied_scores: 1700,
+        mondrian_ignored: true,
+        ..summary()
+    };
+    let text = experiment_caption(&s);
+    assert!(text.contains("is not where the theory puts it"), "{text}");
+    assert!(text.contains("1700 of the pooled scores tie"), "{text}");
+    assert!(text.contains("narrower than the Beta-Binomial"), "{text}");
+    assert!(text.contains("Mondrian switch does not apply"), "{text}");
+    assert!(!text.contains("sits where"), "{text}");
+}
+
+#[test]
+fn per_class_sentence_names_the_extremes() {
+    let names = ["T-shirt/top", "Trouser", "Shirt"];
+    let coverage = [Some(0.86), Some(0.99), None];
+    let text = per_class_sentence(&names, &coverage, 0.9, false, 0.02);
+    assert!(text.contains("T-shirt/top's 86.0%") && text.contains("Trouser's 99.0%"), "{text}");
+    let text = per_class_sentence(&names, &coverage, 0.9, true, 0.0201);
+    assert!(text.contains("in expectation") && text.contains("±2.0%"), "{text}");
+}
