@@ -4,7 +4,7 @@
 //! Probabilities come from logits `z ∈ R^K` through a temperature `T > 0`:
 //! `log p_k = z_k/T − (m + log Σ_j exp(z_j/T − m))` with `m = max_j z_j/T` (stable
 //! log-softmax, evaluated in `f64`). Every metric is computed from these log-probabilities,
-//! never from probabilities rounded to `f32` and logged again.
+//! and [`softmax`] hands out their `exp` in `f64`: probabilities are never rounded to `f32`.
 //!
 //! * **Temperature scaling** (Guo et al., "On Calibration of Modern Neural Networks", ICML 2017):
 //!   `T* = argmin_T (1/n) Σ_i −log p_{i,y_i}(T)`. The mean negative log-likelihood (NLL) is
@@ -96,7 +96,7 @@ pub enum CalibrationError {
     InvalidProbability {
         row: usize,
         class: usize,
-        value: f32,
+        value: f64,
     },
     /// A confidence is NaN or outside `[0, 1]`.
     #[error("confidence {index} is {value}, not a number in [0, 1]")]
@@ -288,17 +288,20 @@ pub fn log_softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) {
     }
 }
 
-/// Row-major probabilities `softmax(z/T)`, computed in `f64` and rounded to `f32`.
+/// Row-major probabilities `softmax(z/T)` in `f64`: the `exp` of [`log_softmax_row`].
+///
+/// They are not rounded to `f32`: a top probability of `1 − 10⁻¹⁰` stays below 1 (in `f32` it
+/// would be exactly 1), so conformal scores near a threshold keep their order.
 ///
 /// # Errors
 /// [`CalibrationError::InvalidTemperature`] if `temperature` is not positive and finite.
-pub fn softmax(logits: &Logits, temperature: f64) -> Result<Vec<f32>, CalibrationError> {
+pub fn softmax(logits: &Logits, temperature: f64) -> Result<Vec<f64>, CalibrationError> {
     check_temperature(temperature)?;
     let mut log_probabilities = vec![0.0; logits.num_classes()];
     let mut probabilities = Vec::with_capacity(logits.values().len());
     for row in logits.rows() {
         log_softmax_row(row, temperature, &mut log_probabilities);
-        probabilities.extend(log_probabilities.iter().map(|&lp| lp.exp() as f32));
+        probabilities.extend(log_probabilities.iter().map(|&lp| lp.exp()));
     }
     Ok(probabilities)
 }
@@ -331,14 +334,18 @@ pub fn logits_from_probabilities(
         .collect())
 }
 
-fn check_probabilities(probabilities: &[f32], num_classes: usize) -> Result<(), CalibrationError> {
+fn check_probabilities<P: Copy + Into<f64>>(
+    probabilities: &[P],
+    num_classes: usize,
+) -> Result<(), CalibrationError> {
     check_shape(probabilities.len(), num_classes)?;
     match probabilities
         .iter()
+        .map(|&p| p.into())
         .enumerate()
-        .find(|(_, p)| !(0.0..=1.0).contains(*p))
+        .find(|(_, p)| !(0.0..=1.0).contains(p))
     {
-        Some((index, &value)) => Err(CalibrationError::InvalidProbability {
+        Some((index, value)) => Err(CalibrationError::InvalidProbability {
             row: index / num_classes,
             class: index % num_classes,
             value,
@@ -735,7 +742,7 @@ fn class_collectors(
 /// of [`check_labels`], and [`CalibrationError::InvalidProbability`] for the first value that
 /// is NaN or outside `[0, 1]`.
 pub fn classwise_ece(
-    probabilities: &[f32],
+    probabilities: &[f64],
     labels: &[u32],
     num_classes: usize,
     num_bins: usize,
@@ -748,7 +755,7 @@ pub fn classwise_ece(
     let mut collectors = class_collectors(num_classes, binning, num_bins, rows);
     for (row, &label) in probabilities.chunks_exact(num_classes).zip(labels) {
         for (class, (&probability, collector)) in row.iter().zip(&mut collectors).enumerate() {
-            collector.add(f64::from(probability), f64::from(class == label as usize));
+            collector.add(probability, f64::from(class == label as usize));
         }
     }
     Ok(classwise_ece_from_collectors(collectors))
@@ -1015,11 +1022,11 @@ mod tests {
         let probabilities = softmax(&logits, 1.0).unwrap();
         let expected = [0.75, 0.25, 0.1, 0.9, 0.7, 0.3, 0.5, 0.5];
         for (&p, &e) in probabilities.iter().zip(&expected) {
-            assert_close(f64::from(p), e, HAND_TOLERANCE);
+            assert_close(p, e, HAND_TOLERANCE);
         }
         // T = 2 halves the logits: p = sqrt(3)/(sqrt(3) + 1) = 0.6339746 for row 0.
         let probabilities = softmax(&logits, 2.0).unwrap();
-        assert_close(f64::from(probabilities[0]), 0.633_974_6, HAND_TOLERANCE);
+        assert_close(probabilities[0], 0.633_974_6, HAND_TOLERANCE);
     }
 
     #[test]
@@ -1188,7 +1195,7 @@ mod tests {
             let probabilities = softmax(&logits, temperature).unwrap();
             assert!(probabilities.iter().all(|p| p.is_finite()));
             for row in probabilities.chunks_exact(3) {
-                assert_close(row.iter().map(|&p| f64::from(p)).sum(), 1.0, HAND_TOLERANCE);
+                assert_close(row.iter().sum(), 1.0, HAND_TOLERANCE);
             }
             let (confidence, _) = confidences(&logits, &labels, temperature).unwrap();
             assert!(confidence.iter().all(|c| (0.0..=1.0).contains(c)));
@@ -1331,7 +1338,7 @@ mod tests {
         let logits = Logits::new(&converted, 2).unwrap();
         let round_trip = softmax(&logits, 1.0).unwrap();
         for (&p, &q) in round_trip.iter().zip(&probabilities) {
-            assert_close(f64::from(p), f64::from(q), HAND_TOLERANCE);
+            assert_close(p, f64::from(q), HAND_TOLERANCE);
         }
     }
 
@@ -1350,7 +1357,7 @@ mod tests {
                     / 4.0;
                 let report = evaluate(&logits, &labels, temperature, 15, binning).unwrap();
                 assert_close(mean_ece, report.classwise_ece, AGREEMENT_TOLERANCE);
-                // Independently: from f32 probabilities through `classwise_ece`.
+                // Independently: from the probabilities through `classwise_ece`.
                 let probabilities = softmax(&logits, temperature).unwrap();
                 let from_probabilities =
                     classwise_ece(&probabilities, &labels, 4, 15, binning).unwrap();

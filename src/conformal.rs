@@ -28,14 +28,17 @@
 //! - LAC (least ambiguous set-valued classifier, TorchCP's THR): `1 − p_y`. Sets can be empty.
 //! - APS: `Σ_{j<o(y)} p_{π_j} + u·p_y`; non-randomized `u = 1`, i.e. `Σ_{j≤o(y)} p_{π_j}`.
 //!   Non-randomized sets are prefixes of the ranking, empty exactly when `p_max > q̂` (so never
-//!   empty once `q̂ ≥ 1`). They over-cover badly when probabilities saturate: a confident
-//!   network gives many rows `p_max = 1.0` in `f32`, their scores tie at exactly 1, `q̂` lands on
-//!   the tie and coverage jumps far above `1 − α`. The draw `u` breaks those ties.
+//!   empty once `q̂ ≥ 1`). They over-cover when many scores tie: where the top of `z/T` leads
+//!   every other class by more than about 37 (`e⁻³⁷ < 2⁻⁵³`), `p_max` is exactly 1 even in
+//!   `f64`; if many rows are like that, their scores tie at 1, `q̂` lands on the tie and coverage
+//!   jumps far above `1 − α`. The draw `u` breaks those ties.
 //! - RAPS: APS `+ λ·max(0, o(y) − k_reg)`.
 //! - SAPS: `u·p_max` if `o(y) = 1`, else `p_max + λ·(o(y) − 2 + u)`.
 //!
 //! When a score is not randomized, `u = 1` is used whatever the supplied draw (as TorchCP does).
-//! Scores are accumulated in `f64` from `f32` probabilities.
+//! Probabilities, scores and their sums are `f64` throughout (the probabilities come from
+//! `calibration::softmax`, which does not round them to `f32`), so a top probability of
+//! `1 − 10⁻¹⁰` and a score `10⁻¹²` away from `q̂` keep their values and their order.
 //!
 //! Class-conditional (Mondrian) conformal prediction computes one `q̂_y` per class from that
 //! class's calibration scores with the same rule, which gives coverage `≥ 1 − α` within each
@@ -195,7 +198,7 @@ pub fn uniforms(n: usize, seed: u64) -> Vec<f64> {
 
 /// Ranking order of classes `a` and `b`: larger probability first, ties broken by the lower
 /// index. `-0.0` is read as `+0.0`, so the order is total and exactly the documented one.
-fn ranking_order(p: &[f32], a: usize, b: usize) -> Ordering {
+fn ranking_order(p: &[f64], a: usize, b: usize) -> Ordering {
     let pa = p[a] + 0.0;
     let pb = p[b] + 0.0;
     pb.total_cmp(&pa).then(a.cmp(&b))
@@ -215,12 +218,12 @@ impl RowScorer {
 
     /// Writes `s(x, y)` for every label into `out`. Preconditions (checked by the callers):
     /// `p.len() == out.len()`, `p` finite, `score` validated.
-    fn score_row(&mut self, p: &[f32], score: &Score, u: f64, out: &mut [f64]) {
+    fn score_row(&mut self, p: &[f64], score: &Score, u: f64, out: &mut [f64]) {
         let u = if score.is_randomized() { u } else { 1.0 };
         match *score {
             Score::Lac => {
                 for (s, &pk) in out.iter_mut().zip(p) {
-                    *s = 1.0 - f64::from(pk);
+                    *s = 1.0 - pk;
                 }
             }
             Score::Aps { .. } => {
@@ -244,14 +247,14 @@ impl RowScorer {
     }
 
     /// Sorts the labels by rank and sets `out[y] = f(mass ranked above y, p_y, o(y), p_max)`.
-    fn by_rank(&mut self, p: &[f32], out: &mut [f64], f: impl Fn(f64, f64, usize, f64) -> f64) {
+    fn by_rank(&mut self, p: &[f64], out: &mut [f64], f: impl Fn(f64, f64, usize, f64) -> f64) {
         self.order.clear();
         self.order.extend(0..p.len());
         self.order.sort_unstable_by(|&a, &b| ranking_order(p, a, b));
-        let p_max = self.order.first().map_or(0.0, |&top| f64::from(p[top]));
+        let p_max = self.order.first().map_or(0.0, |&top| p[top]);
         let mut before = 0.0_f64;
         for (position, &label) in self.order.iter().enumerate() {
-            let p_label = f64::from(p[label]);
+            let p_label = p[label];
             out[label] = f(before, p_label, position + 1, p_max);
             before += p_label;
         }
@@ -324,7 +327,7 @@ fn check_uniforms(uniforms: &[f64], score: &Score) -> Result<(), ConformalError>
     }
 }
 
-fn check_row_finite(p: &[f32], row: usize) -> Result<(), ConformalError> {
+fn check_row_finite(p: &[f64], row: usize) -> Result<(), ConformalError> {
     match p.iter().position(|v| !v.is_finite()) {
         Some(class) => Err(ConformalError::NonFiniteProbability { row, class }),
         None => Ok(()),
@@ -334,7 +337,7 @@ fn check_row_finite(p: &[f32], row: usize) -> Result<(), ConformalError> {
 /// Scores every row of a validated `[uniforms.len(), num_classes]` array with one reused buffer
 /// and hands each row's label scores to `visit`. Checks each row for non-finite values.
 fn for_each_row(
-    probabilities: &[f32],
+    probabilities: &[f64],
     num_classes: usize,
     score: &Score,
     uniforms: &[f64],
@@ -356,7 +359,7 @@ fn for_each_row(
 
 /// Checks the inputs shared by the batch scoring functions: `n = uniforms.len()` rows.
 fn check_batch(
-    probabilities: &[f32],
+    probabilities: &[f64],
     num_classes: usize,
     score: &Score,
     uniforms: &[f64],
@@ -385,7 +388,7 @@ fn check_batch(
 /// [`ConformalError::InvalidUniform`] (row 0) if the score is randomized and `u ∉ [0, 1]`;
 /// [`ConformalError::NonFiniteProbability`] (row 0) for a NaN or infinite probability.
 pub fn label_scores(
-    probabilities: &[f32],
+    probabilities: &[f64],
     score: &Score,
     u: f64,
     out: &mut [f64],
@@ -405,7 +408,7 @@ pub fn label_scores(
 /// [`ConformalError::InvalidUniform`] for a draw outside `[0, 1]` (randomized scores);
 /// [`ConformalError::NonFiniteProbability`] for a NaN or infinite probability.
 pub fn all_label_scores(
-    probabilities: &[f32],
+    probabilities: &[f64],
     num_classes: usize,
     score: &Score,
     uniforms: &[f64],
@@ -427,7 +430,7 @@ pub fn all_label_scores(
 /// As [`all_label_scores`], plus [`ConformalError::ShapeMismatch`] if `uniforms.len()` differs
 /// from `labels.len()` and [`ConformalError::LabelOutOfRange`] for a label `≥ num_classes`.
 pub fn true_label_scores(
-    probabilities: &[f32],
+    probabilities: &[f64],
     labels: &[u32],
     num_classes: usize,
     score: &Score,
@@ -678,7 +681,7 @@ impl PredictionSets {
 /// # Errors
 /// As [`all_label_scores`] and [`sets_from_label_scores`].
 pub fn prediction_sets(
-    probabilities: &[f32],
+    probabilities: &[f64],
     num_classes: usize,
     score: &Score,
     uniforms: &[f64],
@@ -878,9 +881,9 @@ pub struct ConformalReport {
 /// [`ConformalError::Empty`] for no evaluation rows).
 #[allow(clippy::too_many_arguments)]
 pub fn split_conformal(
-    calibration_probabilities: &[f32],
+    calibration_probabilities: &[f64],
     calibration_labels: &[u32],
-    evaluation_probabilities: &[f32],
+    evaluation_probabilities: &[f64],
     evaluation_labels: &[u32],
     num_classes: usize,
     score: &Score,
@@ -1171,8 +1174,8 @@ mod tests {
     use proptest::prelude::*;
     use rand::Rng;
 
-    /// Hand-computed scores start from `f32` probabilities, exact to about 1e-7.
-    const HAND_TOLERANCE: f64 = 1e-6;
+    /// Hand-computed scores: decimal probabilities and their sums, exact to about 1e-16 in `f64`.
+    const HAND_TOLERANCE: f64 = 1e-12;
     /// Relative accuracy of ln Γ and of closed-form Beta densities.
     const LN_GAMMA_TOLERANCE: f64 = 1e-13;
     /// Trapezoid integrals of the Beta density (100,000 intervals).
@@ -1197,14 +1200,14 @@ mod tests {
         }
     }
 
-    fn scores_of(probabilities: &[f32], score: Score, u: f64) -> Vec<f64> {
+    fn scores_of(probabilities: &[f64], score: Score, u: f64) -> Vec<f64> {
         let mut out = vec![0.0; probabilities.len()];
         label_scores(probabilities, &score, u, &mut out).unwrap();
         out
     }
 
     struct Synthetic {
-        probabilities: Vec<f32>,
+        probabilities: Vec<f64>,
         labels: Vec<u32>,
     }
 
@@ -1244,7 +1247,7 @@ mod tests {
                 }
             }
             labels.push(label as u32);
-            probabilities.extend(weights.iter().map(|w| (w / total) as f32));
+            probabilities.extend(weights.iter().map(|w| w / total));
         }
         Synthetic {
             probabilities,
@@ -1261,7 +1264,7 @@ mod tests {
 
     // p = [0.1, 0.5, 0.2, 0.2]: ranking π = (1, 2, 3, 0); the tie between classes 2 and 3 goes
     // to the lower index, so o = [4, 1, 2, 3].
-    const TIED: [f32; 4] = [0.1, 0.5, 0.2, 0.2];
+    const TIED: [f64; 4] = [0.1, 0.5, 0.2, 0.2];
 
     #[test]
     fn lac_is_one_minus_probability() {
@@ -1525,12 +1528,12 @@ mod tests {
     proptest! {
         #[test]
         fn non_randomized_aps_sets_are_ranking_prefixes(
-            weights in prop::collection::vec(0.0_f32..1.0, 1..16),
+            weights in prop::collection::vec(0.0_f64..1.0, 1..16),
             qhat in 0.0_f64..1.2,
         ) {
-            let total: f32 = weights.iter().sum();
+            let total: f64 = weights.iter().sum();
             prop_assume!(total > 0.0);
-            let p: Vec<f32> = weights.iter().map(|w| w / total).collect();
+            let p: Vec<f64> = weights.iter().map(|w| w / total).collect();
             let sets = prediction_sets(
                 &p,
                 p.len(),
@@ -1546,7 +1549,7 @@ mod tests {
                 prop_assert_eq!(sets.contains(0, label as u32), position < size);
             }
             // The top label scores p_max, so the set is empty only when q̂ < p_max.
-            prop_assert_eq!(size == 0, f64::from(p[ranking[0]]) > qhat);
+            prop_assert_eq!(size == 0, p[ranking[0]] > qhat);
         }
     }
 
@@ -1648,10 +1651,11 @@ mod tests {
 
     #[test]
     fn non_randomized_aps_over_covers_saturated_probabilities() {
-        // Logits 20·N(0, 1): about a fifth of the rows have p_max = 1.0 in f32 (as a confident
-        // MNIST network does), so many non-randomized APS scores tie at exactly 1.0, q̂ lands on
-        // the tie and coverage jumps to about 0.998. The uniform draw breaks the ties.
-        let data = synthetic_with_scale(POOL, 61, 20.0);
+        // Logits 40·N(0, 1): in about a fifth of the rows the top logit leads every other by
+        // more than 37, so p_max = 1.0 even in f64. Many non-randomized APS scores tie at exactly
+        // 1.0, q̂ lands on the tie and coverage jumps to nearly 1. The uniform draw breaks the
+        // ties.
+        let data = synthetic_with_scale(POOL, 61, 40.0);
         let draws = uniforms(POOL, 62);
         let upper = 1.0 - ALPHA + 1.0 / (N_CALIBRATION as f64 + 1.0);
         let mean_coverage = |score: Score| {
@@ -1823,7 +1827,7 @@ mod tests {
                     let over = evaluation
                         .probabilities
                         .chunks_exact(NUM_CLASSES)
-                        .filter(|p| p.iter().any(|&v| f64::from(v) > report.qhat[0]))
+                        .filter(|p| p.iter().any(|&v| v > report.qhat[0]))
                         .count();
                     assert_eq!(report.metrics.empty_rate, over as f64 / n_evaluation as f64);
                 }
@@ -2003,7 +2007,7 @@ mod tests {
                 Err(ConformalError::InvalidAlpha(_))
             ));
         }
-        let p = [0.2_f32, 0.3, 0.5, 0.6, 0.3, 0.1];
+        let p = [0.2, 0.3, 0.5, 0.6, 0.3, 0.1];
         let draws = [0.5, 0.5];
         assert_eq!(
             true_label_scores(&p, &[0, 3], 3, &Score::Lac, &draws),
@@ -2054,7 +2058,7 @@ mod tests {
         };
         assert!(not_finite.validate().is_err());
         let mut with_nan = p;
-        with_nan[4] = f32::NAN;
+        with_nan[4] = f64::NAN;
         assert_eq!(
             all_label_scores(&with_nan, 3, &Score::Lac, &draws),
             Err(ConformalError::NonFiniteProbability { row: 1, class: 1 })

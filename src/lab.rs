@@ -109,8 +109,8 @@ struct Cache {
 #[derive(Debug, Clone)]
 struct Probabilities {
     temperature: f64,
-    calibration: Vec<f32>,
-    evaluation: Vec<f32>,
+    calibration: Vec<f64>,
+    evaluation: Vec<f64>,
 }
 
 /// The scores of every label of both halves, for one score at one temperature: moving α

@@ -707,8 +707,13 @@ fn probabilities_need_from_probabilities() {
     let dir = TempDir::new("probabilities");
     let data = synthetic_data(200, 4, 1.0, 11);
     let view = Logits::new(&data.logits, data.k).unwrap();
+    // Stored as f32, as a file of a network's probabilities would be.
     let probabilities = Data {
-        logits: calibration::softmax(&view, 1.0).unwrap(),
+        logits: calibration::softmax(&view, 1.0)
+            .unwrap()
+            .iter()
+            .map(|&p| p as f32)
+            .collect(),
         labels: data.labels.clone(),
         k: data.k,
     };

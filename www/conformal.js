@@ -168,7 +168,7 @@ export class ConformalLab {
     const inside = m.coverage >= view.guarantee_lower - 3 * se && m.coverage <= view.guarantee_upper + 3 * se;
     $("coverage-verdict").textContent = inside
       ? `Coverage is within the guarantee band, give or take the ±${percent(se, 2)} (one standard error) that a finite evaluation set adds.`
-      : `Coverage is outside the guarantee band by more than three standard errors (±${percent(se, 2)} each): ${this.state.score === "aps" && !this.state.randomized ? "non-randomized APS over-covers, as explained below." : "look at the explanation below."}`;
+      : `Coverage is outside the guarantee band by more than three standard errors (±${percent(se, 2)} each): ${this.state.score === "aps" && !this.state.randomized && m.coverage > view.guarantee_upper ? "non-randomized APS over-covers, as explained below." : "look at the explanation below."}`;
     this.showPerClass(m.per_class_coverage);
   }
 
