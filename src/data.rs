@@ -5,14 +5,22 @@
 //! followed by the values in row-major order. Files may be gzipped (as Debian's
 //! `dataset-fashion-mnist` and the committed assets are); gzip is recognised by its magic bytes,
 //! not by the file name.
+//!
+//! Synthetic out-of-distribution images ([`noise_images`]) draw every pixel independently, in
+//! `[0, 1]` units, from either `clip(N(0.5, 0.5²), 0, 1)` or `U[0, 1]`, and store it as the byte
+//! `round(255·v)`, the quantisation of the real images (the network divides by 255 again). The
+//! draws come from ChaCha8 seeded with the seed, image by image and pixel by pixel in row-major
+//! order, so a seed gives the same images on every platform.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use flate2::read::GzDecoder;
 use rand::seq::SliceRandom;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use serde::Deserialize;
 
 /// Side of a square image, in pixels.
 pub const IMAGE_SIDE: usize = 28;
@@ -343,6 +351,42 @@ pub fn seeded_split(n: usize, first_fraction: f64, seed: u64) -> (Vec<usize>, Ve
     (first, second)
 }
 
+/// Mean, in `[0, 1]` pixel units, of the normal law behind [`NoiseKind::Gaussian`] before
+/// clipping: centred grey.
+pub const GAUSSIAN_NOISE_MEAN: f64 = 0.5;
+/// Standard deviation of that law before clipping: one standard deviation reaches black and
+/// white, so about a third of the pixels are clipped to 0 or 1.
+pub const GAUSSIAN_NOISE_STD: f64 = 0.5;
+
+/// The law of every pixel of a noise image, in `[0, 1]` units (serde: `"gaussian"`,
+/// `"uniform"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoiseKind {
+    /// `clip(N(0.5, 0.5²), 0, 1)`: mean 0.5, about 15.9% of the pixels black and 15.9% white.
+    Gaussian,
+    /// `U[0, 1]`: mean 0.5, standard deviation `1/√12 ≈ 0.289`.
+    Uniform,
+}
+
+/// `count` images of independent noise pixels drawn from `kind`'s law with ChaCha8 seeded by
+/// `seed`, each value `v ∈ [0, 1]` stored as the byte `round(255·v)` like the real images.
+pub fn noise_images(kind: NoiseKind, count: usize, seed: u64) -> Images {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut draw = || match kind {
+        NoiseKind::Gaussian => {
+            let standard: f64 = rng.sample(StandardNormal);
+            (GAUSSIAN_NOISE_MEAN + GAUSSIAN_NOISE_STD * standard).clamp(0.0, 1.0)
+        }
+        NoiseKind::Uniform => rng.random::<f64>(),
+    };
+    // `v ∈ [0, 1]`, so the rounded byte lies in 0..=255 and the cast is exact.
+    let pixels = (0..count.saturating_mul(IMAGE_PIXELS))
+        .map(|_| (255.0 * draw()).round() as u8)
+        .collect();
+    Images { pixels }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,5 +472,105 @@ mod tests {
         assert_eq!(all, (0..1_000).collect::<Vec<_>>());
         assert_eq!(seeded_split(1_000, 0.5, 7), (a.clone(), b));
         assert_ne!(seeded_split(1_000, 0.5, 8).0, a);
+    }
+
+    /// Φ(1), the standard normal distribution function at 1 (certified value, e.g. Abramowitz &
+    /// Stegun table 26.1, to 16 digits).
+    const STANDARD_NORMAL_CDF_AT_1: f64 = 0.841_344_746_068_542_9;
+    /// Pixels per moment check: 500 images.
+    const NOISE_IMAGES: usize = 500;
+    /// Tolerance on the sample mean and standard deviation of 392,000 pixels: the standard
+    /// error of the mean is σ/√392000 ≤ 0.36/626 ≈ 5.8e-4, that of the standard deviation about
+    /// the same, so 3e-3 is more than 5 standard errors. The quantisation to bytes adds at most
+    /// 1/(12·255²) ≈ 1.3e-6 to the variance (Sheppard), far below it.
+    const MOMENT_TOLERANCE: f64 = 3e-3;
+
+    fn pixel_mean_and_std(images: &Images) -> (f64, f64) {
+        let values: Vec<f64> = images
+            .pixels()
+            .iter()
+            .map(|&p| f64::from(p) / 255.0)
+            .collect();
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        (mean, variance.sqrt())
+    }
+
+    #[test]
+    fn noise_is_reproducible_for_a_seed() {
+        for kind in [NoiseKind::Gaussian, NoiseKind::Uniform] {
+            let images = noise_images(kind, 3, 11);
+            assert_eq!(images.len(), 3);
+            assert_eq!(images, noise_images(kind, 3, 11));
+            assert_ne!(images, noise_images(kind, 3, 12));
+            // A longer draw starts with the same images.
+            assert_eq!(noise_images(kind, 5, 11).select(&[0, 1, 2]), images);
+        }
+        assert!(noise_images(NoiseKind::Uniform, 0, 0).is_empty());
+        assert_ne!(
+            noise_images(NoiseKind::Gaussian, 1, 0),
+            noise_images(NoiseKind::Uniform, 1, 0)
+        );
+        let kinds: Vec<NoiseKind> = serde_json::from_str(r#"["gaussian", "uniform"]"#).unwrap();
+        assert_eq!(kinds, [NoiseKind::Gaussian, NoiseKind::Uniform]);
+    }
+
+    #[test]
+    fn clipped_gaussian_noise_has_the_moments_of_its_law() {
+        // X = clip(Y, 0, 1), Y ~ N(μ, σ²), a = (0 − μ)/σ, b = (1 − μ)/σ, φ and Φ the standard
+        // normal density and distribution function. The atoms at 0 and 1 and the truncated
+        // part ∫ (μ + σz)^j φ(z) dz over [a, b] give
+        //   E[X]  = (1 − Φ(b)) + μ(Φ(b) − Φ(a)) + σ(φ(a) − φ(b)),
+        //   E[X²] = (1 − Φ(b)) + (μ² + σ²)(Φ(b) − Φ(a)) + 2μσ(φ(a) − φ(b))
+        //           + σ²(a·φ(a) − b·φ(b)).
+        // Here a = −1 and b = 1, so Φ(a) = 1 − Φ(1).
+        let (mu, sigma) = (GAUSSIAN_NOISE_MEAN, GAUSSIAN_NOISE_STD);
+        let (a, b) = (-mu / sigma, (1.0 - mu) / sigma);
+        assert_eq!((a, b), (-1.0, 1.0));
+        let density = |z: f64| (-z * z / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let (cdf_a, cdf_b) = (1.0 - STANDARD_NORMAL_CDF_AT_1, STANDARD_NORMAL_CDF_AT_1);
+        let inside = cdf_b - cdf_a;
+        let mean = (1.0 - cdf_b) + mu * inside + sigma * (density(a) - density(b));
+        let second = (1.0 - cdf_b)
+            + (mu * mu + sigma * sigma) * inside
+            + 2.0 * mu * sigma * (density(a) - density(b))
+            + sigma * sigma * (a * density(a) - b * density(b));
+        let std = (second - mean * mean).sqrt();
+        // The values by hand: 0.5 and sqrt(0.379015 − 0.25) ≈ 0.35919.
+        assert!((mean - 0.5).abs() < 1e-15);
+        assert!((std - 0.359_186).abs() < 1e-6, "{std}");
+
+        let images = noise_images(NoiseKind::Gaussian, NOISE_IMAGES, 3);
+        let (sample_mean, sample_std) = pixel_mean_and_std(&images);
+        assert!(
+            (sample_mean - mean).abs() < MOMENT_TOLERANCE,
+            "{sample_mean}"
+        );
+        assert!((sample_std - std).abs() < MOMENT_TOLERANCE, "{sample_std}");
+        // Each tail beyond one σ is clipped: 1 − Φ(1) ≈ 15.9% black and as many white.
+        let share = |byte: u8| {
+            images.pixels().iter().filter(|&&p| p == byte).count() as f64
+                / images.pixels().len() as f64
+        };
+        for byte in [0, 255] {
+            // The byte also collects the values within half a grey level of the edge.
+            let expected = 1.0 - STANDARD_NORMAL_CDF_AT_1 + density(1.0) * 0.5 / 255.0 / sigma;
+            assert!((share(byte) - expected).abs() < MOMENT_TOLERANCE, "{byte}");
+        }
+    }
+
+    #[test]
+    fn uniform_noise_has_the_moments_of_its_law() {
+        let (sample_mean, sample_std) =
+            pixel_mean_and_std(&noise_images(NoiseKind::Uniform, NOISE_IMAGES, 5));
+        assert!(
+            (sample_mean - 0.5).abs() < MOMENT_TOLERANCE,
+            "{sample_mean}"
+        );
+        assert!(
+            (sample_std - 1.0 / 12.0_f64.sqrt()).abs() < MOMENT_TOLERANCE,
+            "{sample_std}"
+        );
     }
 }

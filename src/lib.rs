@@ -9,6 +9,7 @@ pub mod data;
 pub mod lab;
 pub mod model;
 pub mod ood;
+pub mod ood_view;
 pub mod plot;
 pub mod sentences;
 #[cfg(target_arch = "wasm32")]

@@ -1,7 +1,8 @@
 //! Charts for the page and the README figures: miscalibration (reliability diagram, confidence
 //! histogram, classwise reliability; see `calibration.rs` in this directory) and split
 //! conformal prediction (set sizes, per-class and size-stratified coverage, the α sweep and
-//! the coverage experiment; see `conformal.rs`).
+//! the coverage experiment; see `conformal.rs`), and out-of-distribution detection (score and
+//! logit-norm histograms, ROC curves, the LogitNorm τ chart; see `ood.rs`).
 //!
 //! # Backends and scale
 //! Every function is generic over plotters' [`DrawingBackend`]: the same code draws SVG
@@ -18,6 +19,7 @@
 
 mod calibration;
 mod conformal;
+mod ood;
 #[cfg(test)]
 mod test_support;
 
@@ -25,6 +27,10 @@ pub use calibration::{classwise_reliability, confidence_histogram, reliability_d
 pub use conformal::{
     alpha_sweep_curves, coverage_experiment_histogram, density_histogram, per_class_coverage,
     set_size_histogram, stratified_coverage,
+};
+pub use ood::{
+    logit_norm_histogram, roc_curves, score_histogram, tau_chart, HistogramLabels, RocCurve,
+    TauPoint,
 };
 
 use std::f64::consts::SQRT_2;
@@ -221,6 +227,22 @@ pub enum PlotError {
     /// The values are too large to plot: an axis would not be a finite increasing range.
     #[error("an axis cannot span [{start}, {end}]: the values are too large to plot")]
     InvalidAxisRange { start: f64, end: f64 },
+    /// A value drawn as a position (a threshold, a mean) is NaN or infinite.
+    #[error("the {name} must be a finite number, got {value}")]
+    NotFinite { name: &'static str, value: f64 },
+    /// A histogram does not have one more edge than bins in each set.
+    #[error(
+        "a histogram needs one more edge than bins: {edges} edges, {in_distribution} and \
+         {out_of_distribution} bins"
+    )]
+    HistogramShape {
+        edges: usize,
+        in_distribution: usize,
+        out_of_distribution: usize,
+    },
+    /// LogitNorm's τ is zero, negative, NaN or infinite.
+    #[error("τ must be a positive finite number, got {0}")]
+    InvalidTau(f64),
 }
 
 impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for PlotError {
