@@ -678,6 +678,39 @@ pub fn reliability_bins(
     Ok(collector.into_bins())
 }
 
+/// The binned ECE that a perfectly calibrated classifier with these confidences would show on
+/// this many examples: the mean, over `draws` resamples seeded by `seed`, of the ECE when each
+/// example is correct with probability equal to its confidence.
+///
+/// Binned ECE is biased upward: with finite bins every `|acc_b − conf_b|` is positive under
+/// sampling noise, even when the model is calibrated (Kumar et al., "Verified Uncertainty
+/// Calibration", NeurIPS 2019; Roelofs et al., "Mitigating Bias in Calibration Error
+/// Estimation", AISTATS 2022). A measured ECE at or below this floor cannot be told from
+/// perfect calibration.
+///
+/// # Errors
+/// As [`reliability_bins`].
+pub fn ece_noise_floor(
+    confidence: &[f64],
+    num_bins: usize,
+    binning: Binning,
+    draws: usize,
+    seed: u64,
+) -> Result<f64, CalibrationError> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut correct = vec![false; confidence.len()];
+    let mut total = 0.0;
+    for _ in 0..draws {
+        for (outcome, &c) in correct.iter_mut().zip(confidence) {
+            *outcome = rng.random::<f64>() < c;
+        }
+        total +=
+            expected_calibration_error(&reliability_bins(confidence, &correct, num_bins, binning)?);
+    }
+    Ok(total / draws.max(1) as f64)
+}
+
 fn total_count(bins: &[Bin]) -> usize {
     bins.iter().map(|bin| bin.count).sum()
 }
@@ -944,6 +977,32 @@ mod tests {
     const FINITE_DIFFERENCE_STEP: f64 = 1e-5;
     /// Relative tolerance of analytic derivatives against central differences.
     const DERIVATIVE_TOLERANCE: f64 = 1e-6;
+
+    #[test]
+    fn ece_noise_floor_of_two_fair_coins_is_a_quarter() {
+        // One bin, two examples of confidence 0.5: accuracy is 0, 0.5 or 1 with probabilities
+        // 1/4, 1/2, 1/4, so E|acc − 0.5| = 1/4·0.5 + 1/2·0 + 1/4·0.5 = 0.25. The mean of 4,000
+        // draws has a standard error of 0.25/sqrt(4000) ≈ 0.004.
+        let floor = ece_noise_floor(&[0.5, 0.5], 1, Binning::Width, 4000, 1).unwrap();
+        assert_close(floor, 0.25, 0.016);
+    }
+
+    #[test]
+    fn ece_noise_floor_follows_the_half_normal_law() {
+        // One bin of n examples at confidence p: acc − p is about N(0, p(1 − p)/n), so the
+        // expected |acc − p| is sqrt(2p(1 − p)/(πn)) = 0.002394 for p = 0.9, n = 10,000. The
+        // mean of 200 draws has a standard error of about 0.0018/sqrt(200) ≈ 0.00013.
+        let expected = (2.0 * 0.9 * 0.1 / (std::f64::consts::PI * 10_000.0)).sqrt();
+        let floor = ece_noise_floor(&vec![0.9; 10_000], 1, Binning::Width, 200, 7).unwrap();
+        assert_close(floor, expected, 0.0005);
+        // More bins cannot lower it: each bin adds its own positive noise.
+        let spread: Vec<f64> = (0..10_000)
+            .map(|i| 0.5 + 0.5 * i as f64 / 10_000.0)
+            .collect();
+        let one = ece_noise_floor(&spread, 1, Binning::Width, 50, 7).unwrap();
+        let fifteen = ece_noise_floor(&spread, 15, Binning::Width, 50, 7).unwrap();
+        assert!(fifteen > 2.0 * one, "15 bins {fifteen} vs 1 bin {one}");
+    }
 
     fn assert_close(actual: f64, expected: f64, tolerance: f64) {
         assert!(

@@ -16,6 +16,11 @@ use crate::calibration::{
 };
 use crate::conformal::{self, ConformalError, Score, SetMetrics, SweepPoint, Thresholds};
 use crate::data;
+use crate::sentences::{self, CoverageVerdict, ExperimentSummary};
+
+/// Resampled outcomes behind the ECE noise floor: enough for a mean within about ±0.0006 at
+/// 5,000 images, few enough for a slider frame.
+const NOISE_FLOOR_DRAWS: usize = 10;
 
 /// Why the lab refused a request.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -88,6 +93,10 @@ pub struct TemperatureView {
     /// reliability diagram's equal-width bins.
     pub confidence_counts: Vec<usize>,
     pub mean_confidence: f64,
+    /// ECE a perfectly calibrated network with these confidences would show on these images.
+    pub ece_floor: f64,
+    /// What mean confidence, accuracy and ECE say together, in words.
+    pub verdict: String,
     /// Reliability bins of each class (binned on p_k) at the slider's T.
     pub classwise_bins: Vec<Vec<Bin>>,
 }
@@ -359,6 +368,7 @@ impl Lab {
             return Err(LabError::TemperatureOutOfRange(temperature));
         }
         let k = self.num_classes;
+        let seed = self.split_seed;
         let cache = self.prepared()?;
         let logits = Logits::new(&cache.evaluation.logits, k)?;
         let labels = &cache.evaluation.labels;
@@ -378,6 +388,15 @@ impl Lab {
         let at_temperature = calibration::evaluate(&logits, labels, temperature, bins, binning)?;
         let (confidences, _) = calibration::confidences(&logits, labels, temperature)?;
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
+        let ece_floor =
+            calibration::ece_noise_floor(&confidences, bins, binning, NOISE_FLOOR_DRAWS, seed)?;
+        let verdict = sentences::confidence_verdict(
+            temperature,
+            at_temperature.accuracy,
+            mean_confidence,
+            at_temperature.ece,
+            ece_floor,
+        );
         Ok(TemperatureView {
             temperature,
             fitted_temperature: cache.fit.temperature,
@@ -386,6 +405,8 @@ impl Lab {
             n_evaluation: labels.len(),
             confidence_counts: calibration::histogram_counts(&confidences, bins)?,
             mean_confidence,
+            ece_floor,
+            verdict,
             classwise_bins: calibration::classwise_bins(
                 &logits,
                 labels,
@@ -472,11 +493,20 @@ pub struct ConformalView {
     pub n_evaluation: usize,
     /// One threshold (marginal) or one per class (Mondrian); `+∞` where too few rows.
     pub qhat: Vec<f64>,
-    /// The marginal guarantee `1 − α ≤ coverage ≤ 1 − α + 1/(n + 1)`.
+    /// Each threshold as the readout writes it ([`sentences::threshold_text`]).
+    pub qhat_text: Vec<String>,
+    /// The guarantee `1 − α ≤ E[coverage] ≤ upper`: `upper = 1 − α + 1/(n + 1)` for marginal
+    /// thresholds, `1 − α + max_y 1/(n_y + 1)` for Mondrian ones (each class's bound, so the
+    /// marginal coverage, a mix of the classes', stays below the largest).
     pub guarantee_lower: f64,
     pub guarantee_upper: f64,
-    /// Standard error of an evaluation coverage near `1 − α`: `sqrt(α(1 − α)/n_evaluation)`.
-    pub coverage_standard_error: f64,
+    /// Standard deviation of one split's coverage (Beta-Binomial law); 0 without a finite q̂.
+    pub split_standard_deviation: f64,
+    /// Calibration images whose true-label score equals their q̂ (ties void the upper bound).
+    pub ties_at_threshold: usize,
+    pub verdict: CoverageVerdict,
+    /// Which classes fall short and which overshoot, in words.
+    pub per_class_sentence: String,
     pub metrics: SetMetrics,
     /// Evaluation images with each set size `0..=K`.
     pub size_counts: Vec<usize>,
@@ -490,19 +520,13 @@ pub struct ConformalView {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CoverageExperiment {
     pub coverages: Vec<f64>,
-    pub n_calibration: usize,
-    pub n_evaluation: usize,
-    /// `k = ⌈(n + 1)(1 − α)⌉`.
-    pub k: usize,
-    pub mean: f64,
-    pub standard_deviation: f64,
-    /// Mean and standard deviation of `Beta(k, n + 1 − k)` (an infinite evaluation set).
-    pub beta_mean: f64,
-    pub beta_standard_deviation: f64,
-    /// Standard deviation once the finite evaluation set is accounted for (Beta-Binomial).
-    pub finite_standard_deviation: f64,
+    /// Sizes, observed mean and spread, and the theory's (serialised flat, beside the rest).
+    #[serde(flatten)]
+    pub summary: ExperimentSummary,
     /// `(x, density)` of `Beta(k, n + 1 − k)`.
     pub beta_density: Vec<(f64, f64)>,
+    /// The caption, computed from these numbers.
+    pub caption: String,
 }
 
 /// Which evaluation images the gallery shows.
@@ -542,7 +566,49 @@ pub struct Explanation {
     /// s(x, y) per label, and the threshold each is compared with.
     pub scores: Vec<f64>,
     pub thresholds: Vec<f64>,
+    /// Each score and its threshold written with enough decimals to show which is larger.
+    pub score_text: Vec<String>,
+    pub threshold_text: Vec<String>,
     pub in_set: Vec<bool>,
+}
+
+/// How many of `labels` fall in each of `num_classes` classes.
+fn class_counts(labels: &[u32], num_classes: usize) -> Vec<usize> {
+    let mut counts = vec![0; num_classes];
+    for &label in labels {
+        counts[label as usize] += 1;
+    }
+    counts
+}
+
+/// The name of class `k`: Fashion-MNIST's when the lab has its ten classes.
+fn class_name(k: usize, num_classes: usize) -> String {
+    match data::FASHION_MNIST_CLASSES.get(k) {
+        Some(name) if num_classes == data::FASHION_MNIST_CLASSES.len() => (*name).to_string(),
+        _ => format!("class {k}"),
+    }
+}
+
+/// The per-class chart's sentence, with the typical per-class spread of one split under
+/// Mondrian thresholds (the mean over classes of each class's Beta-Binomial deviation).
+fn per_class_sentence(
+    per_class_coverage: &[Option<f64>],
+    calibration_counts: &[usize],
+    evaluation_counts: &[usize],
+    alpha: f64,
+    mondrian: bool,
+) -> String {
+    let k = per_class_coverage.len();
+    let spreads: Vec<f64> = calibration_counts
+        .iter()
+        .zip(evaluation_counts)
+        .filter_map(|(&n, &m)| conformal::coverage_law(n, m, alpha).ok())
+        .map(|law| law.split_standard_deviation)
+        .collect();
+    let class_sd = spreads.iter().sum::<f64>() / spreads.len().max(1) as f64;
+    let names: Vec<String> = (0..k).map(|c| class_name(c, k)).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    sentences::per_class_sentence(&names, per_class_coverage, 1.0 - alpha, mondrian, class_sd)
 }
 
 /// Index of the largest value, the lowest index on ties.
@@ -740,14 +806,59 @@ impl Lab {
             cache.calibration.labels.len(),
             cache.evaluation.labels.len(),
         );
+        let calibration_labels = &cache.calibration.labels;
+        let ties_at_threshold = calibration_scores
+            .iter()
+            .zip(calibration_labels)
+            .filter(|&(&score, &y)| thresholds.for_label(y as usize) == Some(score))
+            .count();
+        let calibration_counts = class_counts(calibration_labels, k);
+        let guarantee_upper = 1.0 - alpha
+            + if settings.class_conditional {
+                calibration_counts
+                    .iter()
+                    .filter(|&&n| n > 0)
+                    .map(|&n| 1.0 / (n as f64 + 1.0))
+                    .fold(0.0, f64::max)
+            } else {
+                1.0 / (n_calibration as f64 + 1.0)
+            };
+        let law = conformal::coverage_law(n_calibration, n_evaluation, alpha).ok();
+        let split_standard_deviation = law.map_or(0.0, |l| l.split_standard_deviation);
+        let verdict = if thresholds.values().iter().any(|q| q.is_infinite()) || law.is_none() {
+            sentences::coverage_verdict_without_threshold(metrics.coverage)
+        } else {
+            sentences::coverage_verdict(
+                metrics.coverage,
+                1.0 - alpha,
+                guarantee_upper,
+                split_standard_deviation,
+                ties_at_threshold,
+            )
+        };
+        let per_class_sentence = per_class_sentence(
+            &metrics.per_class_coverage,
+            &calibration_counts,
+            &class_counts(&cache.evaluation.labels, k),
+            alpha,
+            settings.class_conditional,
+        );
         Ok(ConformalView {
             alpha,
             n_calibration,
             n_evaluation,
+            qhat_text: thresholds
+                .values()
+                .into_iter()
+                .map(sentences::threshold_text)
+                .collect(),
             qhat: thresholds.values(),
             guarantee_lower: 1.0 - alpha,
-            guarantee_upper: 1.0 - alpha + 1.0 / (n_calibration as f64 + 1.0),
-            coverage_standard_error: (alpha * (1.0 - alpha) / n_evaluation as f64).sqrt(),
+            guarantee_upper,
+            split_standard_deviation,
+            ties_at_threshold,
+            verdict,
+            per_class_sentence,
             metrics,
             size_counts,
             sweep,
@@ -779,36 +890,44 @@ impl Lab {
             repetitions,
             seed,
         )?;
-        let rank = conformal::finite_quantile_rank(n_calibration, settings.alpha)?;
+        let law = conformal::coverage_law(n_calibration, n_evaluation, settings.alpha)?;
         let count = coverages.len() as f64;
         let mean = coverages.iter().sum::<f64>() / count;
         let variance =
             coverages.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (count - 1.0).max(1.0);
-        // Beta(a, b) with a = k, b = n + 1 − k.
-        let (a, b) = (rank as f64, (n_calibration + 1 - rank) as f64);
-        let beta_mean = a / (a + b);
-        let beta_variance = a * b / ((a + b).powi(2) * (a + b + 1.0));
-        // Beta-Binomial(m, a, b) / m adds the binomial noise of m evaluation images.
-        let m = n_evaluation as f64;
-        let finite_variance = beta_variance * (a + b + m) / m;
-        let spread = 5.0 * finite_variance.sqrt();
-        let (low, high) = ((beta_mean - spread).max(0.0), (beta_mean + spread).min(1.0));
+        let spread = 5.0 * law.split_standard_deviation;
+        let (low, high) = ((law.mean - spread).max(0.0), (law.mean + spread).min(1.0));
         let beta_density = (0..=DENSITY_POINTS)
             .map(|i| {
                 let x = low + (high - low) * i as f64 / DENSITY_POINTS as f64;
                 conformal::coverage_beta_density(n_calibration, settings.alpha, x).map(|d| (x, d))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(CoverageExperiment {
-            coverages,
+        pool.sort_by(f64::total_cmp);
+        let tied_scores = pool
+            .iter()
+            .enumerate()
+            .filter(|&(i, s)| {
+                (i > 0 && pool[i - 1] == *s) || pool.get(i + 1).is_some_and(|next| next == s)
+            })
+            .count();
+        let summary = ExperimentSummary {
+            repetitions: coverages.len(),
             n_calibration,
             n_evaluation,
-            k: rank,
+            k: law.k,
             mean,
             standard_deviation: variance.sqrt(),
-            beta_mean,
-            beta_standard_deviation: beta_variance.sqrt(),
-            finite_standard_deviation: finite_variance.sqrt(),
+            beta_mean: law.mean,
+            beta_standard_deviation: law.beta_standard_deviation,
+            finite_standard_deviation: law.split_standard_deviation,
+            tied_scores,
+            mondrian_ignored: settings.class_conditional,
+        };
+        Ok(CoverageExperiment {
+            coverages,
+            caption: sentences::experiment_caption(&summary),
+            summary,
             beta_density,
         })
     }
@@ -911,11 +1030,18 @@ impl Lab {
         let per_label: Vec<f64> = (0..k)
             .map(|y| thresholds.for_label(y).unwrap_or(f64::INFINITY))
             .collect();
+        let (score_text, threshold_text) = scores
+            .iter()
+            .zip(&per_label)
+            .map(|(&s, &q)| sentences::score_against_threshold(s, q))
+            .unzip();
         Ok(Explanation {
             row,
             calibration,
             label: part.labels[index],
             probabilities: log_probabilities.iter().map(|lp| lp.exp()).collect(),
+            score_text,
+            threshold_text,
             in_set: scores.iter().zip(&per_label).map(|(s, q)| s <= q).collect(),
             scores,
             thresholds: per_label,
@@ -1213,11 +1339,12 @@ mod tests {
             .coverage_experiment(&settings(ScoreKind::Aps), 400, 11)
             .unwrap();
         assert_eq!(experiment.coverages.len(), 400);
-        assert_eq!(experiment.k, conformal::quantile_rank(2_000, 0.1).unwrap());
+        let summary = &experiment.summary;
+        assert_eq!(summary.k, conformal::quantile_rank(2_000, 0.1).unwrap());
         // The mean of 400 draws lies within 4 standard errors of the Beta-Binomial mean.
-        let standard_error = experiment.finite_standard_deviation / 20.0;
-        assert!((experiment.mean - experiment.beta_mean).abs() < 4.0 * standard_error);
-        assert!(experiment.standard_deviation > experiment.beta_standard_deviation);
+        let standard_error = summary.finite_standard_deviation / 20.0;
+        assert!((summary.mean - summary.beta_mean).abs() < 4.0 * standard_error);
+        assert!(summary.standard_deviation > summary.beta_standard_deviation);
         let again = lab
             .coverage_experiment(&settings(ScoreKind::Aps), 400, 11)
             .unwrap();

@@ -96,7 +96,10 @@ pub fn coverage_verdict(
         format!("Coverage {covered} lies inside the guarantee band.")
     } else {
         let side = if deviations < 0.0 { "below" } else { "above" };
-        let distance = format!("{:.1} standard deviations {side} the band", deviations.abs());
+        let distance = format!(
+            "{:.1} standard deviations {side} the band",
+            deviations.abs()
+        );
         if explained_by_chance {
             format!(
                 "Coverage {covered} is {distance}: {spread}, and the guarantee holds on average \
@@ -123,7 +126,7 @@ pub fn coverage_verdict(
 }
 
 /// The numbers the coverage experiment's caption talks about.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct ExperimentSummary {
     pub repetitions: usize,
     pub n_calibration: usize,
@@ -249,6 +252,48 @@ pub fn per_class_sentence(
             .to_string()
     };
     format!("{range}{promise}")
+}
+
+/// When too few calibration images give a finite q̂: every set holds every label.
+pub fn coverage_verdict_without_threshold(coverage: f64) -> CoverageVerdict {
+    CoverageVerdict {
+        deviations: 0.0,
+        explained_by_chance: true,
+        text: format!(
+            "Coverage {}: too few calibration images for a finite q̂ at this α, so every set \
+             holds every label and the guarantee is met trivially.",
+            percent(coverage, 2)
+        ),
+    }
+}
+
+/// A threshold q̂ as the readout shows it: four decimals, "∞" when infinite, and "1 − 3.7e-10"
+/// when it is below 1 but would round to 1.0000, so that a q̂ a hair below 1 is not mistaken for
+/// 1 (the difference decides which sets are empty).
+pub fn threshold_text(threshold: f64) -> String {
+    if threshold.is_infinite() {
+        "∞".to_string()
+    } else if threshold < 1.0 && format!("{threshold:.4}") == "1.0000" {
+        format!("1 − {:.1e}", 1.0 - threshold)
+    } else {
+        format!("{threshold:.4}")
+    }
+}
+
+/// A score and the threshold it is compared with, each with the fewest decimals (at least 4)
+/// that show which is larger: "0.9999997 > 0.9999995" rather than "1.0000 > 1.0000".
+pub fn score_against_threshold(score: f64, threshold: f64) -> (String, String) {
+    let format = |value: f64, decimals: usize| {
+        if value.is_infinite() {
+            "∞".to_string()
+        } else {
+            format!("{value:.decimals$}")
+        }
+    };
+    let decimals = (4..=17)
+        .find(|&d| score == threshold || format(score, d) != format(threshold, d))
+        .unwrap_or(17);
+    (format(score, decimals), format(threshold, decimals))
 }
 
 #[cfg(test)]

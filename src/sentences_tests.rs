@@ -13,14 +13,20 @@ fn overconfident_network_is_called_overconfident_with_its_gap() {
     let text = confidence_verdict(1.0, 0.912, 0.961, 0.043, 0.008);
     assert!(text.contains("T = 1.000"), "{text}");
     assert!(text.contains("91.2%") && text.contains("96.1%"), "{text}");
-    assert!(text.contains("overconfident") && text.contains("4.9 points"), "{text}");
+    assert!(
+        text.contains("overconfident") && text.contains("4.9 points"),
+        "{text}"
+    );
 }
 
 #[test]
 fn underconfident_network_is_called_underconfident() {
     // The LogitNorm network at T = 1: 19% mean confidence at 91% accuracy.
     let text = confidence_verdict(1.0, 0.91, 0.19, 0.72, 0.008);
-    assert!(text.contains("underconfident") && text.contains("72.0 points"), "{text}");
+    assert!(
+        text.contains("underconfident") && text.contains("72.0 points"),
+        "{text}"
+    );
     assert!(!text.contains("overconfident"), "{text}");
 }
 
@@ -28,7 +34,10 @@ fn underconfident_network_is_called_underconfident() {
 fn gap_below_the_noise_floor_is_not_called_a_gap() {
     let text = confidence_verdict(1.759, 0.912, 0.915, 0.007, 0.008);
     assert!(text.contains("cannot tell"), "{text}");
-    assert!(!text.contains("overconfident") && !text.contains("underconfident"), "{text}");
+    assert!(
+        !text.contains("overconfident") && !text.contains("underconfident"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -36,7 +45,11 @@ fn coverage_inside_the_band() {
     let verdict = coverage_verdict(0.9001, 0.9, 0.9002, 0.006, 0);
     assert_eq!(verdict.deviations, 0.0);
     assert!(verdict.explained_by_chance);
-    assert!(verdict.text.contains("inside the guarantee band"), "{}", verdict.text);
+    assert!(
+        verdict.text.contains("inside the guarantee band"),
+        "{}",
+        verdict.text
+    );
 }
 
 #[test]
@@ -45,7 +58,11 @@ fn coverage_below_by_less_than_three_deviations_is_chance() {
     let verdict = coverage_verdict(0.8882, 0.9, 0.9002, 0.006, 0);
     assert!((verdict.deviations - (0.8882 - 0.9) / 0.006).abs() < 1e-12);
     assert!(verdict.explained_by_chance);
-    assert!(verdict.text.contains("2.0 standard deviations below"), "{}", verdict.text);
+    assert!(
+        verdict.text.contains("2.0 standard deviations below"),
+        "{}",
+        verdict.text
+    );
     assert!(verdict.text.contains("±0.60%"), "{}", verdict.text);
 }
 
@@ -54,14 +71,22 @@ fn coverage_far_above_with_ties_names_the_ties() {
     let verdict = coverage_verdict(0.9997, 0.9, 0.9002, 0.006, 812);
     assert!(!verdict.explained_by_chance);
     assert!(verdict.deviations > 16.0);
-    assert!(verdict.text.contains("812 calibration scores tie"), "{}", verdict.text);
+    assert!(
+        verdict.text.contains("812 calibration scores tie"),
+        "{}",
+        verdict.text
+    );
 }
 
 #[test]
 fn coverage_far_below_is_not_chance() {
     let verdict = coverage_verdict(0.85, 0.9, 0.9002, 0.006, 0);
     assert!(!verdict.explained_by_chance);
-    assert!(verdict.text.contains("below the band, more than chance"), "{}", verdict.text);
+    assert!(
+        verdict.text.contains("below the band, more than chance"),
+        "{}",
+        verdict.text
+    );
     assert!(!verdict.text.contains("tie"), "{}", verdict.text);
 }
 
@@ -85,7 +110,10 @@ fn summary() -> ExperimentSummary {
 fn centred_experiment_says_so() {
     let text = experiment_caption(&summary());
     assert!(text.contains("sits where the theory puts it"), "{text}");
-    assert!(text.contains("matches the Beta-Binomial prediction"), "{text}");
+    assert!(
+        text.contains("matches the Beta-Binomial prediction"),
+        "{text}"
+    );
     assert!(!text.contains("Mondrian"), "{text}");
 }
 
@@ -112,7 +140,47 @@ fn per_class_sentence_names_the_extremes() {
     let names = ["T-shirt/top", "Trouser", "Shirt"];
     let coverage = [Some(0.86), Some(0.99), None];
     let text = per_class_sentence(&names, &coverage, 0.9, false, 0.02);
-    assert!(text.contains("T-shirt/top's 86.0%") && text.contains("Trouser's 99.0%"), "{text}");
+    assert!(
+        text.contains("T-shirt/top's 86.0%") && text.contains("Trouser's 99.0%"),
+        "{text}"
+    );
     let text = per_class_sentence(&names, &coverage, 0.9, true, 0.0201);
-    assert!(text.contains("in expectation") && text.contains("±2.0%"), "{text}");
+    assert!(
+        text.contains("in expectation") && text.contains("±2.0%"),
+        "{text}"
+    );
+}
+
+#[test]
+fn score_and_threshold_show_enough_decimals_to_compare() {
+    assert_eq!(
+        score_against_threshold(0.999_999_71, 0.999_999_52),
+        ("0.9999997".to_string(), "0.9999995".to_string())
+    );
+    assert_eq!(
+        score_against_threshold(0.25, 0.5),
+        ("0.2500".into(), "0.5000".into())
+    );
+    assert_eq!(
+        score_against_threshold(0.5, 0.5),
+        ("0.5000".into(), "0.5000".into())
+    );
+    assert_eq!(
+        score_against_threshold(0.5, f64::INFINITY),
+        ("0.5000".into(), "∞".into())
+    );
+}
+
+#[test]
+fn too_few_calibration_images_is_said() {
+    let verdict = coverage_verdict_without_threshold(1.0);
+    assert!(verdict.text.contains("100.00%") && verdict.text.contains("trivially"));
+}
+
+#[test]
+fn thresholds_a_hair_below_one_are_not_written_as_one() {
+    assert_eq!(threshold_text(1.0 - 3.7e-10), "1 − 3.7e-10");
+    assert_eq!(threshold_text(1.0), "1.0000");
+    assert_eq!(threshold_text(0.87654), "0.8765");
+    assert_eq!(threshold_text(f64::INFINITY), "∞");
 }

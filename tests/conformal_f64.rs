@@ -141,7 +141,10 @@ fn saturated_scores_thresholds_and_sets_match_exact_arithmetic() {
             for (&p, &m) in row.iter().zip(&example.numerators) {
                 assert_close(p, m, "probability");
             }
-            assert!(row.iter().all(|&p| p < 1.0), "a top probability rounded to 1");
+            assert!(
+                row.iter().all(|&p| p < 1.0),
+                "a top probability rounded to 1"
+            );
         }
     }
 

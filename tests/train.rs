@@ -24,7 +24,16 @@ fn temp_dir(name: &str) -> PathBuf {
 fn train(dir: &Path, extra: &[&str]) -> Output {
     let dir = dir.to_str().expect("a UTF-8 temporary path");
     Command::new(env!("CARGO_BIN_EXE_train"))
-        .args(["--loss", "logitnorm", "--tau", "0.1", "--epochs", "2", "--limit", LIMIT])
+        .args([
+            "--loss",
+            "logitnorm",
+            "--tau",
+            "0.1",
+            "--epochs",
+            "2",
+            "--limit",
+            LIMIT,
+        ])
         .args(["--name", "short", "--out-dir", dir, "--fixture-dir", dir])
         .args(["--checkpoint-dir", &format!("{dir}/checkpoints")])
         .args(extra)
@@ -57,16 +66,31 @@ fn resumed_run_equals_uninterrupted_run_and_other_recipes_are_refused() {
 
     // The checkpoint belongs to tau 0.1: a resume at another tau must not continue from it.
     let other = Command::new(env!("CARGO_BIN_EXE_train"))
-        .args(["--loss", "logitnorm", "--tau", "0.3", "--epochs", "2", "--limit", LIMIT])
+        .args([
+            "--loss",
+            "logitnorm",
+            "--tau",
+            "0.3",
+            "--epochs",
+            "2",
+            "--limit",
+            LIMIT,
+        ])
         .args(["--name", "short", "--resume"])
         .args(["--out-dir", parts.to_str().expect("UTF-8")])
-        .args(["--checkpoint-dir", parts.join("checkpoints").to_str().expect("UTF-8")])
+        .args([
+            "--checkpoint-dir",
+            parts.join("checkpoints").to_str().expect("UTF-8"),
+        ])
         .env("RAYON_NUM_THREADS", "1")
         .output()
         .expect("run train");
     assert_eq!(other.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&other.stderr);
-    assert!(stderr.contains("another recipe") && stderr.contains("tau 0.1"), "{stderr}");
+    assert!(
+        stderr.contains("another recipe") && stderr.contains("tau 0.1"),
+        "{stderr}"
+    );
 
     let second = train(&parts, &["--resume"]);
     assert_ok(&second);

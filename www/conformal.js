@@ -6,8 +6,8 @@ export const CONFORMAL_DEFAULTS = {
   alpha: 0.1,
   score: "aps",
   randomized: true,
-  raps_lambda: 0.01,
-  k_reg: 5,
+  raps_lambda: 0.1,
+  k_reg: 1,
   saps_lambda: 0.2,
   mondrian: false,
   gallery: "all",
@@ -103,6 +103,15 @@ export class ConformalLab {
     $("saps-lambda-value").textContent = s.saps_lambda.toFixed(2);
     $("gallery-filter").value = s.gallery;
     $("conformal-temperature").textContent = s.t.toFixed(3);
+    // Controls that do nothing for the chosen score are disabled, and the page says why.
+    $("randomized").disabled = s.score === "lac";
+    $("raps-parameters").disabled = s.score !== "raps";
+    $("saps-parameters").disabled = s.score !== "saps";
+    const idle = [];
+    if (s.score === "lac") idle.push("“randomized” does nothing for LAC, whose score 1 − p(y) has no draw");
+    if (s.score !== "raps") idle.push("the RAPS parameters apply to RAPS only");
+    if (s.score !== "saps") idle.push("the SAPS parameter applies to SAPS only");
+    $("controls-reason").textContent = idle.length ? `Disabled: ${idle.join("; ")}.` : "";
   }
 
   // Listens to the lab's controls: labels update at once, the recomputation once per frame.
@@ -151,11 +160,11 @@ export class ConformalLab {
     const m = view.metrics;
     const cell = document.querySelector('[data-metric="qhat"], [data-metric="qhat_per_class"]');
     if (view.qhat.length === 1) {
-      setMetric(cell, "qhat", view.qhat[0], Number.isFinite(view.qhat[0]) ? view.qhat[0].toFixed(4) : "∞ (too few calibration images)");
+      setMetric(cell, "qhat", view.qhat[0], Number.isFinite(view.qhat[0]) ? view.qhat_text[0] : "∞ (too few calibration images)");
     } else {
       const finite = view.qhat.filter(Number.isFinite);
       setMetric(cell, "qhat_per_class", "", `per class, ${Math.min(...finite).toFixed(3)} to ${Math.max(...finite).toFixed(3)}`);
-      cell.title = view.qhat.map((q, k) => `${this.classNames[k]}: ${q.toFixed(4)}`).join("\n");
+      cell.title = view.qhat_text.map((q, k) => `${this.classNames[k]}: ${q}`).join("\n");
     }
     const rates = { coverage: m.coverage, singleton_rate: m.singleton_rate, singleton_hit_rate: m.singleton_hit_rate, empty_rate: m.empty_rate };
     for (const [name, value] of Object.entries(rates)) setMetric(document.querySelector(`[data-metric="${name}"]`), name, value, percent(value, 2));
@@ -164,11 +173,8 @@ export class ConformalLab {
     setMetric(document.querySelector('[data-metric="guarantee_lower"]'), "guarantee_lower", view.guarantee_lower, percent(view.guarantee_lower, 2));
     setMetric(document.querySelector('[data-metric="guarantee_upper"]'), "guarantee_upper", view.guarantee_upper, percent(view.guarantee_upper, 2));
     $("conformal-sizes").textContent = `${view.n_evaluation.toLocaleString("en")} images; q̂ from ${view.n_calibration.toLocaleString("en")} calibration images`;
-    const se = view.coverage_standard_error;
-    const inside = m.coverage >= view.guarantee_lower - 3 * se && m.coverage <= view.guarantee_upper + 3 * se;
-    $("coverage-verdict").textContent = inside
-      ? `Coverage is within the guarantee band, give or take the ±${percent(se, 2)} (one standard error) that a finite evaluation set adds.`
-      : `Coverage is outside the guarantee band by more than three standard errors (±${percent(se, 2)} each): ${this.state.score === "aps" && !this.state.randomized && m.coverage > view.guarantee_upper ? "non-randomized APS over-covers, as explained below." : "look at the explanation below."}`;
+    setMetric($("coverage-verdict"), "coverage_deviations", view.verdict.deviations, view.verdict.text);
+    $("per-class-sentence").textContent = view.per_class_sentence;
     this.showPerClass(m.per_class_coverage);
   }
 
@@ -235,9 +241,7 @@ export class ConformalLab {
     const s = this.state;
     setMetric($("experiment-summary"), "experiment_mean_coverage", result.mean,
       `${repetitions.toLocaleString("en")} splits (${SCORE_NAMES[s.score]}, α = ${s.alpha.toFixed(2)}, T = ${s.t.toFixed(3)}) in ${millis.toFixed(0)} ms: mean coverage ${percent(result.mean, 2)}, spread (sd) ${percent(result.standard_deviation, 2)}.`);
-    $("experiment-caption").textContent =
-      `With n = ${result.n_calibration.toLocaleString("en")} calibration images, k = ⌈(n + 1)(1 − α)⌉ = ${result.k.toLocaleString("en")}, and the coverage of an infinitely large evaluation set follows Beta(k, n + 1 − k): mean ${percent(result.beta_mean, 2)}, sd ${percent(result.beta_standard_deviation, 2)} (orange curve). ` +
-      `Each split here is measured on only ${result.n_evaluation.toLocaleString("en")} evaluation images, which adds binomial noise: the predicted spread becomes ${percent(result.finite_standard_deviation, 2)} (Beta-Binomial), against ${percent(result.standard_deviation, 2)} observed — so the bars are a little wider than the curve, centred where the theory says.`;
+    $("experiment-caption").textContent = result.caption;
   }
 
   // The gallery: thumbnails with their sets as chips; click one for its explanation. The DOM is
@@ -368,7 +372,7 @@ export class ConformalLab {
       if (e.in_set[k]) tr.className = "in";
       const bar = `<span class="bar" style="width:${(100 * p).toFixed(1)}px"></span>`;
       const q = e.thresholds[k];
-      tr.innerHTML = `<td>${this.classNames[k]}${k === e.label ? " (true)" : ""}</td><td>${percent(p, 2)}</td><td>${bar}</td><td>${e.scores[k].toFixed(4)}</td><td>${Number.isFinite(q) ? q.toFixed(4) : "∞"}</td><td>${e.in_set[k] ? "yes: score ≤ q̂" : "no: score > q̂"}</td>`;
+      tr.innerHTML = `<td>${this.classNames[k]}${k === e.label ? " (true)" : ""}</td><td>${percent(p, 2)}</td><td>${bar}</td><td>${e.score_text[k]}</td><td>${e.threshold_text[k]}</td><td>${e.in_set[k] ? "yes: score ≤ q̂" : "no: score > q̂"}</td>`;
       body.append(tr);
     });
     table.append(body);

@@ -17,6 +17,12 @@ const T_MAX = 20;
 const SLIDER_STEPS = 1000;
 const DEFAULTS = { model: "ce", t: 1, bins: 15, binning: "width", split: 0, ...CONFORMAL_DEFAULTS };
 
+// The states the text's buttons show ("fitted": the temperature fitted on this split).
+const PRESETS = {
+  aps_raw_t1: { model: "ce", score: "aps", randomized: false, t: 1 },
+  aps_raw_cold: { model: "ce", score: "aps", randomized: false, t: 0.3 },
+};
+
 // The whole view in one object, mirrored to location.hash so a view is a shareable link.
 const state = { ...DEFAULTS };
 
@@ -121,6 +127,9 @@ function showSummary(summary) {
       setMetric(cell, name + suffix, metrics[name], format(metrics[name]));
     }
   }
+  setMetric(document.querySelector('[data-metric="mean_confidence"]'), "mean_confidence", summary.mean_confidence, FORMATS.accuracy(summary.mean_confidence));
+  setMetric(document.querySelector('[data-metric="ece_floor"]'), "ece_floor", summary.ece_floor, FORMATS.ece(summary.ece_floor));
+  $("confidence-verdict").textContent = summary.verdict;
   const fitted = summary.fitted_temperature;
   const fitLabel = document.querySelector('#fit [data-metric="fitted_temperature"]');
   setMetric(fitLabel, "fitted_temperature", fitted, fitted.toFixed(3) + (summary.fitted_bound_hit ? " (bound)" : ""));
@@ -354,6 +363,24 @@ async function main() {
     writeHash();
     scheduleRender();
   });
+  // "See both" buttons in the text: a state to look at, the fitted T read from the lab.
+  for (const button of document.querySelectorAll("button.preset")) {
+    button.addEventListener("click", () => {
+      const { t, ...rest } = PRESETS[button.dataset.preset];
+      try {
+        state.t = t === "fitted" ? lab.fitted_temperature() : t;
+      } catch {
+        showError("The fitted temperature is not known yet: wait for inference.");
+        return;
+      }
+      const model = state.model;
+      Object.assign(state, rest);
+      syncControls();
+      writeHash();
+      if (state.model !== model) selectModel(pool);
+      scheduleRender();
+    });
+  }
   $("reset-temperature").addEventListener("click", () => {
     state.t = 1;
     syncControls();

@@ -6,7 +6,9 @@
 //!   laid out as in Guo et al., "On Calibration of Modern Neural Networks", ICML 2017, fig. 1):
 //!   confidence on x, accuracy on y, both on `[0, 1]`. Each non-empty bin is a bar over
 //!   `[lower, upper]` as tall as the bin's accuracy; the gap between the bar top and the bin's
-//!   mean confidence is shaded, translucent and hatched, so it reads without colour. A
+//!   mean confidence is shaded and hatched, so it reads without colour: an overconfident gap
+//!   (above the bar) in translucent vermillion, an underconfident one (inside the bar) in a
+//!   colour of its own, nearly opaque yellow, each with its legend entry when drawn. A
 //!   perfectly calibrated model has `acc_b = conf_b`: its bars end on the dashed diagonal, and
 //!   ECE is the count-weighted mean height of the gaps. Empty bins are drawn as empty (a faint
 //!   dotted outline at the axis), never as zero-height bars (docs/definitions.md).
@@ -40,20 +42,37 @@ fn first_invalid_bin(bins: &[Bin]) -> Option<(usize, &Bin)> {
     })
 }
 
-/// The legend of a reliability chart; "empty bin" only when some bin is empty.
-fn reliability_legend(bar_label: &str, any_empty: bool) -> Vec<LegendEntry> {
-    let mut entries = vec![
-        LegendEntry::new(LegendMark::Bar(BLUE), bar_label),
-        LegendEntry::new(LegendMark::Gap, "gap"),
-        LegendEntry::new(
-            LegendMark::Line {
-                colour: DARK_GREY,
-                width: 1.5,
-                dashed: true,
-            },
-            "perfect calibration",
-        ),
-    ];
+/// The legend of a reliability chart: a gap of each direction drawn, and "empty bin" only when
+/// some bin is empty.
+fn reliability_legend<'a>(
+    bar_label: &str,
+    bins: impl Iterator<Item = &'a Bin>,
+) -> Vec<LegendEntry> {
+    let (mut any_empty, mut over, mut under) = (false, false, false);
+    for bin in bins {
+        if bin.count == 0 {
+            any_empty = true;
+        } else if bin.accuracy != bin.confidence {
+            match Gap::of(bin.accuracy, bin.confidence) {
+                Gap::Over => over = true,
+                Gap::Under => under = true,
+            }
+        }
+    }
+    let mut entries = vec![LegendEntry::new(LegendMark::Bar(BLUE), bar_label)];
+    for (present, gap) in [(over, Gap::Over), (under, Gap::Under)] {
+        if present {
+            entries.push(LegendEntry::new(LegendMark::Gap(gap), gap.label()));
+        }
+    }
+    entries.extend([LegendEntry::new(
+        LegendMark::Line {
+            colour: DARK_GREY,
+            width: 1.5,
+            dashed: true,
+        },
+        "perfect calibration",
+    )]);
     if any_empty {
         entries.push(LegendEntry::new(LegendMark::EmptyBin, "empty bin"));
     }
@@ -86,7 +105,12 @@ fn draw_reliability_bins<DB: DrawingBackend>(
         if bin.count > 0 && bin.accuracy != bin.confidence {
             let gap =
                 PixelRect::spanning((left, y_of(bin.accuracy)), (right, y_of(bin.confidence)));
-            draw_gap(&pixels.canvas, gap, metrics)?;
+            draw_gap(
+                &pixels.canvas,
+                gap,
+                Gap::of(bin.accuracy, bin.confidence),
+                metrics,
+            )?;
         }
     }
     let mark_top = axis_y - metrics.px_at_least_one(EMPTY_BIN_MARK_HEIGHT);
@@ -129,8 +153,7 @@ pub fn reliability_diagram<DB: DrawingBackend>(
         });
     }
     let metrics = Metrics::fit(style, area.dim_in_pixel(), DIAGRAM_SIZE)?;
-    let any_empty = bins.iter().any(|bin| bin.count == 0);
-    let legend = reliability_legend("accuracy", any_empty);
+    let legend = reliability_legend("accuracy", bins.iter());
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
     let mut chart = build_chart(&rest, 0.0..1.0, 0.0..1.0, FULL_LAYOUT, metrics)?;
     let axes = Axes {
@@ -167,7 +190,7 @@ pub fn confidence_histogram<DB: DrawingBackend>(
     check_fraction("mean confidence", mean_confidence)?;
     check_fraction("accuracy", accuracy)?;
     let metrics = Metrics::fit(style, area.dim_in_pixel(), HISTOGRAM_SIZE)?;
-    let legend = [
+    let mut legend = vec![
         LegendEntry::new(
             LegendMark::Line {
                 colour: BLUE,
@@ -184,11 +207,18 @@ pub fn confidence_histogram<DB: DrawingBackend>(
             },
             format!("mean confidence {:.1}%", 100.0 * mean_confidence),
         ),
-        LegendEntry::new(
-            LegendMark::Gap,
-            format!("gap {:.1} pts", 100.0 * (mean_confidence - accuracy).abs()),
-        ),
     ];
+    if mean_confidence != accuracy {
+        let gap = Gap::of(accuracy, mean_confidence);
+        legend.push(LegendEntry::new(
+            LegendMark::Gap(gap),
+            format!(
+                "{} {:.1} pts",
+                gap.label(),
+                100.0 * (mean_confidence - accuracy).abs()
+            ),
+        ));
+    }
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
 
     let shares = percent_shares(counts);
@@ -215,7 +245,12 @@ pub fn confidence_histogram<DB: DrawingBackend>(
             pixels.point(accuracy, 0.0),
             pixels.point(mean_confidence, y_max),
         );
-        shade_gap(&pixels.canvas, gap, metrics)?;
+        shade_gap(
+            &pixels.canvas,
+            gap,
+            Gap::of(accuracy, mean_confidence),
+            metrics,
+        )?;
     }
     let num_bins = counts.len() as f64;
     for (index, (&count, &share)) in counts.iter().zip(&shares).enumerate() {
@@ -297,8 +332,7 @@ pub fn classwise_reliability<DB: DrawingBackend>(
         rows as f64 * PANEL_SIZE.1 + SHARED_DESCRIPTION_STRIP + CLASSWISE_LEGEND_ALLOWANCE,
     );
     let metrics = Metrics::fit(style, area.dim_in_pixel(), comfortable)?;
-    let any_empty = per_class_bins.iter().flatten().any(|bin| bin.count == 0);
-    let legend = reliability_legend("observed frequency", any_empty);
+    let legend = reliability_legend("observed frequency", per_class_bins.iter().flatten());
     let strip = metrics.px(SHARED_DESCRIPTION_STRIP);
     let rest = draw_legend(area, &legend, strip, metrics)?;
 
@@ -419,10 +453,9 @@ mod tests {
             .collect();
         let svg = diagram((560, 560), &bins, 1.0).unwrap();
         assert_eq!(filled_rects(&svg, BLUE_HEX).len(), LEGEND_BAR_SWATCHES);
-        assert_eq!(
-            filled_rects(&svg, VERMILLION_HEX).len(),
-            LEGEND_GAP_SWATCHES
-        );
+        // No gap is drawn, so the legend has none either.
+        assert!(filled_rects(&svg, VERMILLION_HEX).is_empty());
+        assert!(!has_text(&svg, "overconfident gap"));
         assert!(has_text(&svg, "empty bin"));
         // The dotted marks sit on the x axis and together span it from tick 0.0 to tick 1.0.
         let axis_y = diagonal_points(&svg).iter().map(|&(_, y)| y).max().unwrap();
@@ -476,7 +509,24 @@ mod tests {
             .all(|gap| attribute(gap, "opacity") == Some("0.3")));
         let hatch_and_outlines = polylines(&svg, VERMILLION_HEX);
         assert!(hatch_and_outlines.len() > 2 * gaps.len());
-        assert!(has_text(&svg, "gap"));
+        assert!(has_text(&svg, "overconfident gap"));
+        assert!(!has_text(&svg, "underconfident gap"));
+        assert!(filled_rects(&svg, YELLOW_HEX).is_empty());
+        // An underconfident bin (accuracy above confidence) gets its own yellow gap, nearly
+        // opaque over the bar, and its own legend entry.
+        let mut mixed = bins.clone();
+        mixed[2].accuracy = mixed[2].confidence + 0.1;
+        let svg = diagram((560, 560), &mixed, 1.0).unwrap();
+        let under = filled_rects(&svg, YELLOW_HEX);
+        assert_eq!(under.len(), 1 + LEGEND_GAP_SWATCHES);
+        assert!(under
+            .iter()
+            .all(|gap| attribute(gap, "opacity") == Some("0.85")));
+        assert_eq!(
+            filled_rects(&svg, VERMILLION_HEX).len(),
+            with_gap - 1 + LEGEND_GAP_SWATCHES
+        );
+        assert!(has_text(&svg, "underconfident gap") && has_text(&svg, "overconfident gap"));
         // A perfectly calibrated diagram has no gap outside the legend.
         let calibrated: Vec<Bin> = (0..4)
             .map(|b| {
@@ -491,10 +541,9 @@ mod tests {
             })
             .collect();
         let svg = diagram((360, 360), &calibrated, 1.0).unwrap();
-        assert_eq!(
-            filled_rects(&svg, VERMILLION_HEX).len(),
-            LEGEND_GAP_SWATCHES
-        );
+        assert!(filled_rects(&svg, VERMILLION_HEX).is_empty());
+        assert!(filled_rects(&svg, YELLOW_HEX).is_empty());
+        assert!(!has_text(&svg, "overconfident gap") && !has_text(&svg, "underconfident gap"));
     }
 
     #[test]
@@ -564,21 +613,29 @@ mod tests {
         for label in [
             "accuracy 85.0%",
             "mean confidence 95.0%",
-            "gap 10.0 pts",
+            "overconfident gap 10.0 pts",
             "confidence",
             "% of examples",
         ] {
             assert!(has_text(&svg, label), "{label} missing");
         }
-        // Equal summaries: no gap band.
+        // Equal summaries: no gap band and no gap in the legend.
         let svg = render((560, 200), |area| {
             confidence_histogram(area, &counts, 0.9, 0.9, &ChartStyle::default())
         })
         .unwrap();
+        assert!(filled_rects(&svg, VERMILLION_HEX).is_empty());
+        assert!(filled_rects(&svg, YELLOW_HEX).is_empty());
+        // Accuracy above mean confidence: an underconfident band.
+        let svg = render((560, 200), |area| {
+            confidence_histogram(area, &counts, 0.2, 0.9, &ChartStyle::default())
+        })
+        .unwrap();
         assert_eq!(
-            filled_rects(&svg, VERMILLION_HEX).len(),
-            LEGEND_GAP_SWATCHES
+            filled_rects(&svg, YELLOW_HEX).len(),
+            1 + LEGEND_GAP_SWATCHES
         );
+        assert!(has_text(&svg, "underconfident gap 70.0 pts"));
     }
 
     fn classwise_example() -> Vec<Vec<Bin>> {

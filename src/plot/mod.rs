@@ -82,8 +82,51 @@ pub const MIN_BAR_WIDTH: f64 = 3.0;
 /// Smallest fraction of a chart's comfortable size (in CSS pixels) it will draw in.
 pub const MIN_FIT: f64 = 0.4;
 
-/// Opacity of the gap shading.
+/// Opacity of an overconfident gap's shading (it lies above the bar, over white).
 const GAP_OPACITY: f64 = 0.3;
+/// Opacity of an underconfident gap's shading: it lies over the bar, so it must cover it.
+const UNDER_GAP_OPACITY: f64 = 0.85;
+
+/// Which way a calibration gap points. Overconfident gaps (confidence above accuracy) lie above
+/// the bar in translucent vermillion; underconfident ones lie inside the bar, so they get a
+/// colour of their own, yellow, nearly opaque, with dark hatching.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Gap {
+    Over,
+    Under,
+}
+
+impl Gap {
+    fn of(accuracy: f64, confidence: f64) -> Self {
+        if confidence > accuracy {
+            Self::Over
+        } else {
+            Self::Under
+        }
+    }
+
+    fn fill(self) -> plotters::style::RGBAColor {
+        match self {
+            Self::Over => VERMILLION.mix(GAP_OPACITY),
+            Self::Under => YELLOW.mix(UNDER_GAP_OPACITY),
+        }
+    }
+
+    /// The line of its hatching and outline.
+    fn line(self, metrics: Metrics) -> ShapeStyle {
+        match self {
+            Self::Over => VERMILLION.stroke_width(metrics.stroke(0.75)),
+            Self::Under => DARK_GREY.stroke_width(metrics.stroke(0.75)),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Over => "overconfident gap",
+            Self::Under => "underconfident gap",
+        }
+    }
+}
 /// Opacity of a shaded band of values.
 const BAND_OPACITY: f64 = 0.2;
 /// Distance between hatch lines, measured across them (CSS pixels).
@@ -366,23 +409,19 @@ fn hatch_segments(rect: PixelRect, spacing: f64) -> Vec<[(i32, i32); 2]> {
         .collect()
 }
 
-/// The line of gap hatching and outlines.
-fn gap_line(metrics: Metrics) -> ShapeStyle {
-    VERMILLION.stroke_width(metrics.stroke(0.75))
-}
-
-/// Shades a calibration gap: translucent vermillion, hatched.
+/// Shades a calibration gap, hatched.
 fn shade_gap<DB: DrawingBackend>(
     canvas: &DrawingArea<DB, Shift>,
     rect: PixelRect,
+    gap: Gap,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
     canvas.draw(&Rectangle::new(
         [(rect.left, rect.top), (rect.right, rect.bottom)],
-        VERMILLION.mix(GAP_OPACITY).filled(),
+        gap.fill().filled(),
     ))?;
     for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
-        canvas.draw(&PathElement::new(segment.to_vec(), gap_line(metrics)))?;
+        canvas.draw(&PathElement::new(segment.to_vec(), gap.line(metrics)))?;
     }
     Ok(())
 }
@@ -391,10 +430,11 @@ fn shade_gap<DB: DrawingBackend>(
 fn draw_gap<DB: DrawingBackend>(
     canvas: &DrawingArea<DB, Shift>,
     rect: PixelRect,
+    gap: Gap,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    shade_gap(canvas, rect, metrics)?;
-    canvas.draw(&PathElement::new(rect.closed_outline(), gap_line(metrics)))?;
+    shade_gap(canvas, rect, gap, metrics)?;
+    canvas.draw(&PathElement::new(rect.closed_outline(), gap.line(metrics)))?;
     Ok(())
 }
 
@@ -495,8 +535,8 @@ enum LegendMark {
     HatchedBar(RGBColor),
     /// A band shaded in the colour.
     Band(RGBColor),
-    /// A calibration gap.
-    Gap,
+    /// A calibration gap of one direction.
+    Gap(Gap),
     /// A line of the colour and width (CSS pixels), dashed or solid.
     Line {
         colour: RGBColor,
@@ -567,7 +607,7 @@ fn draw_legend<DB: DrawingBackend>(
             LegendMark::Bar(colour) => draw_bar(&legend, swatch, colour, metrics)?,
             LegendMark::HatchedBar(colour) => draw_hatched_bar(&legend, swatch, colour, metrics)?,
             LegendMark::Band(colour) => shade_band(&legend, swatch, colour)?,
-            LegendMark::Gap => draw_gap(&legend, swatch, metrics)?,
+            LegendMark::Gap(gap) => draw_gap(&legend, swatch, gap, metrics)?,
             LegendMark::Line {
                 colour,
                 width,

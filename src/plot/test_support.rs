@@ -11,6 +11,7 @@ pub(super) const PIXEL_TOLERANCE: i32 = 2;
 
 pub(super) const BLUE_HEX: &str = "#0072B2";
 pub(super) const VERMILLION_HEX: &str = "#D55E00";
+pub(super) const YELLOW_HEX: &str = "#F0E442";
 pub(super) const ORANGE_HEX: &str = "#E69F00";
 pub(super) const DARK_GREY_HEX: &str = "#404040";
 pub(super) const FAINT_GREY_HEX: &str = "#A0A0A0";

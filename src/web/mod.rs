@@ -109,6 +109,9 @@ struct TemperatureSummary {
     at_temperature: Metrics,
     at_one: Metrics,
     at_fitted: Metrics,
+    mean_confidence: f64,
+    ece_floor: f64,
+    verdict: String,
 }
 
 /// The page's state (labels, streamed logits, split) and its views.
@@ -163,8 +166,8 @@ impl Lab {
     /// One slider move: recomputes the temperature lab at `temperature` and redraws its three
     /// canvases (sized in device pixels; `scale` = device pixels per CSS pixel). Returns the
     /// readouts as `{temperature, fitted_temperature, n_calibration, n_evaluation,
-    /// at_temperature, at_one, at_fitted}`, each metrics object with accuracy, nll, brier, ece,
-    /// rmsce, mce and classwise_ece.
+    /// at_temperature, at_one, at_fitted, mean_confidence, ece_floor, verdict}`, each metrics
+    /// object with accuracy, nll, brier, ece, rmsce, mce and classwise_ece.
     #[allow(clippy::too_many_arguments)]
     pub fn draw_temperature(
         &mut self,
@@ -206,6 +209,9 @@ impl Lab {
             at_temperature: Metrics::from(&view.at_temperature),
             at_one: Metrics::from(&view.at_one),
             at_fitted: Metrics::from(&view.at_fitted),
+            mean_confidence: view.mean_confidence,
+            ece_floor: view.ece_floor,
+            verdict: view.verdict,
         };
         Ok(serde_wasm_bindgen::to_value(&summary)?)
     }
@@ -267,7 +273,7 @@ impl Lab {
             self.inner
                 .coverage_experiment(&settings, repetitions, u64::from(seed))?;
         let target = 1.0 - settings.alpha;
-        let upper = target + 1.0 / (experiment.n_calibration as f64 + 1.0);
+        let upper = target + 1.0 / (experiment.summary.n_calibration as f64 + 1.0);
         plot::coverage_experiment_histogram(
             &canvas_area(canvas)?,
             &experiment.coverages,

@@ -83,7 +83,7 @@ pub struct ReportArgs {
     /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub randomized: bool,
-    /// λ of RAPS (default 0.01) or SAPS (default 0.2).
+    /// λ of RAPS (default 0.1) or SAPS (default 0.2).
     #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f64>,
     /// k_reg of RAPS.

@@ -31,6 +31,9 @@ pub struct Progress {
     pub last_epoch_accuracy: f64,
 }
 
+/// A checkpoint as read back: the tensors by name, and the progress.
+pub type Saved = (HashMap<String, Tensor>, Progress);
+
 /// Where one run's checkpoint lives.
 pub struct Checkpoint {
     tensors: PathBuf,
@@ -73,7 +76,7 @@ impl Checkpoint {
     }
 
     /// Reads the checkpoint, or `None` when there is none yet.
-    pub fn load(&self) -> Result<Option<(HashMap<String, Tensor>, Progress)>, String> {
+    pub fn load(&self) -> Result<Option<Saved>, String> {
         if !self.progress.exists() {
             return Ok(None);
         }

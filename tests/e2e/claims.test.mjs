@@ -1,0 +1,218 @@
+// Every sentence the page writes about its numbers, checked against the numbers it shows, in the
+// states where it is shown: T ∈ {0.5, 1, fitted, 5}, both networks, every score, randomized on
+// and off. The computed sentences (confidence verdict, coverage verdict, per-class sentence,
+// experiment caption) are checked for agreement with the readouts; the fixed sentences of the
+// text are checked in the states they talk about.
+//
+// One tall page (every lab on screen at once, so every lab redraws on each change) driven through
+// the URL hash, the page's one state.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { collectProblems, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
+
+const INFERENCE_TIMEOUT_MS = 180_000;
+const SCORES = ["lac", "aps", "raps", "saps"];
+const TEMPERATURES = [0.5, 1, "fitted", 5];
+// The page's split: 5,000 calibration and 5,000 evaluation images.
+const N = 5000;
+const M = 5000;
+
+let site;
+let browser;
+let problems;
+let page;
+const fitted = {};
+
+// The spread of one split's coverage, from the Beta-Binomial law, written out independently of
+// the page: k = ⌈(n + 1)(1 − α)⌉, Beta(k, n + 1 − k) variance, times (n + 1 + m)/m.
+function splitStandardDeviation(alpha, n = N, m = M) {
+  const k = Math.ceil((n + 1) * (1 - alpha) - 1e-9);
+  const a = k;
+  const b = n + 1 - k;
+  const variance = (a * b) / ((a + b) ** 2 * (a + b + 1));
+  return Math.sqrt((variance * (a + b + m)) / m);
+}
+
+// Shows `state` (hash keys) and waits until both labs have redrawn for it.
+async function show(state) {
+  const counts = await page.evaluate(() => [window.calibra.timings.draws.length, window.calibra.timings.conformalDraws.length]);
+  const hash = new URLSearchParams(Object.entries(state).map(([k, v]) => [k, String(v)])).toString();
+  const changed = await page.evaluate((h) => {
+    const before = location.hash;
+    location.hash = h;
+    return location.hash !== before;
+  }, hash);
+  if (changed) {
+    await page.waitForFunction(
+      ([t, c]) => window.calibra.timings.draws.length > t && window.calibra.timings.conformalDraws.length > c,
+      counts,
+      { timeout: INFERENCE_TIMEOUT_MS, polling: "raf" },
+    );
+  }
+  await page.waitForFunction(() => document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
+  await nextFrames(page, 3);
+  return readMetrics(page);
+}
+
+const text = (selector) => page.textContent(selector);
+const pct = (value, decimals) => `${(100 * value).toFixed(decimals)}%`;
+
+before(async () => {
+  site = await openSite();
+  browser = await launchBrowser({ viewport: { width: 1280, height: 9000 } });
+  problems = collectProblems(browser.context);
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  await page.goto(site.url);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  for (const model of ["ce", "logitnorm"]) {
+    await show({ model, t: 1 });
+    await waitForInference(page, INFERENCE_TIMEOUT_MS);
+    fitted[model] = Number(await page.getAttribute('#fit [data-metric="fitted_temperature"]', "data-value"));
+  }
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+});
+
+// The confidence verdict says over-/underconfident exactly when the readouts do, or that the
+// ECE is at the noise floor; its numbers are the readouts'.
+function checkConfidenceVerdict(verdict, m, where) {
+  assert.ok(verdict.includes(pct(m.accuracy, 1)) && verdict.includes(pct(m.mean_confidence, 1)), `${where}: ${verdict}`);
+  if (m.ece <= m.ece_floor) {
+    assert.match(verdict, /cannot tell/, where);
+  } else if (m.mean_confidence > m.accuracy) {
+    assert.match(verdict, /overconfident/, where);
+  } else {
+    assert.match(verdict, /underconfident|cancel/, where);
+  }
+  assert.ok(!(verdict.includes("overconfident") && m.mean_confidence <= m.accuracy), where);
+  assert.ok(!(verdict.includes("underconfident") && m.mean_confidence >= m.accuracy), where);
+}
+
+// The coverage verdict's side, distance and "chance" agree with coverage, band and the law.
+function checkCoverageVerdict(verdict, m, alpha, where) {
+  const sd = splitStandardDeviation(alpha);
+  let deviations = 0;
+  if (m.coverage < m.guarantee_lower) deviations = (m.coverage - m.guarantee_lower) / sd;
+  if (m.coverage > m.guarantee_upper) deviations = (m.coverage - m.guarantee_upper) / sd;
+  assert.ok(Math.abs(m.coverage_deviations - deviations) < 1e-6, `${where}: page ${m.coverage_deviations}, law ${deviations}`);
+  if (deviations === 0) assert.match(verdict, /inside the guarantee band/, where);
+  else assert.ok(verdict.includes(`${Math.abs(deviations).toFixed(1)} standard deviations ${deviations < 0 ? "below" : "above"}`), `${where}: ${verdict}`);
+  assert.equal(/what chance gives\./.test(verdict) || /inside the guarantee band/.test(verdict), Math.abs(deviations) <= 3, `${where}: ${verdict}`);
+}
+
+// The per-class sentence names the classes with the lowest and highest coverage shown.
+function checkPerClass(sentence, m, where) {
+  const coverages = Array.from({ length: 10 }, (_, k) => m[`coverage_class_${k}`]);
+  const low = Math.min(...coverages);
+  const high = Math.max(...coverages);
+  assert.ok(sentence.includes(`lowest coverage is`) && sentence.includes(pct(low, 1)) && sentence.includes(pct(high, 1)), `${where}: ${sentence}`);
+}
+
+test("1. the verdicts agree with the readouts at T ∈ {0.5, 1, fitted, 5}, both networks, every score, randomized on and off", { timeout: 600_000 }, async (t) => {
+  let states = 0;
+  for (const model of ["ce", "logitnorm"]) {
+    for (const temperature of TEMPERATURES) {
+      const tValue = temperature === "fitted" ? fitted[model] : temperature;
+      for (const score of SCORES) {
+        for (const randomized of score === "lac" ? [true] : [true, false]) {
+          const where = `${model}, T = ${temperature}, ${score}${randomized ? "" : " (not randomized)"}`;
+          const m = await show({ model, t: tValue, score, randomized: randomized ? 1 : 0, alpha: 0.1 });
+          checkConfidenceVerdict(await text("#confidence-verdict"), m, where);
+          checkCoverageVerdict(await text("#coverage-verdict"), m, 0.1, where);
+          checkPerClass(await text("#per-class-sentence"), m, where);
+          states += 1;
+        }
+      }
+    }
+  }
+  t.diagnostic(`${states} states checked`);
+});
+
+test("2. the lede: the cross-entropy network at T = 1 is surer than it is right", { timeout: 60_000 }, async () => {
+  assert.match(await text(".lede"), /trained the usual way, with cross-entropy, is right about nine times in ten and sounds surer than that/);
+  const m = await show({ model: "ce", t: 1 });
+  assert.ok(m.accuracy > 0.85 && m.accuracy < 0.95, `about nine in ten: ${m.accuracy}`);
+  assert.ok(m.mean_confidence > m.accuracy, `surer than right: ${m.mean_confidence} vs ${m.accuracy}`);
+});
+
+test("3. an overconfident network (T = 0.3) makes APS sets smaller and CovGap larger than at the fitted T", { timeout: 60_000 }, async () => {
+  const cold = await show({ model: "ce", t: 0.3, score: "aps", randomized: 1 });
+  const calibrated = await show({ model: "ce", t: fitted.ce, score: "aps", randomized: 1 });
+  assert.ok(cold.average_set_size < calibrated.average_set_size, `sizes ${cold.average_set_size} vs ${calibrated.average_set_size}`);
+  assert.ok(cold.covgap > calibrated.covgap, `CovGap ${cold.covgap} vs ${calibrated.covgap}`);
+});
+
+test("4. non-randomized APS: q̂ a hair below 1 with more empty and larger sets at T = 1, ties at q̂ = 1 above the band at T = 0.3; the buttons show both", { timeout: 60_000 }, async () => {
+  const randomized = await show({ model: "ce", t: 1, score: "aps", randomized: 1 });
+  await show({ model: "ce", t: 2, score: "lac", randomized: 1 });
+  await page.click('button.preset[data-preset="aps_raw_t1"]');
+  await nextFrames(page, 3);
+  const raw = await readMetrics(page);
+  assert.equal(raw.temperature, 1);
+  assert.equal(await page.inputValue("#score"), "aps");
+  assert.equal(await page.isChecked("#randomized"), false);
+  assert.ok(raw.qhat < 1 && raw.qhat > 1 - 1e-6, `q̂ ${raw.qhat} a hair below 1`);
+  assert.match(await text('[data-metric="qhat"]'), /^1 − \d/);
+  assert.ok(raw.empty_rate > randomized.empty_rate, `empty ${raw.empty_rate} vs randomized ${randomized.empty_rate}`);
+  assert.ok(raw.average_set_size > randomized.average_set_size, `size ${raw.average_set_size} vs randomized ${randomized.average_set_size}`);
+  await page.click('button.preset[data-preset="aps_raw_cold"]');
+  await nextFrames(page, 3);
+  const cold = await readMetrics(page);
+  assert.equal(cold.temperature, 0.3);
+  assert.equal(cold.qhat, 1, "q̂ = 1 exactly");
+  assert.ok(cold.coverage > cold.guarantee_upper && cold.coverage_deviations > 3, `coverage ${cold.coverage}, ${cold.coverage_deviations} sd`);
+  assert.match(await text("#coverage-verdict"), /calibration scores tie with q̂/);
+});
+
+test("5. APS can return empty sets, randomized or not (the set-size caption and the text)", { timeout: 60_000 }, async () => {
+  for (const randomized of [1, 0]) {
+    const m = await show({ model: "ce", t: 1, score: "aps", randomized });
+    assert.ok(m.empty_rate > 0, `randomized ${randomized}: empty ${m.empty_rate}`);
+  }
+});
+
+test("6. RAPS's defaults differ from APS; λ = 0.01, k_reg = 5 gives exactly APS's sets at every T shown", { timeout: 120_000 }, async () => {
+  const m = await show({ model: "ce", t: fitted.ce, score: "raps", randomized: 1 });
+  assert.notEqual(m.compare_raps_average_set_size, m.compare_aps_average_set_size, "the defaults show what RAPS does");
+  for (const temperature of TEMPERATURES) {
+    const t = temperature === "fitted" ? fitted.ce : temperature;
+    const weak = await show({ model: "ce", t, score: "raps", randomized: 1, raps_lambda: 0.01, k_reg: 5 });
+    for (const metric of ["coverage", "average_set_size", "singleton_rate", "empty_rate"]) {
+      assert.equal(weak[`compare_raps_${metric}`], weak[`compare_aps_${metric}`], `T = ${temperature}: ${metric}`);
+    }
+  }
+  await show({ model: "ce", t: 1, raps_lambda: 0.1, k_reg: 1 });
+});
+
+test("7. LAC's sets move little near the fitted T and more at T = 20", { timeout: 60_000 }, async () => {
+  const at = async (t) => (await show({ model: "ce", t, score: "lac" })).singleton_rate;
+  const base = await at(fitted.ce);
+  const near = Math.abs((await at(1)) - base);
+  const far = Math.abs((await at(20)) - base);
+  assert.ok(far > near, `singletons move ${near} at T = 1 and ${far} at T = 20`);
+});
+
+test("8. the coverage experiment's caption follows its numbers", { timeout: 120_000 }, async () => {
+  for (const [t, randomized] of [[fitted.ce, 1], [1, 0]]) {
+    await show({ model: "ce", t, score: "aps", randomized });
+    await page.evaluate(() => { delete window.calibra.timings.experiment; });
+    await page.click("#run-experiment");
+    await page.waitForFunction(() => window.calibra.timings.experiment !== undefined, null, { timeout: 60_000 });
+    const caption = await text("#experiment-caption");
+    const mean = Number(await page.getAttribute("#experiment-summary", "data-value"));
+    const theory = Math.ceil(5001 * 0.9 - 1e-9) / 5001;
+    const summary = await text("#experiment-summary");
+    const sd = Number(/spread \(sd\) ([\d.]+)%/.exec(summary)[1]) / 100;
+    const centred = Math.abs(mean - theory) <= (3 * sd) / Math.sqrt(1000) + 1e-4;
+    assert.equal(caption.includes("sits where the theory puts it"), centred, `T = ${t}, randomized ${randomized}: mean ${mean}, theory ${theory}: ${caption}`);
+    assert.equal(caption.includes("is not where the theory puts it"), !centred, caption);
+  }
+});
+
+test("9. no console errors, page errors or failed requests", () => {
+  assert.deepEqual(problems, []);
+});
