@@ -102,18 +102,11 @@ npy_element!(
     u8 => "|u1", u16 => "<u2", u32 => "<u4", u64 => "<u8",
 );
 
-/// The bytes of a `.npy` file holding `values` (in file order) with this shape.
-fn npy_bytes<T: NpyElement>(shape: &[usize], fortran_order: bool, values: &[T]) -> Vec<u8> {
-    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
-    let shape_text = match dims.as_slice() {
-        [single] => format!("({single},)"),
-        _ => format!("({})", dims.join(", ")),
-    };
-    let order = if fortran_order { "True" } else { "False" };
-    let mut header = format!(
-        "{{'descr': '{}', 'fortran_order': {order}, 'shape': {shape_text}, }}",
-        T::DESCR
-    );
+/// The bytes of a version 1.0 `.npy` file whose header is the dictionary `dict`, followed by
+/// `data`: magic `\x93NUMPY`, version 1.0, the header's length (2 bytes, little-endian), the
+/// header padded with spaces and ended by '\n' so that the data start at a multiple of 64.
+fn npy_file(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = dict.to_string();
     // Magic (6), version (2), header length (2), header and '\n': a multiple of 64 bytes.
     let unpadded = 10 + header.len() + 1;
     header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
@@ -121,10 +114,38 @@ fn npy_bytes<T: NpyElement>(shape: &[usize], fortran_order: bool, values: &[T]) 
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&u16::try_from(header.len()).unwrap().to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
-    for &value in values {
-        value.extend_bytes(&mut bytes);
-    }
+    bytes.extend_from_slice(data);
     bytes
+}
+
+/// `values` as the data of a `.npy` file.
+fn little_endian_bytes<T: NpyElement>(values: &[T]) -> Vec<u8> {
+    let mut data = Vec::new();
+    for &value in values {
+        value.extend_bytes(&mut data);
+    }
+    data
+}
+
+/// NumPy's header dictionary for this dtype, order and shape, e.g.
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (8, 3), }`.
+fn npy_dict(descr: &str, fortran_order: bool, shape: &[u64]) -> String {
+    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    let shape_text = match dims.as_slice() {
+        [single] => format!("({single},)"),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let order = if fortran_order { "True" } else { "False" };
+    format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape_text}, }}")
+}
+
+/// The bytes of a `.npy` file holding `values` (in file order) with this shape.
+fn npy_bytes<T: NpyElement>(shape: &[usize], fortran_order: bool, values: &[T]) -> Vec<u8> {
+    let shape: Vec<u64> = shape.iter().map(|&dimension| dimension as u64).collect();
+    npy_file(
+        &npy_dict(T::DESCR, fortran_order, &shape),
+        &little_endian_bytes(values),
+    )
 }
 
 /// Row-major `[n, k]` logits as a C-ordered `.npy`.
@@ -178,6 +199,16 @@ struct Data {
 impl Data {
     fn len(&self) -> usize {
         self.labels.len()
+    }
+
+    /// The logits and labels of `rows`, in that order.
+    fn rows(&self, rows: &[usize]) -> (Vec<f32>, Vec<u32>) {
+        let logits = rows
+            .iter()
+            .flat_map(|&i| self.logits[i * self.k..(i + 1) * self.k].iter().copied())
+            .collect();
+        let labels = rows.iter().map(|&i| self.labels[i]).collect();
+        (logits, labels)
     }
 
     /// Writes `<stem>-logits.<ext>` and `<stem>-labels.<ext>` (ext `csv` or `npy`).
@@ -675,7 +706,10 @@ fn malformed_npy_files_are_refused() {
     let truncated = dir.write("truncated.npy", bytes);
     assert_refused(
         &report(&truncated, &labels, NO_ARGS),
-        &[&shown(&truncated), "cannot read data"],
+        &[
+            &shown(&truncated),
+            "shape [24, 3] of 4-byte values needs 288 bytes of data, but the file has 278",
+        ],
     );
     let integer_logits = dir.write("int-logits.npy", npy_logits(&[1_i32, 2, 3, 4], 2));
     assert_refused(
@@ -700,6 +734,191 @@ fn malformed_npy_files_are_refused() {
         &report(&logits, &column_labels, NO_ARGS),
         &[&shown(&column_labels), "shape [n]"],
     );
+}
+
+/// `2**40`: two such dimensions multiply to `2**80`, past `u64`.
+const HUGE_DIMENSION: u64 = 1 << 40;
+
+/// A header whose shape's element count (or byte size) overflows is refused before npyz
+/// multiplies the dimensions, which panics in a debug build: for logits and labels, in `report`
+/// and `ood`.
+#[test]
+fn npy_shape_that_overflows_is_refused() {
+    let dir = TempDir::new("npy-overflow");
+    let (logits, labels) = small_data(24).write(&dir, "ok", "npy");
+    let huge = [HUGE_DIMENSION, HUGE_DIMENSION];
+    let overflow = [
+        "the header's shape [1099511627776, 1099511627776] overflows",
+        "its dimensions multiply to more than",
+    ];
+    let huge_logits = dir.write(
+        "huge-logits.npy",
+        npy_file(&npy_dict("<f4", false, &huge), &[]),
+    );
+    let huge_labels = dir.write(
+        "huge-labels.npy",
+        npy_file(&npy_dict("<i8", false, &huge), &[]),
+    );
+    for (output, path) in [
+        (report(&huge_logits, &labels, NO_ARGS), &huge_logits),
+        (report(&logits, &huge_labels, NO_ARGS), &huge_labels),
+        (ood(&huge_logits, &logits, NO_ARGS), &huge_logits),
+        (ood(&logits, &huge_logits, NO_ARGS), &huge_logits),
+    ] {
+        assert_refused(&output, &[&shown(path), overflow[0], overflow[1]]);
+    }
+    // A zero dimension makes the count 0, but npyz still multiplies the others (its strides).
+    let zero = dir.write(
+        "zero.npy",
+        npy_file(
+            &npy_dict("<f4", false, &[0, HUGE_DIMENSION, HUGE_DIMENSION]),
+            &[],
+        ),
+    );
+    assert_refused(
+        &report(&zero, &labels, NO_ARGS),
+        &[
+            &shown(&zero),
+            "overflows",
+            "its non-zero dimensions multiply",
+        ],
+    );
+    // 2**62 elements fit in usize; 2**65 bytes do not.
+    let bytes = dir.write(
+        "bytes.npy",
+        npy_file(&npy_dict("<f8", false, &[1 << 31, 1 << 31]), &[]),
+    );
+    assert_refused(
+        &report(&bytes, &labels, NO_ARGS),
+        &[
+            &shown(&bytes),
+            "of 8-byte values overflows",
+            "size in bytes",
+        ],
+    );
+    // A dimension of 2**70 is not even a u64.
+    let beyond = dir.write(
+        "beyond.npy",
+        npy_file(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (1180591620717411303424, 3), }",
+            &[],
+        ),
+    );
+    assert_refused(
+        &report(&beyond, &labels, NO_ARGS),
+        &[
+            &shown(&beyond),
+            "dimension 1180591620717411303424 overflows",
+        ],
+    );
+    // Python keeps the last of two equal keys: a small first shape must not hide a huge second.
+    let twice = dir.write(
+        "twice.npy",
+        npy_file(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (24, 3), \
+             'shape': (1099511627776, 1099511627776), }",
+            &little_endian_bytes(&small_data(24).logits),
+        ),
+    );
+    assert_refused(
+        &report(&twice, &labels, NO_ARGS),
+        &[&shown(&twice), "key 'shape' appears twice"],
+    );
+}
+
+/// The data after the header must be exactly the shape's elements of the dtype's size: fewer
+/// or more bytes are refused, and a huge declared shape over a few bytes reads nothing.
+#[test]
+fn npy_data_length_must_match_the_header() {
+    let dir = TempDir::new("npy-length");
+    let data = small_data(24);
+    let (logits, labels) = data.write(&dir, "ok", "npy");
+    // 24 × 3 float32 logits: 288 bytes.
+    let short = dir.write("short.npy", npy_bytes(&[24, 3], false, &data.logits[..71]));
+    let mut one_more = data.logits.clone();
+    one_more.push(0.5);
+    let long = dir.write("long.npy", npy_bytes(&[24, 3], false, &one_more));
+    let huge = dir.write(
+        "huge.npy",
+        npy_bytes(&[1 << 30, 10], false, &data.logits[..2]),
+    );
+    for (path, expected) in [
+        (&short, "needs 288 bytes of data, but the file has 284"),
+        (&long, "needs 288 bytes of data, but the file has 292"),
+        (&huge, "needs 42949672960 bytes of data, but the file has 8"),
+    ] {
+        assert_refused(
+            &report(path, &labels, NO_ARGS),
+            &[&shown(path), "of 4-byte values", expected],
+        );
+    }
+    // 24 uint32 labels: 96 bytes.
+    let short_labels = dir.write(
+        "short-labels.npy",
+        npy_bytes(&[24], false, &data.labels[..23]),
+    );
+    assert_refused(
+        &report(&logits, &short_labels, NO_ARGS),
+        &[
+            &shown(&short_labels),
+            "shape [24] of 4-byte values needs 96 bytes of data, but the file has 92",
+        ],
+    );
+}
+
+/// A header that is not NumPy's dictionary, or a preamble of another format version or whose
+/// header length runs past the end, is refused with what is wrong.
+#[test]
+fn npy_header_outside_numpys_format_is_refused() {
+    let dir = TempDir::new("npy-header");
+    let data = small_data(24);
+    let (_, labels) = data.write(&dir, "ok", "npy");
+    let good = npy_logits(&data.logits, 3);
+    let mut version = good.clone();
+    version[6] = 9;
+    let mut length = good.clone();
+    length[8..10].copy_from_slice(&u16::MAX.to_le_bytes());
+    let mut cases = vec![
+        (
+            dir.write("version.npy", version),
+            "format version 9.0".to_string(),
+        ),
+        (
+            dir.write("length.npy", length),
+            "header length 65535 runs past the end".to_string(),
+        ),
+    ];
+    let values = little_endian_bytes(&data.logits);
+    for (file, dict, expected) in [
+        (
+            "no-shape.npy",
+            "{'descr': '<f4', 'fortran_order': False, }",
+            "no 'shape' key",
+        ),
+        (
+            "structured.npy",
+            "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (24, 3), }",
+            "structured arrays are not read",
+        ),
+        (
+            "escaped.npy",
+            "{'descr': '\\x3cf4', 'fortran_order': False, 'shape': (24, 3), }",
+            "escaped string",
+        ),
+        (
+            "float-shape.npy",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (24.0, 3), }",
+            "expected ')'",
+        ),
+    ] {
+        cases.push((
+            dir.write(file, npy_file(dict, &values)),
+            expected.to_string(),
+        ));
+    }
+    for (path, expected) in &cases {
+        assert_refused(&report(path, &labels, NO_ARGS), &[&shown(path), expected]);
+    }
 }
 
 #[test]
@@ -794,6 +1013,9 @@ fn json_has_every_documented_key() {
     ] {
         assert!(conformal[key].is_number(), "conformal {key} in {conformal}");
     }
+    let per_class = conformal["per_class_coverage"].as_array();
+    assert_eq!(per_class.map(Vec::len), Some(3), "{conformal}");
+    assert!(conformal.get("qhat_per_class").is_none(), "{conformal}");
     assert_eq!(number(&json, "/num_classes"), 3.0);
     assert_eq!(number(&json, "/conformal/alpha"), 0.1);
 }
@@ -1022,16 +1244,8 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
     let json = report_json(&logits, &labels, &args);
 
     let (calibration_rows, test_rows) = seeded_split(data.len(), FRACTION, SEED);
-    let select = |rows: &[usize]| {
-        let logits: Vec<f32> = rows
-            .iter()
-            .flat_map(|&i| data.logits[i * data.k..(i + 1) * data.k].iter().copied())
-            .collect();
-        let labels: Vec<u32> = rows.iter().map(|&i| data.labels[i]).collect();
-        (logits, labels)
-    };
-    let (calibration_logits, calibration_labels) = select(&calibration_rows);
-    let (test_logits, test_labels) = select(&test_rows);
+    let (calibration_logits, calibration_labels) = data.rows(&calibration_rows);
+    let (test_logits, test_labels) = data.rows(&test_rows);
     let calibration_view = Logits::new(&calibration_logits, data.k).unwrap();
     let test_view = Logits::new(&test_logits, data.k).unwrap();
     let fit = calibration::fit_temperature(&calibration_view, &calibration_labels).unwrap();
@@ -1113,6 +1327,263 @@ fn randomized_saps_matches_the_library() {
         },
         &["--score", "saps", "--lambda", "0.3"],
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class-conditional (Mondrian) thresholds
+
+/// `--mondrian` equals the library on the same split: per-class thresholds of
+/// `class_conditional_thresholds` on the calibration rows' true-label scores (with the draws the
+/// CLI documents, the first `n_cal` of `uniforms(n_cal + n_test, seed)`), and the `set_metrics`
+/// of the sets `prediction_sets` builds with them on the test rows.
+#[test]
+fn mondrian_matches_the_library() {
+    const SEED: u64 = 5;
+    const ALPHA: f64 = 0.05;
+    let dir = TempDir::new("mondrian-library");
+    let data = synthetic_data(3000, 6, 1.7, 4);
+    let (logits, labels) = data.write(&dir, "data", "npy");
+    let (calibration_rows, test_rows) = seeded_split(data.len(), 0.5, SEED);
+    let (calibration_logits, calibration_labels) = data.rows(&calibration_rows);
+    let (test_logits, test_labels) = data.rows(&test_rows);
+    let calibration_view = Logits::new(&calibration_logits, data.k).unwrap();
+    let test_view = Logits::new(&test_logits, data.k).unwrap();
+    let temperature = calibration::fit_temperature(&calibration_view, &calibration_labels)
+        .unwrap()
+        .temperature;
+    let calibration_probabilities = calibration::softmax(&calibration_view, temperature).unwrap();
+    let test_probabilities = calibration::softmax(&test_view, temperature).unwrap();
+    let draws = conformal::uniforms(data.len(), SEED);
+    let (calibration_draws, test_draws) = draws.split_at(calibration_rows.len());
+    let raps = Score::Raps {
+        lambda: 0.05,
+        k_reg: 2,
+        randomized: true,
+    };
+    for (score, score_args) in [
+        (Score::Lac, &["--score", "lac"][..]),
+        (
+            raps,
+            &["--score", "raps", "--lambda", "0.05", "--k-reg", "2"][..],
+        ),
+    ] {
+        let seed = SEED.to_string();
+        let alpha = ALPHA.to_string();
+        let mut args = vec!["--mondrian", "--seed", &seed, "--alpha", &alpha];
+        args.extend(score_args);
+        let json = report_json(&logits, &labels, &args);
+
+        let scores = conformal::true_label_scores(
+            &calibration_probabilities,
+            &calibration_labels,
+            data.k,
+            &score,
+            calibration_draws,
+        )
+        .unwrap();
+        let qhats =
+            conformal::class_conditional_thresholds(&scores, &calibration_labels, data.k, ALPHA)
+                .unwrap();
+        let sets = conformal::prediction_sets(
+            &test_probabilities,
+            data.k,
+            &score,
+            test_draws,
+            &conformal::Thresholds::ClassConditional(qhats.clone()),
+        )
+        .unwrap();
+        let metrics = conformal::set_metrics(&sets, &test_labels, ALPHA).unwrap();
+
+        let name = score.name();
+        let conformal = &json["conformal"];
+        assert!(conformal.get("qhat").is_none(), "{name}: {conformal}");
+        assert!(qhats.iter().all(|q| q.is_finite()), "{name}: {qhats:?}");
+        let expected = serde_json::to_value(&qhats).unwrap();
+        let at = format!("{name} qhat_per_class");
+        assert_json_close(
+            &conformal["qhat_per_class"],
+            &expected,
+            LIBRARY_TOLERANCE,
+            &at,
+        );
+        let expected = serde_json::to_value(&metrics.per_class_coverage).unwrap();
+        let at = format!("{name} per_class_coverage");
+        assert_json_close(
+            &conformal["per_class_coverage"],
+            &expected,
+            LIBRARY_TOLERANCE,
+            &at,
+        );
+        for (key, expected) in [
+            ("coverage", metrics.coverage),
+            ("average_set_size", metrics.average_set_size),
+            ("singleton_rate", metrics.singleton_rate),
+            ("empty_rate", metrics.empty_rate),
+            ("covgap", metrics.covgap),
+        ] {
+            let actual = number(conformal, &format!("/{key}"));
+            assert!(
+                (actual - expected).abs() <= LIBRARY_TOLERANCE,
+                "{name}: {key}: CLI {actual}, library {expected}"
+            );
+        }
+    }
+}
+
+/// Standard deviations of one split's coverage allowed below `1 − α` (and above its mean).
+const CLASS_COVERAGE_DEVIATIONS: f64 = 3.0;
+
+/// `--mondrian --score <score>` covers every class at α = 0.1 on 10,000 test rows (about 1,000
+/// of each of the 10 classes).
+///
+/// Tolerance, per class: with `n` calibration and `m` test rows of the class, one split's class
+/// coverage follows `BetaBinomial(m, k, n + 1 − k)/m` with `k = ⌈(n + 1)(1 − α)⌉` (Vovk, ACML
+/// 2012), whose mean `k/(n + 1)` is at least `1 − α` and whose variance is
+/// `ab(a + b + m) / ((a + b)²(a + b + 1)m)` with `a = k`, `b = n + 1 − k`: about 1.3 points here.
+/// The check is `1 − α − 3·sd ≤ coverage ≤ k/(n + 1) + 3·sd`; the scores are continuous (no
+/// ties), so the upper side holds too. Each side fails by chance with probability about 0.13%.
+fn assert_class_coverage(score: &str) {
+    let dir = TempDir::new(&format!("mondrian-coverage-{score}"));
+    let data = synthetic_data(LARGE_N, LARGE_K, TRUE_TEMPERATURE, 2);
+    let (logits, labels) = data.write(&dir, "large", "npy");
+    let alpha = COVERAGE_ALPHA.to_string();
+    let json = report_json(
+        &logits,
+        &labels,
+        &["--mondrian", "--score", score, "--alpha", &alpha],
+    );
+    let (calibration_rows, test_rows) = seeded_split(data.len(), 0.5, 0);
+    let count = |rows: &[usize], class: usize| {
+        rows.iter()
+            .filter(|&&i| data.labels[i] as usize == class)
+            .count()
+    };
+    let coverages = json["conformal"]["per_class_coverage"]
+        .as_array()
+        .expect("per_class_coverage is a list");
+    assert_eq!(coverages.len(), LARGE_K);
+    for (class, coverage) in coverages.iter().enumerate() {
+        let coverage = coverage.as_f64().expect("every class has test rows");
+        let (n, m) = (count(&calibration_rows, class), count(&test_rows, class));
+        let k = conformal::quantile_rank(n, COVERAGE_ALPHA).unwrap();
+        let (a, b, m) = (k as f64, (n + 1 - k) as f64, m as f64);
+        let variance = a * b * (a + b + m) / ((a + b).powi(2) * (a + b + 1.0) * m);
+        let tolerance = CLASS_COVERAGE_DEVIATIONS * variance.sqrt();
+        let (lower, upper) = (1.0 - COVERAGE_ALPHA - tolerance, a / (a + b) + tolerance);
+        assert!(
+            (lower..=upper).contains(&coverage),
+            "{score}: class {class} ({n} calibration, {m} test rows): coverage {coverage} \
+             outside [{lower}, {upper}]"
+        );
+    }
+}
+
+#[test]
+fn lac_mondrian_covers_every_class() {
+    assert_class_coverage("lac");
+}
+
+#[test]
+fn aps_mondrian_covers_every_class() {
+    assert_class_coverage("aps");
+}
+
+#[test]
+fn raps_mondrian_covers_every_class() {
+    assert_class_coverage("raps");
+}
+
+#[test]
+fn saps_mondrian_covers_every_class() {
+    assert_class_coverage("saps");
+}
+
+/// A class with fewer calibration rows than α needs gets `q̂ = +∞`, written `null` (JSON has no
+/// infinity) and `inf` in the table, and its label is in every set; a class without test rows
+/// has a `null` coverage. A calibration part too small for any finite threshold is still
+/// refused.
+#[test]
+fn mondrian_infinite_threshold_and_missing_class_are_null() {
+    let dir = TempDir::new("mondrian-null");
+    let data = synthetic_data(600, 4, 1.0, 6);
+    let (first, second): (Vec<usize>, Vec<usize>) = (0..data.len()).partition(|&i| i < 300);
+    // Calibration: 5 rows of class 3 (α = 0.1 needs 9). Test: no row of class 2.
+    let calibration_rows: Vec<usize> = first
+        .iter()
+        .copied()
+        .filter(|&i| data.labels[i] != 3)
+        .chain(
+            first
+                .iter()
+                .copied()
+                .filter(|&i| data.labels[i] == 3)
+                .take(5),
+        )
+        .collect();
+    let test_rows: Vec<usize> = second
+        .into_iter()
+        .filter(|&i| data.labels[i] != 2)
+        .collect();
+    let part = |stem: &str, rows: &[usize]| {
+        let (logits, labels) = data.rows(rows);
+        Data {
+            logits,
+            labels,
+            k: data.k,
+        }
+        .write(&dir, stem, "csv")
+    };
+    let (logits, labels) = part("cal", &calibration_rows);
+    let (test_logits, test_labels) = part("test", &test_rows);
+    let args = [
+        OsStr::new("--mondrian"),
+        OsStr::new("--test-logits"),
+        test_logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        test_labels.as_os_str(),
+    ];
+    let json = report_json(&logits, &labels, &args);
+    let conformal = &json["conformal"];
+    let qhats = conformal["qhat_per_class"].as_array().unwrap();
+    assert_eq!(qhats.len(), 4);
+    assert!(qhats[..3].iter().all(Value::is_number), "{conformal}");
+    assert!(qhats[3].is_null(), "{conformal}");
+    let coverages = conformal["per_class_coverage"].as_array().unwrap();
+    assert!(coverages[2].is_null(), "{conformal}");
+    assert_eq!(coverages[3].as_f64(), Some(1.0), "{conformal}");
+
+    let output = report(&logits, &labels, &args);
+    assert_success(&output);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let class_line = |class: &str| {
+        stdout
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(class))
+            .unwrap_or_else(|| panic!("no line for class {class} in {stdout}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        class_line("3")[1..4],
+        ["5", "inf", &count_of(&data, &test_rows, 3)]
+    );
+    assert_eq!(class_line("3")[4], "1.0000");
+    assert_eq!(class_line("2")[3..], ["0", "-"]);
+    assert!(stdout.contains("fewer than 9 calibration rows"), "{stdout}");
+
+    let (small_logits, small_labels) = small_data(16).write(&dir, "small", "csv");
+    assert_refused(
+        &report(&small_logits, &small_labels, &["--mondrian"]),
+        &[&shown(&small_logits), "8 calibration rows", "too few"],
+    );
+}
+
+/// How many of `rows` have label `class`, as the table prints it.
+fn count_of(data: &Data, rows: &[usize], class: u32) -> String {
+    rows.iter()
+        .filter(|&&i| data.labels[i] == class)
+        .count()
+        .to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1301,7 +1772,10 @@ fn ood_unreadable_files_are_refused() {
     let truncated = dir.write("truncated.npy", bytes);
     assert_refused(
         &ood(&id_logits, &truncated, NO_ARGS),
-        &[&shown(&truncated), "cannot read data"],
+        &[
+            &shown(&truncated),
+            "needs 108 bytes of data, but the file has 98",
+        ],
     );
     let words = dir.write("words.csv", "1,2,3\n0,abc,1\n");
     assert_refused(

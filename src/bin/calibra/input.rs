@@ -5,9 +5,16 @@
 //! (comma- or whitespace-separated, as NumPy's `savetxt` writes), an optional header row and
 //! blank lines ignored. Labels: `.npy` of any integer dtype with shape `[n]`, or one integer a
 //! line.
+//!
+//! A `.npy` header is read here before npyz sees the file, because npyz multiplies the shape's
+//! dimensions unchecked: a header declaring shape `(2**40, 2**40)` makes a debug build panic
+//! and a release build wrap. The header must be the dictionary NumPy writes,
+//! `{'descr': '<f4', 'fortran_order': False, 'shape': (8, 3), }` (each key once, strings
+//! without escapes, the shape a tuple of decimal integers), its element count must fit in
+//! `usize`, and the data after it must be exactly that many elements of the dtype's size.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use npyz::{DType, NpyFile, Order, TypeChar};
@@ -146,12 +153,267 @@ pub fn read_labels(path: &Path) -> Result<Vec<u32>, InputError> {
     Ok(labels)
 }
 
+/// Opens a `.npy` file whose header has been checked (see the module doc): npyz gets it only
+/// when the shape's element count and byte size fit in `usize` and match the data's length.
 fn open_npy(path: &Path) -> Result<NpyFile<BufReader<File>>, InputError> {
-    let file = File::open(path).map_err(|error| InputError::Io {
+    let io_error = |error| InputError::Io {
         path: path.to_path_buf(),
         error,
+    };
+    let file = File::open(path).map_err(io_error)?;
+    let file_length = file.metadata().map_err(io_error)?.len();
+    let mut reader = BufReader::new(file);
+    let header = read_npy_header(&mut reader, file_length).map_err(|e| npy_error(path, e))?;
+    let shape = &header.shape;
+    let elements = element_count(shape).ok_or_else(|| {
+        let dimensions = if shape.contains(&0) {
+            "its non-zero dimensions"
+        } else {
+            "its dimensions"
+        };
+        npy_error(
+            path,
+            format!(
+                "the header's shape {shape:?} overflows: {dimensions} multiply to more than {}",
+                usize::MAX
+            ),
+        )
     })?;
-    NpyFile::new(BufReader::new(file)).map_err(|e| npy_error(path, format!("not a .npy file: {e}")))
+    reader.rewind().map_err(io_error)?;
+    let npy = NpyFile::new(reader).map_err(|e| npy_error(path, format!("not a .npy file: {e}")))?;
+    // npyz refuses a dtype whose size overflows usize, so this error is for completeness.
+    let item_size = npy
+        .dtype()
+        .num_bytes()
+        .ok_or_else(|| npy_error(path, "the dtype's size overflows".to_string()))?;
+    let data_size = elements.checked_mul(item_size).ok_or_else(|| {
+        npy_error(
+            path,
+            format!(
+                "the header's shape {shape:?} of {item_size}-byte values overflows: its size in \
+                 bytes is more than {}",
+                usize::MAX
+            ),
+        )
+    })?;
+    let data_length = file_length - header.data_offset;
+    if data_size as u64 != data_length {
+        return Err(npy_error(
+            path,
+            format!(
+                "the header's shape {shape:?} of {item_size}-byte values needs {data_size} bytes \
+                 of data, but the file has {data_length}"
+            ),
+        ));
+    }
+    Ok(npy)
+}
+
+/// What [`read_npy_header`] checks before npyz reads a `.npy` header.
+struct CheckedNpyHeader {
+    shape: Vec<u64>,
+    /// Bytes before the data: magic, version, header length and header.
+    data_offset: u64,
+}
+
+/// Reads the preamble and header of a `.npy` file of `file_length` bytes: the magic
+/// `\x93NUMPY`, version 1.0 (2-byte little-endian header length) or 2.0/3.0 (4-byte), and the
+/// header's dictionary (see [`header_shape`]).
+///
+/// # Errors
+/// A message for a file without the magic, of another version, whose header runs past its
+/// end, or whose header is not NumPy's dictionary.
+fn read_npy_header(reader: &mut impl Read, file_length: u64) -> Result<CheckedNpyHeader, String> {
+    let mut preamble = [0_u8; 8];
+    if reader.read_exact(&mut preamble).is_err() || &preamble[..6] != b"\x93NUMPY" {
+        return Err("not a .npy file: it does not start with \\x93NUMPY".to_string());
+    }
+    let length_size = match (preamble[6], preamble[7]) {
+        (1, 0) => 2,
+        (2 | 3, 0) => 4,
+        (major, minor) => {
+            return Err(format!(
+                "not a .npy file: format version {major}.{minor} (known: 1.0, 2.0, 3.0)"
+            ))
+        }
+    };
+    // Little-endian: a 2-byte length fills the low half.
+    let mut length_bytes = [0_u8; 4];
+    reader
+        .read_exact(&mut length_bytes[..length_size])
+        .map_err(|_| "not a .npy file: it ends inside the header length".to_string())?;
+    let header_length = u64::from(u32::from_le_bytes(length_bytes));
+    let data_offset = 8 + length_size as u64 + header_length;
+    if data_offset > file_length {
+        return Err(format!(
+            "the header length {header_length} runs past the end of the file ({file_length} bytes)"
+        ));
+    }
+    // At most the file's length, so a hostile length cannot ask for a huge buffer.
+    let mut header = vec![0_u8; header_length as usize];
+    reader
+        .read_exact(&mut header)
+        .map_err(|e| format!("cannot read the header: {e}"))?;
+    let text = std::str::from_utf8(&header).map_err(|_| "the header is not text".to_string())?;
+    let shape =
+        header_shape(text).map_err(|e| format!("the header is not NumPy's dictionary: {e}"))?;
+    Ok(CheckedNpyHeader { shape, data_offset })
+}
+
+/// The element count of `shape`, or `None` when it does not fit in `usize`. npyz also
+/// multiplies the non-zero dimensions alone (its strides), so their product must fit too, even
+/// when a zero dimension makes the count 0.
+fn element_count(shape: &[u64]) -> Option<usize> {
+    let non_zero = shape
+        .iter()
+        .filter(|&&dimension| dimension != 0)
+        .try_fold(1_u64, |product, &dimension| product.checked_mul(dimension))?;
+    let non_zero = usize::try_from(non_zero).ok()?;
+    Some(if shape.contains(&0) { 0 } else { non_zero })
+}
+
+/// The shape in a `.npy` header, read in the subset of Python literals NumPy writes:
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (8, 3), }`, each key exactly once,
+/// strings in single or double quotes without escapes, `descr` a type string, `fortran_order`
+/// `True` or `False`, `shape` a tuple (or list) of decimal integers, then only white space.
+/// npyz parses such a text to the same values.
+///
+/// # Errors
+/// What is wrong, for any other text.
+fn header_shape(text: &str) -> Result<Vec<u64>, String> {
+    let mut header = HeaderText { rest: text };
+    header.expect('{')?;
+    let (mut descr, mut fortran_order, mut shape) = (None, None, None);
+    while !header.eat('}') {
+        let key = header.string()?;
+        header.expect(':')?;
+        let repeated = match key {
+            "descr" if header.eat('[') => {
+                return Err(
+                    "'descr' is a list of fields: structured arrays are not read".to_string(),
+                )
+            }
+            "descr" => descr.replace(header.string()?).is_some(),
+            "fortran_order" => fortran_order.replace(header.boolean()?).is_some(),
+            "shape" => shape.replace(header.dimensions()?).is_some(),
+            other => return Err(format!("unexpected key '{other}'")),
+        };
+        if repeated {
+            return Err(format!("key '{key}' appears twice"));
+        }
+        if !header.eat(',') {
+            header.expect('}')?;
+            break;
+        }
+    }
+    if !header.rest.trim_ascii().is_empty() {
+        return Err("text after the closing '}'".to_string());
+    }
+    match (descr, fortran_order, shape) {
+        (Some(_), Some(_), Some(shape)) => Ok(shape),
+        (None, _, _) => Err("no 'descr' key".to_string()),
+        (_, None, _) => Err("no 'fortran_order' key".to_string()),
+        (_, _, None) => Err("no 'shape' key".to_string()),
+    }
+}
+
+/// The unread rest of a `.npy` header, for [`header_shape`].
+struct HeaderText<'a> {
+    rest: &'a str,
+}
+
+impl<'a> HeaderText<'a> {
+    /// Skips white space, then consumes `symbol` if it comes next.
+    fn eat(&mut self, symbol: char) -> bool {
+        self.rest = self.rest.trim_ascii_start();
+        match self.rest.strip_prefix(symbol) {
+            Some(rest) => {
+                self.rest = rest;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn expect(&mut self, symbol: char) -> Result<(), String> {
+        if self.eat(symbol) {
+            Ok(())
+        } else {
+            Err(format!("expected '{symbol}' at {}", self.here()))
+        }
+    }
+
+    /// The next few characters, for a message.
+    fn here(&self) -> String {
+        let next: String = self.rest.chars().take(12).collect();
+        if next.is_empty() {
+            "the end".to_string()
+        } else {
+            format!("{next:?}")
+        }
+    }
+
+    /// A string in single or double quotes, without escapes.
+    fn string(&mut self) -> Result<&'a str, String> {
+        self.rest = self.rest.trim_ascii_start();
+        let quote = match self.rest.chars().next() {
+            Some(quote @ ('\'' | '"')) => quote,
+            _ => return Err(format!("expected a quoted string at {}", self.here())),
+        };
+        let body = &self.rest[1..];
+        let end = body
+            .find([quote, '\\', '\n'])
+            .filter(|&end| body[end..].starts_with(quote))
+            .ok_or_else(|| format!("unterminated or escaped string at {}", self.here()))?;
+        self.rest = &body[end + 1..];
+        Ok(&body[..end])
+    }
+
+    /// `True` or `False`.
+    fn boolean(&mut self) -> Result<bool, String> {
+        self.rest = self.rest.trim_ascii_start();
+        for (word, value) in [("True", true), ("False", false)] {
+            if let Some(rest) = self.rest.strip_prefix(word) {
+                if !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                    self.rest = rest;
+                    return Ok(value);
+                }
+            }
+        }
+        Err(format!("expected True or False at {}", self.here()))
+    }
+
+    /// A tuple or list of decimal integers, e.g. `(8, 3)`, `(8,)`, `()`.
+    fn dimensions(&mut self) -> Result<Vec<u64>, String> {
+        let close = if self.eat('(') {
+            ')'
+        } else if self.eat('[') {
+            ']'
+        } else {
+            return Err(format!("expected a tuple of integers at {}", self.here()));
+        };
+        let mut dimensions = Vec::new();
+        while !self.eat(close) {
+            let digits_end = self
+                .rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(self.rest.len());
+            let digits = &self.rest[..digits_end];
+            if digits.is_empty() {
+                return Err(format!("expected a dimension at {}", self.here()));
+            }
+            let dimension = digits
+                .parse::<u64>()
+                .map_err(|_| format!("dimension {digits} overflows: it exceeds {}", u64::MAX))?;
+            dimensions.push(dimension);
+            self.rest = &self.rest[digits_end..];
+            if !self.eat(',') {
+                self.expect(close)?;
+                break;
+            }
+        }
+        Ok(dimensions)
+    }
 }
 
 fn npy_error(path: &Path, detail: String) -> InputError {

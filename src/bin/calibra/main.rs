@@ -2,10 +2,10 @@
 //!
 //! `calibra report` fits a temperature on a calibration part, reports calibration metrics on a
 //! test part before and after scaling, and runs split conformal prediction with the scaled
-//! probabilities; `calibra ood` compares in-distribution and out-of-distribution logits with
-//! the MSP, max-logit and energy scores (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits`
-//! runs a bundled model on IDX images. Bad input exits with status 2 and a one-line message
-//! naming the file and the problem.
+//! probabilities (one threshold, or one per class with `--mondrian`); `calibra ood` compares
+//! in-distribution and out-of-distribution logits with the MSP, max-logit and energy scores
+//! (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits` runs a bundled model on IDX images. Bad
+//! input exits with status 2 and a one-line message naming the file and the problem.
 
 // The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
 #![cfg_attr(target_arch = "wasm32", no_main)]
@@ -80,6 +80,10 @@ pub struct ReportArgs {
     pub alpha: f64,
     #[arg(long, value_enum, default_value = "aps")]
     pub score: ScoreName,
+    /// Class-conditional (Mondrian) thresholds: one q̂ per class, from that class's calibration
+    /// rows.
+    #[arg(long)]
+    pub mondrian: bool,
     /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub randomized: bool,
@@ -166,6 +170,20 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => fail(&message),
+    }
+}
+
+/// Checks a `--temperature` value: `report` and `ood` both divide logits by it.
+///
+/// # Errors
+/// The option's message when `temperature` is not a finite positive number.
+pub fn check_temperature(temperature: f64) -> Result<(), String> {
+    if temperature.is_finite() && temperature > 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "--temperature: {temperature} is not a positive number"
+        ))
     }
 }
 

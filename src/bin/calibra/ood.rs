@@ -29,11 +29,7 @@ struct OodReport {
 /// A one-line message naming the file or option at fault.
 pub fn run(args: &OodArgs) -> Result<(), String> {
     let temperature = args.temperature;
-    if !(temperature.is_finite() && temperature > 0.0) {
-        return Err(format!(
-            "--temperature: {temperature} is not a positive number"
-        ));
-    }
+    crate::check_temperature(temperature)?;
     let in_distribution = input::read_logits(&args.id_logits).map_err(|e| e.to_string())?;
     let out_of_distribution = input::read_logits(&args.ood_logits).map_err(|e| e.to_string())?;
     if out_of_distribution.num_classes != in_distribution.num_classes {

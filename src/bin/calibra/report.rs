@@ -1,4 +1,6 @@
-//! `calibra report`: temperature scaling, calibration metrics and split conformal prediction.
+//! `calibra report`: temperature scaling, calibration metrics and split conformal prediction,
+//! with one threshold or, with `--mondrian`, one per class (`conformal::split_conformal`, whose
+//! Mondrian thresholds are the page's `conformal::class_conditional_thresholds`).
 
 use std::path::Path;
 
@@ -35,7 +37,8 @@ struct ConformalSummary {
     lambda: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     k_reg: Option<usize>,
-    qhat: f64,
+    #[serde(flatten)]
+    threshold: Threshold,
     coverage: f64,
     average_set_size: f64,
     singleton_rate: f64,
@@ -43,6 +46,19 @@ struct ConformalSummary {
     empty_rate: f64,
     covgap: f64,
     per_class_coverage: Vec<Option<f64>>,
+}
+
+/// The conformal threshold(s), written as `"qhat": q̂` or `"qhat_per_class": [q̂_0, …]`.
+#[derive(Debug, Serialize)]
+enum Threshold {
+    /// One `q̂` for every label; always finite (the CLI refuses a calibration part too small
+    /// for α).
+    #[serde(rename = "qhat")]
+    Marginal(f64),
+    /// One `q̂_y` per class (Mondrian); `None`, JSON `null`, for `+∞`: a class with fewer
+    /// calibration rows than α needs, whose label is then in every set.
+    #[serde(rename = "qhat_per_class")]
+    PerClass(Vec<Option<f64>>),
 }
 
 /// Calibration and test rows after reading, validating and splitting.
@@ -101,10 +117,21 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         num_classes,
         &score,
         args.alpha,
-        false,
+        args.mondrian,
         args.seed,
     )
     .map_err(|e| e.to_string())?;
+    let threshold = if args.mondrian {
+        Threshold::PerClass(
+            conformal_report
+                .qhat
+                .iter()
+                .map(|&qhat| qhat.is_finite().then_some(qhat))
+                .collect(),
+        )
+    } else {
+        Threshold::Marginal(conformal_report.qhat[0])
+    };
     let metrics = conformal_report.metrics;
     let (lambda, k_reg) = match score {
         Score::Raps { lambda, k_reg, .. } => (Some(lambda), Some(k_reg)),
@@ -126,7 +153,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             randomized: score.is_randomized(),
             lambda,
             k_reg,
-            qhat: conformal_report.qhat[0],
+            threshold,
             coverage: metrics.coverage,
             average_set_size: metrics.average_set_size,
             singleton_rate: metrics.singleton_rate,
@@ -140,7 +167,13 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
-        print!("{}", table(&report));
+        let rows_per_class = RowsPerClass {
+            calibration: count_per_class(&parts.calibration_labels, num_classes),
+            test: count_per_class(&parts.test_labels, num_classes),
+            needed: conformal::minimum_calibration_rows(args.alpha)
+                .map_err(|e| format!("--alpha: {e}"))?,
+        };
+        print!("{}", table(&report, &rows_per_class));
     }
     Ok(())
 }
@@ -148,10 +181,8 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
 /// Checks the option values that do not depend on the data, before any file is read.
 fn check_options(args: &ReportArgs) -> Result<(), String> {
     conformal::minimum_calibration_rows(args.alpha).map_err(|e| format!("--alpha: {e}"))?;
-    if let Some(t) = args.temperature {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(format!("--temperature: {t} is not a positive number"));
-        }
+    if let Some(temperature) = args.temperature {
+        crate::check_temperature(temperature)?;
     }
     if !(1..=calibration::MAX_BINS).contains(&args.bins) {
         return Err(format!(
@@ -275,8 +306,25 @@ fn read_pair(
     Ok((logits, labels))
 }
 
+/// How many calibration and test rows each class has, and how many calibration rows a finite
+/// `q̂_y` needs at α (the Mondrian table shows them).
+struct RowsPerClass {
+    calibration: Vec<usize>,
+    test: Vec<usize>,
+    needed: usize,
+}
+
+/// Rows per class of `labels` (each below `num_classes`, checked on reading).
+fn count_per_class(labels: &[u32], num_classes: usize) -> Vec<usize> {
+    let mut counts = vec![0; num_classes];
+    for &label in labels {
+        counts[label as usize] += 1;
+    }
+    counts
+}
+
 /// The report as aligned text tables.
-fn table(report: &Report) -> String {
+fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     let mut out = String::new();
     let fitted = if report.temperature_fitted {
         match report.temperature_bound_hit {
@@ -306,13 +354,19 @@ fn table(report: &Report) -> String {
     }
     let c = &report.conformal;
     out += &format!(
-        "\nsplit conformal, score {}{}, alpha {}\n",
+        "\nsplit conformal, score {}{}, alpha {}{}\n",
         c.score,
         if c.randomized { " (randomized)" } else { "" },
-        c.alpha
+        c.alpha,
+        match c.threshold {
+            Threshold::Marginal(_) => "",
+            Threshold::PerClass(_) => ", Mondrian (one qhat per class)",
+        }
     );
+    if let Threshold::Marginal(qhat) = c.threshold {
+        out += &format!("{:<20}{qhat:>10.4}\n", "qhat");
+    }
     for (name, value) in [
-        ("qhat", c.qhat),
         ("coverage", c.coverage),
         ("average_set_size", c.average_set_size),
         ("singleton_rate", c.singleton_rate),
@@ -321,6 +375,39 @@ fn table(report: &Report) -> String {
         ("covgap", c.covgap),
     ] {
         out += &format!("{name:<20}{value:>10.4}\n");
+    }
+    if let Threshold::PerClass(qhats) = &c.threshold {
+        out += &per_class_table(qhats, &c.per_class_coverage, rows_per_class);
+    }
+    out
+}
+
+/// Mondrian thresholds and coverage, one line per class; `inf` for `q̂_y = +∞`, `-` for a class
+/// without test rows.
+fn per_class_table(
+    qhats: &[Option<f64>],
+    coverages: &[Option<f64>],
+    rows_per_class: &RowsPerClass,
+) -> String {
+    let mut out = format!(
+        "\n{:<8}{:>12}{:>10}{:>12}{:>10}\n",
+        "class", "cal_rows", "qhat", "test_rows", "coverage"
+    );
+    let lines = qhats
+        .iter()
+        .zip(coverages)
+        .zip(rows_per_class.calibration.iter().zip(&rows_per_class.test));
+    for (class, ((qhat, coverage), (calibration_rows, test_rows))) in lines.enumerate() {
+        let qhat = qhat.map_or("inf".to_string(), |q| format!("{q:.4}"));
+        let coverage = coverage.map_or("-".to_string(), |c| format!("{c:.4}"));
+        out +=
+            &format!("{class:<8}{calibration_rows:>12}{qhat:>10}{test_rows:>12}{coverage:>10}\n");
+    }
+    if qhats.iter().any(Option::is_none) {
+        out += &format!(
+            "inf: fewer than {} calibration rows in the class, so its label is in every set\n",
+            rows_per_class.needed
+        );
     }
     out
 }
