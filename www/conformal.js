@@ -64,9 +64,11 @@ export class ConformalLab {
     this.galleryVisible = false;
     this.galleryStale = true;
     this.galleryKey = "";
+    // Set by the first successful render: before it there are no sets to show.
+    this.ready = false;
     new IntersectionObserver(([entry]) => {
       this.galleryVisible = entry.isIntersecting;
-      if (this.galleryVisible && this.galleryStale) this.renderGallery(this.settings());
+      if (this.ready && this.galleryVisible && this.galleryStale) this.renderGallery(this.settings());
     }, { rootMargin: "200px 0px" }).observe($("gallery"));
     this.wire();
   }
@@ -149,6 +151,7 @@ export class ConformalLab {
       return;
     }
     window.calibra.timings.conformalDraws.push(performance.now() - started);
+    this.ready = true;
     this.showReadouts(view);
     this.showComparison(view);
     this.galleryStale = true;

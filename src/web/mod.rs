@@ -284,7 +284,10 @@ impl Lab {
         )?;
         experiment.coverages.clear();
         experiment.beta_density.clear();
-        Ok(serde_wasm_bindgen::to_value(&experiment)?)
+        // The summary is flattened into the object, which serde writes as a map: ask for a
+        // plain object, as the page reads `result.mean`.
+        let plain = serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true);
+        Ok(experiment.serialize(&plain)?)
     }
 
     /// Up to `limit` evaluation images passing `filter` ("all" | "misses" | "large" | "empty"),

@@ -206,7 +206,9 @@ test("8. the coverage experiment's caption follows its numbers", { timeout: 120_
     const mean = Number(await page.getAttribute("#experiment-summary", "data-value"));
     const theory = Math.ceil(5001 * 0.9 - 1e-9) / 5001;
     const summary = await text("#experiment-summary");
-    const sd = Number(/spread \(sd\) ([\d.]+)%/.exec(summary)[1]) / 100;
+    const spread = /spread \(sd\) ([\d.]+)%/.exec(summary);
+    assert.ok(spread, `summary: ${summary}`);
+    const sd = Number(spread[1]) / 100;
     const centred = Math.abs(mean - theory) <= (3 * sd) / Math.sqrt(1000) + 1e-4;
     assert.equal(caption.includes("sits where the theory puts it"), centred, `T = ${t}, randomized ${randomized}: mean ${mean}, theory ${theory}: ${caption}`);
     assert.equal(caption.includes("is not where the theory puts it"), !centred, caption);

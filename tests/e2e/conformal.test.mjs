@@ -58,7 +58,8 @@ const setRange = (id, value) => page.evaluate(([id, value]) => {
 async function configure({ alpha = 0.1, score = "aps", randomized = true, mondrian = false, gallery = "all" } = {}) {
   if (Number(await page.inputValue("#alpha")) !== alpha) await afterConformalRedraw(() => setRange("alpha", alpha));
   if ((await page.inputValue("#score")) !== score) await afterConformalRedraw(() => page.selectOption("#score", score));
-  if ((await page.isChecked("#randomized")) !== randomized) await afterConformalRedraw(() => page.setChecked("#randomized", randomized));
+  // LAC has no draw: its "randomized" box is disabled and changes nothing.
+  if (score !== "lac" && (await page.isChecked("#randomized")) !== randomized) await afterConformalRedraw(() => page.setChecked("#randomized", randomized));
   if ((await page.isChecked("#mondrian")) !== mondrian) await afterConformalRedraw(() => page.setChecked("#mondrian", mondrian));
   if ((await page.inputValue("#gallery-filter")) !== gallery) await afterConformalRedraw(() => page.selectOption("#gallery-filter", gallery));
 }
