@@ -88,14 +88,6 @@ pub struct Images {
 }
 
 impl Images {
-    /// Wraps `n · 784` pixels; `None` when the length is not a whole number of images.
-    pub fn from_pixels(pixels: Vec<u8>) -> Option<Self> {
-        pixels
-            .len()
-            .is_multiple_of(IMAGE_PIXELS)
-            .then_some(Self { pixels })
-    }
-
     /// Number of images.
     pub fn len(&self) -> usize {
         self.pixels.len() / IMAGE_PIXELS

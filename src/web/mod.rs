@@ -179,7 +179,7 @@ impl Lab {
         classwise: HtmlCanvasElement,
         scale: f64,
     ) -> Result<JsValue, JsError> {
-        let binning = parse_binning(binning)?;
+        let binning: Binning = parse_choice("binning", binning)?;
         let view = self.inner.temperature_view(temperature, bins, binning)?;
         let style = ChartStyle { scale };
         plot::reliability_diagram(
@@ -299,17 +299,7 @@ impl Lab {
         limit: usize,
     ) -> Result<JsValue, JsError> {
         let settings = parse_settings(settings)?;
-        let filter = match filter {
-            "all" => GalleryFilter::All,
-            "misses" => GalleryFilter::Misses,
-            "large" => GalleryFilter::Large,
-            "empty" => GalleryFilter::Empty,
-            other => {
-                return Err(JsError::new(&format!(
-                    "unknown gallery filter '{other}': use all, misses, large or empty"
-                )))
-            }
-        };
+        let filter: GalleryFilter = parse_choice("gallery filter", filter)?;
         Ok(serde_wasm_bindgen::to_value(
             &self.inner.gallery(&settings, filter, limit)?,
         )?)
@@ -344,14 +334,12 @@ fn parse_settings(settings: JsValue) -> Result<ConformalSettings, JsError> {
     Ok(settings)
 }
 
-fn parse_binning(name: &str) -> Result<Binning, JsError> {
-    match name {
-        "width" => Ok(Binning::Width),
-        "mass" => Ok(Binning::Mass),
-        other => Err(JsError::new(&format!(
-            "unknown binning '{other}': use 'width' or 'mass'"
-        ))),
-    }
+/// Reads a choice the page names by its serde name (`"width"`, `"misses"`, …); the message
+/// names the field and lists what serde accepts.
+fn parse_choice<T: serde::de::DeserializeOwned>(field: &str, name: &str) -> Result<T, JsError> {
+    use serde::de::IntoDeserializer;
+    T::deserialize(name.into_deserializer())
+        .map_err(|e: serde::de::value::Error| JsError::new(&format!("{field}: {e}")))
 }
 
 /// A cleared drawing area over a whole canvas.

@@ -1,0 +1,636 @@
+//! The conformal lab's view: thresholds, set metrics, the verdict on coverage, the four-score
+//! comparison, the α sweep, the coverage experiment, the gallery and per-image explanations.
+
+use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
+use crate::calibration::{self, Logits};
+use crate::conformal::{self, Score, SetMetrics, SweepPoint, Thresholds};
+use crate::data;
+use crate::sentences::{self, CoverageVerdict, ExperimentSummary};
+
+/// Sizes at or above this count as a "large" prediction set in the gallery.
+pub const LARGE_SET_SIZE: u32 = 3;
+/// Miscoverage levels of the α sweep: 0.01, 0.02, …, 0.30.
+pub(super) const SWEEP_STEPS: usize = 30;
+const SWEEP_STEP: f64 = 0.01;
+/// Points of the theoretical coverage density curves.
+const DENSITY_POINTS: usize = 240;
+
+/// Which conformal score, before its parameters are attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScoreKind {
+    Lac,
+    Aps,
+    Raps,
+    Saps,
+}
+
+/// Everything the conformal lab's controls set.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ConformalSettings {
+    /// The temperature lab's T: the sets use softmax(z / T).
+    pub temperature: f64,
+    pub alpha: f64,
+    pub score: ScoreKind,
+    /// Randomized APS, RAPS and SAPS (u ~ U(0, 1)); off: u = 1.
+    pub randomized: bool,
+    pub raps_lambda: f64,
+    pub raps_k_reg: usize,
+    pub saps_lambda: f64,
+    /// Mondrian thresholds, one per class, instead of one for all.
+    pub class_conditional: bool,
+}
+
+impl ConformalSettings {
+    /// The score `kind` with these settings' parameters.
+    pub fn score_of(&self, kind: ScoreKind) -> Score {
+        let randomized = self.randomized;
+        match kind {
+            ScoreKind::Lac => Score::Lac,
+            ScoreKind::Aps => Score::Aps { randomized },
+            ScoreKind::Raps => Score::Raps {
+                lambda: self.raps_lambda,
+                k_reg: self.raps_k_reg,
+                randomized,
+            },
+            ScoreKind::Saps => Score::Saps {
+                lambda: self.saps_lambda,
+                randomized,
+            },
+        }
+    }
+}
+
+/// One score's results at the current α and T, for the comparison table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScoreComparison {
+    pub score: ScoreKind,
+    pub coverage: f64,
+    pub average_set_size: f64,
+    pub singleton_rate: f64,
+    pub empty_rate: f64,
+}
+
+/// What the conformal lab shows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ConformalView {
+    pub alpha: f64,
+    pub n_calibration: usize,
+    pub n_evaluation: usize,
+    /// One threshold (marginal) or one per class (Mondrian); `+∞` where too few rows.
+    pub qhat: Vec<f64>,
+    /// Each threshold as the readout writes it ([`sentences::threshold_text`]).
+    pub qhat_text: Vec<String>,
+    /// The guarantee `1 − α ≤ E[coverage] ≤ upper`: `upper = 1 − α + 1/(n + 1)` for marginal
+    /// thresholds, `1 − α + max_y 1/(n_y + 1)` for Mondrian ones (each class's bound, so the
+    /// marginal coverage, a mix of the classes', stays below the largest).
+    pub guarantee_lower: f64,
+    pub guarantee_upper: f64,
+    /// Standard deviation of one split's coverage (Beta-Binomial law); 0 without a finite q̂.
+    pub split_standard_deviation: f64,
+    /// Calibration images whose true-label score equals their q̂ (ties void the upper bound).
+    pub ties_at_threshold: usize,
+    pub verdict: CoverageVerdict,
+    /// Which classes fall short and which overshoot, in words.
+    pub per_class_sentence: String,
+    pub metrics: SetMetrics,
+    /// Evaluation images with each set size `0..=K`.
+    pub size_counts: Vec<usize>,
+    /// Coverage and set size over α (marginal thresholds) for the chosen score.
+    pub sweep: Vec<SweepPoint>,
+    /// All four scores at the current α and T.
+    pub comparison: Vec<ScoreComparison>,
+}
+
+/// Coverage over random calibration/evaluation splits, against theory.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CoverageExperiment {
+    pub coverages: Vec<f64>,
+    /// Sizes, observed mean and spread, and the theory's (serialised flat, beside the rest).
+    #[serde(flatten)]
+    pub summary: ExperimentSummary,
+    /// `(x, density)` of `Beta(k, n + 1 − k)`.
+    pub beta_density: Vec<(f64, f64)>,
+    /// The caption, computed from these numbers.
+    pub caption: String,
+}
+
+/// Which evaluation images the gallery shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GalleryFilter {
+    All,
+    /// Sets that miss the true label.
+    Misses,
+    /// Sets of [`LARGE_SET_SIZE`] labels or more.
+    Large,
+    /// Empty sets.
+    Empty,
+}
+
+/// One image of the gallery with its prediction set.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GalleryItem {
+    /// Row in the test set (index of the image).
+    pub row: usize,
+    pub label: u32,
+    pub predicted: u32,
+    pub set: Vec<u32>,
+    pub covered: bool,
+    /// The true label's score `s(x, y)`.
+    pub true_label_score: f64,
+}
+
+/// Why each label of one image is in its set or not.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Explanation {
+    pub row: usize,
+    pub calibration: bool,
+    pub label: u32,
+    /// softmax(z / T) per label.
+    pub probabilities: Vec<f64>,
+    /// s(x, y) per label, and the threshold each is compared with.
+    pub scores: Vec<f64>,
+    pub thresholds: Vec<f64>,
+    /// Each score and its threshold written with enough decimals to show which is larger.
+    pub score_text: Vec<String>,
+    pub threshold_text: Vec<String>,
+    pub in_set: Vec<bool>,
+}
+
+/// How many of `labels` fall in each of `num_classes` classes.
+fn class_counts(labels: &[u32], num_classes: usize) -> Vec<usize> {
+    let mut counts = vec![0; num_classes];
+    for &label in labels {
+        counts[label as usize] += 1;
+    }
+    counts
+}
+
+/// The name of class `k`: Fashion-MNIST's when the lab has its ten classes.
+fn class_name(k: usize, num_classes: usize) -> String {
+    match data::FASHION_MNIST_CLASSES.get(k) {
+        Some(name) if num_classes == data::FASHION_MNIST_CLASSES.len() => (*name).to_string(),
+        _ => format!("class {k}"),
+    }
+}
+
+/// The per-class chart's sentence, with the typical per-class spread of one split under
+/// Mondrian thresholds (the mean over classes of each class's Beta-Binomial deviation).
+fn per_class_sentence(
+    per_class_coverage: &[Option<f64>],
+    calibration_counts: &[usize],
+    evaluation_counts: &[usize],
+    alpha: f64,
+    mondrian: bool,
+) -> String {
+    let k = per_class_coverage.len();
+    let spreads: Vec<f64> = calibration_counts
+        .iter()
+        .zip(evaluation_counts)
+        .filter_map(|(&n, &m)| conformal::coverage_law(n, m, alpha).ok())
+        .map(|law| law.split_standard_deviation)
+        .collect();
+    let class_sd = spreads.iter().sum::<f64>() / spreads.len().max(1) as f64;
+    let names: Vec<String> = (0..k).map(|c| class_name(c, k)).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    sentences::per_class_sentence(&names, per_class_coverage, 1.0 - alpha, mondrian, class_sd)
+}
+
+/// Index of the largest value, the lowest index on ties.
+fn argmax(row: &[f32]) -> u32 {
+    let mut best = 0;
+    for (index, &value) in row.iter().enumerate() {
+        if value > row[best] {
+            best = index;
+        }
+    }
+    best as u32
+}
+
+/// True-label scores picked from `[n, K]` all-label scores.
+fn true_label(label_scores: &[f64], labels: &[u32], num_classes: usize) -> Vec<f64> {
+    label_scores
+        .chunks_exact(num_classes)
+        .zip(labels)
+        .map(|(row, &label)| row[label as usize])
+        .collect()
+}
+
+impl Cache {
+    /// Index in `score_tables` of the table of `score` at `temperature`, computed when missing.
+    fn score_table(&mut self, score: Score, temperature: f64, k: usize) -> Result<usize, LabError> {
+        score.validate()?;
+        if self
+            .probabilities
+            .as_ref()
+            .is_none_or(|p| p.temperature != temperature)
+        {
+            self.probabilities = Some(Probabilities {
+                temperature,
+                calibration: calibration::softmax(
+                    &Logits::new(&self.calibration.logits, k)?,
+                    temperature,
+                )?,
+                evaluation: calibration::softmax(
+                    &Logits::new(&self.evaluation.logits, k)?,
+                    temperature,
+                )?,
+            });
+            self.score_tables.clear();
+        }
+        let position = match self.score_tables.iter().position(|t| t.score == score) {
+            Some(position) => position,
+            None => {
+                let probabilities = self.probabilities.as_ref().ok_or(LabError::NotReady)?;
+                let table = ScoreTable {
+                    score,
+                    calibration: conformal::all_label_scores(
+                        &probabilities.calibration,
+                        k,
+                        &score,
+                        &self.calibration.uniforms,
+                    )?,
+                    evaluation: conformal::all_label_scores(
+                        &probabilities.evaluation,
+                        k,
+                        &score,
+                        &self.evaluation.uniforms,
+                    )?,
+                };
+                // Four kinds of score: older parameter settings make way.
+                if self.score_tables.len() == 4 {
+                    self.score_tables.remove(0);
+                }
+                self.score_tables.push(table);
+                self.score_tables.len() - 1
+            }
+        };
+        Ok(position)
+    }
+}
+
+/// Thresholds from the calibration half's scores.
+fn thresholds(
+    table: &ScoreTable,
+    calibration_labels: &[u32],
+    k: usize,
+    alpha: f64,
+    class_conditional: bool,
+) -> Result<Thresholds, LabError> {
+    let scores = true_label(&table.calibration, calibration_labels, k);
+    Ok(if class_conditional {
+        Thresholds::ClassConditional(conformal::class_conditional_thresholds(
+            &scores,
+            calibration_labels,
+            k,
+            alpha,
+        )?)
+    } else {
+        Thresholds::Marginal(conformal::conformal_threshold(&scores, alpha)?)
+    })
+}
+
+impl Lab {
+    fn check_temperature(temperature: f64) -> Result<(), LabError> {
+        if (calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
+            Ok(())
+        } else {
+            Err(LabError::TemperatureOutOfRange(temperature))
+        }
+    }
+
+    /// The cached halves, the score table of the settings' chosen score at their temperature,
+    /// and the thresholds it gives at their α.
+    fn chosen_score(
+        &mut self,
+        settings: &ConformalSettings,
+    ) -> Result<(&Cache, &ScoreTable, Thresholds), LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let cache = self.prepared()?;
+        let index =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let cache: &Cache = cache;
+        let table = &cache.score_tables[index];
+        let thresholds = thresholds(
+            table,
+            &cache.calibration.labels,
+            k,
+            settings.alpha,
+            settings.class_conditional,
+        )?;
+        Ok((cache, table, thresholds))
+    }
+
+    /// Everything the conformal lab shows for `settings`.
+    ///
+    /// # Errors
+    /// [`LabError::TemperatureOutOfRange`], [`LabError::NotReady`], and the conformal module's
+    /// errors for a bad α or score parameter.
+    pub fn conformal_view(
+        &mut self,
+        settings: &ConformalSettings,
+    ) -> Result<ConformalView, LabError> {
+        Self::check_temperature(settings.temperature)?;
+        let k = self.num_classes;
+        let alpha = settings.alpha;
+        conformal::quantile_rank(1, alpha)?;
+        let cache = self.prepared()?;
+        let mut comparison = Vec::with_capacity(4);
+        for kind in [
+            ScoreKind::Lac,
+            ScoreKind::Aps,
+            ScoreKind::Raps,
+            ScoreKind::Saps,
+        ] {
+            let table = cache.score_table(settings.score_of(kind), settings.temperature, k)?;
+            let table = &cache.score_tables[table];
+            let thresholds = thresholds(
+                table,
+                &cache.calibration.labels,
+                k,
+                alpha,
+                settings.class_conditional,
+            )?;
+            let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+            let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
+            comparison.push(ScoreComparison {
+                score: kind,
+                coverage: metrics.coverage,
+                average_set_size: metrics.average_set_size,
+                singleton_rate: metrics.singleton_rate,
+                empty_rate: metrics.empty_rate,
+            });
+        }
+        let table =
+            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let table = &cache.score_tables[table];
+        let thresholds = thresholds(
+            table,
+            &cache.calibration.labels,
+            k,
+            alpha,
+            settings.class_conditional,
+        )?;
+        let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+        let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
+        let mut size_counts = vec![0; k + 1];
+        for &size in &sets.sizes {
+            size_counts[size as usize] += 1;
+        }
+        let calibration_scores = true_label(&table.calibration, &cache.calibration.labels, k);
+        let alphas: Vec<f64> = (1..=SWEEP_STEPS).map(|i| i as f64 * SWEEP_STEP).collect();
+        let sweep = conformal::alpha_sweep(
+            &calibration_scores,
+            &table.evaluation,
+            &cache.evaluation.labels,
+            k,
+            &alphas,
+        )?;
+        let (n_calibration, n_evaluation) = (
+            cache.calibration.labels.len(),
+            cache.evaluation.labels.len(),
+        );
+        let calibration_labels = &cache.calibration.labels;
+        let ties_at_threshold = calibration_scores
+            .iter()
+            .zip(calibration_labels)
+            .filter(|&(&score, &y)| thresholds.for_label(y as usize) == Some(score))
+            .count();
+        let calibration_counts = class_counts(calibration_labels, k);
+        let guarantee_upper = 1.0 - alpha
+            + if settings.class_conditional {
+                calibration_counts
+                    .iter()
+                    .filter(|&&n| n > 0)
+                    .map(|&n| 1.0 / (n as f64 + 1.0))
+                    .fold(0.0, f64::max)
+            } else {
+                1.0 / (n_calibration as f64 + 1.0)
+            };
+        let law = conformal::coverage_law(n_calibration, n_evaluation, alpha).ok();
+        let split_standard_deviation = law.map_or(0.0, |l| l.split_standard_deviation);
+        let verdict = if thresholds.values().iter().any(|q| q.is_infinite()) || law.is_none() {
+            sentences::coverage_verdict_without_threshold(metrics.coverage)
+        } else {
+            sentences::coverage_verdict(
+                metrics.coverage,
+                1.0 - alpha,
+                guarantee_upper,
+                split_standard_deviation,
+                ties_at_threshold,
+            )
+        };
+        let per_class_sentence = per_class_sentence(
+            &metrics.per_class_coverage,
+            &calibration_counts,
+            &class_counts(&cache.evaluation.labels, k),
+            alpha,
+            settings.class_conditional,
+        );
+        Ok(ConformalView {
+            alpha,
+            n_calibration,
+            n_evaluation,
+            qhat_text: thresholds
+                .values()
+                .into_iter()
+                .map(sentences::threshold_text)
+                .collect(),
+            qhat: thresholds.values(),
+            guarantee_lower: 1.0 - alpha,
+            guarantee_upper,
+            split_standard_deviation,
+            ties_at_threshold,
+            verdict,
+            per_class_sentence,
+            metrics,
+            size_counts,
+            sweep,
+            comparison,
+        })
+    }
+
+    /// Draws `repetitions` random splits of the arrived rows (as many calibration rows as the
+    /// current split has) and returns each evaluation coverage with the theory to compare.
+    ///
+    /// # Errors
+    /// As [`Lab::conformal_view`], and the experiment's errors (fewer than 2 rows).
+    pub fn coverage_experiment(
+        &mut self,
+        settings: &ConformalSettings,
+        repetitions: usize,
+        seed: u64,
+    ) -> Result<CoverageExperiment, LabError> {
+        let k = self.num_classes;
+        let (cache, table, _) = self.chosen_score(settings)?;
+        let mut pool = true_label(&table.calibration, &cache.calibration.labels, k);
+        pool.extend(true_label(&table.evaluation, &cache.evaluation.labels, k));
+        let n_calibration = cache.calibration.labels.len();
+        let n_evaluation = pool.len() - n_calibration;
+        let coverages = conformal::coverage_experiment(
+            &pool,
+            n_calibration,
+            settings.alpha,
+            repetitions,
+            seed,
+        )?;
+        let law = conformal::coverage_law(n_calibration, n_evaluation, settings.alpha)?;
+        let count = coverages.len() as f64;
+        let mean = coverages.iter().sum::<f64>() / count;
+        let variance =
+            coverages.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (count - 1.0).max(1.0);
+        let spread = 5.0 * law.split_standard_deviation;
+        let (low, high) = ((law.mean - spread).max(0.0), (law.mean + spread).min(1.0));
+        let beta_density = (0..=DENSITY_POINTS)
+            .map(|i| {
+                let x = low + (high - low) * i as f64 / DENSITY_POINTS as f64;
+                conformal::coverage_beta_density(n_calibration, settings.alpha, x).map(|d| (x, d))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        pool.sort_by(f64::total_cmp);
+        let tied_scores = pool
+            .iter()
+            .enumerate()
+            .filter(|&(i, s)| {
+                (i > 0 && pool[i - 1] == *s) || pool.get(i + 1).is_some_and(|next| next == s)
+            })
+            .count();
+        let summary = ExperimentSummary {
+            repetitions: coverages.len(),
+            n_calibration,
+            n_evaluation,
+            k: law.k,
+            mean,
+            standard_deviation: variance.sqrt(),
+            beta_mean: law.mean,
+            beta_standard_deviation: law.beta_standard_deviation,
+            finite_standard_deviation: law.split_standard_deviation,
+            tied_scores,
+            mondrian_ignored: settings.class_conditional,
+        };
+        Ok(CoverageExperiment {
+            coverages,
+            caption: sentences::experiment_caption(&summary),
+            summary,
+            beta_density,
+        })
+    }
+
+    /// Up to `limit` evaluation images passing `filter`, in test-set order, with their sets.
+    ///
+    /// # Errors
+    /// As [`Lab::conformal_view`].
+    pub fn gallery(
+        &mut self,
+        settings: &ConformalSettings,
+        filter: GalleryFilter,
+        limit: usize,
+    ) -> Result<Vec<GalleryItem>, LabError> {
+        let k = self.num_classes;
+        let (cache, table, thresholds) = self.chosen_score(settings)?;
+        let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+        let evaluation = &cache.evaluation;
+        let items = (0..evaluation.labels.len()).filter_map(|i| {
+            let label = evaluation.labels[i];
+            let covered = sets.contains(i, label);
+            let size = sets.sizes[i];
+            let keep = match filter {
+                GalleryFilter::All => true,
+                GalleryFilter::Misses => !covered,
+                GalleryFilter::Large => size >= LARGE_SET_SIZE,
+                GalleryFilter::Empty => size == 0,
+            };
+            keep.then(|| GalleryItem {
+                row: evaluation.rows[i],
+                label,
+                predicted: argmax(&evaluation.logits[i * k..(i + 1) * k]),
+                set: sets.set(i).collect(),
+                covered,
+                true_label_score: table.evaluation[i * k + label as usize],
+            })
+        });
+        Ok(items.take(limit).collect())
+    }
+
+    /// The `count` most conformal (lowest true-label score) and least conformal (highest)
+    /// calibration images, with the sets the current thresholds give them.
+    ///
+    /// # Errors
+    /// As [`Lab::conformal_view`].
+    pub fn conformity_extremes(
+        &mut self,
+        settings: &ConformalSettings,
+        count: usize,
+    ) -> Result<(Vec<GalleryItem>, Vec<GalleryItem>), LabError> {
+        let k = self.num_classes;
+        let (cache, table, thresholds) = self.chosen_score(settings)?;
+        let sets = conformal::sets_from_label_scores(&table.calibration, k, &thresholds)?;
+        let calibration = &cache.calibration;
+        let scores = true_label(&table.calibration, &calibration.labels, k);
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
+        let item = |i: usize| GalleryItem {
+            row: calibration.rows[i],
+            label: calibration.labels[i],
+            predicted: argmax(&calibration.logits[i * k..(i + 1) * k]),
+            set: sets.set(i).collect(),
+            covered: sets.contains(i, calibration.labels[i]),
+            true_label_score: scores[i],
+        };
+        let most = order.iter().take(count).map(|&i| item(i)).collect();
+        let least = order.iter().rev().take(count).map(|&i| item(i)).collect();
+        Ok((most, least))
+    }
+
+    /// Probabilities, per-label scores and thresholds of test image `row`.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownImage`] for a row without logits, and as [`Lab::conformal_view`].
+    pub fn explain(
+        &mut self,
+        settings: &ConformalSettings,
+        row: usize,
+    ) -> Result<Explanation, LabError> {
+        let k = self.num_classes;
+        let (cache, table, thresholds) = self.chosen_score(settings)?;
+        let find = |part: &Part| part.rows.binary_search(&row).ok();
+        let (calibration, index) = match (find(&cache.calibration), find(&cache.evaluation)) {
+            (Some(index), _) => (true, index),
+            (None, Some(index)) => (false, index),
+            (None, None) => return Err(LabError::UnknownImage(row)),
+        };
+        let (part, scores) = if calibration {
+            (&cache.calibration, &table.calibration)
+        } else {
+            (&cache.evaluation, &table.evaluation)
+        };
+        let mut log_probabilities = vec![0.0; k];
+        calibration::log_softmax_row(
+            &part.logits[index * k..(index + 1) * k],
+            settings.temperature,
+            &mut log_probabilities,
+        );
+        let scores = scores[index * k..(index + 1) * k].to_vec();
+        let per_label: Vec<f64> = (0..k)
+            .map(|y| thresholds.for_label(y).unwrap_or(f64::INFINITY))
+            .collect();
+        let (score_text, threshold_text) = scores
+            .iter()
+            .zip(&per_label)
+            .map(|(&s, &q)| sentences::score_against_threshold(s, q))
+            .unzip();
+        Ok(Explanation {
+            row,
+            calibration,
+            label: part.labels[index],
+            probabilities: log_probabilities.iter().map(|lp| lp.exp()).collect(),
+            score_text,
+            threshold_text,
+            in_set: scores.iter().zip(&per_label).map(|(s, q)| s <= q).collect(),
+            scores,
+            thresholds: per_label,
+        })
+    }
+}

@@ -1,0 +1,309 @@
+//! The page's state and the computations behind each view, without any web type.
+//!
+//! The page holds one [`Lab`]: the test labels, the logits of each bundled model as inference
+//! streams them in (batches may arrive in any order, from several workers), and a seeded split
+//! of the test images into a calibration half (the temperature is fitted there; conformal
+//! thresholds are computed there) and an evaluation half (every displayed metric). Views are
+//! computed on the rows whose logits have arrived, so charts appear after the first batch and
+//! refine as the rest comes in.
+//!
+//! Work that does not depend on the slider (gathering rows, fitting T, the metrics at T = 1
+//! and at the fitted T) is cached and redone only when logits, split, bins or model change, so
+//! a slider move costs one pass over the evaluation rows per chart.
+
+use crate::calibration::{self, CalibrationError, Logits, TemperatureFit};
+use crate::conformal::{self, ConformalError, Score};
+use crate::data;
+
+mod conformal_view;
+mod temperature_view;
+
+pub use conformal_view::{
+    ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
+    ScoreComparison, ScoreKind, LARGE_SET_SIZE,
+};
+use temperature_view::FixedReports;
+pub use temperature_view::TemperatureView;
+
+/// Why the lab refused a request.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum LabError {
+    #[error("unknown model index {index}: the lab holds {count} model(s)")]
+    UnknownModel { index: usize, count: usize },
+    #[error(
+        "a batch of {len} logits starting at row {start} does not fit {rows} rows of {num_classes}"
+    )]
+    BatchOutOfRange {
+        start: usize,
+        len: usize,
+        rows: usize,
+        num_classes: usize,
+    },
+    #[error("label {label} at row {row} is outside [0, {num_classes})")]
+    LabelOutOfRange {
+        row: usize,
+        label: u32,
+        num_classes: usize,
+    },
+    #[error("the lab needs at least 2 classes and 2 rows")]
+    TooSmall,
+    #[error("no logits yet on both halves of the split: wait for inference")]
+    NotReady,
+    #[error("temperature {0} is outside [{min}, {max}]", min = calibration::MIN_TEMPERATURE, max = calibration::MAX_TEMPERATURE)]
+    TemperatureOutOfRange(f64),
+    #[error("gallery row {0} is not an evaluation or calibration image with logits")]
+    UnknownImage(usize),
+    #[error(transparent)]
+    Calibration(#[from] CalibrationError),
+    #[error(transparent)]
+    Conformal(#[from] ConformalError),
+}
+
+/// Logits of one model, `[rows, K]` row-major, with which rows have arrived.
+#[derive(Debug, Clone)]
+struct ModelLogits {
+    values: Vec<f32>,
+    arrived: Vec<bool>,
+    arrived_count: usize,
+}
+
+/// One half of the split, gathered into contiguous arrays for the metric functions.
+#[derive(Debug, Clone, Default)]
+pub struct Part {
+    /// Test-set row of each gathered row.
+    pub rows: Vec<usize>,
+    /// `[rows.len(), K]` logits.
+    pub logits: Vec<f32>,
+    pub labels: Vec<u32>,
+    /// The rows' uniform draws for randomized conformal scores.
+    pub uniforms: Vec<f64>,
+}
+
+/// Cached results that depend on the data and split, not on the slider or the bins.
+#[derive(Debug, Clone)]
+struct Cache {
+    calibration: Part,
+    evaluation: Part,
+    fit: TemperatureFit,
+    reports: Option<FixedReports>,
+    /// Softmax of both halves at the temperature of the last conformal view.
+    probabilities: Option<Probabilities>,
+    /// Conformal scores at that temperature, one table per score (at most four).
+    score_tables: Vec<ScoreTable>,
+}
+
+/// Softmax probabilities of both halves at one temperature.
+#[derive(Debug, Clone)]
+struct Probabilities {
+    temperature: f64,
+    calibration: Vec<f64>,
+    evaluation: Vec<f64>,
+}
+
+/// The scores of every label of both halves, for one score at one temperature: moving α
+/// reuses them.
+#[derive(Debug, Clone)]
+struct ScoreTable {
+    score: Score,
+    /// `[n_calibration, K]` and `[n_evaluation, K]`.
+    calibration: Vec<f64>,
+    evaluation: Vec<f64>,
+}
+
+/// The page's state: labels, streamed logits per model, the split, and cached results.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    labels: Vec<u32>,
+    num_classes: usize,
+    models: Vec<ModelLogits>,
+    active: usize,
+    split_seed: u64,
+    is_calibration: Vec<bool>,
+    /// One uniform draw per test row for the randomized conformal scores, seeded with the
+    /// split seed, so an image keeps its draw while α, T or the score change.
+    row_uniforms: Vec<f64>,
+    cache: Option<Cache>,
+}
+
+impl Lab {
+    /// A lab for `labels` (one per test image) and `model_count` models of `num_classes`.
+    ///
+    /// # Errors
+    /// [`LabError::TooSmall`] for fewer than 2 classes or rows, [`LabError::LabelOutOfRange`].
+    pub fn new(labels: Vec<u32>, num_classes: usize, model_count: usize) -> Result<Self, LabError> {
+        if num_classes < 2 || labels.len() < 2 || model_count == 0 {
+            return Err(LabError::TooSmall);
+        }
+        if let Some((row, &label)) = labels
+            .iter()
+            .enumerate()
+            .find(|(_, &l)| l as usize >= num_classes)
+        {
+            return Err(LabError::LabelOutOfRange {
+                row,
+                label,
+                num_classes,
+            });
+        }
+        let rows = labels.len();
+        let mut lab = Self {
+            labels,
+            num_classes,
+            models: vec![
+                ModelLogits {
+                    values: vec![0.0; rows * num_classes],
+                    arrived: vec![false; rows],
+                    arrived_count: 0,
+                };
+                model_count
+            ],
+            active: 0,
+            split_seed: 0,
+            is_calibration: Vec::new(),
+            row_uniforms: Vec::new(),
+            cache: None,
+        };
+        lab.set_split(0);
+        Ok(lab)
+    }
+
+    /// Number of test rows.
+    pub fn rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Rows whose logits have arrived for `model`.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`].
+    pub fn arrived(&self, model: usize) -> Result<usize, LabError> {
+        Ok(self.model(model)?.arrived_count)
+    }
+
+    fn model(&self, index: usize) -> Result<&ModelLogits, LabError> {
+        self.models.get(index).ok_or(LabError::UnknownModel {
+            index,
+            count: self.models.len(),
+        })
+    }
+
+    /// Stores a batch of logits for rows `start..start + logits.len()/K` of `model`.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`], [`LabError::BatchOutOfRange`] for a batch that is ragged or
+    /// runs past the last row, and the non-finite-logit error of [`Logits::new`].
+    pub fn add_logits(
+        &mut self,
+        model: usize,
+        start: usize,
+        logits: &[f32],
+    ) -> Result<(), LabError> {
+        self.model(model)?;
+        let (rows, k) = (self.rows(), self.num_classes);
+        let out_of_range = LabError::BatchOutOfRange {
+            start,
+            len: logits.len(),
+            rows,
+            num_classes: k,
+        };
+        if logits.is_empty() || !logits.len().is_multiple_of(k) || start + logits.len() / k > rows {
+            return Err(out_of_range);
+        }
+        Logits::new(logits, k)?;
+        let entry = &mut self.models[model];
+        entry.values[start * k..start * k + logits.len()].copy_from_slice(logits);
+        for arrived in &mut entry.arrived[start..start + logits.len() / k] {
+            if !*arrived {
+                *arrived = true;
+                entry.arrived_count += 1;
+            }
+        }
+        if model == self.active {
+            self.cache = None;
+        }
+        Ok(())
+    }
+
+    /// Makes `model` the one every view shows.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`].
+    pub fn select_model(&mut self, model: usize) -> Result<(), LabError> {
+        self.model(model)?;
+        if model != self.active {
+            self.active = model;
+            self.cache = None;
+        }
+        Ok(())
+    }
+
+    /// Splits the test rows into calibration and evaluation halves with `seed`.
+    pub fn set_split(&mut self, seed: u64) {
+        let (calibration_rows, _) = data::seeded_split(self.rows(), 0.5, seed);
+        let mut is_calibration = vec![false; self.rows()];
+        for row in calibration_rows {
+            is_calibration[row] = true;
+        }
+        self.split_seed = seed;
+        self.is_calibration = is_calibration;
+        self.row_uniforms = conformal::uniforms(self.rows(), seed);
+        self.cache = None;
+    }
+
+    /// Gathers the arrived rows of the active model into the two halves.
+    fn gather(&self) -> (Part, Part) {
+        let model = &self.models[self.active];
+        let k = self.num_classes;
+        let (mut calibration, mut evaluation) = (Part::default(), Part::default());
+        for (row, &arrived) in model.arrived.iter().enumerate() {
+            if !arrived {
+                continue;
+            }
+            let part = if self.is_calibration[row] {
+                &mut calibration
+            } else {
+                &mut evaluation
+            };
+            part.rows.push(row);
+            part.logits
+                .extend_from_slice(&model.values[row * k..(row + 1) * k]);
+            part.labels.push(self.labels[row]);
+            part.uniforms.push(self.row_uniforms[row]);
+        }
+        (calibration, evaluation)
+    }
+
+    /// The gathered halves and the fitted temperature, computed when stale.
+    fn prepared(&mut self) -> Result<&mut Cache, LabError> {
+        if self.cache.is_none() {
+            let (calibration, evaluation) = self.gather();
+            if calibration.labels.is_empty() || evaluation.labels.is_empty() {
+                return Err(LabError::NotReady);
+            }
+            let fit = calibration::fit_temperature(
+                &Logits::new(&calibration.logits, self.num_classes)?,
+                &calibration.labels,
+            )?;
+            self.cache = Some(Cache {
+                calibration,
+                evaluation,
+                fit,
+                reports: None,
+                probabilities: None,
+                score_tables: Vec::new(),
+            });
+        }
+        self.cache.as_mut().ok_or(LabError::NotReady)
+    }
+
+    /// The temperature fitted on the arrived calibration rows of the active model.
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`] before any row of either half has arrived.
+    pub fn fitted_temperature(&mut self) -> Result<TemperatureFit, LabError> {
+        Ok(self.prepared()?.fit.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests;

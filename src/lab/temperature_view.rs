@@ -1,0 +1,113 @@
+//! The temperature lab's view: the metrics at the slider's T, at T = 1 and at the fitted T,
+//! the reliability and classwise bins, the confidence histogram and the sentence on over- or
+//! underconfidence.
+
+use super::{Lab, LabError};
+use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
+use crate::sentences;
+
+/// Resampled outcomes behind the ECE noise floor: enough for a mean within about ±0.0006 at
+/// 5,000 images, few enough for a slider frame.
+const NOISE_FLOOR_DRAWS: usize = 10;
+
+/// What the temperature lab shows, at one slider temperature.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TemperatureView {
+    pub temperature: f64,
+    pub fitted_temperature: f64,
+    /// Set when the fit stopped at 0.05 or 20.
+    pub fitted_bound_hit: bool,
+    pub n_calibration: usize,
+    pub n_evaluation: usize,
+    /// Evaluation metrics at the slider's T, at T = 1 and at the fitted T.
+    pub at_temperature: CalibrationReport,
+    pub at_one: CalibrationReport,
+    pub at_fitted: CalibrationReport,
+    /// Top-label confidences of the evaluation rows at the slider's T, counted in the
+    /// reliability diagram's equal-width bins.
+    pub confidence_counts: Vec<usize>,
+    pub mean_confidence: f64,
+    /// ECE a perfectly calibrated network with these confidences would show on these images.
+    pub ece_floor: f64,
+    /// What mean confidence, accuracy and ECE say together, in words.
+    pub verdict: String,
+    /// Reliability bins of each class (binned on p_k) at the slider's T.
+    pub classwise_bins: Vec<Vec<Bin>>,
+}
+
+/// Evaluation metrics at T = 1 and at the fitted T, for one choice of bins.
+#[derive(Debug, Clone)]
+pub(super) struct FixedReports {
+    binning: (usize, Binning),
+    at_one: CalibrationReport,
+    at_fitted: CalibrationReport,
+}
+
+impl Lab {
+    /// Everything the temperature lab shows at `temperature` with `bins` bins.
+    ///
+    /// # Errors
+    /// [`LabError::TemperatureOutOfRange`] outside `[0.05, 20]`, [`LabError::NotReady`], and
+    /// the bin-count error of the calibration module.
+    pub fn temperature_view(
+        &mut self,
+        temperature: f64,
+        bins: usize,
+        binning: Binning,
+    ) -> Result<TemperatureView, LabError> {
+        if !(calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
+            return Err(LabError::TemperatureOutOfRange(temperature));
+        }
+        let k = self.num_classes;
+        let seed = self.split_seed;
+        let cache = self.prepared()?;
+        let logits = Logits::new(&cache.evaluation.logits, k)?;
+        let labels = &cache.evaluation.labels;
+        if cache
+            .reports
+            .as_ref()
+            .is_none_or(|r| r.binning != (bins, binning))
+        {
+            let report = |t: f64| calibration::evaluate(&logits, labels, t, bins, binning);
+            cache.reports = Some(FixedReports {
+                binning: (bins, binning),
+                at_one: report(1.0)?,
+                at_fitted: report(cache.fit.temperature)?,
+            });
+        }
+        let reports = cache.reports.as_ref().ok_or(LabError::NotReady)?;
+        let at_temperature = calibration::evaluate(&logits, labels, temperature, bins, binning)?;
+        let (confidences, _) = calibration::confidences(&logits, labels, temperature)?;
+        let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
+        let ece_floor =
+            calibration::ece_noise_floor(&confidences, bins, binning, NOISE_FLOOR_DRAWS, seed)?;
+        let verdict = sentences::confidence_verdict(
+            temperature,
+            at_temperature.accuracy,
+            mean_confidence,
+            at_temperature.ece,
+            ece_floor,
+        );
+        Ok(TemperatureView {
+            temperature,
+            fitted_temperature: cache.fit.temperature,
+            fitted_bound_hit: cache.fit.bound_hit.is_some(),
+            n_calibration: cache.calibration.labels.len(),
+            n_evaluation: labels.len(),
+            confidence_counts: calibration::histogram_counts(&confidences, bins)?,
+            mean_confidence,
+            ece_floor,
+            verdict,
+            classwise_bins: calibration::classwise_bins(
+                &logits,
+                labels,
+                temperature,
+                bins,
+                binning,
+            )?,
+            at_one: reports.at_one.clone(),
+            at_fitted: reports.at_fitted.clone(),
+            at_temperature,
+        })
+    }
+}

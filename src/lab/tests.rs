@@ -1,0 +1,344 @@
+//! The lab against the library on the same halves, and its caches against recomputation.
+
+use super::*;
+use crate::calibration::Binning;
+use crate::conformal::{SetMetrics, Thresholds};
+use conformal_view::SWEEP_STEPS;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Results computed two ways must agree to this tolerance (same f64 arithmetic, other order).
+const TOLERANCE: f64 = 1e-12;
+const K: usize = 4;
+
+/// `n` rows of overconfident logits (scaled by 3) and labels drawn from the unscaled softmax.
+fn synthetic(n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut logits = Vec::with_capacity(n * K);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let row: Vec<f64> = (0..K).map(|_| rng.random_range(-2.0..2.0)).collect();
+        let total: f64 = row.iter().map(|z| z.exp()).sum();
+        let mut u = rng.random_range(0.0..total);
+        let label = row
+            .iter()
+            .position(|z| {
+                u -= z.exp();
+                u < 0.0
+            })
+            .unwrap_or(K - 1);
+        logits.extend(row.iter().map(|z| (3.0 * z) as f32));
+        labels.push(label as u32);
+    }
+    (logits, labels)
+}
+
+fn full_lab(n: usize) -> (Lab, Vec<f32>, Vec<u32>) {
+    let (logits, labels) = synthetic(n, 1);
+    let mut lab = Lab::new(labels.clone(), K, 2).unwrap();
+    lab.add_logits(0, 0, &logits).unwrap();
+    (lab, logits, labels)
+}
+
+#[test]
+fn not_ready_until_both_halves_have_rows() {
+    let (logits, labels) = synthetic(10, 2);
+    let mut lab = Lab::new(labels, K, 1).unwrap();
+    assert_eq!(
+        lab.temperature_view(1.0, 10, Binning::Width),
+        Err(LabError::NotReady)
+    );
+    lab.add_logits(0, 0, &logits).unwrap();
+    assert!(lab.temperature_view(1.0, 10, Binning::Width).is_ok());
+}
+
+#[test]
+fn batches_in_any_order_equal_one_batch() {
+    let (mut whole, logits, labels) = full_lab(1_000);
+    let mut streamed = Lab::new(labels, K, 2).unwrap();
+    for start in [750, 0, 500, 250] {
+        streamed
+            .add_logits(0, start, &logits[start * K..(start + 250) * K])
+            .unwrap();
+    }
+    // A repeated batch does not count twice.
+    streamed.add_logits(0, 0, &logits[..250 * K]).unwrap();
+    assert_eq!(streamed.arrived(0), Ok(1_000));
+    let a = whole.temperature_view(1.5, 15, Binning::Width).unwrap();
+    let b = streamed.temperature_view(1.5, 15, Binning::Width).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn view_matches_the_library_on_the_gathered_halves() {
+    let (mut lab, logits, labels) = full_lab(2_000);
+    lab.set_split(9);
+    let (calibration_rows, evaluation_rows) = data::seeded_split(2_000, 0.5, 9);
+    let gather = |rows: &[usize]| {
+        let l: Vec<f32> = rows
+            .iter()
+            .flat_map(|&r| logits[r * K..(r + 1) * K].to_vec())
+            .collect();
+        let y: Vec<u32> = rows.iter().map(|&r| labels[r]).collect();
+        (l, y)
+    };
+    let (cal_logits, cal_labels) = gather(&calibration_rows);
+    let (eval_logits, eval_labels) = gather(&evaluation_rows);
+    let fit =
+        calibration::fit_temperature(&Logits::new(&cal_logits, K).unwrap(), &cal_labels).unwrap();
+    let view = lab.temperature_view(0.7, 12, Binning::Mass).unwrap();
+    assert_eq!(view.fitted_temperature, fit.temperature);
+    assert!(
+        view.fitted_temperature > 2.0,
+        "planted T = 3, got {}",
+        view.fitted_temperature
+    );
+    assert_eq!((view.n_calibration, view.n_evaluation), (1_000, 1_000));
+    let eval = Logits::new(&eval_logits, K).unwrap();
+    let direct = |t| calibration::evaluate(&eval, &eval_labels, t, 12, Binning::Mass).unwrap();
+    assert_eq!(view.at_temperature, direct(0.7));
+    assert_eq!(view.at_one, direct(1.0));
+    assert_eq!(view.at_fitted, direct(fit.temperature));
+    assert_eq!(view.confidence_counts.iter().sum::<usize>(), 1_000);
+    let (confidences, _) = calibration::confidences(&eval, &eval_labels, 0.7).unwrap();
+    let mean = confidences.iter().sum::<f64>() / 1_000.0;
+    assert!((view.mean_confidence - mean).abs() < TOLERANCE);
+    assert_eq!(view.classwise_bins.len(), K);
+}
+
+#[test]
+fn temperature_moves_confidence_not_accuracy() {
+    let (mut lab, _, _) = full_lab(2_000);
+    let cold = lab.temperature_view(0.5, 15, Binning::Width).unwrap();
+    let hot = lab.temperature_view(5.0, 15, Binning::Width).unwrap();
+    assert_eq!(cold.at_temperature.accuracy, hot.at_temperature.accuracy);
+    assert!(cold.mean_confidence > hot.mean_confidence);
+    assert_ne!(cold.at_temperature.ece, hot.at_temperature.ece);
+}
+
+#[test]
+fn split_and_model_changes_are_seen() {
+    let (mut lab, logits, _) = full_lab(2_000);
+    let first = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    lab.set_split(1);
+    let resplit = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    assert_ne!(first.fitted_temperature, resplit.fitted_temperature);
+    // The second model has the same logits divided by 3: a fitted T about 3 times smaller.
+    let cooler: Vec<f32> = logits.iter().map(|z| z / 3.0).collect();
+    lab.add_logits(1, 0, &cooler).unwrap();
+    lab.select_model(1).unwrap();
+    let second = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    let ratio = resplit.fitted_temperature / second.fitted_temperature;
+    assert!((ratio - 3.0).abs() < 1e-4, "ratio {ratio}");
+}
+
+#[test]
+fn bad_requests_are_refused_with_reasons() {
+    let (mut lab, logits, _) = full_lab(100);
+    assert_eq!(
+        lab.select_model(2),
+        Err(LabError::UnknownModel { index: 2, count: 2 })
+    );
+    assert!(matches!(
+        lab.add_logits(0, 99, &logits[..2 * K]),
+        Err(LabError::BatchOutOfRange { .. })
+    ));
+    assert!(matches!(
+        lab.add_logits(0, 0, &logits[..K + 1]),
+        Err(LabError::BatchOutOfRange { .. })
+    ));
+    let nan = [f32::NAN; K];
+    assert!(matches!(
+        lab.add_logits(0, 0, &nan),
+        Err(LabError::Calibration(_))
+    ));
+    assert_eq!(
+        lab.temperature_view(25.0, 15, Binning::Width),
+        Err(LabError::TemperatureOutOfRange(25.0))
+    );
+    assert!(matches!(
+        lab.temperature_view(1.0, 0, Binning::Width),
+        Err(LabError::Calibration(_))
+    ));
+    assert_eq!(
+        Lab::new(vec![0, 5], K, 1).unwrap_err(),
+        LabError::LabelOutOfRange {
+            row: 1,
+            label: 5,
+            num_classes: K
+        }
+    );
+    assert_eq!(Lab::new(vec![0], K, 1).unwrap_err(), LabError::TooSmall);
+}
+
+fn settings(score: ScoreKind) -> ConformalSettings {
+    ConformalSettings {
+        temperature: 1.5,
+        alpha: 0.1,
+        score,
+        randomized: true,
+        raps_lambda: conformal::DEFAULT_RAPS_LAMBDA,
+        raps_k_reg: conformal::DEFAULT_RAPS_K_REG,
+        saps_lambda: conformal::DEFAULT_SAPS_LAMBDA,
+        class_conditional: false,
+    }
+}
+
+/// The conformal pipeline computed directly with the conformal module on the same halves.
+fn direct_metrics(
+    logits: &[f32],
+    labels: &[u32],
+    seed: u64,
+    settings: &ConformalSettings,
+) -> (Vec<f64>, SetMetrics) {
+    let (calibration_rows, evaluation_rows) = data::seeded_split(labels.len(), 0.5, seed);
+    let draws = conformal::uniforms(labels.len(), seed);
+    let part = |rows: &[usize]| {
+        let l: Vec<f32> = rows
+            .iter()
+            .flat_map(|&r| logits[r * K..(r + 1) * K].to_vec())
+            .collect();
+        let p = calibration::softmax(&Logits::new(&l, K).unwrap(), settings.temperature).unwrap();
+        let y: Vec<u32> = rows.iter().map(|&r| labels[r]).collect();
+        let u: Vec<f64> = rows.iter().map(|&r| draws[r]).collect();
+        (p, y, u)
+    };
+    let (cal_p, cal_y, cal_u) = part(&calibration_rows);
+    let (eval_p, eval_y, eval_u) = part(&evaluation_rows);
+    let score = settings.score_of(settings.score);
+    let scores = conformal::true_label_scores(&cal_p, &cal_y, K, &score, &cal_u).unwrap();
+    let thresholds = if settings.class_conditional {
+        Thresholds::ClassConditional(
+            conformal::class_conditional_thresholds(&scores, &cal_y, K, settings.alpha).unwrap(),
+        )
+    } else {
+        Thresholds::Marginal(conformal::conformal_threshold(&scores, settings.alpha).unwrap())
+    };
+    let sets = conformal::prediction_sets(&eval_p, K, &score, &eval_u, &thresholds).unwrap();
+    (
+        thresholds.values(),
+        conformal::set_metrics(&sets, &eval_y, settings.alpha).unwrap(),
+    )
+}
+
+#[test]
+fn conformal_view_matches_the_conformal_module() {
+    let (mut lab, logits, labels) = full_lab(3_000);
+    lab.set_split(4);
+    for kind in [
+        ScoreKind::Lac,
+        ScoreKind::Aps,
+        ScoreKind::Raps,
+        ScoreKind::Saps,
+    ] {
+        for class_conditional in [false, true] {
+            let settings = ConformalSettings {
+                class_conditional,
+                ..settings(kind)
+            };
+            let view = lab.conformal_view(&settings).unwrap();
+            let (qhat, metrics) = direct_metrics(&logits, &labels, 4, &settings);
+            assert_eq!(view.qhat, qhat, "{kind:?}");
+            assert_eq!(view.metrics, metrics, "{kind:?}");
+            let row = view.comparison.iter().find(|c| c.score == kind).unwrap();
+            assert_eq!(
+                (row.coverage, row.average_set_size),
+                (metrics.coverage, metrics.average_set_size)
+            );
+            assert_eq!(view.size_counts.iter().sum::<usize>(), 1_500);
+            assert_eq!(view.qhat.len(), if class_conditional { K } else { 1 });
+        }
+    }
+}
+
+#[test]
+fn moving_alpha_or_temperature_changes_the_sets() {
+    let (mut lab, _, _) = full_lab(3_000);
+    let base = lab.conformal_view(&settings(ScoreKind::Aps)).unwrap();
+    let wider = lab
+        .conformal_view(&ConformalSettings {
+            alpha: 0.05,
+            ..settings(ScoreKind::Aps)
+        })
+        .unwrap();
+    assert!(wider.metrics.average_set_size > base.metrics.average_set_size);
+    let hotter = lab
+        .conformal_view(&ConformalSettings {
+            temperature: 4.0,
+            ..settings(ScoreKind::Aps)
+        })
+        .unwrap();
+    assert_ne!(hotter.qhat, base.qhat);
+    // The sweep's point at the current α is the view's own marginal result.
+    let point = base
+        .sweep
+        .iter()
+        .find(|p| (p.alpha - 0.1).abs() < 1e-12)
+        .unwrap();
+    assert_eq!(
+        (point.qhat, point.coverage),
+        (base.qhat[0], base.metrics.coverage)
+    );
+    assert_eq!(base.sweep.len(), SWEEP_STEPS);
+}
+
+#[test]
+fn coverage_experiment_centres_on_the_beta_law() {
+    let (mut lab, _, _) = full_lab(4_000);
+    let experiment = lab
+        .coverage_experiment(&settings(ScoreKind::Aps), 400, 11)
+        .unwrap();
+    assert_eq!(experiment.coverages.len(), 400);
+    let summary = &experiment.summary;
+    assert_eq!(summary.k, conformal::quantile_rank(2_000, 0.1).unwrap());
+    // The mean of 400 draws lies within 4 standard errors of the Beta-Binomial mean.
+    let standard_error = summary.finite_standard_deviation / 20.0;
+    assert!((summary.mean - summary.beta_mean).abs() < 4.0 * standard_error);
+    assert!(summary.standard_deviation > summary.beta_standard_deviation);
+    let again = lab
+        .coverage_experiment(&settings(ScoreKind::Aps), 400, 11)
+        .unwrap();
+    assert_eq!(again.coverages, experiment.coverages);
+}
+
+#[test]
+fn gallery_filters_and_explanations_agree_with_the_sets() {
+    let (mut lab, _, _) = full_lab(3_000);
+    let lac = ConformalSettings {
+        alpha: 0.2,
+        ..settings(ScoreKind::Lac)
+    };
+    let view = lab.conformal_view(&lac).unwrap();
+    let all = lab.gallery(&lac, GalleryFilter::All, usize::MAX).unwrap();
+    assert_eq!(all.len(), 1_500);
+    let misses = lab
+        .gallery(&lac, GalleryFilter::Misses, usize::MAX)
+        .unwrap();
+    assert!(misses
+        .iter()
+        .all(|item| !item.covered && !item.set.contains(&item.label)));
+    let covered = all.iter().filter(|item| item.covered).count() as f64 / 1_500.0;
+    assert_eq!(covered, view.metrics.coverage);
+    let empty = lab.gallery(&lac, GalleryFilter::Empty, usize::MAX).unwrap();
+    assert_eq!(empty.len(), view.size_counts[0]);
+    let large = lab.gallery(&lac, GalleryFilter::Large, 5).unwrap();
+    assert!(large.len() <= 5 && large.iter().all(|item| item.set.len() >= 3));
+    for item in all.iter().take(50) {
+        let explanation = lab.explain(&lac, item.row).unwrap();
+        let set: Vec<u32> = (0..K as u32)
+            .filter(|&y| explanation.in_set[y as usize])
+            .collect();
+        assert_eq!(set, item.set);
+        assert!(!explanation.calibration);
+        assert!((explanation.probabilities.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+    let (most, least) = lab.conformity_extremes(&lac, 4).unwrap();
+    assert!(most[0].true_label_score <= least[0].true_label_score);
+    assert!(lab.explain(&lac, most[0].row).unwrap().calibration);
+    assert_eq!(lab.explain(&lac, 3_000), Err(LabError::UnknownImage(3_000)));
+    let bad_alpha = ConformalSettings { alpha: 0.0, ..lac };
+    assert!(matches!(
+        lab.conformal_view(&bad_alpha),
+        Err(LabError::Conformal(_))
+    ));
+}
