@@ -873,8 +873,9 @@ pub struct ConformalReport {
 /// Split conformal prediction in one call: true-label scores on the calibration part,
 /// thresholds (marginal or Mondrian), then sets and metrics on the evaluation part.
 ///
-/// The uniform draws come from one stream: `uniforms(n_cal + n_eval, seed)`, the first `n_cal`
-/// for the calibration rows, the rest for the evaluation rows. Too few calibration rows give
+/// The caller gives each row its uniform draw `u` (used by randomized scores only). The page and
+/// the CLI give row `i` of the data they split the draw `uniforms(n, seed)[i]`, so both compute
+/// the same sets for the same split. Too few calibration rows give
 /// `q̂ = +∞` (every label in every set), not an error; see [`finite_quantile_rank`].
 ///
 /// # Errors
@@ -891,11 +892,10 @@ pub fn split_conformal(
     score: &Score,
     alpha: f64,
     class_conditional: bool,
-    seed: u64,
+    calibration_uniforms: &[f64],
+    evaluation_uniforms: &[f64],
 ) -> Result<ConformalReport, ConformalError> {
     alpha_numerator(alpha)?;
-    let draws = uniforms(calibration_labels.len() + evaluation_labels.len(), seed);
-    let (calibration_uniforms, evaluation_uniforms) = draws.split_at(calibration_labels.len());
     let calibration_scores = true_label_scores(
         calibration_probabilities,
         calibration_labels,
@@ -1707,7 +1707,8 @@ mod tests {
             &Score::Aps { randomized: false },
             ALPHA,
             false,
-            64,
+            &vec![1.0; N_CALIBRATION],
+            &vec![1.0; POOL - N_CALIBRATION],
         )
         .unwrap();
         assert_eq!(report.qhat, [1.0]);
@@ -1781,6 +1782,7 @@ mod tests {
                     randomized: true,
                 },
             ] {
+                let (calibration_draws, evaluation_draws) = draws.split_at(N_CALIBRATION);
                 let report = split_conformal(
                     &calibration.probabilities,
                     &calibration.labels,
@@ -1790,7 +1792,8 @@ mod tests {
                     &score,
                     ALPHA,
                     class_conditional,
-                    seed,
+                    calibration_draws,
+                    evaluation_draws,
                 )
                 .unwrap();
                 let calibration_scores = true_label_scores(

@@ -1253,6 +1253,9 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
         |t: f64| calibration::evaluate(&test_view, &test_labels, t, BINS, Binning::Mass).unwrap();
     let before = serde_json::to_value(evaluate(1.0)).unwrap();
     let after = serde_json::to_value(evaluate(fit.temperature)).unwrap();
+    // Row i of the data file draws uniforms(n, seed)[i], wherever the split puts it (as the page).
+    let draws = conformal::uniforms(data.len(), SEED);
+    let pick = |rows: &[usize]| rows.iter().map(|&i| draws[i]).collect::<Vec<f64>>();
     let conformal = conformal::split_conformal(
         &calibration::softmax(&calibration_view, fit.temperature).unwrap(),
         &calibration_labels,
@@ -1262,7 +1265,8 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
         &score,
         ALPHA,
         false,
-        SEED,
+        &pick(&calibration_rows),
+        &pick(&test_rows),
     )
     .unwrap();
 
@@ -1353,8 +1357,10 @@ fn mondrian_matches_the_library() {
         .temperature;
     let calibration_probabilities = calibration::softmax(&calibration_view, temperature).unwrap();
     let test_probabilities = calibration::softmax(&test_view, temperature).unwrap();
+    // Row i of the file draws uniforms(n, seed)[i], wherever the split puts it (as the page).
     let draws = conformal::uniforms(data.len(), SEED);
-    let (calibration_draws, test_draws) = draws.split_at(calibration_rows.len());
+    let pick = |rows: &[usize]| rows.iter().map(|&i| draws[i]).collect::<Vec<f64>>();
+    let (calibration_draws, test_draws) = (&pick(&calibration_rows)[..], &pick(&test_rows)[..]);
     let raps = Score::Raps {
         lambda: 0.05,
         k_reg: 2,

@@ -178,7 +178,8 @@ fn saturated_scores_thresholds_and_sets_match_exact_arithmetic() {
             &score,
             ALPHA,
             false,
-            0,
+            &vec![1.0; calibration.len()],
+            &vec![1.0; evaluation.len()],
         )
         .unwrap();
         assert_close(report.qhat[0], exact_qhat, "q̂");

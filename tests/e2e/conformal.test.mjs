@@ -120,23 +120,28 @@ test("2. switching score changes the average set size, and the comparison row of
   assert.equal((await hashParams(page)).score, "saps");
 });
 
-test("3. LAC and non-randomized APS equal the native CLI at T = 1 (q̂ 1e-5; LAC's rates within 2 images, APS's coverage)", { timeout: 120_000 }, async () => {
-  for (const [score, randomized] of [["lac", false], ["aps", false]]) {
+test("3. every score, randomized or not, equals the native CLI at T = 1 on the same split and draws (q̂ 1e-5; rates within 2 images)", { timeout: 240_000 }, async (t) => {
+  const cases = [["lac", false], ...["aps", "raps", "saps"].flatMap((score) => [[score, true], [score, false]])];
+  for (const [score, randomized] of cases) {
     await configure({ score, randomized });
     const m = await readMetrics(page);
     const expected = (await native.report("ce", { seed: 0, temperature: 1, extra: ["--score", score, "--alpha", "0.1", "--randomized", String(randomized)] })).conformal;
-    assert.ok(Math.abs(m.qhat - expected.qhat) <= TOLERANCE_QHAT, `${score}: q̂ page ${m.qhat}, native ${expected.qhat}`);
-    // The browser's logits differ from native ones in the last f32 bits; an image whose score
-    // sits that close to q̂ may flip.
+    const where = `${score}${randomized ? "" : " (not randomized)"}`;
+    assert.ok(Math.abs(m.qhat - expected.qhat) <= TOLERANCE_QHAT, `${where}: q̂ page ${m.qhat}, native ${expected.qhat}`);
+    // The page and the CLI give each image the same uniform draw; the browser's logits differ
+    // from native ones only in the last f32 bits, so an image whose score sits that close to q̂
+    // may flip: each rate agrees within 2 of the 5,000 images.
     const images = (value) => Math.round(value * 5000);
-    assert.ok(Math.abs(images(m.coverage) - images(expected.coverage)) <= 2, `${score}: coverage ${m.coverage} vs ${expected.coverage}`);
-    // Non-randomized APS at T = 1 puts q̂ within about 4e-10 of 1, where the cumulative scores of
-    // confident images crowd, so which labels enter a set can be decided by those last bits: only
-    // its q̂ and coverage are compared. LAC's scores are spread out, so every rate agrees.
-    if (score === "lac") {
-      assert.ok(Math.abs(m.average_set_size - expected.average_set_size) * 5000 <= 2, `${score}: size ${m.average_set_size} vs ${expected.average_set_size}`);
-      assert.ok(Math.abs(images(m.empty_rate) - images(expected.empty_rate)) <= 2, `${score}: empty ${m.empty_rate} vs ${expected.empty_rate}`);
+    for (const metric of ["coverage", "empty_rate", "singleton_rate"]) {
+      assert.ok(Math.abs(images(m[metric]) - images(expected[metric])) <= 2, `${where}: ${metric} ${m[metric]} vs ${expected[metric]}`);
     }
+    // Non-randomized APS and RAPS at T = 1 put q̂ a hair below 1, where the cumulative scores of
+    // confident images crowd, so a label's membership can be decided by those last bits: their
+    // set sizes are compared more loosely.
+    const crowded = !randomized && (score === "aps" || score === "raps");
+    const sizeTolerance = crowded ? 0.01 : 2 / 5000;
+    assert.ok(Math.abs(m.average_set_size - expected.average_set_size) <= sizeTolerance, `${where}: size ${m.average_set_size} vs ${expected.average_set_size}`);
+    t.diagnostic(`${where}: coverage page ${m.coverage}, native ${expected.coverage}`);
   }
 });
 

@@ -67,6 +67,10 @@ struct Parts {
     calibration_labels: Vec<u32>,
     test: LogitsTable,
     test_labels: Vec<u32>,
+    /// Each row's uniform draw for randomized scores: row `i` of the split file (or of the
+    /// calibration file followed by the test file) gets `uniforms(n, seed)[i]`, as on the page.
+    calibration_uniforms: Vec<f64>,
+    test_uniforms: Vec<f64>,
 }
 
 /// Runs the report and prints it.
@@ -118,7 +122,8 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         &score,
         args.alpha,
         args.mondrian,
-        args.seed,
+        &parts.calibration_uniforms,
+        &parts.test_uniforms,
     )
     .map_err(|e| e.to_string())?;
     let threshold = if args.mondrian {
@@ -229,11 +234,15 @@ fn read_parts(args: &ReportArgs) -> Result<Parts, String> {
                     logits.num_classes
                 ));
             }
+            let mut draws = conformal::uniforms(labels.len() + test_labels_values.len(), args.seed);
+            let test_uniforms = draws.split_off(labels.len());
             Ok(Parts {
                 calibration: logits,
                 calibration_labels: labels,
                 test,
                 test_labels: test_labels_values,
+                calibration_uniforms: draws,
+                test_uniforms,
             })
         }
         _ => {
@@ -253,11 +262,15 @@ fn read_parts(args: &ReportArgs) -> Result<Parts, String> {
                 ));
             }
             let pick = |rows: &[usize]| rows.iter().map(|&i| labels[i]).collect::<Vec<u32>>();
+            let draws = conformal::uniforms(labels.len(), args.seed);
+            let draw = |rows: &[usize]| rows.iter().map(|&i| draws[i]).collect::<Vec<f64>>();
             Ok(Parts {
                 calibration: logits.select(&calibration_rows),
                 calibration_labels: pick(&calibration_rows),
                 test: logits.select(&test_rows),
                 test_labels: pick(&test_rows),
+                calibration_uniforms: draw(&calibration_rows),
+                test_uniforms: draw(&test_rows),
             })
         }
     }
