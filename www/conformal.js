@@ -91,18 +91,24 @@ export class ConformalLab {
   // Puts state into the controls.
   syncControls() {
     const s = this.state;
+    const alpha = s.alpha.toFixed(2);
+    const target = percent(1 - s.alpha, 0);
     $("alpha").value = String(s.alpha);
-    $("alpha-value").textContent = s.alpha.toFixed(2);
-    $("target-value").textContent = percent(1 - s.alpha, 0);
+    $("alpha-value").textContent = alpha;
+    $("target-value").textContent = target;
+    $("alpha").setAttribute("aria-valuetext", `α = ${alpha}, target coverage ${target}`);
     $("score").value = s.score;
     $("randomized").checked = s.randomized;
     $("mondrian").checked = s.mondrian;
     $("raps-lambda").value = String(s.raps_lambda);
     $("raps-lambda-value").textContent = s.raps_lambda.toFixed(2);
+    $("raps-lambda").setAttribute("aria-valuetext", `λ = ${s.raps_lambda.toFixed(2)}`);
     $("k-reg").value = String(s.k_reg);
     $("k-reg-value").textContent = String(s.k_reg);
+    $("k-reg").setAttribute("aria-valuetext", `k reg = ${s.k_reg}`);
     $("saps-lambda").value = String(s.saps_lambda);
     $("saps-lambda-value").textContent = s.saps_lambda.toFixed(2);
+    $("saps-lambda").setAttribute("aria-valuetext", `λ = ${s.saps_lambda.toFixed(2)}`);
     $("gallery-filter").value = s.gallery;
     $("conformal-temperature").textContent = s.t.toFixed(3);
     // Controls that do nothing for the chosen score are disabled, and the page says why.
@@ -181,16 +187,9 @@ export class ConformalLab {
     this.showPerClass(m.per_class_coverage);
   }
 
-  // Per-class coverage as numbers too (the chart's text alternative).
+  // Per-class coverage as numbers too (the chart's text alternative, its aria-describedby).
   showPerClass(coverages) {
-    let list = $("per-class-values");
-    if (!list) {
-      list = document.createElement("p");
-      list.id = "per-class-values";
-      list.className = "hint";
-      $("per-class").after(list);
-    }
-    list.replaceChildren(
+    $("per-class-values").replaceChildren(
       ...coverages.map((c, k) => {
         const span = document.createElement("span");
         span.className = "per-class-value";
@@ -295,8 +294,15 @@ export class ConformalLab {
     const truth = document.createElement("div");
     truth.className = "truth";
     truth.textContent = `#${item.row}: ${this.classNames[item.label]}`;
-    button.append(truth, this.chips(item));
-    button.setAttribute("aria-label", `Image ${item.row}, a ${this.classNames[item.label]}; set: ${item.set.map((k) => this.classNames[k]).join(", ") || "empty"}; ${item.covered ? "covered" : "missed"}`);
+    // The button's name is its visible text, followed by the chips as one sentence for screen
+    // readers (the chips themselves are hidden from them).
+    const set = document.createElement("span");
+    set.className = "visually-hidden";
+    set.textContent = `; set: ${item.set.map((k) => this.classNames[k]).join(", ") || "empty"}; ${item.covered ? "covered" : `missed: ${this.classNames[item.label]}`}`;
+    truth.append(set);
+    const chips = this.chips(item);
+    chips.setAttribute("aria-hidden", "true");
+    button.append(truth, chips);
     button.addEventListener("click", () => {
       this.selectedRow = item.row;
       for (const t of document.querySelectorAll(".tile")) t.setAttribute("aria-pressed", String(t === button));
@@ -366,9 +372,10 @@ export class ConformalLab {
     const panel = $("explanation");
     panel.hidden = false;
     const heading = document.createElement("h4");
+    heading.id = "explanation-title";
     heading.textContent = `Image #${row} (${e.calibration ? "calibration" : "evaluation"} half), truly a ${this.classNames[e.label]}`;
     const table = document.createElement("table");
-    table.innerHTML = "<thead><tr><th>label</th><th>probability</th><th></th><th>score s(x, y)</th><th>q̂</th><th>in the set?</th></tr></thead>";
+    table.innerHTML = "<thead><tr><th>label</th><th>probability</th><th><span class='visually-hidden'>probability bar</span></th><th>score s(x, y)</th><th>q̂</th><th>in the set?</th></tr></thead>";
     const body = document.createElement("tbody");
     e.probabilities.forEach((p, k) => {
       const tr = document.createElement("tr");
@@ -379,6 +386,13 @@ export class ConformalLab {
       body.append(tr);
     });
     table.append(body);
-    panel.replaceChildren(heading, this.thumbnail(row), table);
+    // On a phone the table is wider than the screen: it scrolls on its own, by keyboard too.
+    const scroller = document.createElement("div");
+    scroller.className = "table-scroll";
+    scroller.tabIndex = 0;
+    scroller.setAttribute("role", "region");
+    scroller.setAttribute("aria-labelledby", "explanation-title");
+    scroller.append(table);
+    panel.replaceChildren(heading, this.thumbnail(row), scroller);
   }
 }

@@ -98,13 +98,26 @@ function writeHash() {
 const sliderToTemperature = (position) => T_MIN * (T_MAX / T_MIN) ** (position / SLIDER_STEPS);
 const temperatureToSlider = (t) => Math.round((SLIDER_STEPS * Math.log(t / T_MIN)) / Math.log(T_MAX / T_MIN));
 
+// Writes T beside its slider, and as the slider's spoken value (its position is not T).
+function showTemperature() {
+  const text = state.t.toFixed(3);
+  setMetric($("temperature-value"), "temperature", state.t, text);
+  $("temperature").setAttribute("aria-valuetext", `T = ${text}`);
+}
+
+// Writes the number of bins beside its slider and as the slider's spoken value.
+function showBins() {
+  $("bins-value").textContent = String(state.bins);
+  $("bins").setAttribute("aria-valuetext", `${state.bins} bins`);
+}
+
 // Puts state into the controls.
 function syncControls() {
   $("model").value = state.model;
   $("temperature").value = String(temperatureToSlider(state.t));
-  setMetric($("temperature-value"), "temperature", state.t, state.t.toFixed(3));
+  showTemperature();
   $("bins").value = String(state.bins);
-  $("bins-value").textContent = String(state.bins);
+  showBins();
   $("binning").value = state.binning;
   $("split-seed").textContent = String(state.split);
   conformal?.syncControls();
@@ -171,6 +184,17 @@ function observeVisibility() {
     scheduleRender([]);
   }, { rootMargin: "300px 0px" });
   for (const id of Object.keys(sections)) observer.observe($(id));
+}
+
+// Keeps each lab's --slider-bar-height at the height of its sticky slider bar, which style.css
+// gives focused controls as scroll margin so that they never land under the bar.
+function trackSliderBars() {
+  const observer = new ResizeObserver((entries) => {
+    for (const entry of entries) {
+      entry.target.closest(".lab").style.setProperty("--slider-bar-height", `${entry.borderBoxSize[0].blockSize}px`);
+    }
+  });
+  for (const bar of document.querySelectorAll(".slider-bar")) observer.observe(bar);
 }
 
 // One wasm call recomputes the temperature lab and redraws its charts.
@@ -330,6 +354,7 @@ async function main() {
   }
   Object.assign(state, readHash());
   syncControls();
+  trackSliderBars();
   const [, imageBytes, labelBytes] = await Promise.all([init(), fetchBytes(IMAGES_URL), fetchBytes(LABELS_URL)]);
   pixels = parse_images(imageBytes, IMAGES_URL);
   const labels = parse_labels(labelBytes, LABELS_URL);
@@ -353,7 +378,7 @@ async function main() {
   });
   $("temperature").addEventListener("input", () => {
     state.t = sliderToTemperature(Number($("temperature").value));
-    setMetric($("temperature-value"), "temperature", state.t, state.t.toFixed(3));
+    showTemperature();
     writeHash();
     scheduleRender();
   });
@@ -389,7 +414,7 @@ async function main() {
   });
   $("bins").addEventListener("input", () => {
     state.bins = Number($("bins").value);
-    $("bins-value").textContent = String(state.bins);
+    showBins();
     writeHash();
     scheduleRender(["temperature"]);
   });

@@ -1,0 +1,217 @@
+// Accessibility of the page in headless Chromium: once every lab has drawn and a gallery
+// explanation is open, axe-core finds no serious or critical violation and the page does not
+// scroll sideways, at 1280 px and 390 px; the sliders announce the value they show; a focused
+// control is never left under a stuck slider bar; every chart has a text alternative.
+//
+// One browser and one page for the file: the cross-entropy inference runs once.
+//
+// Run: bash scripts/test (stage 7), or by hand after bash scripts/build-site:
+//   npm ci --prefix tests/e2e && node --test tests/e2e/accessibility.test.mjs
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { after, before, test } from "node:test";
+
+import { collectProblems, launchBrowser, nextFrames, openSite, scrollThrough, waitForInference } from "./helpers.mjs";
+
+const INFERENCE_TIMEOUT_MS = 180_000;
+// axe-core's impacts are minor, moderate, serious and critical: these two fail the test.
+const BLOCKING_IMPACTS = ["serious", "critical"];
+const VIEWPORTS = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } };
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+let site;
+let browser;
+let problems;
+let page;
+
+before(async () => {
+  site = await openSite();
+  browser = await launchBrowser({ viewport: VIEWPORTS.desktop });
+  problems = collectProblems(browser.context);
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  await page.goto(site.url);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+});
+
+// Every lab drawn, the gallery filled and one image's explanation open: the page's fullest state.
+async function showEverything() {
+  await scrollThrough(page);
+  const tile = page.locator("#gallery .tile").first();
+  await tile.scrollIntoViewIfNeeded();
+  await tile.click();
+  await page.locator("#explanation table").waitFor({ state: "visible" });
+  await nextFrames(page, 2);
+}
+
+// axe-core on the whole document: every violation as { id, impact, help, nodes }, each node its
+// selector and axe's summary of what is wrong with it.
+async function axeViolations() {
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: AXE_SOURCE });
+  return page.evaluate(async () => {
+    const results = await window.axe.run(document, { resultTypes: ["violations"] });
+    return results.violations.map(({ id, impact, help, nodes }) => ({
+      id,
+      impact,
+      help,
+      nodes: nodes.map((node) => `${node.target.join(" ")}: ${node.failureSummary.replace(/\s+/g, " ")}`),
+    }));
+  });
+}
+
+// One violation, readable: id, impact and help, then each node on its own line.
+const describe = ({ id, impact, help, nodes }) => `${id} (${impact}): ${help}\n    ${nodes.join("\n    ")}`;
+
+for (const [name, viewport] of Object.entries(VIEWPORTS)) {
+  test(`axe-core finds no serious or critical violation, and the page does not scroll sideways, at ${viewport.width}×${viewport.height} (${name})`, { timeout: 120_000 }, async (t) => {
+    await page.setViewportSize(viewport);
+    await showEverything();
+    const violations = await axeViolations();
+    for (const line of violations.map(describe).join("\n").split("\n")) if (line) t.diagnostic(line);
+    const blocking = violations.filter((violation) => BLOCKING_IMPACTS.includes(violation.impact));
+    assert.equal(blocking.length, 0, `axe-core found serious or critical violations:\n  ${blocking.map(describe).join("\n  ")}`);
+    // Content wider than the window (the explanation's table on a phone) scrolls in its own box.
+    const width = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, window: document.documentElement.clientWidth }));
+    assert.ok(width.page <= width.window, `the page is ${width.page} px wide in a ${width.window} px window`);
+  });
+}
+
+// Each slider and the words a screen reader says for it, made from the text shown beside it
+// (the outputs, by id); `score` is the score that enables a slider the others leave disabled.
+const SLIDERS = [
+  { id: "temperature", spoken: (shown) => `T = ${shown["temperature-value"]}` },
+  { id: "bins", spoken: (shown) => `${shown["bins-value"]} bins` },
+  { id: "alpha", spoken: (shown) => `α = ${shown["alpha-value"]}, target coverage ${shown["target-value"]}` },
+  { id: "raps-lambda", score: "raps", spoken: (shown) => `λ = ${shown["raps-lambda-value"]}` },
+  { id: "k-reg", score: "raps", spoken: (shown) => `k reg = ${shown["k-reg-value"]}` },
+  { id: "saps-lambda", score: "saps", spoken: (shown) => `λ = ${shown["saps-lambda-value"]}` },
+];
+const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value"];
+
+// What the page shows beside its sliders ({ output id: text }) and what each slider says.
+const sliderTexts = () => page.evaluate((outputs) => ({
+  shown: Object.fromEntries(outputs.map((id) => [id, document.getElementById(id).textContent])),
+  spoken: Object.fromEntries([...document.querySelectorAll('input[type="range"]')].map((input) => [input.id, input.getAttribute("aria-valuetext")])),
+}), OUTPUTS);
+
+test("every slider's aria-valuetext says the value shown beside it, before and after a key press", { timeout: 60_000 }, async () => {
+  await page.setViewportSize(VIEWPORTS.desktop);
+  const start = await sliderTexts();
+  assert.deepEqual(Object.keys(start.spoken).sort(), SLIDERS.map((slider) => slider.id).sort(), "every range input is checked here");
+  for (const slider of SLIDERS) assert.equal(start.spoken[slider.id], slider.spoken(start.shown), `#${slider.id} at load`);
+
+  const initialScore = await page.inputValue("#score");
+  for (const slider of SLIDERS) {
+    if (slider.score && (await page.inputValue("#score")) !== slider.score) await page.selectOption("#score", slider.score);
+    const before = await sliderTexts();
+    await page.focus(`#${slider.id}`);
+    const atMaximum = await page.$eval(`#${slider.id}`, (input) => input.value === input.max);
+    await page.keyboard.press(atMaximum ? "ArrowLeft" : "ArrowRight");
+    const after = await sliderTexts();
+    assert.notEqual(after.spoken[slider.id], before.spoken[slider.id], `#${slider.id}: the key press moved the slider`);
+    assert.equal(after.spoken[slider.id], slider.spoken(after.shown), `#${slider.id} after a key press`);
+  }
+  await page.selectOption("#score", initialScore);
+});
+
+// The focusable controls after each lab's slider bar, one of each kind (the first of a selector).
+const FOCUS_TARGETS = ["#model", "#new-split", "#score", "button.preset", "#repetitions", "#gallery-filter", "#gallery .tile"];
+
+for (const [name, viewport] of Object.entries(VIEWPORTS)) {
+  test(`a control that takes focus under a stuck slider bar scrolls clear of it at ${viewport.width}×${viewport.height} (${name})`, { timeout: 60_000 }, async () => {
+    await page.setViewportSize(viewport);
+    await nextFrames(page, 2);
+    for (const selector of FOCUS_TARGETS) {
+      // The control's top under the middle of its lab's bar, which is stuck to the top there.
+      const hidden = await page.evaluate((selector) => {
+        document.activeElement?.blur();
+        const element = document.querySelector(selector);
+        const bar = element.closest(".lab").querySelector(".slider-bar");
+        window.scrollTo(0, element.getBoundingClientRect().top + window.scrollY - bar.offsetHeight / 2);
+        return { top: element.getBoundingClientRect().top, barBottom: bar.getBoundingClientRect().bottom };
+      }, selector);
+      assert.ok(hidden.top < hidden.barBottom, `${selector} starts under the bar (top ${hidden.top}, bar bottom ${hidden.barBottom})`);
+      await page.focus(selector);
+      await nextFrames(page, 2);
+      const shown = await page.evaluate((selector) => {
+        const element = document.querySelector(selector);
+        const bar = element.closest(".lab").querySelector(".slider-bar");
+        const box = element.getBoundingClientRect();
+        return { top: box.top, bottom: box.bottom, barBottom: bar.getBoundingClientRect().bottom, focused: document.activeElement === element };
+      }, selector);
+      assert.ok(shown.focused, `${selector} has focus`);
+      assert.ok(shown.top >= shown.barBottom && shown.bottom <= viewport.height,
+        `${selector} focused lies between the bar and the bottom of the window (top ${shown.top}, bottom ${shown.bottom}, bar bottom ${shown.barBottom})`);
+    }
+  });
+}
+
+// The accessible names Chromium computes for the elements that match `selector`, in order.
+async function accessibleNames(selector) {
+  const session = await page.context().newCDPSession(page);
+  try {
+    const { root } = await session.send("DOM.getDocument");
+    const { nodeIds } = await session.send("DOM.querySelectorAll", { nodeId: root.nodeId, selector });
+    const names = [];
+    for (const nodeId of nodeIds) {
+      const { nodes } = await session.send("Accessibility.getPartialAXTree", { nodeId, fetchRelatives: false });
+      names.push(nodes[0].name?.value ?? "");
+    }
+    return names;
+  } finally {
+    await session.detach();
+  }
+}
+
+const CHARTS = ["reliability", "histogram", "classwise", "set-sizes", "per-class", "stratified", "sweep", "experiment"];
+
+test("every chart has a name and a description that its figure's caption gives; the gallery is not a live region", { timeout: 30_000 }, async () => {
+  const charts = await page.$$eval("figure canvas", (canvases) => canvases.map((canvas) => {
+    const described = (canvas.getAttribute("aria-describedby") ?? "").split(/\s+/).filter(Boolean).map((id) => document.getElementById(id));
+    return {
+      id: canvas.id,
+      role: canvas.getAttribute("role"),
+      label: canvas.getAttribute("aria-label") ?? "",
+      missing: described.filter((element) => element === null).length,
+      captioned: described.some((element) => element?.tagName === "FIGCAPTION" && element.closest("figure") === canvas.closest("figure")),
+      description: described.map((element) => element?.textContent ?? "").join(" ").trim(),
+    };
+  }));
+  assert.deepEqual(charts.map((chart) => chart.id), CHARTS, "every chart is checked here");
+  for (const chart of charts) {
+    assert.equal(chart.role, "img", `#${chart.id} is an image to assistive technology`);
+    assert.ok(chart.label.length > 0, `#${chart.id} has a name`);
+    assert.equal(chart.missing, 0, `#${chart.id}: every aria-describedby id exists`);
+    assert.ok(chart.captioned && chart.description.length > 0, `#${chart.id} is described by its figure's caption`);
+  }
+
+  const live = await page.evaluate(() => ({
+    gallery: document.getElementById("gallery").closest("[aria-live]")?.id ?? null,
+    inside: document.querySelectorAll("#gallery [aria-live]").length,
+    count: document.getElementById("gallery-count").getAttribute("aria-live"),
+  }));
+  assert.deepEqual(live, { gallery: null, inside: 0, count: "polite" }, "only the gallery's count line is announced, politely");
+  // A tile is named (as Chromium computes it) by its visible text followed by its set, read as a
+  // sentence; the chips that show the set are hidden from screen readers. Chromium puts a space
+  // before the visually hidden part (it is positioned out of flow), which is not read: dropped.
+  const tiles = await page.$$eval("#gallery .tile", (buttons) => buttons.map((button) => ({
+    shown: button.querySelector(".truth").firstChild.textContent,
+    chipsHidden: button.querySelector(".chips").getAttribute("aria-hidden"),
+  })));
+  assert.ok(tiles.length > 0, "the gallery has tiles");
+  const names = (await accessibleNames("#gallery .tile")).map((name) => name.replace(/\s+;/g, ";"));
+  tiles.forEach(({ shown, chipsHidden }, i) => {
+    assert.ok(names[i].startsWith(`${shown}; set: `), `tile ${i} is named "${names[i]}", which starts with its visible text "${shown}"`);
+    assert.match(names[i], /^#\d+: [^;]+; set: [^;]+; (covered|missed: [^;]+)$/);
+    assert.equal(chipsHidden, "true");
+  });
+});
+
+test("no console errors, uncaught exceptions or failed requests", () => {
+  assert.deepEqual(problems, []);
+});
