@@ -503,8 +503,9 @@ pub fn fit_temperature(
     }
 }
 
-/// How the confidence axis is cut into bins.
+/// How the confidence axis is cut into bins (the page's and the CLI's names).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Binning {
     /// Equal-width bins on `[0, 1]` (the default).

@@ -126,6 +126,46 @@ pub enum ConformalError {
     Empty,
 }
 
+/// Which score, before its parameters are attached: the one set of names the page, the CLI
+/// and the tests share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum ScoreKind {
+    Lac,
+    Aps,
+    Raps,
+    Saps,
+}
+
+impl ScoreKind {
+    /// Every score, in the order the page's comparison table lists them.
+    pub const ALL: [ScoreKind; 4] = [Self::Lac, Self::Aps, Self::Raps, Self::Saps];
+
+    /// The score with its parameters (each score takes the ones it uses).
+    pub fn with(
+        self,
+        randomized: bool,
+        raps_lambda: f64,
+        raps_k_reg: usize,
+        saps_lambda: f64,
+    ) -> Score {
+        match self {
+            Self::Lac => Score::Lac,
+            Self::Aps => Score::Aps { randomized },
+            Self::Raps => Score::Raps {
+                lambda: raps_lambda,
+                k_reg: raps_k_reg,
+                randomized,
+            },
+            Self::Saps => Score::Saps {
+                lambda: saps_lambda,
+                randomized,
+            },
+        }
+    }
+}
+
 /// A nonconformity score for classification (larger = the label fits worse).
 ///
 /// Serialized with an internal tag, e.g. `{"score":"raps","lambda":0.01,"k_reg":5,"randomized":true}`.

@@ -10,6 +10,7 @@ pub mod lab;
 pub mod model;
 pub mod ood;
 pub mod ood_view;
+pub mod page;
 pub mod plot;
 pub mod sentences;
 #[cfg(target_arch = "wasm32")]

@@ -59,7 +59,7 @@ pub fn confidence_verdict(
 }
 
 /// Whether a coverage lies inside the guarantee band, and the sentence that says so.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CoverageVerdict {
     /// Distance from the band in units of one split's standard deviation (0 inside it;
     /// negative below the band, positive above).
@@ -126,7 +126,7 @@ pub fn coverage_verdict(
 }
 
 /// The numbers the coverage experiment's caption talks about.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ExperimentSummary {
     pub repetitions: usize,
     pub n_calibration: usize,

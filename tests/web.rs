@@ -5,7 +5,8 @@
 
 use calibra::data::{parse_idx_images, parse_idx_labels, IMAGE_PIXELS};
 use calibra::model::{Classifier, NUM_CLASSES};
-use calibra::web::Lab;
+use calibra::page::PageState;
+use calibra::web::Page;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
@@ -62,7 +63,8 @@ fn browser_logits_match_the_native_fixture() {
     }
 }
 
-fn canvas(width: u32, height: u32) -> HtmlCanvasElement {
+/// A canvas of `width` × `height` CSS pixels with this id, in the document.
+fn canvas(id: &str, width: u32, height: u32) -> HtmlCanvasElement {
     let document = web_sys::window()
         .and_then(|w| w.document())
         .expect("a document");
@@ -71,8 +73,13 @@ fn canvas(width: u32, height: u32) -> HtmlCanvasElement {
         .expect("a canvas")
         .dyn_into()
         .expect("an HtmlCanvasElement");
-    canvas.set_width(width);
-    canvas.set_height(height);
+    canvas.set_id(id);
+    canvas
+        .set_attribute(
+            "style",
+            &format!("display:block;width:{width}px;height:{height}px"),
+        )
+        .expect("styled");
     document
         .body()
         .expect("a body")
@@ -80,7 +87,6 @@ fn canvas(width: u32, height: u32) -> HtmlCanvasElement {
         .expect("appended");
     canvas
 }
-
 /// Pixels of `colour` in the canvas, counted separately left and right of `split_x`, below
 /// `top` (under the legend strip).
 fn count_colour(
@@ -116,11 +122,12 @@ fn count_colour(
     (left, right)
 }
 
-/// The page's own path: a Lab fed with logits draws the reliability diagram on a real canvas.
-/// Every example is confident (logit gap 8 → confidence ≈ 1) so every bar stands in the right
-/// half of the diagram and the left half, where the bins are empty, has no bar.
+/// The page's own path: a Page fed with logits renders one frame, drawing the reliability
+/// diagram on a real canvas and returning the readouts. Every example is confident (logit gap
+/// 8 → confidence ≈ 1) so every bar stands in the right half of the diagram and the left half,
+/// where the bins are empty, has no bar.
 #[wasm_bindgen_test]
-fn reliability_diagram_draws_on_a_real_canvas() {
+fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
     let rows = 200;
     let labels: Vec<u8> = (0..rows).map(|i| (i % NUM_CLASSES) as u8).collect();
     let mut logits = vec![0.0_f32; rows * NUM_CLASSES];
@@ -133,28 +140,36 @@ fn reliability_diagram_draws_on_a_real_canvas() {
         };
         row[predicted] = 8.0;
     }
-    let mut lab = Lab::new(&labels, 1).expect("a lab");
-    lab.add_logits(0, 0, &logits).expect("logits accepted");
-    let (reliability, histogram, classwise) =
-        (canvas(560, 500), canvas(560, 180), canvas(900, 400));
-    let summary = lab
-        .draw_temperature(
-            1.0,
-            10,
-            "width",
-            reliability.clone(),
-            histogram,
-            classwise,
-            1.0,
-        )
-        .expect("the lab draws");
-    let accuracy = js_sys::Reflect::get(
-        &js_sys::Reflect::get(&summary, &"at_temperature".into()).expect("at_temperature"),
-        &"accuracy".into(),
-    )
-    .expect("accuracy")
-    .as_f64()
-    .expect("a number");
+    let mut page = Page::new(&labels).expect("a page");
+    let ratio = web_sys::window().expect("a window").device_pixel_ratio();
+    let reliability = canvas("reliability", 560, 500);
+    canvas("histogram", 560, 180);
+    canvas("classwise", 900, 400);
+    let state = PageState {
+        bins: 10,
+        ..PageState::default()
+    };
+    let state = serde_wasm_bindgen::to_value(&state).expect("a state object");
+    let visible =
+        js_sys::JSON::parse(r#"{"temperature": true, "conformal": false, "gallery": false}"#)
+            .expect("an object");
+    let waiting = page
+        .render(state.clone(), visible.clone())
+        .expect("renders");
+    assert_eq!(
+        field(&waiting, "waiting").as_bool(),
+        Some(true),
+        "no logits yet"
+    );
+    page.add_logits(0, 0, &logits).expect("logits accepted");
+    let readouts = page.render(state, visible.clone()).expect("the page draws");
+    assert_eq!(field(&readouts, "waiting").as_bool(), Some(false));
+    let patches: js_sys::Array = field(&readouts, "patches").dyn_into().expect("an array");
+    let accuracy = patches
+        .iter()
+        .find(|p| field(p, "metric").as_string().as_deref() == Some("accuracy"))
+        .map(|p| field(&p, "value").as_f64().expect("a number"))
+        .expect("an accuracy readout");
     let (_, evaluation_rows) = calibra::data::seeded_split(rows, 0.5, 0);
     let right_rows = evaluation_rows.iter().filter(|&&i| i % 5 != 0).count();
     let expected = right_rows as f64 / evaluation_rows.len() as f64;
@@ -162,21 +177,24 @@ fn reliability_diagram_draws_on_a_real_canvas() {
         (accuracy - expected).abs() < 1e-12,
         "accuracy {accuracy}, expected {expected}"
     );
-    let (left, right) = count_colour(&reliability, BAR_BLUE, 280, 100);
+    assert_eq!(
+        reliability.width(),
+        (560.0 * ratio).round() as u32,
+        "sized for the pixel ratio"
+    );
+    let middle = reliability.width() / 2;
+    let (left, right) = count_colour(&reliability, BAR_BLUE, middle, (100.0 * ratio) as u32);
     assert!(
         right > 2_000,
         "a tall blue bar on the right: {right} pixels"
     );
     assert_eq!(left, 0, "no bar where the bins are empty");
-    assert!(lab
-        .draw_temperature(
-            50.0,
-            10,
-            "width",
-            canvas(10, 10),
-            canvas(10, 10),
-            canvas(10, 10),
-            1.0
-        )
-        .is_err());
+    // A state outside the ranges is refused with a message, not a panic.
+    let bad = js_sys::JSON::parse(r#"{"t": 50}"#).expect("an object");
+    assert!(page.render(bad, visible).is_err());
+}
+
+/// Reads `key` of a JavaScript object.
+fn field(object: &wasm_bindgen::JsValue, key: &str) -> wasm_bindgen::JsValue {
+    js_sys::Reflect::get(object, &key.into()).expect("a field")
 }

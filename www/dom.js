@@ -10,16 +10,53 @@ export function setMetric(element, name, value, text) {
   element.textContent = text;
 }
 
-// Sizes a canvas's backing store to its CSS box times the device pixel ratio; returns the ratio.
-export function fitCanvas(canvas) {
-  const ratio = window.devicePixelRatio || 1;
-  const width = Math.round(canvas.clientWidth * ratio);
-  const height = Math.round(canvas.clientHeight * ratio);
-  if (canvas.width !== width || canvas.height !== height) {
-    canvas.width = width;
-    canvas.height = height;
+// Applies the patches Rust's render returned: one text, readout or control value per element.
+export function applyPatches(patches) {
+  for (const p of patches) {
+    const element = p.kind === "metric" && !p.id ? document.querySelector(`[data-metric="${p.metric}"]`) : $(p.id);
+    switch (p.kind) {
+      case "text": element.textContent = p.text; break;
+      case "metric":
+        setMetric(element, p.metric, p.value ?? "", p.text);
+        if (p.title) element.title = p.title;
+        else element.removeAttribute("title");
+        break;
+      case "control":
+        if (element.value !== p.value) element.value = p.value;
+        if (p.valuetext) element.setAttribute("aria-valuetext", p.valuetext);
+        break;
+      case "checked": element.checked = p.checked; break;
+      case "disabled": element.disabled = p.disabled; break;
+      case "hidden": element.hidden = p.hidden; break;
+      case "style": element.style.setProperty(p.property, p.value); break;
+      case "metrics": element.replaceChildren(...joined(p.items.map(metricSpan))); break;
+      case "rows": element.tBodies[0].replaceChildren(...p.rows.map(tableRow)); break;
+      default: throw new Error(`unknown patch kind ${p.kind}`);
+    }
   }
-  return ratio;
+}
+
+// A readout as a span of its own.
+function metricSpan(item) {
+  const span = document.createElement("span");
+  setMetric(span, item.metric, item.value ?? "", item.text);
+  return span;
+}
+
+// Nodes separated by " · ".
+const joined = (nodes) => nodes.flatMap((node, i) => (i ? [document.createTextNode(" · "), node] : [node]));
+
+// A table row of readouts (and label cells), the chosen setting's row marked.
+function tableRow(row) {
+  const tr = document.createElement("tr");
+  if (row.current) tr.className = "current";
+  for (const cell of row.cells) {
+    const td = document.createElement("td");
+    if (cell.metric) setMetric(td, cell.metric, cell.value, cell.text);
+    else td.textContent = cell.text;
+    tr.append(td);
+  }
+  return tr;
 }
 
 // Shows a readable message in the page (never a blank page).
@@ -35,6 +72,3 @@ export function clearError() {
   box.hidden = true;
   box.textContent = "";
 }
-
-// Formats a fraction as a percentage with `digits` decimals.
-export const percent = (value, digits = 1) => `${(100 * value).toFixed(digits)}%`;

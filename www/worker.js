@@ -1,7 +1,7 @@
 // Inference worker: owns one copy of a model and turns batches of pixels into logits.
 //
 // Protocol (module worker; every message is a plain object):
-//   page -> worker  {type: "load", model, url}            fetch and load a .safetensors model
+//   page -> worker  {type: "load", model, url, classes}   fetch and load a .safetensors model
 //   page -> worker  {type: "infer", model, job, start, pixels}
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
 //   worker -> page  {status: "ready", model}
@@ -21,14 +21,14 @@ async function handle(message) {
     const response = await fetch(message.url);
     if (!response.ok) throw new Error(`cannot fetch ${message.url}: HTTP ${response.status}`);
     const weights = new Uint8Array(await response.arrayBuffer());
-    models.set(message.model, new Model(weights));
+    models.set(message.model, { model: new Model(weights), classes: message.classes });
     postMessage({ status: "ready", model: message.model });
   } else if (message.type === "infer") {
-    const model = models.get(message.model);
-    if (!model) throw new Error(`model ${message.model} is not loaded in this worker`);
+    const loaded = models.get(message.model);
+    if (!loaded) throw new Error(`model ${message.model} is not loaded in this worker`);
     const started = performance.now();
-    const logits = model.logits(message.pixels);
-    const count = logits.length / 10;
+    const logits = loaded.model.logits(message.pixels);
+    const count = logits.length / loaded.classes;
     postMessage(
       { status: "logits", model: message.model, job: message.job, start: message.start, count, logits, millis: performance.now() - started },
       [logits.buffer],

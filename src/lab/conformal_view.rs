@@ -3,30 +3,20 @@
 
 use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
 use crate::calibration::{self, Logits};
-use crate::conformal::{self, Score, SetMetrics, SweepPoint, Thresholds};
+use crate::conformal::{self, Score, ScoreKind, SetMetrics, SweepPoint, Thresholds};
 use crate::data;
 use crate::sentences::{self, CoverageVerdict, ExperimentSummary};
 
 /// Sizes at or above this count as a "large" prediction set in the gallery.
 pub const LARGE_SET_SIZE: u32 = 3;
 /// Miscoverage levels of the α sweep: 0.01, 0.02, …, 0.30.
-pub(super) const SWEEP_STEPS: usize = 30;
-const SWEEP_STEP: f64 = 0.01;
+pub const SWEEP_STEPS: usize = 30;
+pub const SWEEP_STEP: f64 = 0.01;
 /// Points of the theoretical coverage density curves.
 const DENSITY_POINTS: usize = 240;
 
-/// Which conformal score, before its parameters are attached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScoreKind {
-    Lac,
-    Aps,
-    Raps,
-    Saps,
-}
-
 /// Everything the conformal lab's controls set.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConformalSettings {
     /// The temperature lab's T: the sets use softmax(z / T).
     pub temperature: f64,
@@ -44,25 +34,17 @@ pub struct ConformalSettings {
 impl ConformalSettings {
     /// The score `kind` with these settings' parameters.
     pub fn score_of(&self, kind: ScoreKind) -> Score {
-        let randomized = self.randomized;
-        match kind {
-            ScoreKind::Lac => Score::Lac,
-            ScoreKind::Aps => Score::Aps { randomized },
-            ScoreKind::Raps => Score::Raps {
-                lambda: self.raps_lambda,
-                k_reg: self.raps_k_reg,
-                randomized,
-            },
-            ScoreKind::Saps => Score::Saps {
-                lambda: self.saps_lambda,
-                randomized,
-            },
-        }
+        kind.with(
+            self.randomized,
+            self.raps_lambda,
+            self.raps_k_reg,
+            self.saps_lambda,
+        )
     }
 }
 
 /// One score's results at the current α and T, for the comparison table.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScoreComparison {
     pub score: ScoreKind,
     pub coverage: f64,
@@ -72,7 +54,7 @@ pub struct ScoreComparison {
 }
 
 /// What the conformal lab shows.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConformalView {
     pub alpha: f64,
     pub n_calibration: usize,
@@ -103,11 +85,10 @@ pub struct ConformalView {
 }
 
 /// Coverage over random calibration/evaluation splits, against theory.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CoverageExperiment {
     pub coverages: Vec<f64>,
-    /// Sizes, observed mean and spread, and the theory's (serialised flat, beside the rest).
-    #[serde(flatten)]
+    /// Sizes, observed mean and spread, and the theory's.
     pub summary: ExperimentSummary,
     /// `(x, density)` of `Beta(k, n + 1 − k)`.
     pub beta_density: Vec<(f64, f64)>,
@@ -116,8 +97,7 @@ pub struct CoverageExperiment {
 }
 
 /// Which evaluation images the gallery shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GalleryFilter {
     All,
     /// Sets that miss the true label.
@@ -145,10 +125,13 @@ pub struct GalleryItem {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Explanation {
     pub row: usize,
+    /// "Image #12 (evaluation half), truly a Sneaker".
+    pub title: String,
     pub calibration: bool,
     pub label: u32,
-    /// softmax(z / T) per label.
+    /// softmax(z / T) per label, and as the table writes it.
     pub probabilities: Vec<f64>,
+    pub probability_text: Vec<String>,
     /// s(x, y) per label, and the threshold each is compared with.
     pub scores: Vec<f64>,
     pub thresholds: Vec<f64>,
@@ -338,12 +321,7 @@ impl Lab {
         conformal::quantile_rank(1, alpha)?;
         let cache = self.prepared()?;
         let mut comparison = Vec::with_capacity(4);
-        for kind in [
-            ScoreKind::Lac,
-            ScoreKind::Aps,
-            ScoreKind::Raps,
-            ScoreKind::Saps,
-        ] {
+        for kind in ScoreKind::ALL {
             let table = cache.score_table(settings.score_of(kind), settings.temperature, k)?;
             let table = &cache.score_tables[table];
             let thresholds = thresholds(
@@ -621,11 +599,26 @@ impl Lab {
             .zip(&per_label)
             .map(|(&s, &q)| sentences::score_against_threshold(s, q))
             .unzip();
+        let label = part.labels[index];
+        let probabilities: Vec<f64> = log_probabilities.iter().map(|lp| lp.exp()).collect();
         Ok(Explanation {
             row,
+            title: format!(
+                "Image #{row} ({} half), truly a {}",
+                if calibration {
+                    "calibration"
+                } else {
+                    "evaluation"
+                },
+                class_name(label as usize, k)
+            ),
             calibration,
-            label: part.labels[index],
-            probabilities: log_probabilities.iter().map(|lp| lp.exp()).collect(),
+            label,
+            probability_text: probabilities
+                .iter()
+                .map(|&p| sentences::percent(p, 2))
+                .collect(),
+            probabilities,
             score_text,
             threshold_text,
             in_set: scores.iter().zip(&per_label).map(|(s, q)| s <= q).collect(),

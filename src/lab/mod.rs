@@ -12,6 +12,7 @@
 //! a slider move costs one pass over the evaluation rows per chart.
 
 use crate::calibration::{self, CalibrationError, Logits, TemperatureFit};
+pub use crate::conformal::ScoreKind;
 use crate::conformal::{self, ConformalError, Score};
 use crate::data;
 
@@ -20,7 +21,7 @@ mod temperature_view;
 
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
-    ScoreComparison, ScoreKind, LARGE_SET_SIZE,
+    ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
 use temperature_view::FixedReports;
 pub use temperature_view::TemperatureView;
@@ -235,6 +236,11 @@ impl Lab {
             self.cache = None;
         }
         Ok(())
+    }
+
+    /// The seed of the current split.
+    pub fn split_seed(&self) -> u64 {
+        self.split_seed
     }
 
     /// Splits the test rows into calibration and evaluation halves with `seed`.

@@ -11,7 +11,7 @@ use crate::sentences;
 const NOISE_FLOOR_DRAWS: usize = 10;
 
 /// What the temperature lab shows, at one slider temperature.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TemperatureView {
     pub temperature: f64,
     pub fitted_temperature: f64,

@@ -149,7 +149,7 @@ test("3. an overconfident network (T = 0.3) makes APS sets smaller and CovGap la
 test("4. non-randomized APS: q̂ a hair below 1 with more empty and larger sets at T = 1, ties at q̂ = 1 above the band at T = 0.3; the buttons show both", { timeout: 60_000 }, async () => {
   const randomized = await show({ model: "ce", t: 1, score: "aps", randomized: 1 });
   await show({ model: "ce", t: 2, score: "lac", randomized: 1 });
-  await page.click('button.preset[data-preset="aps_raw_t1"]');
+  await page.click('button.preset[data-action="aps_raw_t1"]');
   await nextFrames(page, 3);
   const raw = await readMetrics(page);
   assert.equal(raw.temperature, 1);
@@ -159,7 +159,7 @@ test("4. non-randomized APS: q̂ a hair below 1 with more empty and larger sets 
   assert.match(await text('[data-metric="qhat"]'), /^1 − \d/);
   assert.ok(raw.empty_rate > randomized.empty_rate, `empty ${raw.empty_rate} vs randomized ${randomized.empty_rate}`);
   assert.ok(raw.average_set_size > randomized.average_set_size, `size ${raw.average_set_size} vs randomized ${randomized.average_set_size}`);
-  await page.click('button.preset[data-preset="aps_raw_cold"]');
+  await page.click('button.preset[data-action="aps_raw_cold"]');
   await nextFrames(page, 3);
   const cold = await readMetrics(page);
   assert.equal(cold.temperature, 0.3);

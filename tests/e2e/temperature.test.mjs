@@ -44,7 +44,8 @@ const METRICS = ["accuracy", "ece", "mce", "nll", "brier"];
 const CALIBRATION_METRICS = ["ece", "mce", "nll", "brier"];
 const T_MIN = 0.05;
 const T_MAX = 20;
-const sliderToTemperature = (position) => T_MIN * (T_MAX / T_MIN) ** (position / 1000);
+// The page keeps a slider temperature to 6 significant digits, so that its link is short.
+const sliderToTemperature = (position) => Number((T_MIN * (T_MAX / T_MIN) ** (position / 1000)).toPrecision(6));
 const temperatureToSlider = (t) => Math.round((1000 * Math.log(t / T_MIN)) / Math.log(T_MAX / T_MIN));
 
 // The temperature lab's part of the hash (other labs add their own keys).
@@ -153,15 +154,29 @@ test("2. the slider changes ECE and the reliability chart, never the accuracy (m
   assertColumn(metrics, "", low.after, `T = ${metrics.temperature}`);
 });
 
+test("2b. one wasm call per animation frame: a slider move costs one control call, its frame one render call", { timeout: 60_000 }, async (t) => {
+  const before = await main.evaluate(() => ({ total: window.calibra.calls.total, frames: window.calibra.calls.frames.length }));
+  await main.focus("#temperature");
+  const moves = 40;
+  for (let i = 0; i < moves; i++) await main.keyboard.press("ArrowRight");
+  await nextFrames(main, 2);
+  const after = await main.evaluate(() => ({ total: window.calibra.calls.total, frames: window.calibra.calls.frames }));
+  const frames = after.frames.slice(before.frames);
+  assert.ok(frames.length > 0, "the moves were rendered");
+  assert.deepEqual([...new Set(frames)], [1], `every frame made exactly one wasm call (per frame: ${frames.join(", ")})`);
+  // Every other call is the control's own: one per move.
+  assert.equal(after.total - before.total - frames.length, moves, "one control call per move");
+  t.diagnostic(`${moves} slider moves: ${moves} control calls and ${frames.length} frames of one render call each`);
+});
+
 test("3. Fit sets T to the native fitted T (1e-3) and writes it to the hash", { timeout: 30_000 }, async () => {
   const expected = await native.report("ce", { seed: 0 });
   await afterRedraw(main, () => main.click("#fit"));
   const metrics = await readMetrics(main);
   assertClose(metrics.temperature, expected.temperature, TOLERANCE_TEMPERATURE, "temperature after Fit");
   assert.equal(metrics.temperature, metrics.fitted_temperature, "Fit moves T exactly to the fitted value");
-  // The hash keeps 6 significant digits.
-  assertClose(Number((await hashParams(main)).t), expected.temperature, TOLERANCE_TEMPERATURE, "hash-temperature after Fit (6 significant digits)");
-  assert.equal(Number((await hashParams(main)).t), Number(metrics.temperature.toPrecision(6)));
+  // The hash writes the fitted T with every digit, so the link restores it exactly.
+  assert.equal(Number((await hashParams(main)).t), metrics.temperature);
   assert.equal(await main.locator("#temperature-value").textContent(), metrics.temperature.toFixed(3));
   assert.equal(Number(await main.locator("#temperature").inputValue()), temperatureToSlider(metrics.temperature));
   for (const name of METRICS) assert.equal(metrics[name], metrics[`${name}_fitted`], `at T = fitted, ${name} equals the fitted column`);
@@ -253,7 +268,7 @@ test("6. a bad hash shows a readable error, falls back to defaults, and the page
     const error = page.locator("#error");
     await error.waitFor({ state: "visible" });
     const message = await error.textContent();
-    assert.match(message, /temperature "500" is not in \[0\.05, 20\]/);
+    assert.match(message, /temperature "500" is not a number from 0\.05 to 20/);
     assert.match(message, /bins "3" is not a whole number from 5 to 30/);
     assert.equal(await error.getAttribute("role"), "alert");
     assert.equal(await page.locator("#temperature-value").textContent(), "1.000");

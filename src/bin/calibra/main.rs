@@ -19,9 +19,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use calibra::calibration::Binning;
+use calibra::conformal::ScoreKind;
 use calibra::data;
 use calibra::model::{Classifier, NUM_CLASSES};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -42,15 +43,6 @@ enum Command {
     Ood(OodArgs),
     /// Logits of a bundled model for IDX images, written as a float32 .npy of shape [n, 10].
     Logits(LogitsArgs),
-}
-
-/// The conformal score, as named on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ScoreName {
-    Lac,
-    Aps,
-    Raps,
-    Saps,
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,7 +71,7 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     pub alpha: f64,
     #[arg(long, value_enum, default_value = "aps")]
-    pub score: ScoreName,
+    pub score: ScoreKind,
     /// Class-conditional (Mondrian) thresholds: one q̂ per class, from that class's calibration
     /// rows.
     #[arg(long)]
@@ -97,7 +89,7 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 15, allow_negative_numbers = true)]
     pub bins: usize,
     #[arg(long, value_enum, default_value = "width")]
-    pub binning: BinningName,
+    pub binning: Binning,
     /// The inputs are probabilities: use log p as logits.
     #[arg(long)]
     pub from_probabilities: bool,
@@ -120,23 +112,6 @@ pub struct OodArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BinningName {
-    /// Equal-width bins.
-    Width,
-    /// Equal-mass bins.
-    Mass,
-}
-
-impl From<BinningName> for Binning {
-    fn from(name: BinningName) -> Self {
-        match name {
-            BinningName::Width => Binning::Width,
-            BinningName::Mass => Binning::Mass,
-        }
-    }
 }
 
 #[derive(Debug, clap::Args)]

@@ -10,7 +10,7 @@ use calibra::data;
 use serde::Serialize;
 
 use crate::input::{self, LogitsTable};
-use crate::{ReportArgs, ScoreName};
+use crate::ReportArgs;
 
 /// The JSON object `--json` prints.
 #[derive(Debug, Serialize)]
@@ -104,7 +104,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         }
     };
     let evaluate = |t: f64| {
-        calibration::evaluate(&test, &parts.test_labels, t, args.bins, args.binning.into())
+        calibration::evaluate(&test, &parts.test_labels, t, args.bins, args.binning)
             .map_err(|e| e.to_string())
     };
     let before = evaluate(1.0)?;
@@ -200,20 +200,12 @@ fn check_options(args: &ReportArgs) -> Result<(), String> {
 }
 
 fn score(args: &ReportArgs) -> Result<Score, String> {
-    let randomized = args.randomized;
-    let score = match args.score {
-        ScoreName::Lac => Score::Lac,
-        ScoreName::Aps => Score::Aps { randomized },
-        ScoreName::Raps => Score::Raps {
-            lambda: args.lambda.unwrap_or(DEFAULT_RAPS_LAMBDA),
-            k_reg: args.k_reg,
-            randomized,
-        },
-        ScoreName::Saps => Score::Saps {
-            lambda: args.lambda.unwrap_or(DEFAULT_SAPS_LAMBDA),
-            randomized,
-        },
-    };
+    let score = args.score.with(
+        args.randomized,
+        args.lambda.unwrap_or(DEFAULT_RAPS_LAMBDA),
+        args.k_reg,
+        args.lambda.unwrap_or(DEFAULT_SAPS_LAMBDA),
+    );
     score.validate().map_err(|e| format!("--lambda: {e}"))?;
     Ok(score)
 }

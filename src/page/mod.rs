@@ -1,0 +1,192 @@
+//! The page without its web types: the state the reader sets ([`PageState`], the URL hash),
+//! the page's constants ([`Limits`]), and what one frame puts into the DOM ([`Readouts`]).
+//!
+//! One frame is one call: [`render`] applies the state to the [`Lab`] (model, split), computes
+//! the views of the labs on screen, and returns their readouts as a list of [`Patch`]es, each
+//! a text, a number or a control's value for one element, with every number formatted here.
+//! The web facade draws the charts from the same views; JavaScript applies the patches.
+
+mod readouts;
+mod state;
+
+use serde::Serialize;
+
+use crate::data::{FASHION_MNIST_CLASSES, IMAGE_SIDE};
+use crate::lab::{ConformalView, Explanation, Lab, LabError, TemperatureView};
+use crate::model::NUM_CLASSES;
+
+pub use readouts::{
+    control_patches, experiment_readouts, grouped, ExperimentReadouts, GallerySection, MetricItem,
+    Patch, TableCell, TableRow,
+};
+pub use state::{
+    Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, NumberRange, PageState, Rejected, Slider,
+    FIELDS, MODELS,
+};
+
+/// Images per inference batch: small enough for progress to move every few hundred
+/// milliseconds, large enough for the matrix kernels.
+pub const INFERENCE_BATCH: usize = 250;
+/// Images the gallery shows at most.
+pub const GALLERY_LIMIT: usize = 48;
+/// Images in each half of the "most and least conformal" gallery.
+pub const EXTREMES: usize = 8;
+/// Random splits of the coverage experiment: the range of its input and the default.
+pub const REPETITIONS: (usize, usize, usize) = (10, 10_000, 1000);
+
+/// Every constant the page's script needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    pub fields: &'static [Field],
+    pub models: &'static [ModelInfo],
+    pub defaults: PageState,
+    pub image_side: usize,
+    pub classes: usize,
+    pub class_names: &'static [&'static str],
+    pub batch: usize,
+    pub repetitions: Repetitions,
+}
+
+/// The coverage experiment's input.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Repetitions {
+    pub min: usize,
+    pub max: usize,
+    pub default: usize,
+}
+
+/// The page's constants.
+pub fn limits() -> Limits {
+    Limits {
+        fields: &FIELDS,
+        models: &MODELS,
+        defaults: PageState::default(),
+        image_side: IMAGE_SIDE,
+        classes: NUM_CLASSES,
+        class_names: &FASHION_MNIST_CLASSES,
+        batch: INFERENCE_BATCH,
+        repetitions: Repetitions {
+            min: REPETITIONS.0,
+            max: REPETITIONS.1,
+            default: REPETITIONS.2,
+        },
+    }
+}
+
+/// Which parts of the page are on screen (and so recomputed this frame).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Visible {
+    pub temperature: bool,
+    pub conformal: bool,
+    pub gallery: bool,
+    /// The test image whose explanation is open, if one is.
+    pub explain: Option<usize>,
+}
+
+/// What one frame puts into the DOM.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Readouts {
+    /// Texts, numbers and control values, one element each.
+    pub patches: Vec<Patch>,
+    /// The labs recomputed this frame.
+    pub drawn: Vec<&'static str>,
+    /// Rows of the chosen model whose logits have arrived; the labs wait for both halves of
+    /// the split to have some (`waiting`), which is a state of the page, not an error.
+    pub arrived: usize,
+    pub waiting: bool,
+    /// The T the fit button applies, once known.
+    pub fitted_temperature: Option<f64>,
+    /// The gallery, when it is on screen.
+    pub gallery: Option<Vec<GallerySection>>,
+    /// The open explanation, when there is one.
+    pub explanation: Option<Explanation>,
+}
+
+/// The views one frame draws, with its readouts.
+#[derive(Debug, Clone, Default)]
+pub struct Frame {
+    pub temperature: Option<TemperatureView>,
+    pub conformal: Option<ConformalView>,
+    pub readouts: Readouts,
+}
+
+/// One frame: applies `state` to `lab` (model and split), computes the views of the `visible`
+/// labs and their readouts. The controls' patches are always there; the labs' only once the
+/// chosen model's logits reach both halves of the split.
+///
+/// # Errors
+/// [`LabError`] for a state the lab cannot compute (which [`PageState`]'s ranges rule out).
+pub fn render(lab: &mut Lab, state: &PageState, visible: &Visible) -> Result<Frame, LabError> {
+    let model = state.model.index();
+    lab.select_model(model)?;
+    if lab.split_seed() != u64::from(state.split) {
+        lab.set_split(u64::from(state.split));
+    }
+    let mut frame = Frame::default();
+    frame.readouts.patches = control_patches(state);
+    frame.readouts.arrived = lab.arrived(model)?;
+    match lab.fitted_temperature() {
+        Ok(fit) => frame.readouts.fitted_temperature = Some(fit.temperature),
+        Err(LabError::NotReady) => {
+            frame.readouts.waiting = true;
+            return Ok(frame);
+        }
+        Err(e) => return Err(e),
+    }
+    if visible.temperature {
+        let view = lab.temperature_view(state.t, state.bins, state.binning)?;
+        frame.readouts.patches.extend(readouts::temperature(&view));
+        frame.readouts.drawn.push("temperature");
+        frame.temperature = Some(view);
+    }
+    let settings = state.conformal_settings();
+    if visible.conformal {
+        let view = lab.conformal_view(&settings)?;
+        frame
+            .readouts
+            .patches
+            .extend(readouts::conformal(&view, state.score));
+        frame.readouts.drawn.push("conformal");
+        frame.conformal = Some(view);
+    }
+    if visible.gallery {
+        let sections = gallery(lab, state)?;
+        frame
+            .readouts
+            .patches
+            .push(readouts::gallery_count(&sections, state.gallery));
+        frame.readouts.gallery = Some(sections);
+    }
+    if let Some(row) = visible.explain {
+        frame.readouts.explanation = Some(lab.explain(&settings, row)?);
+    }
+    Ok(frame)
+}
+
+/// The gallery's sections for the state's choice.
+fn gallery(lab: &mut Lab, state: &PageState) -> Result<Vec<GallerySection>, LabError> {
+    let settings = state.conformal_settings();
+    Ok(match state.gallery.filter() {
+        Some(filter) => {
+            let items = lab.gallery(&settings, filter, GALLERY_LIMIT)?;
+            vec![GallerySection { title: None, items }]
+        }
+        None => {
+            let (most, least) = lab.conformity_extremes(&settings, EXTREMES)?;
+            vec![
+                GallerySection {
+                    title: Some("Most conformal calibration images (lowest true-label score)"),
+                    items: most,
+                },
+                GallerySection {
+                    title: Some("Least conformal calibration images (highest true-label score)"),
+                    items: least,
+                },
+            ]
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

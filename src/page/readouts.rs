@@ -1,0 +1,552 @@
+//! The page's readouts as patches: which element gets which text, number or control value.
+//! Every number on the page is formatted here, once.
+
+use serde::Serialize;
+
+use super::state::{temperature_fraction, PageState, MODELS};
+use super::{GalleryChoice, GALLERY_LIMIT};
+use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::data::FASHION_MNIST_CLASSES;
+use crate::lab::{
+    ConformalView, CoverageExperiment, GalleryItem, ScoreKind, TemperatureView, SWEEP_STEP,
+    SWEEP_STEPS,
+};
+use crate::sentences::percent;
+
+/// One change to one element of the page.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Patch {
+    /// The element's text.
+    Text {
+        id: &'static str,
+        text: String,
+    },
+    /// A readout: its text for people and its value (`data-value`) for tests and copying. The
+    /// element is `id` when given, otherwise the one whose `data-metric` is `metric`.
+    Metric {
+        id: Option<&'static str>,
+        metric: String,
+        value: Option<f64>,
+        text: String,
+        /// A tooltip with the details behind a summary; cleared when `None`.
+        title: Option<String>,
+    },
+    /// A control's value and, for a slider, the value a screen reader speaks (its position is
+    /// not always its value).
+    Control {
+        id: &'static str,
+        value: String,
+        valuetext: Option<String>,
+    },
+    Checked {
+        id: &'static str,
+        checked: bool,
+    },
+    Disabled {
+        id: &'static str,
+        disabled: bool,
+    },
+    Hidden {
+        id: &'static str,
+        hidden: bool,
+    },
+    /// A CSS custom property of the element.
+    Style {
+        id: &'static str,
+        property: &'static str,
+        value: String,
+    },
+    /// Readouts written one after the other, separated by " · ".
+    Metrics {
+        id: &'static str,
+        items: Vec<MetricItem>,
+    },
+    /// The rows of a table's body.
+    Rows {
+        id: &'static str,
+        rows: Vec<TableRow>,
+    },
+}
+
+/// One readout of a [`Patch::Metrics`] list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricItem {
+    pub metric: String,
+    pub value: Option<f64>,
+    pub text: String,
+}
+
+/// One row of a [`Patch::Rows`] table; `current` marks the row of the chosen setting.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableRow {
+    pub current: bool,
+    pub cells: Vec<TableCell>,
+}
+
+/// One cell: a readout when `metric` is set, a label otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableCell {
+    pub text: String,
+    pub metric: Option<String>,
+    pub value: Option<f64>,
+}
+
+/// A titled group of gallery images.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GallerySection {
+    pub title: Option<&'static str>,
+    pub items: Vec<GalleryItem>,
+}
+
+/// What the coverage experiment writes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentReadouts {
+    pub patches: Vec<Patch>,
+}
+
+fn text(id: &'static str, text: impl Into<String>) -> Patch {
+    Patch::Text {
+        id,
+        text: text.into(),
+    }
+}
+
+fn metric(name: impl Into<String>, value: f64, text: String) -> Patch {
+    Patch::Metric {
+        id: None,
+        metric: name.into(),
+        value: Some(value),
+        text,
+        title: None,
+    }
+}
+
+/// A slider's value and spoken value, and the text shown beside it (element `label`).
+fn slider(
+    id: &'static str,
+    value: String,
+    label: &'static str,
+    shown: String,
+    valuetext: String,
+) -> [Patch; 2] {
+    [
+        Patch::Control {
+            id,
+            value,
+            valuetext: Some(valuetext),
+        },
+        text(label, shown),
+    ]
+}
+
+fn select(id: &'static str, value: impl Serialize) -> Patch {
+    let value = match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    };
+    Patch::Control {
+        id,
+        value,
+        valuetext: None,
+    }
+}
+
+/// `10000` as "10,000".
+pub fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A score's name as the text writes it.
+pub fn score_name(kind: ScoreKind) -> &'static str {
+    match kind {
+        ScoreKind::Lac => "LAC",
+        ScoreKind::Aps => "APS",
+        ScoreKind::Raps => "RAPS",
+        ScoreKind::Saps => "SAPS",
+    }
+}
+
+/// The controls, their labels and which of them apply: from the state alone, so they are
+/// right before any logits arrive.
+pub fn control_patches(state: &PageState) -> Vec<Patch> {
+    let t = format!("{:.3}", state.t);
+    let alpha = format!("{:.2}", state.alpha);
+    let target = percent(1.0 - state.alpha, 0);
+    let raps_lambda = format!("{:.2}", state.raps_lambda);
+    let saps_lambda = format!("{:.2}", state.saps_lambda);
+    let lac = state.score == ScoreKind::Lac;
+    let mut idle = Vec::new();
+    if lac {
+        idle.push("“randomized” does nothing for LAC, whose score 1 − p(y) has no draw");
+    }
+    if state.score != ScoreKind::Raps {
+        idle.push("the RAPS parameters apply to RAPS only");
+    }
+    if state.score != ScoreKind::Saps {
+        idle.push("the SAPS parameter applies to SAPS only");
+    }
+    let reason = if idle.is_empty() {
+        String::new()
+    } else {
+        format!("Disabled: {}.", idle.join("; "))
+    };
+    let (low, high) = (MIN_TEMPERATURE, MAX_TEMPERATURE);
+    let mut patches = vec![
+        text("temperature-min", format!("{low}")),
+        text("temperature-max", format!("{high}")),
+        text("scale-min", format!("{low}")),
+        text("scale-middle", format!("{}", (low * high).sqrt())),
+        text("scale-max", format!("{high}")),
+        text(
+            "sweep-range",
+            format!("{SWEEP_STEP:.2} to {:.2}", SWEEP_STEP * SWEEP_STEPS as f64),
+        ),
+        select("model", state.model),
+        Patch::Control {
+            id: "temperature",
+            value: state.temperature_position().to_string(),
+            valuetext: Some(format!("T = {t}")),
+        },
+        Patch::Metric {
+            id: Some("temperature-value"),
+            metric: "temperature".to_string(),
+            value: Some(state.t),
+            text: t.clone(),
+            title: None,
+        },
+        text("conformal-temperature", t),
+        select("binning", state.binning),
+        text("split-seed", state.split.to_string()),
+        text("target-value", target.clone()),
+        select("score", state.score),
+        Patch::Checked {
+            id: "randomized",
+            checked: state.randomized,
+        },
+        Patch::Disabled {
+            id: "randomized",
+            disabled: lac,
+        },
+        Patch::Checked {
+            id: "mondrian",
+            checked: state.mondrian,
+        },
+        Patch::Disabled {
+            id: "raps-parameters",
+            disabled: state.score != ScoreKind::Raps,
+        },
+        Patch::Disabled {
+            id: "saps-parameters",
+            disabled: state.score != ScoreKind::Saps,
+        },
+        text("controls-reason", reason),
+        select("gallery-filter", state.gallery),
+        text(
+            "progress-label",
+            format!(
+                "Running the {} network on the test images…",
+                MODELS[state.model.index()].title
+            ),
+        ),
+    ];
+    let bins = state.bins.to_string();
+    let k_reg = state.k_reg.to_string();
+    for pair in [
+        slider(
+            "bins",
+            bins.clone(),
+            "bins-value",
+            bins,
+            format!("{} bins", state.bins),
+        ),
+        slider(
+            "alpha",
+            format!("{}", state.alpha),
+            "alpha-value",
+            alpha.clone(),
+            format!("α = {alpha}, target coverage {target}"),
+        ),
+        slider(
+            "raps-lambda",
+            format!("{}", state.raps_lambda),
+            "raps-lambda-value",
+            raps_lambda.clone(),
+            format!("λ = {raps_lambda}"),
+        ),
+        slider(
+            "k-reg",
+            k_reg.clone(),
+            "k-reg-value",
+            k_reg.clone(),
+            format!("k reg = {k_reg}"),
+        ),
+        slider(
+            "saps-lambda",
+            format!("{}", state.saps_lambda),
+            "saps-lambda-value",
+            saps_lambda.clone(),
+            format!("λ = {saps_lambda}"),
+        ),
+    ] {
+        patches.extend(pair);
+    }
+    patches
+}
+
+/// The temperature lab's readouts.
+pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
+    let mut patches = Vec::new();
+    for (suffix, report) in [
+        ("", &view.at_temperature),
+        ("_t1", &view.at_one),
+        ("_fitted", &view.at_fitted),
+    ] {
+        patches.push(metric(
+            format!("accuracy{suffix}"),
+            report.accuracy,
+            percent(report.accuracy, 2),
+        ));
+        for (name, value) in [
+            ("ece", report.ece),
+            ("mce", report.mce),
+            ("nll", report.nll),
+            ("brier", report.brier),
+        ] {
+            patches.push(metric(
+                format!("{name}{suffix}"),
+                value,
+                format!("{value:.4}"),
+            ));
+        }
+    }
+    let fitted = view.fitted_temperature;
+    let bound = if view.fitted_bound_hit {
+        " (bound)"
+    } else {
+        ""
+    };
+    patches.extend([
+        metric(
+            "mean_confidence",
+            view.mean_confidence,
+            percent(view.mean_confidence, 2),
+        ),
+        metric(
+            "ece_floor",
+            view.ece_floor,
+            format!("{:.4}", view.ece_floor),
+        ),
+        text("confidence-verdict", view.verdict.clone()),
+        metric("fitted_temperature", fitted, format!("{fitted:.3}{bound}")),
+        Patch::Disabled {
+            id: "fit",
+            disabled: false,
+        },
+        Patch::Hidden {
+            id: "fitted-marker",
+            hidden: false,
+        },
+        Patch::Style {
+            id: "fitted-marker",
+            property: "--position",
+            value: format!("{}", temperature_fraction(fitted)),
+        },
+        text("evaluation-size", grouped(view.n_evaluation)),
+        text(
+            "split-sizes",
+            format!(
+                "{} calibration / {} evaluation images",
+                grouped(view.n_calibration),
+                grouped(view.n_evaluation)
+            ),
+        ),
+    ]);
+    patches
+}
+
+/// The conformal lab's readouts.
+pub(super) fn conformal(view: &ConformalView, chosen: ScoreKind) -> Vec<Patch> {
+    let m = &view.metrics;
+    let qhat = if let [q] = view.qhat[..] {
+        Patch::Metric {
+            id: Some("qhat"),
+            metric: "qhat".to_string(),
+            value: Some(q),
+            text: if q.is_finite() {
+                view.qhat_text[0].clone()
+            } else {
+                "∞ (too few calibration images)".to_string()
+            },
+            title: None,
+        }
+    } else {
+        let finite = view.qhat.iter().copied().filter(|q| q.is_finite());
+        let low = finite.clone().fold(f64::INFINITY, f64::min);
+        let high = finite.fold(f64::NEG_INFINITY, f64::max);
+        let per_class: Vec<String> = view
+            .qhat_text
+            .iter()
+            .enumerate()
+            .map(|(k, q)| format!("{}: {q}", class_name(k)))
+            .collect();
+        Patch::Metric {
+            id: Some("qhat"),
+            metric: "qhat_per_class".to_string(),
+            value: None,
+            text: format!("per class, {low:.3} to {high:.3}"),
+            title: Some(per_class.join("\n")),
+        }
+    };
+    let mut patches = vec![qhat];
+    for (name, value) in [
+        ("coverage", m.coverage),
+        ("singleton_rate", m.singleton_rate),
+        ("singleton_hit_rate", m.singleton_hit_rate),
+        ("empty_rate", m.empty_rate),
+        ("covgap", m.covgap),
+        ("guarantee_lower", view.guarantee_lower),
+        ("guarantee_upper", view.guarantee_upper),
+    ] {
+        patches.push(metric(name, value, percent(value, 2)));
+    }
+    patches.extend([
+        metric(
+            "average_set_size",
+            m.average_set_size,
+            format!("{:.3}", m.average_set_size),
+        ),
+        text(
+            "conformal-sizes",
+            format!(
+                "{} images; q̂ from {} calibration images",
+                grouped(view.n_evaluation),
+                grouped(view.n_calibration)
+            ),
+        ),
+        Patch::Metric {
+            id: Some("coverage-verdict"),
+            metric: "coverage_deviations".to_string(),
+            value: Some(view.verdict.deviations),
+            text: view.verdict.text.clone(),
+            title: None,
+        },
+        text("per-class-sentence", view.per_class_sentence.clone()),
+        Patch::Metrics {
+            id: "per-class-values",
+            items: m
+                .per_class_coverage
+                .iter()
+                .enumerate()
+                .map(|(k, c)| MetricItem {
+                    metric: format!("coverage_class_{k}"),
+                    value: *c,
+                    text: format!(
+                        "{} {}",
+                        class_name(k),
+                        c.map_or("—".to_string(), |c| percent(c, 1))
+                    ),
+                })
+                .collect(),
+        },
+        Patch::Rows {
+            id: "comparison",
+            rows: view
+                .comparison
+                .iter()
+                .map(|c| {
+                    let name = match serde_json::to_value(c.score) {
+                        Ok(serde_json::Value::String(s)) => s,
+                        _ => String::new(),
+                    };
+                    let cell = |field: &str, value: f64, text: String| TableCell {
+                        text,
+                        metric: Some(format!("compare_{name}_{field}")),
+                        value: Some(value),
+                    };
+                    TableRow {
+                        current: c.score == chosen,
+                        cells: vec![
+                            TableCell {
+                                text: score_name(c.score).to_string(),
+                                metric: None,
+                                value: None,
+                            },
+                            cell("coverage", c.coverage, percent(c.coverage, 2)),
+                            cell(
+                                "average_set_size",
+                                c.average_set_size,
+                                format!("{:.3}", c.average_set_size),
+                            ),
+                            cell(
+                                "singleton_rate",
+                                c.singleton_rate,
+                                percent(c.singleton_rate, 1),
+                            ),
+                            cell("empty_rate", c.empty_rate, percent(c.empty_rate, 1)),
+                        ],
+                    }
+                })
+                .collect(),
+        },
+    ]);
+    patches
+}
+
+/// The gallery's count line.
+pub(super) fn gallery_count(sections: &[GallerySection], choice: GalleryChoice) -> Patch {
+    let count: usize = sections.iter().map(|s| s.items.len()).sum();
+    let line = match count {
+        0 => "No image matches.".to_string(),
+        1 => "1 image.".to_string(),
+        n if choice != GalleryChoice::Extremes && n == GALLERY_LIMIT => {
+            format!("{n} images (the first ones).")
+        }
+        n => format!("{n} images."),
+    };
+    text("gallery-count", line)
+}
+
+/// The coverage experiment's summary line and caption.
+pub fn experiment_readouts(
+    state: &PageState,
+    experiment: &CoverageExperiment,
+) -> ExperimentReadouts {
+    let s = &experiment.summary;
+    ExperimentReadouts {
+        patches: vec![
+            Patch::Metric {
+                id: Some("experiment-summary"),
+                metric: "experiment_mean_coverage".to_string(),
+                value: Some(s.mean),
+                text: format!(
+                    "{} splits ({}, α = {:.2}, T = {:.3}): mean coverage {}, spread (sd) {}.",
+                    grouped(s.repetitions),
+                    score_name(state.score),
+                    state.alpha,
+                    state.t,
+                    percent(s.mean, 2),
+                    percent(s.standard_deviation, 2)
+                ),
+                title: None,
+            },
+            text("experiment-caption", experiment.caption.clone()),
+        ],
+    }
+}
+
+/// Fashion-MNIST's name for class `k`.
+fn class_name(k: usize) -> String {
+    FASHION_MNIST_CLASSES
+        .get(k)
+        .map_or_else(|| format!("class {k}"), |name| (*name).to_string())
+}

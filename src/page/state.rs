@@ -1,0 +1,601 @@
+//! The page's state: one typed value whose field names are the URL hash's keys, with every
+//! default and every range defined here and nowhere else.
+//!
+//! The page keeps the hash string and the object [`PageState::from_hash`] parses it to; a
+//! control's move goes through [`PageState::set_control`], which validates it and maps a slider
+//! position to its value, and [`PageState::to_hash`] writes the link back. So a view is a
+//! shareable link, and JavaScript never re-implements a default, a range or a validation.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::calibration::{Binning, MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::lab::{ConformalSettings, GalleryFilter, ScoreKind};
+
+/// The bundled networks, in the order the lab stores their logits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKey {
+    /// Trained with cross-entropy.
+    Ce,
+    /// Trained with the LogitNorm loss at τ = 0.04.
+    Logitnorm,
+}
+
+/// Where a bundled network's weights are, and what the page calls it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ModelInfo {
+    pub key: ModelKey,
+    /// Relative to the page.
+    pub url: &'static str,
+    /// As the progress line names it.
+    pub title: &'static str,
+}
+
+/// Every network the page can show; a model's index in the lab is its position here.
+pub const MODELS: [ModelInfo; 2] = [
+    ModelInfo {
+        key: ModelKey::Ce,
+        url: "assets/models/fmnist-ce.safetensors",
+        title: "cross-entropy",
+    },
+    ModelInfo {
+        key: ModelKey::Logitnorm,
+        url: "assets/models/fmnist-logitnorm.safetensors",
+        title: "LogitNorm",
+    },
+];
+
+impl ModelKey {
+    /// The model's index in [`MODELS`] (and in the lab).
+    pub fn index(self) -> usize {
+        MODELS.iter().position(|m| m.key == self).unwrap_or(0)
+    }
+}
+
+/// What the conformal lab's gallery shows: a filter of the evaluation images, or the most and
+/// least conformal calibration images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GalleryChoice {
+    All,
+    Misses,
+    Large,
+    Empty,
+    Extremes,
+}
+
+impl GalleryChoice {
+    /// The evaluation-image filter, or `None` for the extremes.
+    pub fn filter(self) -> Option<GalleryFilter> {
+        match self {
+            Self::All => Some(GalleryFilter::All),
+            Self::Misses => Some(GalleryFilter::Misses),
+            Self::Large => Some(GalleryFilter::Large),
+            Self::Empty => Some(GalleryFilter::Empty),
+            Self::Extremes => None,
+        }
+    }
+}
+
+/// Everything the reader can set; the field names are the hash's keys.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageState {
+    pub model: ModelKey,
+    /// The temperature of both labs.
+    pub t: f64,
+    pub bins: usize,
+    pub binning: Binning,
+    /// Seed of the calibration/evaluation split.
+    pub split: u32,
+    pub alpha: f64,
+    pub score: ScoreKind,
+    pub randomized: bool,
+    pub raps_lambda: f64,
+    pub k_reg: usize,
+    pub saps_lambda: f64,
+    pub mondrian: bool,
+    pub gallery: GalleryChoice,
+}
+
+impl Default for PageState {
+    fn default() -> Self {
+        Self {
+            model: ModelKey::Ce,
+            t: 1.0,
+            bins: 15,
+            binning: Binning::Width,
+            split: 0,
+            alpha: 0.1,
+            score: ScoreKind::Aps,
+            randomized: true,
+            raps_lambda: 0.1,
+            k_reg: 1,
+            saps_lambda: 0.2,
+            mondrian: false,
+            gallery: GalleryChoice::All,
+        }
+    }
+}
+
+/// How a numeric field's control moves.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "scale", rename_all = "lowercase")]
+pub enum Slider {
+    /// The control's value is the field's value, in steps of `step`.
+    Linear { step: f64 },
+    /// The control runs over `0..=positions`, spaced evenly in log(value).
+    Log { positions: u32 },
+    /// Not a slider (the split seed, set by a button or a link).
+    None,
+}
+
+/// A numeric field's range.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NumberRange {
+    pub min: f64,
+    pub max: f64,
+    /// Whole numbers only.
+    pub integer: bool,
+    pub slider: Slider,
+}
+
+/// The kind of value a field holds, and so how its hash entry and its control are read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum FieldKind {
+    /// One of an enum's serde names; serde itself checks it.
+    Choice,
+    /// `1` or `0` in the hash, a checkbox on the page.
+    Flag,
+    Number(NumberRange),
+}
+
+/// One field of [`PageState`]: its hash key, the id of the control that sets it, and its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Field {
+    pub key: &'static str,
+    /// What a message calls it.
+    pub label: &'static str,
+    pub control: Option<&'static str>,
+    #[serde(flatten)]
+    pub kind: FieldKind,
+}
+
+const fn number(min: f64, max: f64, integer: bool, slider: Slider) -> FieldKind {
+    FieldKind::Number(NumberRange {
+        min,
+        max,
+        integer,
+        slider,
+    })
+}
+
+/// Positions of the temperature slider (log scale over `[0.05, 20]`).
+const TEMPERATURE_POSITIONS: u32 = 1000;
+/// Significant digits of a temperature set by the slider: enough to tell its positions apart,
+/// few enough for a readable link.
+const TEMPERATURE_DIGITS: usize = 6;
+
+/// The fields in the hash's order.
+pub const FIELDS: [Field; 13] = [
+    Field {
+        key: "model",
+        label: "model",
+        control: Some("model"),
+        kind: FieldKind::Choice,
+    },
+    Field {
+        key: "t",
+        label: "temperature",
+        control: Some("temperature"),
+        kind: number(
+            MIN_TEMPERATURE,
+            MAX_TEMPERATURE,
+            false,
+            Slider::Log {
+                positions: TEMPERATURE_POSITIONS,
+            },
+        ),
+    },
+    Field {
+        key: "bins",
+        label: "bins",
+        control: Some("bins"),
+        kind: number(5.0, 30.0, true, Slider::Linear { step: 1.0 }),
+    },
+    Field {
+        key: "binning",
+        label: "binning",
+        control: Some("binning"),
+        kind: FieldKind::Choice,
+    },
+    Field {
+        key: "split",
+        label: "split",
+        control: None,
+        kind: number(0.0, u32::MAX as f64, true, Slider::None),
+    },
+    Field {
+        key: "alpha",
+        label: "α",
+        control: Some("alpha"),
+        kind: number(0.01, 0.30, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "score",
+        label: "score",
+        control: Some("score"),
+        kind: FieldKind::Choice,
+    },
+    Field {
+        key: "randomized",
+        label: "randomized",
+        control: Some("randomized"),
+        kind: FieldKind::Flag,
+    },
+    Field {
+        key: "raps_lambda",
+        label: "RAPS λ",
+        control: Some("raps-lambda"),
+        kind: number(0.0, 0.5, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "k_reg",
+        label: "RAPS k_reg",
+        control: Some("k-reg"),
+        kind: number(1.0, 10.0, true, Slider::Linear { step: 1.0 }),
+    },
+    Field {
+        key: "saps_lambda",
+        label: "SAPS λ",
+        control: Some("saps-lambda"),
+        kind: number(0.0, 1.0, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "mondrian",
+        label: "Mondrian",
+        control: Some("mondrian"),
+        kind: FieldKind::Flag,
+    },
+    Field {
+        key: "gallery",
+        label: "gallery",
+        control: Some("gallery-filter"),
+        kind: FieldKind::Choice,
+    },
+];
+
+/// A hash entry or a control value that was not taken, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("{label} \"{value}\" {reason}")]
+pub struct Rejected {
+    /// The hash key, or the control's id.
+    pub key: String,
+    pub label: String,
+    pub value: String,
+    pub reason: String,
+}
+
+/// The presets the text's buttons show: a few fields set at once.
+const PRESETS: [(&str, &[(&str, &str)]); 2] = [
+    (
+        "aps_raw_t1",
+        &[
+            ("model", "ce"),
+            ("score", "aps"),
+            ("randomized", "0"),
+            ("t", "1"),
+        ],
+    ),
+    (
+        "aps_raw_cold",
+        &[
+            ("model", "ce"),
+            ("score", "aps"),
+            ("randomized", "0"),
+            ("t", "0.3"),
+        ],
+    ),
+];
+
+impl PageState {
+    /// The state a hash describes, starting from the defaults: an entry that is unknown or
+    /// invalid is ignored and reported, the others are kept.
+    pub fn from_hash(hash: &str) -> (Self, Vec<Rejected>) {
+        let mut fields = self::fields_of(&Self::default());
+        let mut rejected = Vec::new();
+        let hash = hash.strip_prefix('#').unwrap_or(hash);
+        for (key, raw) in form_urlencoded::parse(hash.as_bytes()) {
+            let Some(field) = FIELDS.iter().find(|f| f.key == key) else {
+                rejected.push(Rejected {
+                    key: key.to_string(),
+                    label: key.to_string(),
+                    value: raw.to_string(),
+                    reason: "is not a setting of this page".to_string(),
+                });
+                continue;
+            };
+            match set_field(&mut fields, field, field.parse_hash(&raw)) {
+                Ok(()) => {}
+                Err(reason) => rejected.push(field.rejected(&raw, reason)),
+            }
+        }
+        let state = state_of(fields).unwrap_or_default();
+        (state, rejected)
+    }
+
+    /// The hash that describes this state, every field written, in [`FIELDS`] order.
+    pub fn to_hash(&self) -> String {
+        let fields = fields_of(self);
+        let mut out = form_urlencoded::Serializer::new(String::new());
+        for field in &FIELDS {
+            let text = match (&fields[field.key], field.kind) {
+                (Value::Bool(flag), _) => (if *flag { "1" } else { "0" }).to_string(),
+                (Value::String(s), _) => s.clone(),
+                (Value::Number(n), FieldKind::Number(range)) if range.integer => n.to_string(),
+                (Value::Number(n), _) => number_text(n.as_f64().unwrap_or(f64::NAN)),
+                (other, _) => other.to_string(),
+            };
+            out.append_pair(field.key, &text);
+        }
+        out.finish()
+    }
+
+    /// The state after the control `control` (an element id) took the value `raw`: a slider's
+    /// position, a select's value, or `"true"`/`"false"` for a checkbox.
+    ///
+    /// # Errors
+    /// [`Rejected`] for an unknown control or a value it cannot take; the state is unchanged.
+    pub fn set_control(&self, control: &str, raw: &str) -> Result<Self, Rejected> {
+        let field = FIELDS
+            .iter()
+            .find(|f| f.control == Some(control))
+            .ok_or_else(|| Rejected {
+                key: control.to_string(),
+                label: control.to_string(),
+                value: raw.to_string(),
+                reason: "is not a control of this page".to_string(),
+            })?;
+        self.with(field, field.parse_control(raw), raw)
+    }
+
+    /// The state with field `key` set to `value` (as a hash writes it).
+    ///
+    /// # Errors
+    /// [`Rejected`] for an unknown key or an invalid value; the state is unchanged.
+    pub fn set(&self, key: &str, value: &str) -> Result<Self, Rejected> {
+        let field = FIELDS
+            .iter()
+            .find(|f| f.key == key)
+            .ok_or_else(|| Rejected {
+                key: key.to_string(),
+                label: key.to_string(),
+                value: value.to_string(),
+                reason: "is not a setting of this page".to_string(),
+            })?;
+        self.with(field, field.parse_hash(value), value)
+    }
+
+    /// The state a preset button shows.
+    ///
+    /// # Errors
+    /// [`Rejected`] for an unknown preset.
+    pub fn preset(&self, name: &str) -> Result<Self, Rejected> {
+        let (_, entries) = PRESETS
+            .iter()
+            .find(|(preset, _)| *preset == name)
+            .ok_or_else(|| Rejected {
+                key: "preset".to_string(),
+                label: "preset".to_string(),
+                value: name.to_string(),
+                reason: "is not a preset of this page".to_string(),
+            })?;
+        entries
+            .iter()
+            .try_fold(self.clone(), |state, (key, value)| state.set(key, value))
+    }
+
+    /// The state after a button: `fit` (T fitted on the calibration half, once known),
+    /// `reset-temperature` (T = 1), `new-split` (the next split seed), or a preset's name.
+    ///
+    /// # Errors
+    /// [`Rejected`] for an unknown action, or `fit` before the fitted T is known.
+    pub fn act(&self, action: &str, fitted_temperature: Option<f64>) -> Result<Self, Rejected> {
+        let rejected = |reason: &str| Rejected {
+            key: "action".to_string(),
+            label: "action".to_string(),
+            value: action.to_string(),
+            reason: reason.to_string(),
+        };
+        match action {
+            "fit" => {
+                // Exactly the fitted value (its link writes every digit), so that the metrics
+                // at T equal the "fitted T" column.
+                let t = fitted_temperature.ok_or_else(|| {
+                    rejected("cannot run yet: T is fitted once inference has reached both halves of the split")
+                })?;
+                self.set("t", &number_text(t))
+            }
+            "reset-temperature" => self.set("t", "1"),
+            "new-split" => Ok(Self {
+                split: self.split.wrapping_add(1),
+                ..self.clone()
+            }),
+            _ => self
+                .preset(action)
+                .map_err(|_| rejected("is not a button of this page")),
+        }
+    }
+
+    fn with(
+        &self,
+        field: &Field,
+        value: Result<Value, String>,
+        raw: &str,
+    ) -> Result<Self, Rejected> {
+        let mut fields = fields_of(self);
+        set_field(&mut fields, field, value).map_err(|reason| field.rejected(raw, reason))?;
+        state_of(fields).map_err(|reason| field.rejected(raw, reason))
+    }
+
+    /// The temperature slider's position for this state's T.
+    pub fn temperature_position(&self) -> u32 {
+        let positions = f64::from(TEMPERATURE_POSITIONS);
+        (positions * temperature_fraction(self.t)).round() as u32
+    }
+
+    /// What the conformal lab computes for this state.
+    pub fn conformal_settings(&self) -> ConformalSettings {
+        ConformalSettings {
+            temperature: self.t,
+            alpha: self.alpha,
+            score: self.score,
+            randomized: self.randomized,
+            raps_lambda: self.raps_lambda,
+            raps_k_reg: self.k_reg,
+            saps_lambda: self.saps_lambda,
+            class_conditional: self.mondrian,
+        }
+    }
+}
+
+impl Field {
+    /// A hash entry's value, checked against the field's kind and range.
+    fn parse_hash(&self, raw: &str) -> Result<Value, String> {
+        match self.kind {
+            FieldKind::Choice => Ok(Value::String(raw.to_string())),
+            FieldKind::Flag => match raw {
+                "1" => Ok(Value::Bool(true)),
+                "0" => Ok(Value::Bool(false)),
+                _ => Err("is not 0 or 1".to_string()),
+            },
+            FieldKind::Number(range) => {
+                let value: f64 = raw.trim().parse().map_err(|_| range.describe())?;
+                range.check(value)
+            }
+        }
+    }
+
+    /// A control's value: a slider position, a select's value or a checkbox's state.
+    fn parse_control(&self, raw: &str) -> Result<Value, String> {
+        match self.kind {
+            FieldKind::Flag => match raw {
+                "true" => Ok(Value::Bool(true)),
+                "false" => Ok(Value::Bool(false)),
+                _ => Err("is not true or false".to_string()),
+            },
+            FieldKind::Number(NumberRange {
+                min,
+                max,
+                slider: Slider::Log { positions },
+                ..
+            }) => {
+                let position: f64 = raw
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("is not a slider position from 0 to {positions}"))?;
+                if !(0.0..=f64::from(positions)).contains(&position) {
+                    return Err(format!("is not a slider position from 0 to {positions}"));
+                }
+                let value = min * (max / min).powf(position / f64::from(positions));
+                let value = round_significant(value, TEMPERATURE_DIGITS).clamp(min, max);
+                Ok(Value::from(value))
+            }
+            _ => self.parse_hash(raw),
+        }
+    }
+
+    fn rejected(&self, raw: &str, reason: String) -> Rejected {
+        Rejected {
+            key: self.key.to_string(),
+            label: self.label.to_string(),
+            value: raw.to_string(),
+            reason,
+        }
+    }
+}
+
+impl NumberRange {
+    fn describe(&self) -> String {
+        let kind = if self.integer {
+            "a whole number"
+        } else {
+            "a number"
+        };
+        format!(
+            "is not {kind} from {} to {}",
+            number_text(self.min),
+            number_text(self.max)
+        )
+    }
+
+    fn check(&self, value: f64) -> Result<Value, String> {
+        let whole = !self.integer || value.fract() == 0.0;
+        if !(value.is_finite() && (self.min..=self.max).contains(&value) && whole) {
+            return Err(self.describe());
+        }
+        Ok(if self.integer {
+            Value::from(value as u64)
+        } else {
+            Value::from(value)
+        })
+    }
+}
+
+impl fmt::Display for ModelKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(MODELS[self.index()].title)
+    }
+}
+
+/// Where `t` sits on the temperature slider's log scale, from 0 (T = 0.05) to 1 (T = 20).
+pub fn temperature_fraction(t: f64) -> f64 {
+    let fraction = (t / MIN_TEMPERATURE).ln() / (MAX_TEMPERATURE / MIN_TEMPERATURE).ln();
+    fraction.clamp(0.0, 1.0)
+}
+
+/// The state's fields as a JSON map (the serde names are the hash keys).
+fn fields_of(state: &PageState) -> Map<String, Value> {
+    match serde_json::to_value(state) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The state a map describes; serde's message when a choice is not one of its enum's names.
+fn state_of(fields: Map<String, Value>) -> Result<PageState, String> {
+    serde_json::from_value(Value::Object(fields)).map_err(|e| format!("is not valid: {e}"))
+}
+
+/// Sets one field in the map if the whole state still parses; the map is unchanged otherwise.
+fn set_field(
+    fields: &mut Map<String, Value>,
+    field: &Field,
+    value: Result<Value, String>,
+) -> Result<(), String> {
+    let mut candidate = fields.clone();
+    candidate.insert(field.key.to_string(), value?);
+    state_of(candidate.clone())?;
+    *fields = candidate;
+    Ok(())
+}
+
+/// `value` rounded to `digits` significant digits.
+fn round_significant(value: f64, digits: usize) -> f64 {
+    format!("{value:.*e}", digits.saturating_sub(1))
+        .parse()
+        .unwrap_or(value)
+}
+
+/// The shortest text that reads back as `value` (`0.1`, `2.5`, `20`).
+fn number_text(value: f64) -> String {
+    format!("{value}")
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

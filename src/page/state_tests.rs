@@ -1,0 +1,230 @@
+//! The page state against hand-written hashes: defaults, ranges, messages and round trips.
+
+use super::*;
+
+const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1&score=aps\
+&randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all";
+
+fn messages(rejected: &[Rejected]) -> Vec<String> {
+    rejected.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn the_default_state_writes_every_key_and_reads_back() {
+    let state = PageState::default();
+    assert_eq!(state.to_hash(), DEFAULT_HASH);
+    assert_eq!(PageState::from_hash(DEFAULT_HASH), (state.clone(), vec![]));
+    assert_eq!(PageState::from_hash(""), (state.clone(), vec![]));
+    assert_eq!(PageState::from_hash("#"), (state, vec![]));
+}
+
+#[test]
+fn the_field_table_names_every_field_of_the_state_in_order() {
+    let keys: Vec<&str> = FIELDS.iter().map(|f| f.key).collect();
+    let serialized = serde_json::to_string(&PageState::default()).unwrap();
+    let mut positions: Vec<usize> = keys
+        .iter()
+        .map(|k| serialized.find(&format!("\"{k}\":")).unwrap())
+        .collect();
+    assert_eq!(keys.len(), fields_of(&PageState::default()).len());
+    let sorted = {
+        let mut p = positions.clone();
+        p.sort_unstable();
+        p
+    };
+    assert_eq!(
+        positions, sorted,
+        "FIELDS lists the keys in the struct's order"
+    );
+    positions.dedup();
+    assert_eq!(positions.len(), keys.len());
+}
+
+#[test]
+fn a_partial_hash_sets_its_keys_and_keeps_the_defaults() {
+    let (state, rejected) =
+        PageState::from_hash("#t=2.5&bins=20&binning=mass&split=3&score=raps&mondrian=1");
+    assert!(rejected.is_empty(), "{rejected:?}");
+    assert_eq!(
+        state,
+        PageState {
+            t: 2.5,
+            bins: 20,
+            binning: Binning::Mass,
+            split: 3,
+            score: ScoreKind::Raps,
+            mondrian: true,
+            ..PageState::default()
+        }
+    );
+    // Percent-encoding and '+' are read as a browser's URLSearchParams writes them.
+    assert_eq!(PageState::from_hash("t=2%2E5").0.t, 2.5);
+}
+
+#[test]
+fn each_bad_entry_is_ignored_with_its_reason_and_the_rest_kept() {
+    let (state, rejected) = PageState::from_hash(
+        "t=500&bins=3&alpha=0.2&score=foo&mondrian=2&bogus=1&k_reg=2.5&split=-1&t=abc&model=vgg",
+    );
+    assert_eq!(
+        messages(&rejected),
+        [
+            "temperature \"500\" is not a number from 0.05 to 20",
+            "bins \"3\" is not a whole number from 5 to 30",
+            "score \"foo\" is not valid: unknown variant `foo`, expected one of `lac`, `aps`, `raps`, `saps`",
+            "Mondrian \"2\" is not 0 or 1",
+            "bogus \"1\" is not a setting of this page",
+            "RAPS k_reg \"2.5\" is not a whole number from 1 to 10",
+            "split \"-1\" is not a whole number from 0 to 4294967295",
+            "temperature \"abc\" is not a number from 0.05 to 20",
+            "model \"vgg\" is not valid: unknown variant `vgg`, expected `ce` or `logitnorm`",
+        ]
+    );
+    assert_eq!(
+        state,
+        PageState {
+            alpha: 0.2,
+            ..PageState::default()
+        }
+    );
+    assert_eq!(rejected[0].key, "t");
+    assert_eq!(rejected[4].key, "bogus");
+}
+
+#[test]
+fn the_temperature_slider_is_log_scaled_and_every_position_round_trips() {
+    let at = |position: u32| {
+        PageState::default()
+            .set_control("temperature", &position.to_string())
+            .unwrap()
+    };
+    assert_eq!(at(0).t, 0.05);
+    assert_eq!(at(500).t, 1.0);
+    assert_eq!(at(1000).t, 20.0);
+    // 0.05 · 400^(250/1000) = 0.05 · √20 = 0.2236068 (six significant digits kept).
+    assert_eq!(at(250).t, 0.223607);
+    for position in 0..=1000 {
+        let state = at(position);
+        assert_eq!(state.temperature_position(), position);
+        // The state is exactly what its link says.
+        assert_eq!(PageState::from_hash(&state.to_hash()).0, state);
+    }
+    for bad in ["1001", "-1", "x", ""] {
+        let error = PageState::default()
+            .set_control("temperature", bad)
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("temperature \"{bad}\" is not a slider position from 0 to 1000")
+        );
+    }
+}
+
+#[test]
+fn controls_validate_and_leave_the_state_unchanged_on_error() {
+    let state = PageState::default();
+    let next = state.set_control("randomized", "false").unwrap();
+    assert!(!next.randomized);
+    assert_eq!(state.set_control("alpha", "0.05").unwrap().alpha, 0.05);
+    assert_eq!(state.set_control("k-reg", "4").unwrap().k_reg, 4);
+    assert_eq!(
+        state
+            .set_control("gallery-filter", "extremes")
+            .unwrap()
+            .gallery,
+        GalleryChoice::Extremes
+    );
+    assert_eq!(
+        state.set_control("alpha", "0.5").unwrap_err().to_string(),
+        "α \"0.5\" is not a number from 0.01 to 0.3"
+    );
+    assert_eq!(
+        state.set_control("nothing", "1").unwrap_err().to_string(),
+        "nothing \"1\" is not a control of this page"
+    );
+    assert_eq!(
+        state.set_control("mondrian", "1").unwrap_err().to_string(),
+        "Mondrian \"1\" is not true or false"
+    );
+}
+
+#[test]
+fn buttons_and_presets() {
+    let state = PageState {
+        t: 3.0,
+        split: u32::MAX,
+        score: ScoreKind::Lac,
+        model: ModelKey::Logitnorm,
+        ..PageState::default()
+    };
+    assert_eq!(state.act("reset-temperature", None).unwrap().t, 1.0);
+    assert_eq!(state.act("new-split", None).unwrap().split, 0);
+    assert_eq!(
+        state.act("fit", Some(1.759_345_678_912_345)).unwrap().t,
+        1.759_345_678_912_345
+    );
+    assert!(state
+        .act("fit", None)
+        .unwrap_err()
+        .to_string()
+        .contains("once inference has reached both halves"));
+    let cold = state.act("aps_raw_cold", None).unwrap();
+    assert_eq!(
+        cold,
+        PageState {
+            model: ModelKey::Ce,
+            score: ScoreKind::Aps,
+            randomized: false,
+            t: 0.3,
+            ..state.clone()
+        }
+    );
+    assert_eq!(state.act("aps_raw_t1", None).unwrap().t, 1.0);
+    assert_eq!(
+        state.act("launch", None).unwrap_err().to_string(),
+        "action \"launch\" is not a button of this page"
+    );
+}
+
+#[test]
+fn every_model_key_has_its_index() {
+    for (index, info) in MODELS.iter().enumerate() {
+        assert_eq!(info.key.index(), index);
+    }
+}
+
+#[test]
+fn a_thousand_random_states_survive_their_link() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let choices = |key: &str| -> &'static [&'static str] {
+        match key {
+            "model" => &["ce", "logitnorm"],
+            "binning" => &["width", "mass"],
+            "score" => &["lac", "aps", "raps", "saps"],
+            _ => &["all", "misses", "large", "empty", "extremes"],
+        }
+    };
+    for _ in 0..1000 {
+        let mut state = PageState::default();
+        for field in &FIELDS {
+            let raw = match field.kind {
+                FieldKind::Choice => {
+                    let options = choices(field.key);
+                    options[rng.random_range(0..options.len())].to_string()
+                }
+                FieldKind::Flag => (if rng.random() { "1" } else { "0" }).to_string(),
+                FieldKind::Number(range) if range.integer => {
+                    (rng.random_range(range.min as u64..=range.max as u64)).to_string()
+                }
+                FieldKind::Number(range) => {
+                    format!("{}", rng.random_range(range.min..=range.max))
+                }
+            };
+            state = state.set(field.key, &raw).unwrap();
+        }
+        let (read, rejected) = PageState::from_hash(&state.to_hash());
+        assert!(rejected.is_empty());
+        assert_eq!(read, state);
+    }
+}

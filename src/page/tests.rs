@@ -1,0 +1,184 @@
+//! One frame on a synthetic lab: the readouts carry the lab's own numbers, formatted once.
+
+use super::*;
+use crate::calibration::Binning;
+use crate::sentences::percent;
+
+fn lab_with_logits(rows: usize, arrived: usize) -> Lab {
+    let labels: Vec<u32> = (0..rows).map(|i| (i % NUM_CLASSES) as u32).collect();
+    let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len()).unwrap();
+    // Row i favours its own label by 2 (every third row another one), so accuracy is 2/3.
+    let logits: Vec<f32> = (0..arrived)
+        .flat_map(|i| {
+            let favoured = if i % 3 == 0 {
+                (i + 1) % NUM_CLASSES
+            } else {
+                i % NUM_CLASSES
+            };
+            (0..NUM_CLASSES).map(move |k| {
+                if k == favoured {
+                    2.0
+                } else {
+                    (k as f32) * 0.01
+                }
+            })
+        })
+        .collect();
+    if arrived > 0 {
+        lab.add_logits(0, 0, &logits).unwrap();
+    }
+    lab
+}
+
+fn metric_patch<'a>(patches: &'a [Patch], name: &str) -> (&'a Option<f64>, &'a String) {
+    patches
+        .iter()
+        .find_map(|p| match p {
+            Patch::Metric {
+                metric,
+                value,
+                text,
+                ..
+            } if metric == name => Some((value, text)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no readout {name}"))
+}
+
+fn text_patch<'a>(patches: &'a [Patch], id: &str) -> &'a str {
+    patches
+        .iter()
+        .find_map(|p| match p {
+            Patch::Text { id: i, text } if *i == id => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no text #{id}"))
+}
+
+const ALL: Visible = Visible {
+    temperature: true,
+    conformal: true,
+    gallery: true,
+    explain: Some(1),
+};
+
+#[test]
+fn before_any_logits_the_frame_waits_and_still_shows_the_controls() {
+    let mut lab = lab_with_logits(200, 0);
+    let frame = render(&mut lab, &PageState::default(), &ALL).unwrap();
+    assert!(frame.readouts.waiting);
+    assert!(frame.readouts.drawn.is_empty());
+    assert_eq!(frame.readouts.fitted_temperature, None);
+    assert_eq!(
+        frame.readouts.patches,
+        control_patches(&PageState::default())
+    );
+    assert_eq!(text_patch(&frame.readouts.patches, "alpha-value"), "0.10");
+    assert_eq!(text_patch(&frame.readouts.patches, "target-value"), "90%");
+}
+
+#[test]
+fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
+    let mut lab = lab_with_logits(300, 300);
+    let state = PageState {
+        t: 1.5,
+        split: 4,
+        bins: 10,
+        binning: Binning::Mass,
+        ..PageState::default()
+    };
+    let frame = render(&mut lab, &state, &ALL).unwrap();
+    assert_eq!(lab.split_seed(), 4);
+    assert_eq!(frame.readouts.drawn, ["temperature", "conformal"]);
+    assert_eq!(frame.readouts.arrived, 300);
+    let view = lab.temperature_view(1.5, 10, Binning::Mass).unwrap();
+    let patches = &frame.readouts.patches;
+    let (value, text) = metric_patch(patches, "accuracy");
+    assert_eq!(*value, Some(view.at_temperature.accuracy));
+    assert_eq!(*text, percent(view.at_temperature.accuracy, 2));
+    assert_eq!(
+        metric_patch(patches, "ece_fitted").0,
+        &Some(view.at_fitted.ece)
+    );
+    assert_eq!(metric_patch(patches, "nll_t1").0, &Some(view.at_one.nll));
+    assert_eq!(
+        frame.readouts.fitted_temperature,
+        Some(view.fitted_temperature)
+    );
+    let conformal = lab.conformal_view(&state.conformal_settings()).unwrap();
+    assert_eq!(
+        metric_patch(patches, "coverage").0,
+        &Some(conformal.metrics.coverage)
+    );
+    assert_eq!(
+        text_patch(patches, "conformal-sizes"),
+        format!(
+            "{} images; q̂ from {} calibration images",
+            conformal.n_evaluation, conformal.n_calibration
+        )
+    );
+    let explanation = frame.readouts.explanation.unwrap();
+    assert_eq!(explanation.row, 1);
+    assert!(explanation.title.starts_with("Image #1 ("));
+    // A new model index with no logits: the frame waits again.
+    let logitnorm = PageState {
+        model: ModelKey::Logitnorm,
+        ..state
+    };
+    assert!(render(&mut lab, &logitnorm, &ALL).unwrap().readouts.waiting);
+}
+
+#[test]
+fn only_the_labs_on_screen_are_computed() {
+    let mut lab = lab_with_logits(300, 300);
+    let visible = Visible {
+        temperature: false,
+        conformal: true,
+        gallery: false,
+        explain: None,
+    };
+    let frame = render(&mut lab, &PageState::default(), &visible).unwrap();
+    assert_eq!(frame.readouts.drawn, ["conformal"]);
+    assert!(frame.temperature.is_none() && frame.conformal.is_some());
+    assert!(frame.readouts.gallery.is_none() && frame.readouts.explanation.is_none());
+}
+
+#[test]
+fn the_gallery_line_counts_its_images() {
+    let mut lab = lab_with_logits(300, 300);
+    let frame = render(&mut lab, &PageState::default(), &ALL).unwrap();
+    let sections = frame.readouts.gallery.unwrap();
+    assert_eq!(sections.len(), 1);
+    assert_eq!(sections[0].items.len(), GALLERY_LIMIT);
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "gallery-count"),
+        "48 images (the first ones)."
+    );
+    let extremes = PageState {
+        gallery: GalleryChoice::Extremes,
+        ..PageState::default()
+    };
+    let frame = render(&mut lab, &extremes, &ALL).unwrap();
+    let sections = frame.readouts.gallery.unwrap();
+    assert_eq!(
+        sections.iter().map(|s| s.items.len()).collect::<Vec<_>>(),
+        [EXTREMES, EXTREMES]
+    );
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "gallery-count"),
+        "16 images."
+    );
+}
+
+#[test]
+fn thousands_are_grouped_by_commas() {
+    for (n, text) in [
+        (0, "0"),
+        (999, "999"),
+        (1000, "1,000"),
+        (10_000, "10,000"),
+        (1_234_567, "1,234,567"),
+    ] {
+        assert_eq!(grouped(n), text);
+    }
+}

@@ -1,0 +1,141 @@
+// The conformal lab's gallery and its per-image explanation: builds the DOM for what Rust's
+// render returned (images, sets, scores and their texts). No number is computed here.
+
+import { $ } from "./dom.js";
+
+export class Gallery {
+  constructor({ pixels, limits, onSelect }) {
+    this.pixels = pixels;
+    this.side = limits.image_side;
+    this.classNames = limits.class_names;
+    this.onSelect = onSelect;
+    // The test image whose explanation is open; render() asks Rust for it every frame.
+    this.selectedRow = null;
+    this.scrollToExplanation = false;
+    this.thumbnails = new Map();
+    this.key = "";
+  }
+
+  // Shows the sections ({title, items}); the DOM is rebuilt only when the images or their sets
+  // changed.
+  show(sections, choice) {
+    const key = JSON.stringify(sections);
+    if (key === this.key) return;
+    this.key = key;
+    const nodes = [];
+    for (const { title, items } of sections) {
+      if (title) {
+        const heading = document.createElement("h4");
+        heading.textContent = title;
+        nodes.push(heading);
+      }
+      for (const item of items) nodes.push(this.tile(item));
+    }
+    const gallery = $("gallery");
+    gallery.replaceChildren(...nodes);
+    gallery.dataset.filter = choice;
+  }
+
+  // One image as a button: its thumbnail, its true label, and its set as chips.
+  tile(item) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "tile";
+    button.dataset.row = String(item.row);
+    button.dataset.covered = String(item.covered);
+    button.dataset.setSize = String(item.set.length);
+    button.setAttribute("aria-pressed", String(item.row === this.selectedRow));
+    button.append(this.cachedThumbnail(item.row));
+    const truth = document.createElement("div");
+    truth.className = "truth";
+    truth.textContent = `#${item.row}: ${this.classNames[item.label]}`;
+    // The button's name is its visible text, followed by the chips as one sentence for screen
+    // readers (the chips themselves are hidden from them).
+    const set = document.createElement("span");
+    set.className = "visually-hidden";
+    set.textContent = `; set: ${item.set.map((k) => this.classNames[k]).join(", ") || "empty"}; ${item.covered ? "covered" : `missed: ${this.classNames[item.label]}`}`;
+    truth.append(set);
+    const chips = this.chips(item);
+    chips.setAttribute("aria-hidden", "true");
+    button.append(truth, chips);
+    button.addEventListener("click", () => {
+      this.selectedRow = item.row;
+      this.scrollToExplanation = true;
+      for (const t of document.querySelectorAll(".tile")) t.setAttribute("aria-pressed", String(t === button));
+      this.onSelect();
+    });
+    return button;
+  }
+
+  // The gallery's thumbnail of `row`, drawn once and reused.
+  cachedThumbnail(row) {
+    if (!this.thumbnails.has(row)) this.thumbnails.set(row, this.thumbnail(row));
+    return this.thumbnails.get(row);
+  }
+
+  // An image, dark on light.
+  thumbnail(row) {
+    const side = this.side;
+    const canvas = document.createElement("canvas");
+    canvas.width = side;
+    canvas.height = side;
+    const context = canvas.getContext("2d");
+    const image = context.createImageData(side, side);
+    const source = this.pixels.subarray(row * side * side, (row + 1) * side * side);
+    source.forEach((value, i) => image.data.set([255 - value, 255 - value, 255 - value, 255], i * 4));
+    context.putImageData(image, 0, 0);
+    return canvas;
+  }
+
+  // The set as label chips: the true label solid with a tick when covered, dashed with a cross when missed.
+  chips(item) {
+    const chips = document.createElement("div");
+    chips.className = "chips";
+    const chip = (className, text) => {
+      const span = document.createElement("span");
+      span.className = className;
+      span.textContent = text;
+      return span;
+    };
+    for (const k of item.set) chips.append(chip(k === item.label ? "chip hit" : "chip", this.classNames[k]));
+    if (!item.covered) {
+      const miss = chip("chip miss", this.classNames[item.label]);
+      miss.title = "true label, not in the set";
+      chips.append(miss);
+    }
+    if (item.set.length === 0) chips.prepend(chip("chip none", "empty set"));
+    return chips;
+  }
+
+  // Why each label of one image is in its set or not (the explanation Rust computed).
+  explain(e) {
+    const panel = $("explanation");
+    panel.hidden = false;
+    const heading = document.createElement("h4");
+    heading.id = "explanation-title";
+    heading.textContent = e.title;
+    const table = document.createElement("table");
+    table.innerHTML = "<thead><tr><th>label</th><th>probability</th><th><span class='visually-hidden'>probability bar</span></th><th>score s(x, y)</th><th>q̂</th><th>in the set?</th></tr></thead>";
+    const body = document.createElement("tbody");
+    e.probability_text.forEach((probability, k) => {
+      const tr = document.createElement("tr");
+      if (e.in_set[k]) tr.className = "in";
+      const bar = `<span class="bar-track"><span class="bar" style="width:${probability}"></span></span>`;
+      tr.innerHTML = `<td>${this.classNames[k]}${k === e.label ? " (true)" : ""}</td><td>${probability}</td><td>${bar}</td><td>${e.score_text[k]}</td><td>${e.threshold_text[k]}</td><td>${e.in_set[k] ? "yes: score ≤ q̂" : "no: score > q̂"}</td>`;
+      body.append(tr);
+    });
+    table.append(body);
+    // On a phone the table is wider than the screen: it scrolls on its own, by keyboard too.
+    const scroller = document.createElement("div");
+    scroller.className = "table-scroll";
+    scroller.tabIndex = 0;
+    scroller.setAttribute("role", "region");
+    scroller.setAttribute("aria-labelledby", "explanation-title");
+    scroller.append(table);
+    panel.replaceChildren(heading, this.thumbnail(e.row), scroller);
+    if (this.scrollToExplanation) {
+      this.scrollToExplanation = false;
+      panel.scrollIntoView({ behavior: "smooth", block: "nearest" });
+    }
+  }
+}
