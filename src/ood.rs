@@ -35,7 +35,7 @@ use thiserror::Error;
 use crate::calibration::{is_valid_temperature, log_sum_exp, shifted_log_sum_exp, Logits};
 
 /// FPR95 looks at the threshold that keeps this percentage of in-distribution inputs.
-const TARGET_TRUE_POSITIVE_PERCENT: usize = 95;
+pub(crate) const TARGET_TRUE_POSITIVE_PERCENT: usize = 95;
 
 /// Which of the two score sets an error is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,14 +150,17 @@ struct ScoreGroup {
     out_of_distribution: usize,
 }
 
-/// Validated scores, grouped by equal value in increasing order.
-struct GroupedScores {
+/// Validated scores, grouped by equal value in increasing order: every metric here, and the ROC
+/// curve in `ood_view.rs`, walks these groups (one threshold each).
+pub(crate) struct GroupedScores {
     groups: Vec<ScoreGroup>,
     in_distribution: usize,
     out_of_distribution: usize,
 }
 
-fn check_scores(scores: &[f64], set: ScoreSet) -> Result<(), OodError> {
+/// Refuses an empty score set ([`OodError::EmptyScores`]) and the first NaN
+/// ([`OodError::NanScore`]).
+pub(crate) fn check_scores(scores: &[f64], set: ScoreSet) -> Result<(), OodError> {
     if scores.is_empty() {
         return Err(OodError::EmptyScores(set));
     }
@@ -168,8 +171,11 @@ fn check_scores(scores: &[f64], set: ScoreSet) -> Result<(), OodError> {
 }
 
 impl GroupedScores {
-    /// Checks both sets and sorts them together, `O(n log n)`.
-    fn new(in_distribution: &[f64], out_of_distribution: &[f64]) -> Result<Self, OodError> {
+    /// Checks both sets (ID first, as [`check_scores`]) and sorts them together, `O(n log n)`.
+    pub(crate) fn new(
+        in_distribution: &[f64],
+        out_of_distribution: &[f64],
+    ) -> Result<Self, OodError> {
         check_scores(in_distribution, ScoreSet::InDistribution)?;
         check_scores(out_of_distribution, ScoreSet::OutOfDistribution)?;
         let mut labelled: Vec<(f64, bool)> = in_distribution
@@ -206,12 +212,20 @@ impl GroupedScores {
         })
     }
 
+    /// `(ID count, OOD count)` of each distinct score, highest score first.
+    pub(crate) fn counts_from_highest(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.groups
+            .iter()
+            .rev()
+            .map(|group| (group.in_distribution, group.out_of_distribution))
+    }
+
     fn fpr_at_95_tpr(&self) -> f64 {
         let required = (TARGET_TRUE_POSITIVE_PERCENT * self.in_distribution).div_ceil(100);
         let (mut in_at_or_above, mut out_at_or_above) = (0, 0);
-        for group in self.groups.iter().rev() {
-            in_at_or_above += group.in_distribution;
-            out_at_or_above += group.out_of_distribution;
+        for (in_here, out_here) in self.counts_from_highest() {
+            in_at_or_above += in_here;
+            out_at_or_above += out_here;
             if in_at_or_above >= required {
                 break;
             }
@@ -235,13 +249,7 @@ impl GroupedScores {
     }
 
     fn aupr_in(&self) -> f64 {
-        average_precision(
-            self.groups
-                .iter()
-                .rev()
-                .map(|group| (group.in_distribution, group.out_of_distribution)),
-            self.in_distribution,
-        )
+        average_precision(self.counts_from_highest(), self.in_distribution)
     }
 
     fn aupr_out(&self) -> f64 {

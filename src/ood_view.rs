@@ -40,10 +40,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::calibration::{Logits, MAX_BINS};
-use crate::ood::{self, DetectionMetrics, OodError, ScoreSet};
-
-/// The threshold keeps this percentage of ID scores at or above it, as FPR95 in `ood.rs`.
-const TARGET_TRUE_POSITIVE_PERCENT: usize = 95;
+use crate::ood::{
+    self, check_scores, DetectionMetrics, GroupedScores, OodError, ScoreSet,
+    TARGET_TRUE_POSITIVE_PERCENT,
+};
 
 /// A score that separates ID from OOD inputs, higher = more ID (serde: `"msp"`,
 /// `"max_logit"`, `"energy"`, `"odin"`).
@@ -391,16 +391,6 @@ fn check_finite(values: &[f64], set: ScoreSet) -> Result<(), OodViewError> {
     }
 }
 
-fn check_scores(scores: &[f64], set: ScoreSet) -> Result<(), OodError> {
-    if scores.is_empty() {
-        return Err(OodError::EmptyScores(set));
-    }
-    match scores.iter().position(|score| score.is_nan()) {
-        Some(index) => Err(OodError::NanScore { set, index }),
-        None => Ok(()),
-    }
-}
-
 fn summarise(
     kind: ScoreKind,
     in_distribution: &[f64],
@@ -443,14 +433,7 @@ pub fn roc_curve(
     in_distribution: &[f64],
     out_of_distribution: &[f64],
 ) -> Result<Vec<RocPoint>, OodError> {
-    check_scores(in_distribution, ScoreSet::InDistribution)?;
-    check_scores(out_of_distribution, ScoreSet::OutOfDistribution)?;
-    let mut labelled: Vec<(f64, bool)> = in_distribution
-        .iter()
-        .map(|&score| (score, true))
-        .chain(out_of_distribution.iter().map(|&score| (score, false)))
-        .collect();
-    labelled.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    let grouped = GroupedScores::new(in_distribution, out_of_distribution)?;
     let (n_in, n_out) = (
         in_distribution.len() as f64,
         out_of_distribution.len() as f64,
@@ -460,22 +443,13 @@ pub fn roc_curve(
         false_positive_rate: 0.0,
         true_positive_rate: 0.0,
     }];
-    for (position, &(score, is_in_distribution)) in labelled.iter().enumerate() {
-        if is_in_distribution {
-            true_positives += 1;
-        } else {
-            false_positives += 1;
-        }
-        // `==`, not `total_cmp`: −0.0 and 0.0 are one score (they sort next to each other).
-        let group_ends = labelled
-            .get(position + 1)
-            .is_none_or(|&(next, _)| next != score);
-        if group_ends {
-            curve.push(RocPoint {
-                false_positive_rate: false_positives as f64 / n_out,
-                true_positive_rate: true_positives as f64 / n_in,
-            });
-        }
+    for (in_here, out_here) in grouped.counts_from_highest() {
+        true_positives += in_here;
+        false_positives += out_here;
+        curve.push(RocPoint {
+            false_positive_rate: false_positives as f64 / n_out,
+            true_positive_rate: true_positives as f64 / n_in,
+        });
     }
     Ok(curve)
 }
