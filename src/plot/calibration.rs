@@ -65,14 +65,7 @@ fn reliability_legend<'a>(
             entries.push(LegendEntry::new(LegendMark::Gap(gap), gap.label()));
         }
     }
-    entries.extend([LegendEntry::new(
-        LegendMark::Line {
-            colour: DARK_GREY,
-            width: 1.5,
-            dashed: true,
-        },
-        "perfect calibration",
-    )]);
+    entries.push(LegendEntry::new(DIAGONAL_MARK, "perfect calibration"));
     if any_empty {
         entries.push(LegendEntry::new(LegendMark::EmptyBin, "empty bin"));
     }
@@ -120,14 +113,7 @@ fn draw_reliability_bins<DB: DrawingBackend>(
             draw_empty_bin(&pixels.canvas, mark, metrics)?;
         }
     }
-    draw_line(
-        &pixels.canvas,
-        pixels.point(0.0, 0.0),
-        pixels.point(1.0, 1.0),
-        DARK_GREY.stroke_width(metrics.stroke(1.5)),
-        true,
-        metrics,
-    )
+    draw_diagonal(&pixels, metrics)
 }
 
 /// Draws a reliability diagram of `bins` (top-label bins from
@@ -223,7 +209,7 @@ pub fn confidence_histogram<DB: DrawingBackend>(
 
     let shares = percent_shares(counts);
     // Headroom above the tallest bar; 1% when every bin is empty.
-    let y_max = (1.1 * shares.iter().copied().fold(0.0, f64::max)).max(1.0);
+    let y_max = (Y_HEADROOM * shares.iter().copied().fold(0.0, f64::max)).max(1.0);
     let mut chart = build_chart(&rest, 0.0..1.0, 0.0..y_max, FULL_LAYOUT, metrics)?;
     let decimals = if y_max < 5.0 { 1 } else { 0 };
     let format_y = |y: &f64| format!("{y:.decimals$}%");

@@ -25,7 +25,6 @@
 //! [`PlotError::NoClasses`]); values that are not coverages are refused with a typed
 //! [`PlotError`]; the α sweep skips non-finite values.
 
-use plotters::element::Circle;
 use plotters::style::WHITE;
 
 use super::*;
@@ -51,9 +50,8 @@ const VALUE_FONT: f64 = 11.0;
 const LABEL_GAP: f64 = 3.0;
 /// Least space between the shares written over neighbouring set-size bars (CSS pixels).
 const SHARE_LABEL_SPACING: f64 = 4.0;
-/// Width of reference lines (`1 − α`, the current α) and of curves (CSS pixels).
+/// Width of reference lines (`1 − α`, the current α), CSS pixels.
 const REFERENCE_LINE_WIDTH: f64 = 1.5;
-const CURVE_WIDTH: f64 = 2.0;
 /// Height of the strip above the per-class chart that holds the label of the target line.
 const TARGET_LABEL_STRIP: f64 = 16.0;
 /// Label of the target coverage line.
@@ -82,8 +80,6 @@ const SWEEP_Y_PADDING: f64 = 0.05;
 const EXPERIMENT_BINS: usize = 36;
 /// Smallest range of the experiment's histogram (coverage units).
 const EXPERIMENT_MIN_SPAN: f64 = 0.01;
-/// Headroom above the tallest bar or density, as a factor.
-const Y_HEADROOM: f64 = 1.1;
 
 /// The axis range of `categories` slots one unit wide, centred on `0, 1, …` (at least one).
 fn category_range(categories: usize) -> Range<f64> {
@@ -95,20 +91,6 @@ fn category_index(value: f64, categories: usize) -> Option<usize> {
     let rounded = value.round();
     ((value - rounded).abs() < 1e-6 && rounded >= 0.0 && rounded < categories as f64)
         .then_some(rounded as usize)
-}
-
-/// Decimals needed to tell apart ticks at most `max_ticks` over `span` (in the printed unit).
-fn tick_decimals(span: f64, max_ticks: usize) -> usize {
-    let step = span / max_ticks.max(1) as f64;
-    if step >= 0.9 {
-        0
-    } else if step >= 0.09 {
-        1
-    } else if step >= 0.009 {
-        2
-    } else {
-        3
-    }
 }
 
 /// `value` (a fraction) as a percentage with `decimals` decimals.
@@ -575,29 +557,6 @@ fn finite_curve(points: &[SweepPoint], value: impl Fn(&SweepPoint) -> f64) -> Ve
     curve
 }
 
-/// Draws `curve` (data points) as one solid polyline of `colour`, or a dot for a single point.
-fn draw_curve<DB: DrawingBackend>(
-    pixels: &PlotPixels<'_, DB>,
-    curve: &[(f64, f64)],
-    colour: RGBColor,
-    metrics: Metrics,
-) -> Result<(), PlotError> {
-    let points: Vec<(i32, i32)> = curve.iter().map(|&(x, y)| pixels.point(x, y)).collect();
-    match points.as_slice() {
-        [] => {}
-        [point] => pixels.canvas.draw(&Circle::new(
-            *point,
-            metrics.px_at_least_one(CURVE_WIDTH),
-            colour.filled(),
-        ))?,
-        _ => pixels.canvas.draw(&PathElement::new(
-            points,
-            colour.stroke_width(metrics.stroke(CURVE_WIDTH)),
-        ))?,
-    }
-    Ok(())
-}
-
 /// Draws the α sweep into `area`: two panels sharing the α axis, coverage against α on top
 /// with the guarantee's lower edge `y = 1 − α` dashed, and the average set size against α
 /// below, with `current_alpha` marked by a vertical vermillion line in both. The α axis spans
@@ -703,7 +662,7 @@ pub fn alpha_sweep_curves<DB: DrawingBackend>(
         true,
         metrics,
     )?;
-    draw_curve(&top_pixels, &coverage, BLUE, metrics)?;
+    draw_polyline(&top_pixels, coverage.iter().copied(), BLUE, metrics)?;
 
     let mut bottom_chart = build_chart(
         &bottom,
@@ -723,7 +682,7 @@ pub fn alpha_sweep_curves<DB: DrawingBackend>(
     };
     draw_axes(&mut bottom_chart, &bottom_axes, metrics)?;
     let bottom_pixels = PlotPixels::new(&bottom_chart);
-    draw_curve(&bottom_pixels, &sizes, GREEN, metrics)?;
+    draw_polyline(&bottom_pixels, sizes.iter().copied(), GREEN, metrics)?;
 
     let marker = VERMILLION.stroke_width(metrics.stroke(REFERENCE_LINE_WIDTH));
     for (pixels, range) in [(&top_pixels, coverage_range), (&bottom_pixels, size_range)] {
@@ -878,7 +837,7 @@ pub fn coverage_experiment_histogram<DB: DrawingBackend>(
             draw_bar(&pixels.canvas, bar, SKY_BLUE, metrics)?;
         }
     }
-    draw_curve(&pixels, &curve, ORANGE, metrics)?;
+    draw_polyline(&pixels, curve.iter().copied(), ORANGE, metrics)?;
     for edge in [target, upper] {
         draw_line(
             &pixels.canvas,

@@ -40,7 +40,7 @@ use plotters::chart::{ChartBuilder, ChartContext};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, DrawingAreaErrorKind};
-use plotters::element::{DashedPathElement, PathElement, Rectangle};
+use plotters::element::{Circle, DashedPathElement, PathElement, Rectangle};
 use plotters::prelude::{Cartesian2d, DrawingBackend};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{
@@ -137,6 +137,13 @@ const EMPTY_BIN_MARK_HEIGHT: f64 = 8.0;
 const DASH: (f64, f64) = (6.0, 4.0);
 /// Dot and space of an empty bin's outline (CSS pixels).
 const DOT: (f64, f64) = (1.5, 2.5);
+/// Width of curves (CSS pixels).
+const CURVE_WIDTH: f64 = 2.0;
+/// Width of the dashed diagonal from `(0, 0)` to `(1, 1)` (CSS pixels).
+const DIAGONAL_WIDTH: f64 = 1.5;
+/// Headroom above the tallest bar or curve of a chart whose y axis has no natural top, as a
+/// factor.
+const Y_HEADROOM: f64 = 1.1;
 
 /// Font sizes (CSS pixels).
 const TICK_FONT: f64 = 12.0;
@@ -178,6 +185,20 @@ const CLASSWISE_LEGEND_ALLOWANCE: f64 = 40.0;
 const TICK_LABELS: usize = 6;
 const HISTOGRAM_Y_TICK_LABELS: usize = 4;
 const PANEL_TICK_LABELS: usize = 3;
+
+/// Decimals needed to tell apart ticks at most `max_ticks` over `span` (in the printed unit).
+fn tick_decimals(span: f64, max_ticks: usize) -> usize {
+    let step = span / max_ticks.max(1) as f64;
+    if step >= 0.9 {
+        0
+    } else if step >= 0.09 {
+        1
+    } else if step >= 0.009 {
+        2
+    } else {
+        3
+    }
+}
 
 /// Each count as a percentage of their total (all zero when the total is zero), for the
 /// histograms' "% of images" axes.
@@ -526,6 +547,49 @@ fn draw_line<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Draws `points` (data coordinates) as one solid polyline of `colour`, or a dot for a single
+/// point.
+fn draw_polyline<DB: DrawingBackend>(
+    pixels: &PlotPixels<'_, DB>,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    colour: RGBColor,
+    metrics: Metrics,
+) -> Result<(), PlotError> {
+    let points: Vec<(i32, i32)> = points
+        .into_iter()
+        .map(|(x, y)| pixels.point(x, y))
+        .collect();
+    match points.as_slice() {
+        [] => {}
+        [point] => pixels.canvas.draw(&Circle::new(
+            *point,
+            metrics.px_at_least_one(CURVE_WIDTH),
+            colour.filled(),
+        ))?,
+        _ => pixels.canvas.draw(&PathElement::new(
+            points,
+            colour.stroke_width(metrics.stroke(CURVE_WIDTH)),
+        ))?,
+    }
+    Ok(())
+}
+
+/// Draws the dashed dark grey diagonal from `(0, 0)` to `(1, 1)`: perfect calibration on a
+/// reliability diagram, chance on a ROC plot.
+fn draw_diagonal<DB: DrawingBackend>(
+    pixels: &PlotPixels<'_, DB>,
+    metrics: Metrics,
+) -> Result<(), PlotError> {
+    draw_line(
+        &pixels.canvas,
+        pixels.point(0.0, 0.0),
+        pixels.point(1.0, 1.0),
+        DARK_GREY.stroke_width(metrics.stroke(DIAGONAL_WIDTH)),
+        true,
+        metrics,
+    )
+}
+
 /// What a legend entry's swatch shows.
 #[derive(Clone, Copy, Debug)]
 enum LegendMark {
@@ -546,6 +610,13 @@ enum LegendMark {
     /// The outline of an empty bin.
     EmptyBin,
 }
+
+/// The legend swatch of [`draw_diagonal`]'s line.
+const DIAGONAL_MARK: LegendMark = LegendMark::Line {
+    colour: DARK_GREY,
+    width: DIAGONAL_WIDTH,
+    dashed: true,
+};
 
 /// One entry of a legend.
 #[derive(Clone, Debug)]

@@ -31,13 +31,10 @@ const OOD_HISTOGRAM_SIZE: (f64, f64) = (240.0, 180.0);
 const ROC_SIZE: (f64, f64) = (240.0, 240.0);
 const TAU_CHART_SIZE: (f64, f64) = (260.0, 220.0);
 
-/// Width of the threshold and mean lines, and of curves (CSS pixels).
+/// Width of the threshold and mean lines (CSS pixels).
 const REFERENCE_LINE_WIDTH: f64 = 2.0;
-const CURVE_WIDTH: f64 = 2.0;
 /// Radius of a point of the τ chart (CSS pixels).
 const MARKER_RADIUS: f64 = 3.5;
-/// Headroom above the tallest bar, as a factor.
-const Y_HEADROOM: f64 = 1.1;
 /// The τ chart's axis spans at least `τ ∈ [0.01, 1]` (log10: −2 to 0), the range of the
 /// bundled networks, so that it does not move as networks are evaluated.
 const TAU_LOG_RANGE: (f64, f64) = (-2.0, 0.0);
@@ -96,20 +93,6 @@ const TAU_SERIES: [TauSeries; 5] = [
     ("FPR95", PURPLE, |point| point.fpr95),
     ("AUROC", GREEN, |point| point.auroc),
 ];
-
-/// Decimals needed to tell apart at most `max_ticks` ticks over `span`.
-fn tick_decimals(span: f64, max_ticks: usize) -> usize {
-    let step = span / max_ticks.max(1) as f64;
-    if step >= 0.9 {
-        0
-    } else if step >= 0.09 {
-        1
-    } else if step >= 0.009 {
-        2
-    } else {
-        3
-    }
-}
 
 /// Checks that a histogram has one more edge than bins, finite increasing edges and shares in
 /// `[0, 1]`.
@@ -371,30 +354,6 @@ pub fn logit_norm_histogram<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Draws `points` (data coordinates) as one solid polyline of `colour`, or a dot for a single
-/// point.
-fn draw_polyline<DB: DrawingBackend>(
-    pixels: &PlotPixels<'_, DB>,
-    points: impl Iterator<Item = (f64, f64)>,
-    colour: RGBColor,
-    metrics: Metrics,
-) -> Result<(), PlotError> {
-    let points: Vec<(i32, i32)> = points.map(|(x, y)| pixels.point(x, y)).collect();
-    match points.as_slice() {
-        [] => {}
-        [point] => pixels.canvas.draw(&Circle::new(
-            *point,
-            metrics.px_at_least_one(CURVE_WIDTH),
-            colour.filled(),
-        ))?,
-        _ => pixels.canvas.draw(&PathElement::new(
-            points,
-            colour.stroke_width(metrics.stroke(CURVE_WIDTH)),
-        ))?,
-    }
-    Ok(())
-}
-
 /// Draws the ROC curves of several networks into `area`: each curve as a solid line (blue,
 /// orange, green, purple, sky blue, in order) through its points, false positive rate on x and
 /// true positive rate on y, both on `[0, 1]`, with the dashed chance diagonal and a legend of
@@ -429,14 +388,7 @@ pub fn roc_curves<DB: DrawingBackend>(
             )
         })
         .collect();
-    legend.push(LegendEntry::new(
-        LegendMark::Line {
-            colour: DARK_GREY,
-            width: 1.5,
-            dashed: true,
-        },
-        "chance",
-    ));
+    legend.push(LegendEntry::new(DIAGONAL_MARK, "chance"));
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
     let mut chart = build_chart(&rest, 0.0..1.0, 0.0..1.0, FULL_LAYOUT, metrics)?;
     let one_decimal = |value: &f64| format!("{value:.1}");
@@ -454,14 +406,7 @@ pub fn roc_curves<DB: DrawingBackend>(
     };
     draw_axes(&mut chart, &axes, metrics)?;
     let pixels = PlotPixels::new(&chart);
-    draw_line(
-        &pixels.canvas,
-        pixels.point(0.0, 0.0),
-        pixels.point(1.0, 1.0),
-        DARK_GREY.stroke_width(metrics.stroke(1.5)),
-        true,
-        metrics,
-    )?;
+    draw_diagonal(&pixels, metrics)?;
     for (curve, &colour) in curves.iter().zip(colours) {
         let points = curve
             .points
