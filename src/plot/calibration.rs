@@ -225,16 +225,21 @@ pub fn confidence_histogram<DB: DrawingBackend>(
     draw_axes(&mut chart, &axes, metrics)?;
 
     let pixels = PlotPixels::new(&chart);
-    // The gap band goes behind the bars; its edges are the two lines, drawn last.
+    // The gap band goes behind the bars, hatched but not outlined: its edges are the two lines,
+    // drawn last.
     if mean_confidence != accuracy {
-        let gap = PixelRect::spanning(
+        let band = PixelRect::spanning(
             pixels.point(accuracy, 0.0),
             pixels.point(mean_confidence, y_max),
         );
-        shade_gap(
+        let gap = Gap::of(accuracy, mean_confidence);
+        let hatching = Some(gap.line(metrics));
+        draw_rect(
             &pixels.canvas,
-            gap,
-            Gap::of(accuracy, mean_confidence),
+            band,
+            gap.fill().filled(),
+            hatching,
+            None,
             metrics,
         )?;
     }

@@ -115,8 +115,8 @@ impl Gap {
     /// The line of its hatching and outline.
     fn line(self, metrics: Metrics) -> ShapeStyle {
         match self {
-            Self::Over => VERMILLION.stroke_width(metrics.stroke(0.75)),
-            Self::Under => DARK_GREY.stroke_width(metrics.stroke(0.75)),
+            Self::Over => VERMILLION.stroke_width(metrics.stroke(OUTLINE_WIDTH)),
+            Self::Under => bar_line(metrics),
         }
     }
 
@@ -127,6 +127,9 @@ impl Gap {
         }
     }
 }
+
+/// Width of the outlines and hatching of bars and gaps (CSS pixels).
+const OUTLINE_WIDTH: f64 = 0.75;
 /// Opacity of a shaded band of values.
 const BAND_OPACITY: f64 = 0.2;
 /// Distance between hatch lines, measured across them (CSS pixels).
@@ -396,6 +399,11 @@ impl PixelRect {
         }
     }
 
+    /// The top-left and the bottom-right corner.
+    fn corners(self) -> [(i32, i32); 2] {
+        [(self.left, self.top), (self.right, self.bottom)]
+    }
+
     /// The corners, clockwise from the top-left, and the top-left again.
     fn closed_outline(self) -> Vec<(i32, i32)> {
         vec![
@@ -430,21 +438,31 @@ fn hatch_segments(rect: PixelRect, spacing: f64) -> Vec<[(i32, i32); 2]> {
         .collect()
 }
 
-/// Shades a calibration gap, hatched.
-fn shade_gap<DB: DrawingBackend>(
+/// Draws `rect`: filled with `fill`, then hatched with `hatching` and outlined with `outline`
+/// where given. Every bar and gap is drawn by this one function, so they stack the same way.
+fn draw_rect<DB: DrawingBackend>(
     canvas: &DrawingArea<DB, Shift>,
     rect: PixelRect,
-    gap: Gap,
+    fill: ShapeStyle,
+    hatching: Option<ShapeStyle>,
+    outline: Option<ShapeStyle>,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
-        gap.fill().filled(),
-    ))?;
-    for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
-        canvas.draw(&PathElement::new(segment.to_vec(), gap.line(metrics)))?;
+    canvas.draw(&Rectangle::new(rect.corners(), fill))?;
+    if let Some(line) = hatching {
+        for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
+            canvas.draw(&PathElement::new(segment.to_vec(), line))?;
+        }
+    }
+    if let Some(line) = outline {
+        canvas.draw(&PathElement::new(rect.closed_outline(), line))?;
     }
     Ok(())
+}
+
+/// The dark grey line that outlines and hatches bars.
+fn bar_line(metrics: Metrics) -> ShapeStyle {
+    DARK_GREY.stroke_width(metrics.stroke(OUTLINE_WIDTH))
 }
 
 /// Draws a calibration gap: shaded and outlined.
@@ -454,9 +472,8 @@ fn draw_gap<DB: DrawingBackend>(
     gap: Gap,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    shade_gap(canvas, rect, gap, metrics)?;
-    canvas.draw(&PathElement::new(rect.closed_outline(), gap.line(metrics)))?;
-    Ok(())
+    let line = Some(gap.line(metrics));
+    draw_rect(canvas, rect, gap.fill().filled(), line, line, metrics)
 }
 
 /// Draws a bar: filled with `colour`, outlined in dark grey.
@@ -466,15 +483,8 @@ fn draw_bar<DB: DrawingBackend>(
     colour: RGBColor,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
-        colour.filled(),
-    ))?;
-    canvas.draw(&PathElement::new(
-        rect.closed_outline(),
-        DARK_GREY.stroke_width(metrics.stroke(0.75)),
-    ))?;
-    Ok(())
+    let outline = Some(bar_line(metrics));
+    draw_rect(canvas, rect, colour.filled(), None, outline, metrics)
 }
 
 /// Draws a bar that must stand out without colour: filled with `colour`, hatched and outlined
@@ -485,16 +495,8 @@ fn draw_hatched_bar<DB: DrawingBackend>(
     colour: RGBColor,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
-        colour.filled(),
-    ))?;
-    let line = DARK_GREY.stroke_width(metrics.stroke(0.75));
-    for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
-        canvas.draw(&PathElement::new(segment.to_vec(), line))?;
-    }
-    canvas.draw(&PathElement::new(rect.closed_outline(), line))?;
-    Ok(())
+    let line = Some(bar_line(metrics));
+    draw_rect(canvas, rect, colour.filled(), line, line, metrics)
 }
 
 /// Shades a band (a range of values): `colour` at [`BAND_OPACITY`], without outline.
@@ -504,7 +506,7 @@ fn shade_band<DB: DrawingBackend>(
     colour: RGBColor,
 ) -> Result<(), PlotError> {
     canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
+        rect.corners(),
         colour.mix(BAND_OPACITY).filled(),
     ))?;
     Ok(())
