@@ -210,19 +210,14 @@ pub fn confidence_histogram<DB: DrawingBackend>(
     let shares = percent_shares(counts);
     // Headroom above the tallest bar; 1% when every bin is empty.
     let y_max = (Y_HEADROOM * shares.iter().copied().fold(0.0, f64::max)).max(1.0);
-    let mut chart = build_chart(&rest, 0.0..1.0, 0.0..y_max, FULL_LAYOUT, metrics)?;
-    let decimals = if y_max < 5.0 { 1 } else { 0 };
-    let format_y = |y: &f64| format!("{y:.decimals$}%");
-    let axes = Axes {
-        tick_font: TICK_FONT,
-        tick_labels: (TICK_LABELS, HISTOGRAM_Y_TICK_LABELS),
-        tick_mark: TICK_MARK,
-        descriptions: (Some("confidence"), Some("% of examples")),
-        x_format: &one_decimal,
-        y_format: &format_y,
-        grid: (true, true),
+    let x_axis = HistogramXAxis {
+        range: 0.0..1.0,
+        tick_labels: TICK_LABELS,
+        format: &one_decimal,
+        description: "confidence",
+        grid: true,
     };
-    draw_axes(&mut chart, &axes, metrics)?;
+    let chart = share_histogram_chart(&rest, x_axis, y_max, "% of examples", metrics)?;
 
     let pixels = PlotPixels::new(&chart);
     // The gap band goes behind the bars, hatched but not outlined: its edges are the two lines,
@@ -253,22 +248,17 @@ pub fn confidence_histogram<DB: DrawingBackend>(
             draw_bar(&pixels.canvas, bar, BAR_GREY, metrics)?;
         }
     }
-    draw_line(
-        &pixels.canvas,
-        pixels.point(accuracy, 0.0),
-        pixels.point(accuracy, y_max),
-        BLUE.stroke_width(metrics.stroke(2.0)),
-        false,
-        metrics,
-    )?;
-    draw_line(
-        &pixels.canvas,
-        pixels.point(mean_confidence, 0.0),
-        pixels.point(mean_confidence, y_max),
-        ORANGE.stroke_width(metrics.stroke(2.0)),
-        true,
-        metrics,
-    )
+    for (x, colour, dashed) in [(accuracy, BLUE, false), (mean_confidence, ORANGE, true)] {
+        draw_line(
+            &pixels.canvas,
+            pixels.point(x, 0.0),
+            pixels.point(x, y_max),
+            colour.stroke_width(metrics.stroke(2.0)),
+            dashed,
+            metrics,
+        )?;
+    }
+    Ok(())
 }
 
 /// Rows and columns of the small multiples: two rows on a wide area, two columns on a tall one.

@@ -206,27 +206,16 @@ pub fn set_size_histogram<DB: DrawingBackend>(
     let shares = percent_shares(size_counts);
     let y_max = (SET_SIZE_HEADROOM * shares.iter().copied().fold(0.0, f64::max)).max(1.0);
     let slots = size_counts.len().max(1);
-    let mut chart = build_chart(
-        &rest,
-        category_range(slots),
-        0.0..y_max,
-        FULL_LAYOUT,
-        metrics,
-    )?;
     let format_x =
         |x: &f64| category_index(*x, slots).map_or_else(String::new, |size| size.to_string());
-    let decimals = if y_max < 5.0 { 1 } else { 0 };
-    let format_y = |y: &f64| format!("{:.decimals$}%", y + 0.0);
-    let axes = Axes {
-        tick_font: TICK_FONT,
-        tick_labels: (slots.min(SET_SIZE_TICK_LABELS), HISTOGRAM_Y_TICK_LABELS),
-        tick_mark: TICK_MARK,
-        descriptions: (Some("prediction set size"), Some("% of images")),
-        x_format: &format_x,
-        y_format: &format_y,
-        grid: (false, true),
+    let x_axis = HistogramXAxis {
+        range: category_range(slots),
+        tick_labels: slots.min(SET_SIZE_TICK_LABELS),
+        format: &format_x,
+        description: "prediction set size",
+        grid: false,
     };
-    draw_axes(&mut chart, &axes, metrics)?;
+    let chart = share_histogram_chart(&rest, x_axis, y_max, "% of images", metrics)?;
 
     let pixels = PlotPixels::new(&chart);
     let value_font = metrics.font(VALUE_FONT, &TEXT_GREY);

@@ -787,6 +787,42 @@ fn build_chart<'a, DB: DrawingBackend>(
     Ok(builder.build_cartesian_2d(x_range, y_range)?)
 }
 
+/// The x axis of a histogram of shares: its range, the most tick labels, how they read, its
+/// description, and whether grid lines mark its ticks.
+struct HistogramXAxis<'a> {
+    range: Range<f64>,
+    tick_labels: usize,
+    format: &'a dyn Fn(&f64) -> String,
+    description: &'a str,
+    grid: bool,
+}
+
+/// Builds the chart of a histogram of shares on `area` and draws its axes: x as `x_axis` says,
+/// y from 0 to `y_max` percent, described by `y_description`, with grid lines and one decimal
+/// below 5%. The confidence, set-size and OOD histograms share it, so their y axes read alike.
+fn share_histogram_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    x_axis: HistogramXAxis,
+    y_max: f64,
+    y_description: &str,
+    metrics: Metrics,
+) -> Result<Chart<'a, DB>, PlotError> {
+    let mut chart = build_chart(area, x_axis.range, 0.0..y_max, FULL_LAYOUT, metrics)?;
+    let decimals = if y_max < 5.0 { 1 } else { 0 };
+    let format_y = |y: &f64| format!("{:.decimals$}%", y + 0.0);
+    let axes = Axes {
+        tick_font: TICK_FONT,
+        tick_labels: (x_axis.tick_labels, HISTOGRAM_Y_TICK_LABELS),
+        tick_mark: TICK_MARK,
+        descriptions: (Some(x_axis.description), Some(y_description)),
+        x_format: x_axis.format,
+        y_format: &format_y,
+        grid: (x_axis.grid, true),
+    };
+    draw_axes(&mut chart, &axes, metrics)?;
+    Ok(chart)
+}
+
 /// Where a chart's plotting area sits inside its area (CSS pixels), and its title.
 #[derive(Clone, Copy, Debug)]
 struct ChartLayout<'a> {

@@ -158,21 +158,16 @@ fn histogram_chart<'a, DB: DrawingBackend>(
         .chain(&histogram.out_of_distribution)
         .fold(0.0, |tallest: f64, &share| tallest.max(100.0 * share));
     let y_max = (Y_HEADROOM * tallest).max(1.0);
-    let mut chart = build_chart(area, x_low..x_high, 0.0..y_max, FULL_LAYOUT, metrics)?;
     let x_decimals = tick_decimals(x_high - x_low, TICK_LABELS);
     let format_x = |x: &f64| format!("{:.x_decimals$}", x + 0.0);
-    let y_decimals = if y_max < 5.0 { 1 } else { 0 };
-    let format_y = |y: &f64| format!("{y:.y_decimals$}%");
-    let axes = Axes {
-        tick_font: TICK_FONT,
-        tick_labels: (TICK_LABELS, HISTOGRAM_Y_TICK_LABELS),
-        tick_mark: TICK_MARK,
-        descriptions: (Some(value_description), Some("% of set")),
-        x_format: &format_x,
-        y_format: &format_y,
-        grid: (true, true),
+    let x_axis = HistogramXAxis {
+        range: x_low..x_high,
+        tick_labels: TICK_LABELS,
+        format: &format_x,
+        description: value_description,
+        grid: true,
     };
-    draw_axes(&mut chart, &axes, metrics)?;
+    let chart = share_histogram_chart(area, x_axis, y_max, "% of set", metrics)?;
     Ok(HistogramChart { chart, y_max })
 }
 
