@@ -40,7 +40,7 @@ use plotters::chart::{ChartBuilder, ChartContext};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, DrawingAreaErrorKind};
-use plotters::element::{DashedPathElement, PathElement, Rectangle};
+use plotters::element::{Circle, DashedPathElement, PathElement, Rectangle};
 use plotters::prelude::{Cartesian2d, DrawingBackend};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{
@@ -115,8 +115,8 @@ impl Gap {
     /// The line of its hatching and outline.
     fn line(self, metrics: Metrics) -> ShapeStyle {
         match self {
-            Self::Over => VERMILLION.stroke_width(metrics.stroke(0.75)),
-            Self::Under => DARK_GREY.stroke_width(metrics.stroke(0.75)),
+            Self::Over => VERMILLION.stroke_width(metrics.stroke(OUTLINE_WIDTH)),
+            Self::Under => bar_line(metrics),
         }
     }
 
@@ -127,6 +127,9 @@ impl Gap {
         }
     }
 }
+
+/// Width of the outlines and hatching of bars and gaps (CSS pixels).
+const OUTLINE_WIDTH: f64 = 0.75;
 /// Opacity of a shaded band of values.
 const BAND_OPACITY: f64 = 0.2;
 /// Distance between hatch lines, measured across them (CSS pixels).
@@ -137,6 +140,13 @@ const EMPTY_BIN_MARK_HEIGHT: f64 = 8.0;
 const DASH: (f64, f64) = (6.0, 4.0);
 /// Dot and space of an empty bin's outline (CSS pixels).
 const DOT: (f64, f64) = (1.5, 2.5);
+/// Width of curves (CSS pixels).
+const CURVE_WIDTH: f64 = 2.0;
+/// Width of the dashed diagonal from `(0, 0)` to `(1, 1)` (CSS pixels).
+const DIAGONAL_WIDTH: f64 = 1.5;
+/// Headroom above the tallest bar or curve of a chart whose y axis has no natural top, as a
+/// factor.
+const Y_HEADROOM: f64 = 1.1;
 
 /// Font sizes (CSS pixels).
 const TICK_FONT: f64 = 12.0;
@@ -178,6 +188,20 @@ const CLASSWISE_LEGEND_ALLOWANCE: f64 = 40.0;
 const TICK_LABELS: usize = 6;
 const HISTOGRAM_Y_TICK_LABELS: usize = 4;
 const PANEL_TICK_LABELS: usize = 3;
+
+/// Decimals needed to tell apart ticks at most `max_ticks` over `span` (in the printed unit).
+fn tick_decimals(span: f64, max_ticks: usize) -> usize {
+    let step = span / max_ticks.max(1) as f64;
+    if step >= 0.9 {
+        0
+    } else if step >= 0.09 {
+        1
+    } else if step >= 0.009 {
+        2
+    } else {
+        3
+    }
+}
 
 /// Each count as a percentage of their total (all zero when the total is zero), for the
 /// histograms' "% of images" axes.
@@ -375,6 +399,11 @@ impl PixelRect {
         }
     }
 
+    /// The top-left and the bottom-right corner.
+    fn corners(self) -> [(i32, i32); 2] {
+        [(self.left, self.top), (self.right, self.bottom)]
+    }
+
     /// The corners, clockwise from the top-left, and the top-left again.
     fn closed_outline(self) -> Vec<(i32, i32)> {
         vec![
@@ -409,21 +438,31 @@ fn hatch_segments(rect: PixelRect, spacing: f64) -> Vec<[(i32, i32); 2]> {
         .collect()
 }
 
-/// Shades a calibration gap, hatched.
-fn shade_gap<DB: DrawingBackend>(
+/// Draws `rect`: filled with `fill`, then hatched with `hatching` and outlined with `outline`
+/// where given. Every bar and gap is drawn by this one function, so they stack the same way.
+fn draw_rect<DB: DrawingBackend>(
     canvas: &DrawingArea<DB, Shift>,
     rect: PixelRect,
-    gap: Gap,
+    fill: ShapeStyle,
+    hatching: Option<ShapeStyle>,
+    outline: Option<ShapeStyle>,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
-        gap.fill().filled(),
-    ))?;
-    for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
-        canvas.draw(&PathElement::new(segment.to_vec(), gap.line(metrics)))?;
+    canvas.draw(&Rectangle::new(rect.corners(), fill))?;
+    if let Some(line) = hatching {
+        for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
+            canvas.draw(&PathElement::new(segment.to_vec(), line))?;
+        }
+    }
+    if let Some(line) = outline {
+        canvas.draw(&PathElement::new(rect.closed_outline(), line))?;
     }
     Ok(())
+}
+
+/// The dark grey line that outlines and hatches bars.
+fn bar_line(metrics: Metrics) -> ShapeStyle {
+    DARK_GREY.stroke_width(metrics.stroke(OUTLINE_WIDTH))
 }
 
 /// Draws a calibration gap: shaded and outlined.
@@ -433,9 +472,8 @@ fn draw_gap<DB: DrawingBackend>(
     gap: Gap,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    shade_gap(canvas, rect, gap, metrics)?;
-    canvas.draw(&PathElement::new(rect.closed_outline(), gap.line(metrics)))?;
-    Ok(())
+    let line = Some(gap.line(metrics));
+    draw_rect(canvas, rect, gap.fill().filled(), line, line, metrics)
 }
 
 /// Draws a bar: filled with `colour`, outlined in dark grey.
@@ -445,15 +483,8 @@ fn draw_bar<DB: DrawingBackend>(
     colour: RGBColor,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
-        colour.filled(),
-    ))?;
-    canvas.draw(&PathElement::new(
-        rect.closed_outline(),
-        DARK_GREY.stroke_width(metrics.stroke(0.75)),
-    ))?;
-    Ok(())
+    let outline = Some(bar_line(metrics));
+    draw_rect(canvas, rect, colour.filled(), None, outline, metrics)
 }
 
 /// Draws a bar that must stand out without colour: filled with `colour`, hatched and outlined
@@ -464,16 +495,8 @@ fn draw_hatched_bar<DB: DrawingBackend>(
     colour: RGBColor,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
-    canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
-        colour.filled(),
-    ))?;
-    let line = DARK_GREY.stroke_width(metrics.stroke(0.75));
-    for segment in hatch_segments(rect, metrics.unit * HATCH_SPACING) {
-        canvas.draw(&PathElement::new(segment.to_vec(), line))?;
-    }
-    canvas.draw(&PathElement::new(rect.closed_outline(), line))?;
-    Ok(())
+    let line = Some(bar_line(metrics));
+    draw_rect(canvas, rect, colour.filled(), line, line, metrics)
 }
 
 /// Shades a band (a range of values): `colour` at [`BAND_OPACITY`], without outline.
@@ -483,7 +506,7 @@ fn shade_band<DB: DrawingBackend>(
     colour: RGBColor,
 ) -> Result<(), PlotError> {
     canvas.draw(&Rectangle::new(
-        [(rect.left, rect.top), (rect.right, rect.bottom)],
+        rect.corners(),
         colour.mix(BAND_OPACITY).filled(),
     ))?;
     Ok(())
@@ -526,6 +549,49 @@ fn draw_line<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Draws `points` (data coordinates) as one solid polyline of `colour`, or a dot for a single
+/// point.
+fn draw_polyline<DB: DrawingBackend>(
+    pixels: &PlotPixels<'_, DB>,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    colour: RGBColor,
+    metrics: Metrics,
+) -> Result<(), PlotError> {
+    let points: Vec<(i32, i32)> = points
+        .into_iter()
+        .map(|(x, y)| pixels.point(x, y))
+        .collect();
+    match points.as_slice() {
+        [] => {}
+        [point] => pixels.canvas.draw(&Circle::new(
+            *point,
+            metrics.px_at_least_one(CURVE_WIDTH),
+            colour.filled(),
+        ))?,
+        _ => pixels.canvas.draw(&PathElement::new(
+            points,
+            colour.stroke_width(metrics.stroke(CURVE_WIDTH)),
+        ))?,
+    }
+    Ok(())
+}
+
+/// Draws the dashed dark grey diagonal from `(0, 0)` to `(1, 1)`: perfect calibration on a
+/// reliability diagram, chance on a ROC plot.
+fn draw_diagonal<DB: DrawingBackend>(
+    pixels: &PlotPixels<'_, DB>,
+    metrics: Metrics,
+) -> Result<(), PlotError> {
+    draw_line(
+        &pixels.canvas,
+        pixels.point(0.0, 0.0),
+        pixels.point(1.0, 1.0),
+        DARK_GREY.stroke_width(metrics.stroke(DIAGONAL_WIDTH)),
+        true,
+        metrics,
+    )
+}
+
 /// What a legend entry's swatch shows.
 #[derive(Clone, Copy, Debug)]
 enum LegendMark {
@@ -546,6 +612,13 @@ enum LegendMark {
     /// The outline of an empty bin.
     EmptyBin,
 }
+
+/// The legend swatch of [`draw_diagonal`]'s line.
+const DIAGONAL_MARK: LegendMark = LegendMark::Line {
+    colour: DARK_GREY,
+    width: DIAGONAL_WIDTH,
+    dashed: true,
+};
 
 /// One entry of a legend.
 #[derive(Clone, Debug)]
@@ -712,6 +785,42 @@ fn build_chart<'a, DB: DrawingBackend>(
         builder.caption(title, metrics.font(PANEL_TITLE_FONT, &TEXT_GREY));
     }
     Ok(builder.build_cartesian_2d(x_range, y_range)?)
+}
+
+/// The x axis of a histogram of shares: its range, the most tick labels, how they read, its
+/// description, and whether grid lines mark its ticks.
+struct HistogramXAxis<'a> {
+    range: Range<f64>,
+    tick_labels: usize,
+    format: &'a dyn Fn(&f64) -> String,
+    description: &'a str,
+    grid: bool,
+}
+
+/// Builds the chart of a histogram of shares on `area` and draws its axes: x as `x_axis` says,
+/// y from 0 to `y_max` percent, described by `y_description`, with grid lines and one decimal
+/// below 5%. The confidence, set-size and OOD histograms share it, so their y axes read alike.
+fn share_histogram_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    x_axis: HistogramXAxis,
+    y_max: f64,
+    y_description: &str,
+    metrics: Metrics,
+) -> Result<Chart<'a, DB>, PlotError> {
+    let mut chart = build_chart(area, x_axis.range, 0.0..y_max, FULL_LAYOUT, metrics)?;
+    let decimals = if y_max < 5.0 { 1 } else { 0 };
+    let format_y = |y: &f64| format!("{:.decimals$}%", y + 0.0);
+    let axes = Axes {
+        tick_font: TICK_FONT,
+        tick_labels: (x_axis.tick_labels, HISTOGRAM_Y_TICK_LABELS),
+        tick_mark: TICK_MARK,
+        descriptions: (Some(x_axis.description), Some(y_description)),
+        x_format: x_axis.format,
+        y_format: &format_y,
+        grid: (x_axis.grid, true),
+    };
+    draw_axes(&mut chart, &axes, metrics)?;
+    Ok(chart)
 }
 
 /// Where a chart's plotting area sits inside its area (CSS pixels), and its title.

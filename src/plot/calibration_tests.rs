@@ -1,0 +1,444 @@
+//! Unit tests of the calibration charts, checked by parsing the SVG they draw.
+
+use super::super::test_support::*;
+use super::*;
+use crate::calibration::{reliability_bins, Binning};
+use crate::data::FASHION_MNIST_CLASSES;
+
+/// Legend swatches drawn as filled rectangles of the bar colour and of the gap colour.
+const LEGEND_BAR_SWATCHES: usize = 1;
+const LEGEND_GAP_SWATCHES: usize = 1;
+
+fn bin(lower: f64, upper: f64, count: usize, confidence: f64, accuracy: f64) -> Bin {
+    Bin {
+        lower,
+        upper,
+        count,
+        confidence,
+        accuracy,
+    }
+}
+
+/// Ten equal-width bins; bins 0, 1 and 4 are empty, bins 5 and 9 perfectly calibrated.
+fn example_bins() -> Vec<Bin> {
+    (0..10)
+        .map(|b| {
+            let (lower, upper) = (b as f64 / 10.0, (b + 1) as f64 / 10.0);
+            let confidence = lower + 0.05;
+            match b {
+                0 | 1 | 4 => bin(lower, upper, 0, 0.0, 0.0),
+                5 | 9 => bin(lower, upper, 10, confidence, confidence),
+                _ => bin(lower, upper, 10, confidence, confidence - 0.1),
+            }
+        })
+        .collect()
+}
+
+fn diagram(size: (u32, u32), bins: &[Bin], scale: f64) -> Result<String, PlotError> {
+    render(size, |area| {
+        reliability_diagram(area, bins, &ChartStyle { scale })
+    })
+}
+
+#[test]
+fn one_bar_per_non_empty_bin() {
+    let bins = example_bins();
+    let svg = diagram((560, 560), &bins, 1.0).unwrap();
+    let non_empty = bins.iter().filter(|bin| bin.count > 0).count();
+    assert_eq!(
+        filled_rects(&svg, BLUE_HEX).len(),
+        non_empty + LEGEND_BAR_SWATCHES
+    );
+    // Bars are as tall as the accuracy: bin 9 (accuracy 0.95) is 0.95/0.55 as tall as
+    // bin 5 (accuracy 0.55).
+    let bars = filled_rects(&svg, BLUE_HEX);
+    let heights: Vec<i32> = bars[LEGEND_BAR_SWATCHES..]
+        .iter()
+        .map(|bar| number(bar, "height"))
+        .collect();
+    // Non-empty bins 2, 3, 5, 6, 7, 8, 9 in order.
+    let (bin_5, bin_9) = (heights[2], heights[6]);
+    assert!((f64::from(bin_9) / f64::from(bin_5) - 0.95 / 0.55).abs() < 0.02);
+    // With equal-mass bins from data: n = 3 < B = 5 leaves two bins empty.
+    let bins = reliability_bins(&[0.9, 0.6, 0.3], &[true, false, true], 5, Binning::Mass).unwrap();
+    let svg = diagram((360, 400), &bins, 1.0).unwrap();
+    assert_eq!(filled_rects(&svg, BLUE_HEX).len(), 3 + LEGEND_BAR_SWATCHES);
+}
+
+#[test]
+fn empty_bins_draw_no_bar_and_a_dotted_mark() {
+    let bins: Vec<Bin> = (0..5)
+        .map(|b| bin(b as f64 / 5.0, (b + 1) as f64 / 5.0, 0, 0.0, 0.0))
+        .collect();
+    let svg = diagram((560, 560), &bins, 1.0).unwrap();
+    assert_eq!(filled_rects(&svg, BLUE_HEX).len(), LEGEND_BAR_SWATCHES);
+    // No gap is drawn, so the legend has none either.
+    assert!(filled_rects(&svg, VERMILLION_HEX).is_empty());
+    assert!(!has_text(&svg, "overconfident gap"));
+    assert!(has_text(&svg, "empty bin"));
+    // The dotted marks sit on the x axis and together span it from tick 0.0 to tick 1.0.
+    let axis_y = diagonal_points(&svg).iter().map(|&(_, y)| y).max().unwrap();
+    let mark_top = axis_y - EMPTY_BIN_MARK_HEIGHT as i32 - PIXEL_TOLERANCE;
+    let marks: Vec<(i32, i32)> = polylines(&svg, FAINT_GREY_HEX)
+        .into_iter()
+        .flatten()
+        .filter(|&(_, y)| y >= mark_top)
+        .collect();
+    assert!(marks.iter().all(|&(_, y)| y <= axis_y + PIXEL_TOLERANCE));
+    let xs = marks.iter().map(|&(x, _)| x);
+    let (marks_left, marks_right) = (xs.clone().min().unwrap(), xs.max().unwrap());
+    assert!((marks_left - x_tick(&svg, "0.0")).abs() <= PIXEL_TOLERANCE);
+    assert!((marks_right - x_tick(&svg, "1.0")).abs() <= PIXEL_TOLERANCE);
+    // Without empty bins there is no mark and no legend entry for them.
+    let full: Vec<Bin> = example_bins()
+        .into_iter()
+        .filter(|bin| bin.count > 0)
+        .collect();
+    let svg = diagram((560, 560), &full, 1.0).unwrap();
+    assert!(polylines(&svg, FAINT_GREY_HEX).is_empty());
+    assert!(!has_text(&svg, "empty bin"));
+}
+
+#[test]
+fn gaps_only_where_accuracy_differs_from_confidence() {
+    let bins = example_bins();
+    let svg = diagram((560, 560), &bins, 1.0).unwrap();
+    let with_gap = bins
+        .iter()
+        .filter(|bin| bin.count > 0 && bin.accuracy != bin.confidence)
+        .count();
+    assert_eq!(with_gap, 5);
+    let gaps = filled_rects(&svg, VERMILLION_HEX);
+    assert_eq!(gaps.len(), with_gap + LEGEND_GAP_SWATCHES);
+    // Every gap is 0.1 tall, translucent, and hatched.
+    let heights: Vec<i32> = gaps[LEGEND_GAP_SWATCHES..]
+        .iter()
+        .map(|gap| number(gap, "height"))
+        .collect();
+    let bar_heights: Vec<i32> = filled_rects(&svg, BLUE_HEX)[LEGEND_BAR_SWATCHES..]
+        .iter()
+        .map(|bar| number(bar, "height"))
+        .collect();
+    // Bin 2 has accuracy 0.15: its bar is 1.5 gaps tall (each rounded to whole pixels).
+    for &height in &heights {
+        assert!((2 * bar_heights[0] - 3 * height).abs() <= 3 * PIXEL_TOLERANCE);
+    }
+    assert!(gaps
+        .iter()
+        .all(|gap| attribute(gap, "opacity") == Some("0.3")));
+    let hatch_and_outlines = polylines(&svg, VERMILLION_HEX);
+    assert!(hatch_and_outlines.len() > 2 * gaps.len());
+    assert!(has_text(&svg, "overconfident gap"));
+    assert!(!has_text(&svg, "underconfident gap"));
+    assert!(filled_rects(&svg, YELLOW_HEX).is_empty());
+    // An underconfident bin (accuracy above confidence) gets its own yellow gap, nearly
+    // opaque over the bar, and its own legend entry.
+    let mut mixed = bins.clone();
+    mixed[2].accuracy = mixed[2].confidence + 0.1;
+    let svg = diagram((560, 560), &mixed, 1.0).unwrap();
+    let under = filled_rects(&svg, YELLOW_HEX);
+    assert_eq!(under.len(), 1 + LEGEND_GAP_SWATCHES);
+    assert!(under
+        .iter()
+        .all(|gap| attribute(gap, "opacity") == Some("0.85")));
+    assert_eq!(
+        filled_rects(&svg, VERMILLION_HEX).len(),
+        with_gap - 1 + LEGEND_GAP_SWATCHES
+    );
+    assert!(has_text(&svg, "underconfident gap") && has_text(&svg, "overconfident gap"));
+    // A perfectly calibrated diagram has no gap outside the legend.
+    let calibrated: Vec<Bin> = (0..4)
+        .map(|b| {
+            let confidence = 0.25 * b as f64 + 0.1;
+            bin(
+                0.25 * b as f64,
+                0.25 * (b + 1) as f64,
+                3,
+                confidence,
+                confidence,
+            )
+        })
+        .collect();
+    let svg = diagram((360, 360), &calibrated, 1.0).unwrap();
+    assert!(filled_rects(&svg, VERMILLION_HEX).is_empty());
+    assert!(filled_rects(&svg, YELLOW_HEX).is_empty());
+    assert!(!has_text(&svg, "overconfident gap") && !has_text(&svg, "underconfident gap"));
+}
+
+#[test]
+fn diagonal_runs_from_corner_to_corner() {
+    let svg = diagram((560, 560), &example_bins(), 1.0).unwrap();
+    let points = diagonal_points(&svg);
+    assert!(points.len() >= 20, "{} points", points.len());
+    let left = points.iter().min_by_key(|point| point.0).unwrap();
+    let right = points.iter().max_by_key(|point| point.0).unwrap();
+    // Up and to the right at 45° in data space: the plotting area is nearly square here.
+    assert!(right.1 < left.1);
+    let (run, rise) = (right.0 - left.0, left.1 - right.1);
+    assert!(
+        run > 300 && (run - rise).abs() < 100,
+        "run {run}, rise {rise}"
+    );
+    // Every dash lies on the line through the two ends.
+    for &(x, y) in &points {
+        let expected = f64::from(left.1) - f64::from(rise) * f64::from(x - left.0) / f64::from(run);
+        assert!((f64::from(y) - expected).abs() <= f64::from(PIXEL_TOLERANCE));
+    }
+    assert!(has_text(&svg, "perfect calibration"));
+    assert!(has_text(&svg, "confidence"));
+    assert!(has_text(&svg, "accuracy"));
+}
+
+#[test]
+fn narrow_bins_get_a_visible_width() {
+    let bins = vec![
+        bin(0.9999, 0.9999, 5, 0.9999, 0.8),
+        bin(0.5, 0.5, 5, 0.5, 0.5),
+    ];
+    for scale in [1.0, 2.0] {
+        let svg = diagram((560, 560), &bins, scale).unwrap();
+        let bars = filled_rects(&svg, BLUE_HEX);
+        assert_eq!(bars.len(), 2 + LEGEND_BAR_SWATCHES);
+        for bar in &bars[LEGEND_BAR_SWATCHES..] {
+            assert!(f64::from(number(bar, "width")) >= MIN_BAR_WIDTH * scale);
+        }
+    }
+}
+
+#[test]
+fn histogram_draws_bars_lines_and_gap() {
+    let counts = [0, 0, 1, 3, 0, 6, 10, 20, 60, 900];
+    let svg = render((560, 200), |area| {
+        confidence_histogram(area, &counts, 0.95, 0.85, &ChartStyle::default())
+    })
+    .unwrap();
+    let bars = filled_rects(&svg, BAR_GREY_HEX);
+    assert_eq!(bars.len(), counts.iter().filter(|&&c| c > 0).count());
+    // The accuracy line is one solid blue polyline, plus its legend swatch.
+    let accuracy_lines = polylines(&svg, BLUE_HEX);
+    assert_eq!(accuracy_lines.len(), 2);
+    let vertical = &accuracy_lines[1];
+    assert_eq!(vertical[0].0, vertical[1].0);
+    // The mean-confidence line is dashed, to the right of the accuracy line.
+    let dashes = polylines(&svg, ORANGE_HEX);
+    assert!(dashes.len() > 5);
+    let rightmost_dash = dashes.iter().flatten().map(|&(x, _)| x).max().unwrap();
+    assert!(rightmost_dash > vertical[0].0);
+    assert_eq!(
+        filled_rects(&svg, VERMILLION_HEX).len(),
+        1 + LEGEND_GAP_SWATCHES
+    );
+    for label in [
+        "accuracy 85.0%",
+        "mean confidence 95.0%",
+        "overconfident gap 10.0 pts",
+        "confidence",
+        "% of examples",
+    ] {
+        assert!(has_text(&svg, label), "{label} missing");
+    }
+    // Equal summaries: no gap band and no gap in the legend.
+    let svg = render((560, 200), |area| {
+        confidence_histogram(area, &counts, 0.9, 0.9, &ChartStyle::default())
+    })
+    .unwrap();
+    assert!(filled_rects(&svg, VERMILLION_HEX).is_empty());
+    assert!(filled_rects(&svg, YELLOW_HEX).is_empty());
+    // Accuracy above mean confidence: an underconfident band.
+    let svg = render((560, 200), |area| {
+        confidence_histogram(area, &counts, 0.2, 0.9, &ChartStyle::default())
+    })
+    .unwrap();
+    assert_eq!(
+        filled_rects(&svg, YELLOW_HEX).len(),
+        1 + LEGEND_GAP_SWATCHES
+    );
+    assert!(has_text(&svg, "underconfident gap 70.0 pts"));
+}
+
+fn classwise_example() -> Vec<Vec<Bin>> {
+    (0..10)
+        .map(|class| {
+            let mut bins = example_bins();
+            // Class k has k more empty bins among the last ones, so every panel differs.
+            for bin in bins.iter_mut().rev().take(class / 3) {
+                bin.count = 0;
+            }
+            bins
+        })
+        .collect()
+}
+
+#[test]
+fn classwise_draws_ten_titled_panels() {
+    let per_class = classwise_example();
+    let non_empty: usize = per_class
+        .iter()
+        .flatten()
+        .filter(|bin| bin.count > 0)
+        .count();
+    for size in [(900, 420), (360, 900)] {
+        let svg = render(size, |area| {
+            classwise_reliability(
+                area,
+                &per_class,
+                &FASHION_MNIST_CLASSES,
+                &ChartStyle::default(),
+            )
+        })
+        .unwrap();
+        for name in FASHION_MNIST_CLASSES {
+            let titles = texts(&svg).filter(|(_, text)| *text == name).count();
+            assert_eq!(titles, 1, "{name}");
+        }
+        assert_eq!(
+            filled_rects(&svg, BLUE_HEX).len(),
+            non_empty + LEGEND_BAR_SWATCHES
+        );
+        assert!(has_text(&svg, "predicted probability of the class"));
+        // Panels run left to right, then top to bottom: 5 columns when wide, 2 when tall.
+        let titles: Vec<(i32, i32)> = texts(&svg)
+            .filter(|(_, text)| FASHION_MNIST_CLASSES.contains(text))
+            .map(|(attributes, _)| (number(&attributes, "x"), number(&attributes, "y")))
+            .collect();
+        let rows = titles
+            .iter()
+            .map(|&(_, y)| y)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        assert_eq!(rows, if size.0 >= size.1 { 2 } else { 5 });
+    }
+}
+
+#[test]
+fn charts_draw_at_every_scale_and_small_sizes() {
+    let bins = example_bins();
+    let per_class = classwise_example();
+    let counts = [1, 0, 5, 7, 9, 30, 100];
+    for scale in [1.0, 2.0, 3.0] {
+        for size in [(320, 240), (240, 320), (360, 360), (560, 560), (1680, 1680)] {
+            let style = ChartStyle { scale };
+            diagram(size, &bins, scale).unwrap();
+            render(size, |area| {
+                confidence_histogram(area, &counts, 0.9, 0.8, &style)
+            })
+            .unwrap();
+            render(size, |area| {
+                classwise_reliability(area, &per_class, &FASHION_MNIST_CLASSES, &style)
+            })
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn degenerate_inputs_draw_empty_charts() {
+    let style = ChartStyle::default();
+    let all_empty = vec![bin(0.0, 0.5, 0, 0.0, 0.0), bin(0.5, 1.0, 0, 0.0, 0.0)];
+    for bins in [vec![], all_empty.clone()] {
+        let svg = diagram((320, 240), &bins, 1.0).unwrap();
+        assert_eq!(filled_rects(&svg, BLUE_HEX).len(), LEGEND_BAR_SWATCHES);
+    }
+    for counts in [vec![], vec![0; 15]] {
+        let svg = render((320, 240), |area| {
+            confidence_histogram(area, &counts, 0.0, 1.0, &style)
+        })
+        .unwrap();
+        assert!(filled_rects(&svg, BAR_GREY_HEX).is_empty());
+    }
+    let per_class = vec![vec![], all_empty.clone(), all_empty];
+    render((320, 240), |area| {
+        classwise_reliability(area, &per_class, &["a", "b", "c"], &style)
+    })
+    .unwrap();
+    render((320, 240), |area| {
+        classwise_reliability(area, &[vec![]], &["only"], &style)
+    })
+    .unwrap();
+}
+
+#[test]
+fn invalid_input_is_refused_with_a_typed_error() {
+    let bins = example_bins();
+    for scale in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(
+            diagram((560, 560), &bins, scale),
+            Err(PlotError::InvalidScale(_))
+        ));
+    }
+    for size in [(0, 0), (50, 400), (400, 30)] {
+        assert!(matches!(
+            diagram(size, &bins, 1.0),
+            Err(PlotError::AreaTooSmall { .. })
+        ));
+    }
+    let mut bad = bins.clone();
+    bad[3].accuracy = f64::NAN;
+    assert!(matches!(
+        diagram((560, 560), &bad, 1.0),
+        Err(PlotError::InvalidBin { index: 3, .. })
+    ));
+    bad[3] = bin(0.6, 0.4, 1, 0.5, 0.5);
+    assert!(matches!(
+        diagram((560, 560), &bad, 1.0),
+        Err(PlotError::InvalidBin { index: 3, .. })
+    ));
+    let style = ChartStyle::default();
+    assert!(matches!(
+        render((560, 200), |area| confidence_histogram(
+            area,
+            &[1],
+            f64::NAN,
+            0.5,
+            &style
+        )),
+        Err(PlotError::InvalidFraction {
+            name: "mean confidence",
+            ..
+        })
+    ));
+    assert!(matches!(
+        render((560, 200), |area| confidence_histogram(
+            area,
+            &[1],
+            0.5,
+            1.5,
+            &style
+        )),
+        Err(PlotError::InvalidFraction {
+            name: "accuracy",
+            ..
+        })
+    ));
+    assert!(matches!(
+        render((900, 420), |area| classwise_reliability(
+            area,
+            std::slice::from_ref(&bins),
+            &["a", "b"],
+            &style
+        )),
+        Err(PlotError::ClassCountMismatch { bins: 1, names: 2 })
+    ));
+    assert!(matches!(
+        render((900, 420), |area| classwise_reliability(
+            area,
+            &[],
+            &[],
+            &style
+        )),
+        Err(PlotError::NoClasses)
+    ));
+    assert!(matches!(
+        render((900, 420), |area| classwise_reliability(
+            area,
+            &[bins, bad],
+            &["a", "b"],
+            &style
+        )),
+        Err(PlotError::InvalidClassBin {
+            class: 1,
+            index: 3,
+            ..
+        })
+    ));
+}
