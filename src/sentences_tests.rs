@@ -184,3 +184,93 @@ fn thresholds_a_hair_below_one_are_not_written_as_one() {
     assert_eq!(threshold_text(0.87654), "0.8765");
     assert_eq!(threshold_text(f64::INFINITY), "∞");
 }
+
+#[test]
+fn the_ood_lesson_follows_both_metrics() {
+    let worse = ood_lesson(
+        "LogitNorm τ = 0.04",
+        "MNIST digits",
+        "energy",
+        (0.92, 0.61),
+        (0.559, 0.774),
+    );
+    assert!(
+        worse.contains("detects out-of-distribution inputs worse"),
+        "{worse}"
+    );
+    assert!(
+        worse.contains("92.0%") && worse.contains("55.9%"),
+        "{worse}"
+    );
+    assert!(worse.contains("AUROC 0.610 against 0.774"), "{worse}");
+    assert!(worse.contains("it does not hold"), "{worse}");
+    let better = ood_lesson(
+        "LogitNorm τ = 1",
+        "uniform noise",
+        "MSP",
+        (0.1, 0.95),
+        (0.4, 0.9),
+    );
+    assert!(better.contains("better than cross-entropy") && better.contains("here it holds"));
+    let mixed = ood_lesson(
+        "LogitNorm τ = 1",
+        "uniform noise",
+        "MSP",
+        (0.1, 0.85),
+        (0.4, 0.9),
+    );
+    assert!(
+        mixed.contains("not better than cross-entropy on both counts"),
+        "{mixed}"
+    );
+    assert!(
+        !mixed.contains("paper"),
+        "no claim about the paper when the result is mixed"
+    );
+}
+
+#[test]
+fn the_calibration_lesson_states_the_numbers_and_the_direction_of_t() {
+    let logitnorm = NetworkFigures {
+        title: "LogitNorm τ = 0.04",
+        accuracy: 0.9105,
+        ece_raw: 0.7176,
+        fitted_temperature: 0.0661,
+        ece_fitted: 0.0127,
+    };
+    let ce = NetworkFigures {
+        title: "cross-entropy",
+        accuracy: 0.912,
+        ece_raw: 0.0417,
+        fitted_temperature: 1.759,
+        ece_fitted: 0.0123,
+    };
+    let text = calibration_lesson(&logitnorm, &ce);
+    assert!(
+        text.contains(
+            "the probabilities of LogitNorm τ = 0.04 are worse calibrated than those of \
+             cross-entropy (ECE 0.7176 against 0.0417"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("T = 0.066 sharpens them and brings ECE to 0.0127"),
+        "{text}"
+    );
+    assert!(text.contains("accuracy 91.05% against 91.20%"), "{text}");
+    let text = calibration_lesson(&ce, &logitnorm);
+    assert!(
+        text.contains("no worse calibrated than") && text.contains("softens"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_confidence_never_rounds_up_to_certainty() {
+    assert_eq!(confidence_text(0.973), "97.3%");
+    assert_eq!(confidence_text(0.99996), "99.996%");
+    assert_eq!(confidence_text(0.999_999_4), "99.9999%");
+    assert_eq!(confidence_text(0.999_999_96), "99.999996%");
+    assert_eq!(confidence_text(1.0), "> 99.99995%");
+    assert_eq!(confidence_text(0.4), "40.0%");
+}

@@ -39,14 +39,29 @@ fn check_fixture(name: &str) {
     }
 }
 
-#[test]
-fn cross_entropy_model_reproduces_its_fixture() {
-    check_fixture("fmnist-ce");
+/// Every committed network, from its weights file's name.
+fn committed_networks() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("assets/models"))
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".safetensors").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 #[test]
-fn logitnorm_model_reproduces_its_fixture() {
-    check_fixture("fmnist-logitnorm");
+fn every_committed_model_reproduces_its_fixture() {
+    let names = committed_networks();
+    assert!(
+        names.len() >= 2,
+        "the cross-entropy and LogitNorm networks: {names:?}"
+    );
+    for name in names {
+        check_fixture(&name);
+    }
 }
 
 #[test]

@@ -140,7 +140,7 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
         };
         row[predicted] = 8.0;
     }
-    let mut page = Page::new(&labels).expect("a page");
+    let mut page = Page::new(&labels, 10).expect("a page");
     let ratio = web_sys::window().expect("a window").device_pixel_ratio();
     let reliability = canvas("reliability", 560, 500);
     canvas("histogram", 560, 180);
@@ -161,7 +161,8 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
         Some(true),
         "no logits yet"
     );
-    page.add_logits(0, 0, &logits).expect("logits accepted");
+    page.add_logits(0, "test", 0, &logits)
+        .expect("logits accepted");
     let readouts = page.render(state, visible.clone()).expect("the page draws");
     assert_eq!(field(&readouts, "waiting").as_bool(), Some(false));
     let patches: js_sys::Array = field(&readouts, "patches").dyn_into().expect("an array");

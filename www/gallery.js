@@ -3,6 +3,49 @@
 
 import { $ } from "./dom.js";
 
+// Image `row` of `pixels` ([n, side, side]) on a canvas, dark on light.
+function thumbnail(pixels, row, side) {
+  const canvas = document.createElement("canvas");
+  canvas.width = side;
+  canvas.height = side;
+  const context = canvas.getContext("2d");
+  const image = context.createImageData(side, side);
+  const source = pixels.subarray(row * side * side, (row + 1) * side * side);
+  source.forEach((value, i) => image.data.set([255 - value, 255 - value, 255 - value, 255], i * 4));
+  context.putImageData(image, 0, 0);
+  return canvas;
+}
+
+// The τ lab's galleries: each shown network's surest OOD images with what it makes of them
+// (`pixelsOf(set)` gives an image set's pixels). Rebuilt only when they changed.
+let oodKey = "";
+export function showOodGalleries(galleries, pixelsOf, side) {
+  const key = JSON.stringify(galleries);
+  if (key === oodKey) return;
+  oodKey = key;
+  const columns = galleries.map(({ title, set, items }) => {
+    const column = document.createElement("div");
+    const heading = document.createElement("h4");
+    heading.textContent = title;
+    const tiles = document.createElement("div");
+    tiles.className = "tiles";
+    for (const item of items) {
+      const figure = document.createElement("figure");
+      figure.className = "ood-tile";
+      const canvas = thumbnail(pixelsOf(set), item.index, side);
+      canvas.setAttribute("role", "img");
+      canvas.setAttribute("aria-label", `${set} image ${item.index}`);
+      const caption = document.createElement("figcaption");
+      caption.textContent = item.text;
+      figure.append(canvas, caption);
+      tiles.append(figure);
+    }
+    column.append(heading, tiles);
+    return column;
+  });
+  $("ood-gallery").replaceChildren(...columns);
+}
+
 export class Gallery {
   constructor({ pixels, limits, onSelect }) {
     this.pixels = pixels;
@@ -73,18 +116,9 @@ export class Gallery {
     return this.thumbnails.get(row);
   }
 
-  // An image, dark on light.
+  // A test image, dark on light.
   thumbnail(row) {
-    const side = this.side;
-    const canvas = document.createElement("canvas");
-    canvas.width = side;
-    canvas.height = side;
-    const context = canvas.getContext("2d");
-    const image = context.createImageData(side, side);
-    const source = this.pixels.subarray(row * side * side, (row + 1) * side * side);
-    source.forEach((value, i) => image.data.set([255 - value, 255 - value, 255 - value, 255], i * 4));
-    context.putImageData(image, 0, 0);
-    return canvas;
+    return thumbnail(this.pixels, row, this.side);
   }
 
   // The set as label chips: the true label solid with a tick when covered, dashed with a cross when missed.

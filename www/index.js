@@ -2,12 +2,13 @@
 // Rust for one render per animation frame. Rust owns the state's defaults, ranges and
 // validation (limits(), read_hash, Page.control), every number and every sentence; this file
 // only wires events, workers and the DOM.
-import init, { Page, controls, limits as readLimits, parse_images, parse_labels, read_hash } from "./pkg/calibra.js";
+import init, { Page, controls, limits as readLimits, noise_pixels, parse_images, parse_labels, read_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
-import { Gallery } from "./gallery.js";
+import { Gallery, showOodGalleries } from "./gallery.js";
 
 const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
 
 // Benchmarks and tests read timings and wasm call counts from here (see scripts/bench):
 // calls.frames holds the number of wasm calls each animation frame made.
@@ -18,16 +19,19 @@ window.calibra = { timings, calls, get state() { return state; } };
 let limits = null;
 let state = null; // the page state, as Rust parsed it; its fields are the hash's keys
 let page = null;
-let pixels = null;
+// Pixels of each image set by name: "test", "mnist", and the noise sets once needed.
+const images = {};
 let gallery = null;
 let pool = null;
 let renderPending = false;
 // Which labs need a redraw. A lab off screen stays dirty and is redrawn when it scrolls into
 // view, so a slider costs only the charts the reader can see.
-const dirty = { temperature: false, conformal: false, gallery: false };
-const visible = { temperature: true, conformal: false, gallery: false };
-// Rows of each model whose logits have arrived, as Rust counted them.
+const dirty = { temperature: false, conformal: false, gallery: false, ood: false };
+const visible = { temperature: true, conformal: false, gallery: false, ood: false };
+// Rows of each model whose test-set logits have arrived, as Rust counted them.
 const arrived = new Map();
+// The ODIN scores the τ lab's button would compute (from the last frame).
+let odinNeeds = [];
 
 // Counts every call into the wasm module's Page, for the one-call-per-frame check.
 function counted(target) {
@@ -43,8 +47,14 @@ function counted(target) {
   });
 }
 
-const modelIndex = () => limits.models.findIndex((m) => m.key === state.model);
-const imageCount = () => pixels.length / limits.image_side ** 2;
+const modelIndex = () => limits.model_index[state.model];
+const imageCount = (set = "test") => imageSet(set).length / limits.image_side ** 2;
+
+// The pixels of an image set; a noise set is drawn (in Rust, seeded) the first time.
+function imageSet(set) {
+  images[set] ??= noise_pixels(set);
+  return images[set];
+}
 
 // Takes a state Rust returned ({state, hash}): writes the link, follows a model change, and
 // asks for a frame.
@@ -65,7 +75,7 @@ function readHash() {
 
 // Asks for one render on the next animation frame; repeated asks in a frame collapse.
 function scheduleRender() {
-  dirty.temperature = dirty.conformal = dirty.gallery = true;
+  dirty.temperature = dirty.conformal = dirty.gallery = dirty.ood = true;
   if (renderPending) return;
   renderPending = true;
   requestAnimationFrame(render);
@@ -80,6 +90,7 @@ function render() {
     temperature: dirty.temperature && visible.temperature,
     conformal: dirty.conformal && visible.conformal,
     gallery: dirty.gallery && visible.gallery,
+    ood: dirty.ood && visible.ood,
     explain: gallery.selectedRow,
   };
   const started = performance.now();
@@ -95,6 +106,14 @@ function render() {
   const millis = performance.now() - started;
   applyPatches(readouts.patches);
   showProgress(readouts.arrived);
+  if (wanted.ood) {
+    for (const { model, set } of readouts.needs) pool.request(model, set);
+    odinNeeds = readouts.odin_needs;
+    if (readouts.drawn.includes("ood")) {
+      dirty.ood = false;
+      showOodGalleries(readouts.ood_galleries, imageSet, limits.image_side);
+    }
+  }
   if (readouts.waiting) return;
   for (const lab of readouts.drawn) dirty[lab] = false;
   if (readouts.drawn.includes("temperature")) {
@@ -115,7 +134,7 @@ function render() {
 
 // Tracks which labs are on screen (with a margin, so charts are ready as they scroll in).
 function observeVisibility() {
-  const parts = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery" };
+  const parts = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "ood-lab": "ood" };
   const observer = new IntersectionObserver((entries) => {
     for (const entry of entries) visible[parts[entry.target.id]] = entry.isIntersecting;
     if (!renderPending) {
@@ -173,6 +192,16 @@ function wireControls() {
   repetitions.max = String(limits.repetitions.max);
   repetitions.value = String(limits.repetitions.default);
   $("run-experiment").addEventListener("click", runExperiment);
+  $("compute-odin").addEventListener("click", () => {
+    for (const { model, set } of odinNeeds) pool.request(model, set, "odin");
+    scheduleRender();
+  });
+  $("evaluate-all").addEventListener("click", () => {
+    limits.models.forEach((_, model) => {
+      pool.request(model, "test");
+      pool.request(model, state.ood);
+    });
+  });
 }
 
 // R random splits against the Beta law, drawn on demand (well under a second).
@@ -190,13 +219,15 @@ function runExperiment() {
   $("experiment-time").textContent = `(computed and drawn in ${timings.experiment.toFixed(0)} ms)`;
 }
 
-// A pool of inference workers sharing one image set: batches go to whichever worker is free.
+// A pool of inference workers sharing the image sets: batches go to whichever worker is free.
+// A job is one model's logits (or ODIN scores) on one image set.
 class InferencePool {
   constructor(size, onBatch, onError) {
     this.onBatch = onBatch;
     this.onError = onError;
     this.workers = [];
     this.queue = [];
+    this.requested = new Set();
     this.loaded = new Set();
     this.failed = new Set();
     for (let i = 0; i < size; i++) {
@@ -208,18 +239,23 @@ class InferencePool {
     }
   }
 
-  // Queues every batch of model `index` not yet requested; the active model goes first.
-  request(index) {
-    if (this.loaded.has(index)) return;
-    this.loaded.add(index);
-    for (const slot of this.workers) slot.worker.postMessage({ type: "load", model: index, url: limits.models[index].url, classes: limits.classes });
-    for (let start = 0; start < imageCount(); start += limits.batch) this.queue.push({ model: index, start });
+  // Queues every batch of a job not yet requested; the workers load the model's weights once.
+  request(model, set, kind = "logits") {
+    const key = `${model}:${set}:${kind}`;
+    if (this.requested.has(key) || this.failed.has(model)) return;
+    this.requested.add(key);
+    if (!this.loaded.has(model)) {
+      this.loaded.add(model);
+      for (const slot of this.workers) slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
+    }
+    for (let start = 0; start < imageCount(set); start += limits.batch) this.queue.push({ model, set, kind, start });
     this.pump();
   }
 
-  // Moves the batches of `index` to the front of the queue.
-  prioritise(index) {
-    this.queue.sort((a, b) => (b.model === index) - (a.model === index));
+  // Moves the test-set batches of `model` to the front of the queue.
+  prioritise(model) {
+    const first = (job) => job.model === model && job.set === "test" && job.kind === "logits";
+    this.queue.sort((a, b) => first(b) - first(a));
   }
 
   // Keeps two batches in flight per worker, so none idles between messages.
@@ -227,10 +263,10 @@ class InferencePool {
     const size = limits.image_side ** 2;
     for (const slot of this.workers) {
       while (slot.busy < 2 && this.queue.length) {
-        const { model, start } = this.queue.shift();
-        const end = Math.min(start + limits.batch, imageCount());
-        const batch = pixels.slice(start * size, end * size);
-        slot.worker.postMessage({ type: "infer", model, start, pixels: batch }, [batch.buffer]);
+        const { model, set, kind, start } = this.queue.shift();
+        const end = Math.min(start + limits.batch, imageCount(set));
+        const batch = imageSet(set).slice(start * size, end * size);
+        slot.worker.postMessage({ type: kind === "odin" ? "odin" : "infer", model, set, start, pixels: batch }, [batch.buffer]);
         slot.busy += 1;
       }
     }
@@ -238,7 +274,7 @@ class InferencePool {
 
   // A failure stops that model's remaining batches, so its first message is the one shown.
   receive(slot, message) {
-    if (message.status === "logits") {
+    if (message.status === "logits" || message.status === "odin") {
       slot.busy -= 1;
       this.onBatch(message);
       this.pump();
@@ -259,16 +295,22 @@ const started = new Map();
 function onBatch(message) {
   let count;
   try {
-    count = page.add_logits(message.model, message.start, message.logits);
+    count = message.status === "odin"
+      ? page.add_odin(message.model, message.set, message.start, message.scores)
+      : page.add_logits(message.model, message.set, message.start, message.logits);
   } catch (error) {
-    showError(`Inference returned bad logits: ${error.message}`);
+    showError(`Inference returned bad values: ${error.message}`);
+    return;
+  }
+  if (message.status === "odin" || message.set !== "test") {
+    scheduleRender();
     return;
   }
   arrived.set(message.model, count);
   if (message.model === modelIndex()) scheduleRender();
   if (count === imageCount() && !(message.model in timings.inferenceDone)) {
     timings.inferenceDone[message.model] = performance.now();
-    performance.mark(`calibra:inference-done:${limits.models[message.model].key}`);
+    performance.mark(`calibra:inference-done:${limits.models[message.model].network}`);
   }
   showProgress(arrived.get(modelIndex()) ?? 0);
 }
@@ -289,7 +331,7 @@ function showProgress(count) {
 function selectModel() {
   const index = modelIndex();
   if (!started.has(index)) started.set(index, performance.now());
-  pool.request(index);
+  pool.request(index, "test");
   pool.prioritise(index);
   showProgress(arrived.get(index) ?? 0);
 }
@@ -317,17 +359,19 @@ async function main() {
     throw new Error("This browser does not support WebAssembly SIMD, which calibra needs. Any current Chrome, Edge, Firefox or Safari (16.4 or later) does.");
   }
   trackSliderBars();
-  const images = fetchBytes(IMAGES_URL);
+  const testImages = fetchBytes(IMAGES_URL);
   const labels = fetchBytes(LABELS_URL);
+  const mnist = fetchBytes(MNIST_URL);
   await init();
   limits = readLimits();
   const first = readHash();
   state = first.state;
   history.replaceState(null, "", `#${first.hash}`);
   applyPatches(controls(state));
-  pixels = parse_images(await images, IMAGES_URL);
-  page = counted(new Page(parse_labels(await labels, LABELS_URL)));
-  gallery = new Gallery({ pixels, limits, onSelect: scheduleRender });
+  images.test = parse_images(await testImages, IMAGES_URL);
+  images.mnist = parse_images(await mnist, MNIST_URL);
+  page = counted(new Page(parse_labels(await labels, LABELS_URL), imageCount("mnist")));
+  gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
 
   const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));

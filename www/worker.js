@@ -2,17 +2,37 @@
 //
 // Protocol (module worker; every message is a plain object):
 //   page -> worker  {type: "load", model, url, classes}   fetch and load a .safetensors model
-//   page -> worker  {type: "infer", model, job, start, pixels}
+//   page -> worker  {type: "infer" | "odin", model, set, start, pixels}
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
+//                   of image set `set` ("test", "mnist", "gaussian", "uniform")
 //   worker -> page  {status: "ready", model}
-//   worker -> page  {status: "logits", model, job, start, count, logits, millis}
+//   worker -> page  {status: "logits", model, set, start, count, logits, millis}
 //                   logits: Float32Array [count, 10] (buffer transferred)
+//   worker -> page  {status: "odin", model, set, start, count, scores, millis}
+//                   scores: Float64Array [count], ODIN's score of each image (buffer transferred)
 //   worker -> page  {status: "error", model, message}     a readable message, never an object
 // Rows are addressed by `start`, so several workers can share one image set.
 import init, { Model } from "./pkg/calibra.js";
 
 const ready = init();
 const models = new Map();
+// The ODIN module (the same crate with its backward pass), fetched at the first ODIN batch, and
+// its copy of each model.
+let odinModule = null;
+const odinModels = new Map();
+
+// The ODIN module's copy of model `index`, loaded from the same weights.
+async function odinModel(index) {
+  if (!odinModels.has(index)) {
+    odinModule ??= import("./pkg-odin/calibra.js").then(async (module) => {
+      await module.default();
+      return module;
+    });
+    const module = await odinModule;
+    odinModels.set(index, new module.Model(loadedModel(index).weights));
+  }
+  return odinModels.get(index);
+}
 
 // Runs one message and answers it; any failure is reported as a message string.
 async function handle(message) {
@@ -21,21 +41,35 @@ async function handle(message) {
     const response = await fetch(message.url);
     if (!response.ok) throw new Error(`cannot fetch ${message.url}: HTTP ${response.status}`);
     const weights = new Uint8Array(await response.arrayBuffer());
-    models.set(message.model, { model: new Model(weights), classes: message.classes });
+    models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
     postMessage({ status: "ready", model: message.model });
   } else if (message.type === "infer") {
-    const loaded = models.get(message.model);
-    if (!loaded) throw new Error(`model ${message.model} is not loaded in this worker`);
+    const loaded = loadedModel(message.model);
     const started = performance.now();
     const logits = loaded.model.logits(message.pixels);
     const count = logits.length / loaded.classes;
     postMessage(
-      { status: "logits", model: message.model, job: message.job, start: message.start, count, logits, millis: performance.now() - started },
+      { status: "logits", model: message.model, set: message.set, start: message.start, count, logits, millis: performance.now() - started },
       [logits.buffer],
+    );
+  } else if (message.type === "odin") {
+    const started = performance.now();
+    const model = await odinModel(message.model);
+    const scores = model.odin(message.pixels);
+    postMessage(
+      { status: "odin", model: message.model, set: message.set, start: message.start, count: scores.length, scores, millis: performance.now() - started },
+      [scores.buffer],
     );
   } else {
     throw new Error(`unknown message type ${message.type}`);
   }
+}
+
+// The model loaded under `index`, or an error that says it is not.
+function loadedModel(index) {
+  const loaded = models.get(index);
+  if (!loaded) throw new Error(`model ${index} is not loaded in this worker`);
+  return loaded;
 }
 
 // Messages are handled one at a time, in order, so batches queue behind a model load.

@@ -11,13 +11,18 @@
 //! and at the fitted T) is cached and redone only when logits, split, bins or model change, so
 //! a slider move costs one pass over the evaluation rows per chart.
 
-use crate::calibration::{self, CalibrationError, Logits, TemperatureFit};
+use crate::calibration::{self, Binning, CalibrationError, Logits, TemperatureFit};
 pub use crate::conformal::ScoreKind;
 use crate::conformal::{self, ConformalError, Score};
 use crate::data;
 
 mod conformal_view;
+mod ood_store;
+mod streamed;
 mod temperature_view;
+
+pub use ood_store::{ImageSet, OodSet, OodStore};
+pub use streamed::Streamed;
 
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
@@ -54,18 +59,27 @@ pub enum LabError {
     TemperatureOutOfRange(f64),
     #[error("gallery row {0} is not an evaluation or calibration image with logits")]
     UnknownImage(usize),
+    #[error("ODIN score of row {row} is not finite")]
+    NonFiniteScore { row: usize },
     #[error(transparent)]
     Calibration(#[from] CalibrationError),
+    #[error(transparent)]
+    OodView(#[from] crate::ood_view::OodViewError),
     #[error(transparent)]
     Conformal(#[from] ConformalError),
 }
 
-/// Logits of one model, `[rows, K]` row-major, with which rows have arrived.
-#[derive(Debug, Clone)]
-struct ModelLogits {
-    values: Vec<f32>,
-    arrived: Vec<bool>,
-    arrived_count: usize,
+/// One network's accuracy and calibration, as the OOD lab compares them across networks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NetworkSummary {
+    /// On every test image.
+    pub accuracy: f64,
+    /// ECE on the evaluation half at T = 1.
+    pub ece_raw: f64,
+    /// Fitted on the calibration half.
+    pub fitted_temperature: f64,
+    /// ECE on the evaluation half at the fitted T.
+    pub ece_fitted: f64,
 }
 
 /// One half of the split, gathered into contiguous arrays for the metric functions.
@@ -116,7 +130,8 @@ struct ScoreTable {
 pub struct Lab {
     labels: Vec<u32>,
     num_classes: usize,
-    models: Vec<ModelLogits>,
+    /// Each model's test-set logits, `[rows, K]`.
+    models: Vec<Streamed<f32>>,
     active: usize,
     split_seed: u64,
     is_calibration: Vec<bool>,
@@ -124,6 +139,8 @@ pub struct Lab {
     /// split seed, so an image keeps its draw while α, T or the score change.
     row_uniforms: Vec<f64>,
     cache: Option<Cache>,
+    /// Each model's [`NetworkSummary`] on this split, with the bins it was computed with.
+    summaries: Vec<Option<(usize, Binning, NetworkSummary)>>,
 }
 
 impl Lab {
@@ -150,19 +167,13 @@ impl Lab {
         let mut lab = Self {
             labels,
             num_classes,
-            models: vec![
-                ModelLogits {
-                    values: vec![0.0; rows * num_classes],
-                    arrived: vec![false; rows],
-                    arrived_count: 0,
-                };
-                model_count
-            ],
+            models: vec![Streamed::new(rows, num_classes); model_count],
             active: 0,
             split_seed: 0,
             is_calibration: Vec::new(),
             row_uniforms: Vec::new(),
             cache: None,
+            summaries: vec![None; model_count],
         };
         lab.set_split(0);
         Ok(lab)
@@ -178,10 +189,10 @@ impl Lab {
     /// # Errors
     /// [`LabError::UnknownModel`].
     pub fn arrived(&self, model: usize) -> Result<usize, LabError> {
-        Ok(self.model(model)?.arrived_count)
+        Ok(self.model(model)?.arrived())
     }
 
-    fn model(&self, index: usize) -> Result<&ModelLogits, LabError> {
+    fn model(&self, index: usize) -> Result<&Streamed<f32>, LabError> {
         self.models.get(index).ok_or(LabError::UnknownModel {
             index,
             count: self.models.len(),
@@ -200,25 +211,9 @@ impl Lab {
         logits: &[f32],
     ) -> Result<(), LabError> {
         self.model(model)?;
-        let (rows, k) = (self.rows(), self.num_classes);
-        let out_of_range = LabError::BatchOutOfRange {
-            start,
-            len: logits.len(),
-            rows,
-            num_classes: k,
-        };
-        if logits.is_empty() || !logits.len().is_multiple_of(k) || start + logits.len() / k > rows {
-            return Err(out_of_range);
-        }
-        Logits::new(logits, k)?;
-        let entry = &mut self.models[model];
-        entry.values[start * k..start * k + logits.len()].copy_from_slice(logits);
-        for arrived in &mut entry.arrived[start..start + logits.len() / k] {
-            if !*arrived {
-                *arrived = true;
-                entry.arrived_count += 1;
-            }
-        }
+        Logits::new(logits, self.num_classes)?;
+        self.models[model].add(start, logits)?;
+        self.summaries[model] = None;
         if model == self.active {
             self.cache = None;
         }
@@ -254,25 +249,21 @@ impl Lab {
         self.is_calibration = is_calibration;
         self.row_uniforms = conformal::uniforms(self.rows(), seed);
         self.cache = None;
+        self.summaries.iter_mut().for_each(|s| *s = None);
     }
 
-    /// Gathers the arrived rows of the active model into the two halves.
-    fn gather(&self) -> (Part, Part) {
-        let model = &self.models[self.active];
-        let k = self.num_classes;
+    /// Gathers the arrived rows of `model` into the two halves.
+    fn gather(&self, model: usize) -> (Part, Part) {
+        let model = &self.models[model];
         let (mut calibration, mut evaluation) = (Part::default(), Part::default());
-        for (row, &arrived) in model.arrived.iter().enumerate() {
-            if !arrived {
-                continue;
-            }
+        for row in (0..self.rows()).filter(|&row| model.has(row)) {
             let part = if self.is_calibration[row] {
                 &mut calibration
             } else {
                 &mut evaluation
             };
             part.rows.push(row);
-            part.logits
-                .extend_from_slice(&model.values[row * k..(row + 1) * k]);
+            part.logits.extend_from_slice(model.row(row));
             part.labels.push(self.labels[row]);
             part.uniforms.push(self.row_uniforms[row]);
         }
@@ -282,7 +273,7 @@ impl Lab {
     /// The gathered halves and the fitted temperature, computed when stale.
     fn prepared(&mut self) -> Result<&mut Cache, LabError> {
         if self.cache.is_none() {
-            let (calibration, evaluation) = self.gather();
+            let (calibration, evaluation) = self.gather(self.active);
             if calibration.labels.is_empty() || evaluation.labels.is_empty() {
                 return Err(LabError::NotReady);
             }
@@ -300,6 +291,66 @@ impl Lab {
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)
+    }
+
+    /// The test-set logits of `model` once every row has arrived (`[rows, K]`).
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`].
+    pub fn complete_logits(&self, model: usize) -> Result<Option<&[f32]>, LabError> {
+        let logits = self.model(model)?;
+        Ok(logits.is_complete().then(|| logits.values()))
+    }
+
+    /// Accuracy on every test image, and raw and scaled calibration on this split, of a
+    /// network whose logits have all arrived: the OOD lab's line for it.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`], [`LabError::NotReady`] before every row has arrived, and
+    /// the calibration module's errors for a bad bin count.
+    pub fn network_summary(
+        &mut self,
+        model: usize,
+        bins: usize,
+        binning: Binning,
+    ) -> Result<NetworkSummary, LabError> {
+        if let Some(Some((b, kind, summary))) = self.summaries.get(model) {
+            if (*b, *kind) == (bins, binning) {
+                return Ok(*summary);
+            }
+        }
+        let summary = self.compute_network_summary(model, bins, binning)?;
+        self.summaries[model] = Some((bins, binning, summary));
+        Ok(summary)
+    }
+
+    fn compute_network_summary(
+        &self,
+        model: usize,
+        bins: usize,
+        binning: Binning,
+    ) -> Result<NetworkSummary, LabError> {
+        let all = self.complete_logits(model)?.ok_or(LabError::NotReady)?;
+        let k = self.num_classes;
+        let accuracy =
+            calibration::evaluate(&Logits::new(all, k)?, &self.labels, 1.0, bins, binning)?
+                .accuracy;
+        let (calibration_part, evaluation) = self.gather(model);
+        let fit = calibration::fit_temperature(
+            &Logits::new(&calibration_part.logits, k)?,
+            &calibration_part.labels,
+        )?;
+        let evaluation_logits = Logits::new(&evaluation.logits, k)?;
+        let at = |t: f64| {
+            calibration::evaluate(&evaluation_logits, &evaluation.labels, t, bins, binning)
+        };
+        let (raw, scaled) = (at(1.0)?, at(fit.temperature)?);
+        Ok(NetworkSummary {
+            accuracy,
+            ece_raw: raw.ece,
+            fitted_temperature: fit.temperature,
+            ece_fitted: scaled.ece,
+        })
     }
 
     /// The temperature fitted on the arrived calibration rows of the active model.

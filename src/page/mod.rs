@@ -6,22 +6,24 @@
 //! a text, a number or a control's value for one element, with every number formatted here.
 //! The web facade draws the charts from the same views; JavaScript applies the patches.
 
+mod ood;
 mod readouts;
 mod state;
 
 use serde::Serialize;
 
 use crate::data::{FASHION_MNIST_CLASSES, IMAGE_SIDE};
-use crate::lab::{ConformalView, Explanation, Lab, LabError, TemperatureView};
+use crate::lab::{ConformalView, Explanation, Lab, LabError, OodSet, OodStore, TemperatureView};
 use crate::model::NUM_CLASSES;
 
+pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
 pub use readouts::{
     control_patches, experiment_readouts, grouped, ExperimentReadouts, GallerySection, MetricItem,
     Patch, TableCell, TableRow,
 };
 pub use state::{
-    Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, NumberRange, PageState, Rejected, Slider,
-    FIELDS, MODELS,
+    Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange, PageState,
+    Rejected, Slider, FIELDS, MODELS,
 };
 
 /// Images per inference batch: small enough for progress to move every few hundred
@@ -31,6 +33,22 @@ pub const INFERENCE_BATCH: usize = 250;
 pub const GALLERY_LIMIT: usize = 48;
 /// Images in each half of the "most and least conformal" gallery.
 pub const EXTREMES: usize = 8;
+/// Images in each generated noise set, and the seeds that draw them: as many as the MNIST
+/// digits, so every OOD set weighs the same.
+pub const NOISE_IMAGES: usize = 2000;
+const NOISE_SEEDS: [(OodSet, u64); 2] = [(OodSet::Gaussian, 1), (OodSet::Uniform, 2)];
+
+/// The pixels of a generated noise set, `[NOISE_IMAGES, 28, 28]`; `None` for MNIST, which
+/// the page fetches.
+pub fn noise_pixels(set: OodSet) -> Option<Vec<u8>> {
+    let (kind, seed) = (set.noise()?, NOISE_SEEDS.iter().find(|(s, _)| *s == set)?.1);
+    Some(
+        crate::data::noise_images(kind, NOISE_IMAGES, seed)
+            .pixels()
+            .to_vec(),
+    )
+}
+
 /// Random splits of the coverage experiment: the range of its input and the default.
 pub const REPETITIONS: (usize, usize, usize) = (10, 10_000, 1000);
 
@@ -39,6 +57,8 @@ pub const REPETITIONS: (usize, usize, usize) = (10, 10_000, 1000);
 pub struct Limits {
     pub fields: &'static [Field],
     pub models: &'static [ModelInfo],
+    /// The lab's index of each `model` value (`{"ce": 0, "logitnorm": 1}`).
+    pub model_index: std::collections::BTreeMap<String, usize>,
     pub defaults: PageState,
     pub image_side: usize,
     pub classes: usize,
@@ -60,6 +80,16 @@ pub fn limits() -> Limits {
     Limits {
         fields: &FIELDS,
         models: &MODELS,
+        model_index: [ModelKey::Ce, ModelKey::Logitnorm]
+            .into_iter()
+            .map(|key| {
+                let name = match serde_json::to_value(key) {
+                    Ok(serde_json::Value::String(name)) => name,
+                    _ => String::new(),
+                };
+                (name, key.index())
+            })
+            .collect(),
         defaults: PageState::default(),
         image_side: IMAGE_SIDE,
         classes: NUM_CLASSES,
@@ -75,11 +105,13 @@ pub fn limits() -> Limits {
 
 /// Which parts of the page are on screen (and so recomputed this frame).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Visible {
     pub temperature: bool,
     pub conformal: bool,
     pub gallery: bool,
+    /// The τ lab.
+    pub ood: bool,
     /// The test image whose explanation is open, if one is.
     pub explain: Option<usize>,
 }
@@ -101,6 +133,12 @@ pub struct Readouts {
     pub gallery: Option<Vec<GallerySection>>,
     /// The open explanation, when there is one.
     pub explanation: Option<Explanation>,
+    /// Logits the τ lab needs and has not got: `[{model, set}]`.
+    pub needs: Vec<Job>,
+    /// The ODIN scores the τ lab's button would compute.
+    pub odin_needs: Vec<Job>,
+    /// Each shown network's surest OOD images, when the τ lab is on screen.
+    pub ood_galleries: Vec<OodGallery>,
 }
 
 /// The views one frame draws, with its readouts.
@@ -108,6 +146,7 @@ pub struct Readouts {
 pub struct Frame {
     pub temperature: Option<TemperatureView>,
     pub conformal: Option<ConformalView>,
+    pub ood: Option<OodCharts>,
     pub readouts: Readouts,
 }
 
@@ -117,7 +156,12 @@ pub struct Frame {
 ///
 /// # Errors
 /// [`LabError`] for a state the lab cannot compute (which [`PageState`]'s ranges rule out).
-pub fn render(lab: &mut Lab, state: &PageState, visible: &Visible) -> Result<Frame, LabError> {
+pub fn render(
+    lab: &mut Lab,
+    store: &mut OodStore,
+    state: &PageState,
+    visible: &Visible,
+) -> Result<Frame, LabError> {
     let model = state.model.index();
     lab.select_model(model)?;
     if lab.split_seed() != u64::from(state.split) {
@@ -126,6 +170,17 @@ pub fn render(lab: &mut Lab, state: &PageState, visible: &Visible) -> Result<Fra
     let mut frame = Frame::default();
     frame.readouts.patches = control_patches(state);
     frame.readouts.arrived = lab.arrived(model)?;
+    if visible.ood {
+        let ood = ood::render(lab, store, state)?;
+        frame.readouts.patches.extend(ood.patches);
+        frame.readouts.needs = ood.needs;
+        frame.readouts.odin_needs = ood.odin_needs;
+        frame.readouts.ood_galleries = ood.galleries;
+        if ood.charts.is_some() {
+            frame.readouts.drawn.push("ood");
+        }
+        frame.ood = ood.charts;
+    }
     match lab.fitted_temperature() {
         Ok(fit) => frame.readouts.fitted_temperature = Some(fit.temperature),
         Err(LabError::NotReady) => {

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::state::{temperature_fraction, PageState, MODELS};
+use super::state::{temperature_fraction, Network, PageState, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::data::FASHION_MNIST_CLASSES;
@@ -105,14 +105,14 @@ pub struct ExperimentReadouts {
     pub patches: Vec<Patch>,
 }
 
-fn text(id: &'static str, text: impl Into<String>) -> Patch {
+pub(super) fn text(id: &'static str, text: impl Into<String>) -> Patch {
     Patch::Text {
         id,
         text: text.into(),
     }
 }
 
-fn metric(name: impl Into<String>, value: f64, text: String) -> Patch {
+pub(super) fn metric(name: impl Into<String>, value: f64, text: String) -> Patch {
     Patch::Metric {
         id: None,
         metric: name.into(),
@@ -150,6 +150,15 @@ fn select(id: &'static str, value: impl Serialize) -> Patch {
         id,
         value,
         valuetext: None,
+    }
+}
+
+/// A table cell holding a readout (`value` `None` while it is not known).
+pub(super) fn metric_cell(metric: String, value: Option<f64>, text: String) -> TableCell {
+    TableCell {
+        text,
+        metric: Some(metric),
+        value,
     }
 }
 
@@ -224,7 +233,8 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
             text: t.clone(),
             title: None,
         },
-        text("conformal-temperature", t),
+        text("conformal-temperature", t.clone()),
+        text("ood-temperature", t),
         select("binning", state.binning),
         text("split-seed", state.split.to_string()),
         text("target-value", target.clone()),
@@ -251,6 +261,8 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         },
         text("controls-reason", reason),
         select("gallery-filter", state.gallery),
+        select("ood-set", state.ood),
+        select("ood-score", state.ood_score),
         text(
             "progress-label",
             format!(
@@ -259,6 +271,15 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
             ),
         ),
     ];
+    let networks = Network::trained();
+    let tau_position = networks.iter().position(|&n| n == state.tau).unwrap_or(0);
+    patches.extend(slider(
+        "tau",
+        tau_position.to_string(),
+        "tau-value",
+        state.tau.title(),
+        state.tau.title(),
+    ));
     let bins = state.bins.to_string();
     let k_reg = state.k_reg.to_string();
     for pair in [

@@ -6,13 +6,12 @@
 //! position to its value, and [`PageState::to_hash`] writes the link back. So a view is a
 //! shareable link, and JavaScript never re-implements a default, a range or a validation.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::calibration::{Binning, MAX_TEMPERATURE, MIN_TEMPERATURE};
-use crate::lab::{ConformalSettings, GalleryFilter, ScoreKind};
+use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind};
+use crate::ood_view::ScoreKind as OodScore;
 
 /// The bundled networks, in the order the lab stores their logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,31 +26,117 @@ pub enum ModelKey {
 /// Where a bundled network's weights are, and what the page calls it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ModelInfo {
-    pub key: ModelKey,
+    /// The network in the τ lab.
+    pub network: Network,
     /// Relative to the page.
     pub url: &'static str,
     /// As the progress line names it.
     pub title: &'static str,
 }
 
-/// Every network the page can show; a model's index in the lab is its position here.
-pub const MODELS: [ModelInfo; 2] = [
+/// Every network the page can show; a model's index in the lab is its position here. Only
+/// trained networks are listed: their weights and cards are in `assets/models/`.
+pub const MODELS: [ModelInfo; 3] = [
     ModelInfo {
-        key: ModelKey::Ce,
+        network: Network::Ce,
         url: "assets/models/fmnist-ce.safetensors",
         title: "cross-entropy",
     },
     ModelInfo {
-        key: ModelKey::Logitnorm,
+        network: Network::Tau004,
         url: "assets/models/fmnist-logitnorm.safetensors",
-        title: "LogitNorm",
+        title: "LogitNorm (τ = 0.04)",
+    },
+    ModelInfo {
+        network: Network::Tau1,
+        url: "assets/models/fmnist-logitnorm-tau1.0.safetensors",
+        title: "LogitNorm (τ = 1)",
     },
 ];
 
 impl ModelKey {
     /// The model's index in [`MODELS`] (and in the lab).
     pub fn index(self) -> usize {
-        MODELS.iter().position(|m| m.key == self).unwrap_or(0)
+        match self {
+            Self::Ce => Network::Ce,
+            Self::Logitnorm => Network::Tau004,
+        }
+        .index()
+        .unwrap_or(0)
+    }
+}
+
+/// A network of the τ lab: cross-entropy, or LogitNorm at one τ (serde: `"ce"`, `"0.04"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Network {
+    #[serde(rename = "0.01")]
+    Tau001,
+    #[serde(rename = "0.02")]
+    Tau002,
+    #[serde(rename = "0.04")]
+    Tau004,
+    #[serde(rename = "0.1")]
+    Tau01,
+    #[serde(rename = "0.3")]
+    Tau03,
+    #[serde(rename = "1")]
+    Tau1,
+    #[serde(rename = "ce")]
+    Ce,
+}
+
+impl Network {
+    /// In the τ slider's order: increasing τ, then cross-entropy.
+    pub const ALL: [Network; 7] = [
+        Self::Tau001,
+        Self::Tau002,
+        Self::Tau004,
+        Self::Tau01,
+        Self::Tau03,
+        Self::Tau1,
+        Self::Ce,
+    ];
+
+    /// LogitNorm's τ; `None` for cross-entropy.
+    pub fn tau(self) -> Option<f64> {
+        match self {
+            Self::Tau001 => Some(0.01),
+            Self::Tau002 => Some(0.02),
+            Self::Tau004 => Some(0.04),
+            Self::Tau01 => Some(0.1),
+            Self::Tau03 => Some(0.3),
+            Self::Tau1 => Some(1.0),
+            Self::Ce => None,
+        }
+    }
+
+    /// The network's index in [`MODELS`], if it is trained.
+    pub fn index(self) -> Option<usize> {
+        MODELS.iter().position(|m| m.network == self)
+    }
+
+    /// The trained networks, in the τ slider's order.
+    pub fn trained() -> Vec<Network> {
+        Self::ALL
+            .into_iter()
+            .filter(|n| n.index().is_some())
+            .collect()
+    }
+
+    /// "LogitNorm τ = 0.04" or "cross-entropy".
+    pub fn title(self) -> String {
+        match self.tau() {
+            Some(tau) => format!("LogitNorm τ = {tau}"),
+            None => "cross-entropy".to_string(),
+        }
+    }
+
+    /// The serde name (the hash's value).
+    pub fn name(self) -> String {
+        match serde_json::to_value(self) {
+            Ok(Value::String(name)) => name,
+            _ => String::new(),
+        }
     }
 }
 
@@ -99,6 +184,12 @@ pub struct PageState {
     pub saps_lambda: f64,
     pub mondrian: bool,
     pub gallery: GalleryChoice,
+    /// The τ lab's network.
+    pub tau: Network,
+    /// The τ lab's out-of-distribution set.
+    pub ood: OodSet,
+    /// The score whose histogram, threshold and ROC curves the τ lab draws.
+    pub ood_score: OodScore,
 }
 
 impl Default for PageState {
@@ -117,6 +208,9 @@ impl Default for PageState {
             saps_lambda: 0.2,
             mondrian: false,
             gallery: GalleryChoice::All,
+            tau: Network::Tau004,
+            ood: OodSet::Mnist,
+            ood_score: OodScore::Energy,
         }
     }
 }
@@ -151,6 +245,8 @@ pub enum FieldKind {
     Choice,
     /// `1` or `0` in the hash, a checkbox on the page.
     Flag,
+    /// A choice among [`Field::steps`], set by a slider's position.
+    Steps,
     Number(NumberRange),
 }
 
@@ -181,7 +277,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 13] = [
+pub const FIELDS: [Field; 16] = [
     Field {
         key: "model",
         label: "model",
@@ -265,6 +361,24 @@ pub const FIELDS: [Field; 13] = [
         key: "gallery",
         label: "gallery",
         control: Some("gallery-filter"),
+        kind: FieldKind::Choice,
+    },
+    Field {
+        key: "tau",
+        label: "τ",
+        control: Some("tau"),
+        kind: FieldKind::Steps,
+    },
+    Field {
+        key: "ood",
+        label: "OOD set",
+        control: Some("ood-set"),
+        kind: FieldKind::Choice,
+    },
+    Field {
+        key: "ood_score",
+        label: "OOD score",
+        control: Some("ood-score"),
         kind: FieldKind::Choice,
     },
 ];
@@ -468,6 +582,10 @@ impl Field {
     fn parse_hash(&self, raw: &str) -> Result<Value, String> {
         match self.kind {
             FieldKind::Choice => Ok(Value::String(raw.to_string())),
+            FieldKind::Steps if self.steps().iter().any(|s| s == raw) => {
+                Ok(Value::String(raw.to_string()))
+            }
+            FieldKind::Steps => Err(format!("is not one of {}", self.steps().join(", "))),
             FieldKind::Flag => match raw {
                 "1" => Ok(Value::Bool(true)),
                 "0" => Ok(Value::Bool(false)),
@@ -480,9 +598,26 @@ impl Field {
         }
     }
 
+    /// The values of a [`FieldKind::Steps`] field, in slider order: the trained networks.
+    pub fn steps(&self) -> Vec<String> {
+        match self.kind {
+            FieldKind::Steps => Network::trained().into_iter().map(Network::name).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// A control's value: a slider position, a select's value or a checkbox's state.
     fn parse_control(&self, raw: &str) -> Result<Value, String> {
         match self.kind {
+            FieldKind::Steps => {
+                let steps = self.steps();
+                let wrong = || format!("is not a slider position from 0 to {}", steps.len() - 1);
+                let position: usize = raw.trim().parse().map_err(|_| wrong())?;
+                steps
+                    .get(position)
+                    .map(|s| Value::String(s.clone()))
+                    .ok_or_else(wrong)
+            }
             FieldKind::Flag => match raw {
                 "true" => Ok(Value::Bool(true)),
                 "false" => Ok(Value::Bool(false)),
@@ -543,12 +678,6 @@ impl NumberRange {
         } else {
             Value::from(value)
         })
-    }
-}
-
-impl fmt::Display for ModelKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(MODELS[self.index()].title)
     }
 }
 

@@ -3,7 +3,8 @@
 use super::*;
 
 const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1&score=aps\
-&randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all";
+&randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all&tau=0.04&ood=mnist\
+&ood_score=energy";
 
 fn messages(rejected: &[Rejected]) -> Vec<String> {
     rejected.iter().map(ToString::to_string).collect()
@@ -187,9 +188,33 @@ fn buttons_and_presets() {
 }
 
 #[test]
-fn every_model_key_has_its_index() {
+fn every_trained_network_has_its_index_and_the_slider_lists_them_in_order() {
     for (index, info) in MODELS.iter().enumerate() {
-        assert_eq!(info.key.index(), index);
+        assert_eq!(info.network.index(), Some(index));
+    }
+    assert_eq!(ModelKey::Ce.index(), Network::Ce.index().unwrap());
+    assert_eq!(
+        ModelKey::Logitnorm.index(),
+        Network::Tau004.index().unwrap()
+    );
+    let tau = FIELDS.iter().find(|f| f.key == "tau").unwrap();
+    let steps = tau.steps();
+    assert_eq!(steps.len(), MODELS.len());
+    assert_eq!(
+        steps.last().map(String::as_str),
+        Some("ce"),
+        "cross-entropy at the end"
+    );
+    for (position, name) in steps.iter().enumerate() {
+        let state = PageState::default()
+            .set_control("tau", &position.to_string())
+            .unwrap();
+        assert_eq!(&state.tau.name(), name);
+    }
+    let untrained = Network::ALL.iter().find(|n| n.index().is_none());
+    if let Some(untrained) = untrained {
+        let (_, rejected) = PageState::from_hash(&format!("tau={}", untrained.name()));
+        assert_eq!(rejected.len(), 1, "an untrained τ is refused");
     }
 }
 
@@ -202,6 +227,8 @@ fn a_thousand_random_states_survive_their_link() {
             "model" => &["ce", "logitnorm"],
             "binning" => &["width", "mass"],
             "score" => &["lac", "aps", "raps", "saps"],
+            "ood" => &["mnist", "gaussian", "uniform"],
+            "ood_score" => &["msp", "max_logit", "energy", "odin"],
             _ => &["all", "misses", "large", "empty", "extremes"],
         }
     };
@@ -214,6 +241,10 @@ fn a_thousand_random_states_survive_their_link() {
                     options[rng.random_range(0..options.len())].to_string()
                 }
                 FieldKind::Flag => (if rng.random() { "1" } else { "0" }).to_string(),
+                FieldKind::Steps => {
+                    let steps = field.steps();
+                    steps[rng.random_range(0..steps.len())].clone()
+                }
                 FieldKind::Number(range) if range.integer => {
                     (rng.random_range(range.min as u64..=range.max as u64)).to_string()
                 }

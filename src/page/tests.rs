@@ -30,6 +30,11 @@ fn lab_with_logits(rows: usize, arrived: usize) -> Lab {
     lab
 }
 
+/// An OOD store with two tiny OOD sets.
+fn store() -> OodStore {
+    OodStore::new(NUM_CLASSES, MODELS.len(), 300, [3, 3, 3])
+}
+
 fn metric_patch<'a>(patches: &'a [Patch], name: &str) -> (&'a Option<f64>, &'a String) {
     patches
         .iter()
@@ -59,13 +64,14 @@ const ALL: Visible = Visible {
     temperature: true,
     conformal: true,
     gallery: true,
+    ood: false,
     explain: Some(1),
 };
 
 #[test]
 fn before_any_logits_the_frame_waits_and_still_shows_the_controls() {
     let mut lab = lab_with_logits(200, 0);
-    let frame = render(&mut lab, &PageState::default(), &ALL).unwrap();
+    let frame = render(&mut lab, &mut store(), &PageState::default(), &ALL).unwrap();
     assert!(frame.readouts.waiting);
     assert!(frame.readouts.drawn.is_empty());
     assert_eq!(frame.readouts.fitted_temperature, None);
@@ -87,7 +93,7 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
         binning: Binning::Mass,
         ..PageState::default()
     };
-    let frame = render(&mut lab, &state, &ALL).unwrap();
+    let frame = render(&mut lab, &mut store(), &state, &ALL).unwrap();
     assert_eq!(lab.split_seed(), 4);
     assert_eq!(frame.readouts.drawn, ["temperature", "conformal"]);
     assert_eq!(frame.readouts.arrived, 300);
@@ -125,7 +131,12 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
         model: ModelKey::Logitnorm,
         ..state
     };
-    assert!(render(&mut lab, &logitnorm, &ALL).unwrap().readouts.waiting);
+    assert!(
+        render(&mut lab, &mut store(), &logitnorm, &ALL)
+            .unwrap()
+            .readouts
+            .waiting
+    );
 }
 
 #[test]
@@ -135,9 +146,10 @@ fn only_the_labs_on_screen_are_computed() {
         temperature: false,
         conformal: true,
         gallery: false,
+        ood: false,
         explain: None,
     };
-    let frame = render(&mut lab, &PageState::default(), &visible).unwrap();
+    let frame = render(&mut lab, &mut store(), &PageState::default(), &visible).unwrap();
     assert_eq!(frame.readouts.drawn, ["conformal"]);
     assert!(frame.temperature.is_none() && frame.conformal.is_some());
     assert!(frame.readouts.gallery.is_none() && frame.readouts.explanation.is_none());
@@ -146,7 +158,7 @@ fn only_the_labs_on_screen_are_computed() {
 #[test]
 fn the_gallery_line_counts_its_images() {
     let mut lab = lab_with_logits(300, 300);
-    let frame = render(&mut lab, &PageState::default(), &ALL).unwrap();
+    let frame = render(&mut lab, &mut store(), &PageState::default(), &ALL).unwrap();
     let sections = frame.readouts.gallery.unwrap();
     assert_eq!(sections.len(), 1);
     assert_eq!(sections[0].items.len(), GALLERY_LIMIT);
@@ -158,7 +170,7 @@ fn the_gallery_line_counts_its_images() {
         gallery: GalleryChoice::Extremes,
         ..PageState::default()
     };
-    let frame = render(&mut lab, &extremes, &ALL).unwrap();
+    let frame = render(&mut lab, &mut store(), &extremes, &ALL).unwrap();
     let sections = frame.readouts.gallery.unwrap();
     assert_eq!(
         sections.iter().map(|s| s.items.len()).collect::<Vec<_>>(),
@@ -181,4 +193,93 @@ fn thousands_are_grouped_by_commas() {
     ] {
         assert_eq!(grouped(n), text);
     }
+}
+
+#[test]
+fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
+    let rows = 300;
+    let mut lab = lab_with_logits(rows, rows);
+    let mut store = OodStore::new(NUM_CLASSES, MODELS.len(), rows, [20, 20, 20]);
+    let visible = Visible {
+        ood: true,
+        ..Visible::default()
+    };
+    let state = PageState::default();
+    let chosen = state.tau.index().unwrap();
+    let ce = Network::Ce.index().unwrap();
+    let frame = render(&mut lab, &mut store, &state, &visible).unwrap();
+    let needs: Vec<(usize, crate::lab::ImageSet)> = frame
+        .readouts
+        .needs
+        .iter()
+        .map(|j| (j.model, j.set))
+        .collect();
+    // Cross-entropy's test logits are there; the chosen network's and both OOD sets are not.
+    assert_eq!(
+        needs,
+        [
+            (chosen, crate::lab::ImageSet::Test),
+            (chosen, crate::lab::ImageSet::Mnist),
+            (ce, crate::lab::ImageSet::Mnist),
+        ]
+    );
+    assert!(frame.ood.is_none());
+    assert!(text_patch(&frame.readouts.patches, "ood-status").starts_with("Running "));
+
+    // The chosen network: the same test logits, its OOD logits flatter.
+    let test: Vec<f32> = (0..rows)
+        .flat_map(|i| (0..NUM_CLASSES).map(move |k| if k == i % NUM_CLASSES { 2.0 } else { 0.0 }))
+        .collect();
+    lab.add_logits(chosen, 0, &test).unwrap();
+    let flat: Vec<f32> = (0..20 * NUM_CLASSES)
+        .map(|i| (i % 7) as f32 * 0.1)
+        .collect();
+    for model in [chosen, ce] {
+        store.add_logits(model, OodSet::Mnist, 0, &flat).unwrap();
+    }
+    let frame = render(&mut lab, &mut store, &state, &visible).unwrap();
+    assert!(frame.readouts.needs.is_empty());
+    assert_eq!(frame.readouts.drawn, ["ood"]);
+    let charts = frame.ood.unwrap();
+    assert_eq!(
+        charts.roc.len(),
+        2,
+        "cross-entropy's curve and the chosen network's"
+    );
+    assert_eq!(charts.tau_points.len(), 2);
+    let in_distribution = lab.complete_logits(chosen).unwrap().unwrap().to_vec();
+    let view = store
+        .view(chosen, OodSet::Mnist, state.t, &in_distribution)
+        .unwrap();
+    let energy = &view
+        .summary(crate::ood_view::ScoreKind::Energy)
+        .unwrap()
+        .metrics;
+    let rows_patch = frame
+        .readouts
+        .patches
+        .iter()
+        .find_map(|p| match p {
+            Patch::Rows {
+                id: "ood-metrics",
+                rows,
+            } => Some(rows.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let cell = |metric: &str| {
+        rows_patch
+            .iter()
+            .flat_map(|r| &r.cells)
+            .find(|c| c.metric.as_deref() == Some(metric))
+            .unwrap()
+            .value
+    };
+    assert_eq!(cell("fpr95_energy"), Some(energy.fpr95));
+    assert_eq!(cell("auroc_energy"), Some(energy.auroc));
+    assert_eq!(cell("fpr95_odin"), None, "ODIN is not computed");
+    assert_eq!(frame.readouts.odin_needs.len(), 4);
+    let lesson = text_patch(&frame.readouts.patches, "ood-lesson");
+    assert!(lesson.contains(&percent(energy.fpr95, 1)), "{lesson}");
+    assert_eq!(frame.readouts.ood_galleries.len(), 2);
 }

@@ -15,8 +15,10 @@ use wasm_bindgen::JsCast;
 use web_sys::HtmlCanvasElement;
 
 use crate::data::{self, FASHION_MNIST_CLASSES};
-use crate::lab;
+use crate::lab::{self, ImageSet, OodSet, OodStore};
 use crate::model::{Classifier, NUM_CLASSES};
+#[cfg(feature = "odin")]
+use crate::model::{ODIN_EPSILON, ODIN_TEMPERATURE};
 use crate::page::{self, PageState, Visible};
 use crate::plot::{self, ChartStyle};
 use canvas::MeasuredCanvas;
@@ -63,6 +65,25 @@ impl Model {
     }
 }
 
+#[cfg(feature = "odin")]
+#[wasm_bindgen]
+impl Model {
+    /// ODIN scores (`Float64Array [n]`) for `n` images, at the paper's temperature and
+    /// perturbation: a backward pass per image.
+    pub fn odin(&self, pixels: &[u8]) -> Result<Vec<f64>, JsError> {
+        Ok(self
+            .inner
+            .odin_scores(pixels, ODIN_TEMPERATURE, ODIN_EPSILON)?)
+    }
+}
+
+/// The pixels (`Uint8Array [n, 28, 28]`) of a generated noise set (`"gaussian"`, `"uniform"`).
+#[wasm_bindgen]
+pub fn noise_pixels(set: &str) -> Result<Vec<u8>, JsError> {
+    let set: OodSet = parse_name("OOD set", set)?;
+    page::noise_pixels(set).ok_or_else(|| JsError::new(&format!("{set:?} is not a noise set")))
+}
+
 /// Every constant the page's script needs ([`page::Limits`]).
 #[wasm_bindgen]
 pub fn limits() -> Result<JsValue, JsError> {
@@ -105,34 +126,70 @@ pub fn read_hash(hash: &str) -> Result<JsValue, JsError> {
     ))
 }
 
-/// The test set's labels, the logits of each bundled network as inference streams them in, and
-/// the page's one render call.
+/// The test set's labels, the logits of each bundled network on the test images and on the
+/// OOD sets as inference streams them in, and the page's one render call.
 #[wasm_bindgen]
 pub struct Page {
     lab: lab::Lab,
+    store: OodStore,
 }
 
 #[wasm_bindgen]
 impl Page {
-    /// A page over the test `labels`.
+    /// A page over the test `labels`, with `mnist_rows` MNIST digits as an OOD set.
     #[wasm_bindgen(constructor)]
-    pub fn new(labels: &[u8]) -> Result<Page, JsError> {
-        let labels = labels.iter().map(|&l| u32::from(l)).collect();
+    pub fn new(labels: &[u8], mnist_rows: usize) -> Result<Page, JsError> {
+        let labels: Vec<u32> = labels.iter().map(|&l| u32::from(l)).collect();
+        let rows = labels.len();
+        let models = page::MODELS.len();
+        let noise = page::NOISE_IMAGES;
         Ok(Page {
-            lab: lab::Lab::new(labels, NUM_CLASSES, page::MODELS.len())?,
+            lab: lab::Lab::new(labels, NUM_CLASSES, models)?,
+            store: OodStore::new(NUM_CLASSES, models, rows, [mnist_rows, noise, noise]),
         })
     }
 
-    /// Stores a batch of logits of `model` for rows `start..`; returns how many rows of that
-    /// model have arrived.
+    /// Stores a batch of logits of `model` on `set` (`"test"` or an OOD set's name) for rows
+    /// `start..`; returns how many rows of that model and set have arrived.
     pub fn add_logits(
         &mut self,
         model: usize,
+        set: &str,
         start: usize,
         logits: &[f32],
     ) -> Result<usize, JsError> {
-        self.lab.add_logits(model, start, logits)?;
-        Ok(self.lab.arrived(model)?)
+        let set: ImageSet = parse_name("image set", set)?;
+        Ok(match set.ood() {
+            None => {
+                self.lab.add_logits(model, start, logits)?;
+                self.lab.arrived(model)?
+            }
+            Some(ood) => self.store.add_logits(model, ood, start, logits)?,
+        })
+    }
+
+    /// Stores a batch of ODIN scores of `model` on `set`; returns how many rows of that model
+    /// and set have arrived.
+    pub fn add_odin(
+        &mut self,
+        model: usize,
+        set: &str,
+        start: usize,
+        scores: &[f64],
+    ) -> Result<usize, JsError> {
+        let set: ImageSet = parse_name("image set", set)?;
+        Ok(self.store.add_odin(model, set, start, scores)?)
+    }
+
+    /// The logits of `model` on `set` (`Float32Array [n, 10]`), once all have arrived: what the
+    /// page computed, for a download or a check against the command-line tool.
+    pub fn logits(&self, model: usize, set: &str) -> Result<Vec<f32>, JsError> {
+        let set: ImageSet = parse_name("image set", set)?;
+        let logits = match set.ood() {
+            None => self.lab.complete_logits(model)?.map(<[f32]>::to_vec),
+            Some(ood) => self.store.complete_logits(model, ood)?.map(<[f32]>::to_vec),
+        };
+        logits.ok_or_else(|| JsError::new("these logits have not all arrived yet"))
     }
 
     /// `{state, hash}` after control `id` took `value` (a slider's position, a select's value,
@@ -157,7 +214,7 @@ impl Page {
         let state = read_state(state)?;
         let visible: Visible = serde_wasm_bindgen::from_value(visible)
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
-        let frame = page::render(&mut self.lab, &state, &visible)?;
+        let frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
         if let Some(view) = &frame.temperature {
             let [reliability, histogram, classwise] =
                 canvases(["reliability", "histogram", "classwise"])?;
@@ -195,6 +252,9 @@ impl Page {
                 &stratified.1,
             )?;
             plot::alpha_sweep_curves(&sweep.0, &view.sweep, view.alpha, &sweep.1)?;
+        }
+        if let Some(charts) = &frame.ood {
+            draw_ood(charts)?;
         }
         to_js(&frame.readouts)
     }
@@ -237,6 +297,49 @@ impl Page {
         )?;
         to_js(&page::experiment_readouts(&state, &experiment))
     }
+}
+
+/// Draws the τ lab's four charts.
+fn draw_ood(charts: &page::OodCharts) -> Result<(), JsError> {
+    let [histogram, roc, norms, tau] =
+        canvases(["ood-histogram", "ood-roc", "ood-norms", "tau-chart"])?;
+    let labels = |value| plot::HistogramLabels {
+        in_distribution: "Fashion-MNIST",
+        out_of_distribution: charts.set_title,
+        value,
+    };
+    if let Some((scores, threshold, above)) = &charts.score_histogram {
+        plot::score_histogram(
+            &histogram.0,
+            scores,
+            *threshold,
+            *above,
+            &labels(&charts.score_label),
+            &histogram.1,
+        )?;
+    }
+    let curves: Vec<plot::RocCurve> = charts
+        .roc
+        .iter()
+        .map(|(label, points)| plot::RocCurve { label, points })
+        .collect();
+    plot::roc_curves(&roc.0, &curves, &roc.1)?;
+    plot::logit_norm_histogram(
+        &norms.0,
+        &charts.norms,
+        &charts.norm_means,
+        &labels("‖z‖₂"),
+        &norms.1,
+    )?;
+    plot::tau_chart(&tau.0, &charts.tau_points, &tau.1)?;
+    Ok(())
+}
+
+/// Reads a name the page gives by its serde name (`"mnist"`, `"test"`), naming the field.
+fn parse_name<T: serde::de::DeserializeOwned>(field: &str, name: &str) -> Result<T, JsError> {
+    use serde::de::IntoDeserializer;
+    T::deserialize(name.into_deserializer())
+        .map_err(|e: serde::de::value::Error| JsError::new(&format!("{field}: {e}")))
 }
 
 /// Reads the page state object, naming the field at fault.

@@ -1,0 +1,464 @@
+//! The τ lab's frame: which logits and ODIN scores it still needs, the chosen network's and
+//! cross-entropy's views on the chosen out-of-distribution set, the τ chart's points, and
+//! their readouts.
+
+use serde::Serialize;
+
+use super::readouts::{grouped, metric, metric_cell, text, Patch, TableCell, TableRow};
+use super::state::{Network, PageState};
+use crate::data::FASHION_MNIST_CLASSES;
+use crate::lab::{ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore};
+use crate::model::{ODIN_EPSILON, ODIN_TEMPERATURE};
+use crate::ood_view::{
+    thin_roc_curve, LogitNormMeans, OodView, PairedHistogram, RocPoint, ScoreKind as OodScore,
+};
+use crate::plot::TauPoint;
+use crate::sentences::{self, percent, NetworkFigures};
+
+/// Bins of the score and ‖z‖ histograms.
+const HISTOGRAM_BINS: usize = 40;
+/// Points of each drawn ROC curve (the metrics use every score).
+const ROC_POINTS: usize = 400;
+/// OOD images in each network's "surest" gallery.
+const SUREST: usize = 8;
+
+/// A batch of work the page should start: `model`'s logits (or ODIN scores) on `set`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Job {
+    pub model: usize,
+    pub set: ImageSet,
+}
+
+/// One network's surest OOD images.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OodGallery {
+    pub title: String,
+    pub set: OodSet,
+    pub items: Vec<OodTile>,
+}
+
+/// An OOD image and what the network makes of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OodTile {
+    /// Row of the OOD set.
+    pub index: usize,
+    /// "97.3% sure: Sandal".
+    pub text: String,
+}
+
+/// What the facade draws for the τ lab.
+#[derive(Debug, Clone)]
+pub struct OodCharts {
+    /// The chosen score's histogram with its 95%-TPR threshold and the OOD share at or above
+    /// it; `None` while that score (ODIN) is not computed.
+    pub score_histogram: Option<(PairedHistogram, f64, f64)>,
+    /// The x axis of the score histogram.
+    pub score_label: String,
+    pub set_title: &'static str,
+    /// Cross-entropy's and the chosen network's ROC curves for the chosen score, labelled.
+    pub roc: Vec<(String, Vec<RocPoint>)>,
+    pub norms: PairedHistogram,
+    pub norm_means: LogitNormMeans,
+    pub tau_points: Vec<TauPoint>,
+}
+
+/// The τ lab's part of a frame.
+#[derive(Debug, Clone, Default)]
+pub struct OodOutput {
+    pub patches: Vec<Patch>,
+    /// Logits the lab needs and has not got.
+    pub needs: Vec<Job>,
+    /// ODIN scores the "compute ODIN" button would start.
+    pub odin_needs: Vec<Job>,
+    pub charts: Option<OodCharts>,
+    pub galleries: Vec<OodGallery>,
+}
+
+/// A score's name as the text writes it.
+pub fn score_name(kind: OodScore) -> &'static str {
+    match kind {
+        OodScore::Msp => "MSP",
+        OodScore::MaxLogit => "max-logit",
+        OodScore::Energy => "energy",
+        OodScore::Odin => "ODIN",
+    }
+}
+
+/// A score's serde name, the suffix of its readouts.
+fn score_key(kind: OodScore) -> String {
+    match serde_json::to_value(kind) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
+
+/// The τ lab for `state`: the chosen network against cross-entropy on the chosen set.
+///
+/// # Errors
+/// [`LabError`] from the views (which the state's ranges rule out).
+pub(super) fn render(
+    lab: &mut Lab,
+    store: &mut OodStore,
+    state: &PageState,
+) -> Result<OodOutput, LabError> {
+    let cross_entropy = Network::Ce.index().ok_or(LabError::NotReady)?;
+    let chosen = state.tau.index().ok_or(LabError::NotReady)?;
+    let mut pair = vec![chosen];
+    if chosen != cross_entropy {
+        pair.push(cross_entropy);
+    }
+    let set = state.ood;
+    let mut out = OodOutput::default();
+    let mut waiting = Vec::new();
+    for &model in &pair {
+        let title = model_title(model);
+        let test = lab.arrived(model)?;
+        if test < lab.rows() {
+            out.needs.push(Job {
+                model,
+                set: ImageSet::Test,
+            });
+            waiting.push(format!(
+                "{title} on the test images ({} / {})",
+                grouped(test),
+                grouped(lab.rows())
+            ));
+        }
+        let (arrived, rows) = store.logits_progress(model, set);
+        if arrived < rows {
+            out.needs.push(Job {
+                model,
+                set: set.into(),
+            });
+            waiting.push(format!(
+                "{title} on {} ({} / {})",
+                set.title(),
+                grouped(arrived),
+                grouped(rows)
+            ));
+        }
+        for part in [ImageSet::Test, set.into()] {
+            let (arrived, rows) = store.odin_progress(model, part);
+            if arrived < rows {
+                out.odin_needs.push(Job { model, set: part });
+            }
+        }
+    }
+    out.patches
+        .push(odin_status(store, &pair, set, out.odin_needs.is_empty()));
+    out.patches.push(Patch::Disabled {
+        id: "compute-odin",
+        disabled: out.odin_needs.is_empty(),
+    });
+    let status = if waiting.is_empty() {
+        String::new()
+    } else {
+        format!("Running {}…", waiting.join("; "))
+    };
+    out.patches.push(text("ood-status", status));
+    if !out.needs.is_empty() {
+        return Ok(out);
+    }
+
+    let in_distribution = |model: usize| -> Result<Vec<f32>, LabError> {
+        Ok(lab
+            .complete_logits(model)?
+            .ok_or(LabError::NotReady)?
+            .to_vec())
+    };
+    let chosen_view = store
+        .view(chosen, set, state.t, &in_distribution(chosen)?)?
+        .clone();
+    let ce_view = store
+        .view(
+            cross_entropy,
+            set,
+            state.t,
+            &in_distribution(cross_entropy)?,
+        )?
+        .clone();
+    let chosen_summary = lab.network_summary(chosen, state.bins, state.binning)?;
+    let ce_summary = lab.network_summary(cross_entropy, state.bins, state.binning)?;
+    let chosen_title = state.tau.title();
+
+    out.patches.extend(network_patches(&chosen_summary, ""));
+    out.patches.extend(network_patches(&ce_summary, "_ce"));
+    out.patches
+        .push(metrics_table(&chosen_view, &ce_view, state.ood_score));
+    for (view, suffix) in [(&chosen_view, ""), (&ce_view, "_ce")] {
+        let means = view.logit_norm_means();
+        for (name, value) in [
+            ("logit_norm_id", means.in_distribution),
+            ("logit_norm_ood", means.out_of_distribution),
+        ] {
+            out.patches.push(metric(
+                format!("{name}{suffix}"),
+                value,
+                format!("{value:.2}"),
+            ));
+        }
+    }
+    out.patches
+        .push(text("ood-network-title", chosen_title.clone()));
+    out.patches.push(text("ood-set-title", set.title()));
+    out.patches.extend(lessons(
+        &chosen_view,
+        &ce_view,
+        &chosen_summary,
+        &ce_summary,
+        state,
+    ));
+
+    let kind = state.ood_score;
+    let score_histogram = match chosen_view.summary(kind) {
+        Ok(summary) => Some((
+            chosen_view.score_histogram(kind, HISTOGRAM_BINS)?,
+            summary.threshold,
+            summary.metrics.fpr95,
+        )),
+        Err(_) => None,
+    };
+    let mut roc = Vec::new();
+    for (view, network) in [(&ce_view, Network::Ce), (&chosen_view, state.tau)] {
+        if network == Network::Ce && state.tau == Network::Ce && !roc.is_empty() {
+            continue;
+        }
+        if let Ok(summary) = view.summary(kind) {
+            let label = format!("{}, AUROC {:.3}", network.title(), summary.metrics.auroc);
+            roc.push((label, thin_roc_curve(&view.roc_curve(kind)?, ROC_POINTS)));
+        }
+    }
+    if state.tau == Network::Ce {
+        roc.truncate(1);
+    }
+    out.charts = Some(OodCharts {
+        score_histogram,
+        score_label: score_label(kind, state.t),
+        set_title: set.title(),
+        roc,
+        norms: chosen_view.logit_norm_histogram(HISTOGRAM_BINS)?,
+        norm_means: chosen_view.logit_norm_means(),
+        tau_points: tau_points(lab, store, state)?,
+    });
+    for (view, network) in [(&chosen_view, state.tau), (&ce_view, Network::Ce)] {
+        if network == Network::Ce && state.tau == Network::Ce && !out.galleries.is_empty() {
+            continue;
+        }
+        out.galleries.push(OodGallery {
+            title: network.title(),
+            set,
+            items: view
+                .surest_out_of_distribution(SUREST)
+                .iter()
+                .map(|p| OodTile {
+                    index: p.index,
+                    text: format!(
+                        "{} sure: {}",
+                        sentences::confidence_text(p.confidence),
+                        FASHION_MNIST_CLASSES
+                            .get(p.predicted_class)
+                            .copied()
+                            .unwrap_or("?")
+                    ),
+                })
+                .collect(),
+        });
+    }
+    Ok(out)
+}
+
+/// The progress line's name of a model.
+fn model_title(model: usize) -> String {
+    super::MODELS
+        .get(model)
+        .map_or_else(String::new, |m| m.network.title())
+}
+
+/// Where ODIN stands for the shown networks.
+fn odin_status(store: &OodStore, pair: &[usize], set: OodSet, done: bool) -> Patch {
+    let (mut arrived, mut rows) = (0, 0);
+    for &model in pair {
+        for part in [ImageSet::Test, set.into()] {
+            let (a, r) = store.odin_progress(model, part);
+            arrived += a;
+            rows += r;
+        }
+    }
+    let line = if done {
+        format!(
+            "ODIN (T = {ODIN_TEMPERATURE}, ε = {ODIN_EPSILON}) is computed for the networks shown."
+        )
+    } else if arrived > 0 {
+        format!("ODIN: {} / {} images…", grouped(arrived), grouped(rows))
+    } else {
+        format!(
+            "ODIN needs a backward pass through the network for each of {} images.",
+            grouped(rows)
+        )
+    };
+    text("odin-status", line)
+}
+
+/// One network's accuracy and calibration readouts, `suffix` naming the network.
+fn network_patches(summary: &NetworkSummary, suffix: &str) -> Vec<Patch> {
+    let named = |name: &str| format!("{name}{suffix}");
+    vec![
+        metric(
+            named("network_accuracy"),
+            summary.accuracy,
+            percent(summary.accuracy, 2),
+        ),
+        metric(
+            named("network_ece_raw"),
+            summary.ece_raw,
+            format!("{:.4}", summary.ece_raw),
+        ),
+        metric(
+            named("network_fitted_temperature"),
+            summary.fitted_temperature,
+            format!("{:.3}", summary.fitted_temperature),
+        ),
+        metric(
+            named("network_ece_fitted"),
+            summary.ece_fitted,
+            format!("{:.4}", summary.ece_fitted),
+        ),
+    ]
+}
+
+/// The detection metrics of every score: the chosen network's four and cross-entropy's FPR95
+/// and AUROC; "—" for ODIN until it is computed.
+fn metrics_table(chosen: &OodView, cross_entropy: &OodView, current: OodScore) -> Patch {
+    let rows = OodScore::ALL
+        .iter()
+        .map(|&kind| {
+            let key = score_key(kind);
+            let mut cells = vec![TableCell {
+                text: score_name(kind).to_string(),
+                metric: None,
+                value: None,
+            }];
+            let chosen = chosen.summary(kind).ok().map(|s| s.metrics.clone());
+            let ce = cross_entropy.summary(kind).ok().map(|s| s.metrics.clone());
+            let rate = |v: f64| percent(v, 1);
+            let area = |v: f64| format!("{v:.3}");
+            for (name, suffix, value, format) in [
+                (
+                    "fpr95",
+                    "",
+                    chosen.as_ref().map(|m| m.fpr95),
+                    &rate as &dyn Fn(f64) -> String,
+                ),
+                ("auroc", "", chosen.as_ref().map(|m| m.auroc), &area),
+                ("aupr_in", "", chosen.as_ref().map(|m| m.aupr_in), &area),
+                ("aupr_out", "", chosen.as_ref().map(|m| m.aupr_out), &area),
+                ("fpr95", "_ce", ce.as_ref().map(|m| m.fpr95), &rate),
+                ("auroc", "_ce", ce.as_ref().map(|m| m.auroc), &area),
+            ] {
+                let text = value.map_or_else(|| "—".to_string(), format);
+                cells.push(metric_cell(format!("{name}_{key}{suffix}"), value, text));
+            }
+            TableRow {
+                current: kind == current,
+                cells,
+            }
+        })
+        .collect();
+    Patch::Rows {
+        id: "ood-metrics",
+        rows,
+    }
+}
+
+/// The two sentences of the lab, computed from the numbers shown.
+fn lessons(
+    chosen: &OodView,
+    cross_entropy: &OodView,
+    chosen_summary: &NetworkSummary,
+    ce_summary: &NetworkSummary,
+    state: &PageState,
+) -> Vec<Patch> {
+    if state.tau == Network::Ce {
+        let line =
+            "This is the cross-entropy network: move τ to compare a LogitNorm network with it.";
+        return vec![text("ood-lesson", line), text("calibration-lesson", "")];
+    }
+    let kind = state.ood_score;
+    let ood = match (chosen.summary(kind), cross_entropy.summary(kind)) {
+        (Ok(a), Ok(b)) => sentences::ood_lesson(
+            &state.tau.title(),
+            state.ood.title(),
+            score_name(kind),
+            (a.metrics.fpr95, a.metrics.auroc),
+            (b.metrics.fpr95, b.metrics.auroc),
+        ),
+        _ => format!(
+            "{} is not computed yet for these networks.",
+            score_name(kind)
+        ),
+    };
+    let title = state.tau.title();
+    let figures = |title, s: &NetworkSummary| NetworkFigures {
+        title,
+        accuracy: s.accuracy,
+        ece_raw: s.ece_raw,
+        fitted_temperature: s.fitted_temperature,
+        ece_fitted: s.ece_fitted,
+    };
+    let chosen_figures = figures(&title, chosen_summary);
+    let ce_figures = figures("cross-entropy", ce_summary);
+    vec![
+        text("ood-lesson", ood),
+        text(
+            "calibration-lesson",
+            sentences::calibration_lesson(&chosen_figures, &ce_figures),
+        ),
+    ]
+}
+
+/// The score histogram's x axis.
+fn score_label(kind: OodScore, temperature: f64) -> String {
+    match kind {
+        OodScore::Msp | OodScore::Energy => format!("{} at T = {temperature:.3}", score_name(kind)),
+        OodScore::MaxLogit => score_name(kind).to_string(),
+        OodScore::Odin => format!("ODIN (T = {ODIN_TEMPERATURE}, ε = {ODIN_EPSILON})"),
+    }
+}
+
+/// One point per trained network whose logits on the test images and on the chosen set have
+/// all arrived (and whose chosen score is computed): the τ chart grows as networks are
+/// evaluated.
+fn tau_points(
+    lab: &mut Lab,
+    store: &mut OodStore,
+    state: &PageState,
+) -> Result<Vec<TauPoint>, LabError> {
+    let mut points = Vec::new();
+    for network in Network::trained() {
+        let Some(model) = network.index() else {
+            continue;
+        };
+        let Some(logits) = lab.complete_logits(model)?.map(<[f32]>::to_vec) else {
+            continue;
+        };
+        let (arrived, rows) = store.logits_progress(model, state.ood);
+        if arrived < rows {
+            continue;
+        }
+        let view = store.view(model, state.ood, state.t, &logits)?;
+        let Ok(detection) = view.summary(state.ood_score) else {
+            continue;
+        };
+        let (fpr95, auroc) = (detection.metrics.fpr95, detection.metrics.auroc);
+        let summary = lab.network_summary(model, state.bins, state.binning)?;
+        points.push(TauPoint {
+            tau: network.tau(),
+            accuracy: summary.accuracy,
+            ece_raw: summary.ece_raw,
+            ece_fitted: summary.ece_fitted,
+            fpr95,
+            auroc,
+        });
+    }
+    Ok(points)
+}
