@@ -210,7 +210,7 @@ impl Lab {
         start: usize,
         logits: &[f32],
     ) -> Result<(), LabError> {
-        self.model(model)?;
+        self.model(model)?.check_batch(start, logits.len())?;
         Logits::new(logits, self.num_classes)?;
         self.models[model].add(start, logits)?;
         self.summaries[model] = None;

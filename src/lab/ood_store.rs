@@ -162,8 +162,9 @@ impl OodStore {
         logits: &[f32],
     ) -> Result<usize, LabError> {
         self.check_model(model)?;
-        Logits::new(logits, self.num_classes)?;
         let streamed = &mut self.logits[model][set.index()];
+        streamed.check_batch(start, logits.len())?;
+        Logits::new(logits, self.num_classes)?;
         streamed.add(start, logits)?;
         Ok(streamed.arrived())
     }
@@ -182,10 +183,11 @@ impl OodStore {
         scores: &[f64],
     ) -> Result<usize, LabError> {
         self.check_model(model)?;
+        let streamed = &mut self.odin[model][set.odin_index()];
+        streamed.check_batch(start, scores.len())?;
         if let Some(index) = scores.iter().position(|s| !s.is_finite()) {
             return Err(LabError::NonFiniteScore { row: start + index });
         }
-        let streamed = &mut self.odin[model][set.odin_index()];
         streamed.add(start, scores)?;
         Ok(streamed.arrived())
     }

@@ -53,6 +53,24 @@ impl<T: Copy + Default> Streamed<T> {
         &self.values
     }
 
+    /// Whether a batch of `len` values fits as rows `start..`.
+    ///
+    /// # Errors
+    /// [`LabError::BatchOutOfRange`] for an empty or ragged batch, or one that runs past the
+    /// last row.
+    pub fn check_batch(&self, start: usize, len: usize) -> Result<(), LabError> {
+        let width = self.width;
+        if len == 0 || !len.is_multiple_of(width) || start + len / width > self.rows() {
+            return Err(LabError::BatchOutOfRange {
+                start,
+                len,
+                rows: self.rows(),
+                num_classes: width,
+            });
+        }
+        Ok(())
+    }
+
     /// Stores `values` as rows `start..start + values.len() / width`; a row that arrives again
     /// is overwritten. Returns the number of rows that arrived for the first time.
     ///
@@ -60,18 +78,8 @@ impl<T: Copy + Default> Streamed<T> {
     /// [`LabError::BatchOutOfRange`] for an empty or ragged batch, or one that runs past the
     /// last row.
     pub fn add(&mut self, start: usize, values: &[T]) -> Result<usize, LabError> {
+        self.check_batch(start, values.len())?;
         let width = self.width;
-        if values.is_empty()
-            || !values.len().is_multiple_of(width)
-            || start + values.len() / width > self.rows()
-        {
-            return Err(LabError::BatchOutOfRange {
-                start,
-                len: values.len(),
-                rows: self.rows(),
-                num_classes: width,
-            });
-        }
         self.values[start * width..start * width + values.len()].copy_from_slice(values);
         let mut new = 0;
         for arrived in &mut self.arrived[start..start + values.len() / width] {
