@@ -12,9 +12,17 @@ const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
 
 // Benchmarks and tests read timings and wasm call counts from here (see scripts/bench):
 // calls.frames holds the number of wasm calls each animation frame made.
-const timings = { draws: [], conformalDraws: [], firstChart: null, inferenceDone: {} };
+const timings = { draws: [], conformalDraws: [], oodDraws: [], firstChart: null, inferenceDone: {} };
 const calls = { total: 0, frames: [] };
-window.calibra = { timings, calls, get state() { return state; } };
+window.calibra = {
+  timings,
+  calls,
+  get state() { return state; },
+  get limits() { return limits; },
+  // The logits the page computed for model `index` on image set `set`, once all have arrived:
+  // the tests compare the page's numbers with the command-line tool's on exactly these.
+  logits: (index, set) => Array.from(page.logits(index, set)),
+};
 
 let limits = null;
 let state = null; // the page state, as Rust parsed it; its fields are the hash's keys
@@ -111,6 +119,7 @@ function render() {
     odinNeeds = readouts.odin_needs;
     if (readouts.drawn.includes("ood")) {
       dirty.ood = false;
+      timings.oodDraws.push(millis);
       showOodGalleries(readouts.ood_galleries, imageSet, limits.image_side);
     }
   }
@@ -193,6 +202,7 @@ function wireControls() {
   repetitions.value = String(limits.repetitions.default);
   $("run-experiment").addEventListener("click", runExperiment);
   $("compute-odin").addEventListener("click", () => {
+    timings.odinStarted = performance.now();
     for (const { model, set } of odinNeeds) pool.request(model, set, "odin");
     scheduleRender();
   });

@@ -57,6 +57,8 @@ pub const REPETITIONS: (usize, usize, usize) = (10, 10_000, 1000);
 pub struct Limits {
     pub fields: &'static [Field],
     pub models: &'static [ModelInfo],
+    /// The τ slider's values, in order.
+    pub tau_steps: Vec<String>,
     /// The lab's index of each `model` value (`{"ce": 0, "logitnorm": 1}`).
     pub model_index: std::collections::BTreeMap<String, usize>,
     pub defaults: PageState,
@@ -80,6 +82,7 @@ pub fn limits() -> Limits {
     Limits {
         fields: &FIELDS,
         models: &MODELS,
+        tau_steps: Network::trained().into_iter().map(Network::name).collect(),
         model_index: [ModelKey::Ce, ModelKey::Logitnorm]
             .into_iter()
             .map(|key| {

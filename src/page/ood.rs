@@ -231,6 +231,15 @@ pub(super) fn render(
     if state.tau == Network::Ce {
         roc.truncate(1);
     }
+    let tau_points = tau_points(lab, store, state)?;
+    let trained = Network::trained().len();
+    out.patches.push(Patch::Metric {
+        id: Some("tau-points"),
+        metric: "tau_points".to_string(),
+        value: Some(tau_points.len() as f64),
+        text: format!("{} of {trained} networks evaluated.", tau_points.len()),
+        title: None,
+    });
     out.charts = Some(OodCharts {
         score_histogram,
         score_label: score_label(kind, state.t),
@@ -238,7 +247,7 @@ pub(super) fn render(
         roc,
         norms: chosen_view.logit_norm_histogram(HISTOGRAM_BINS)?,
         norm_means: chosen_view.logit_norm_means(),
-        tau_points: tau_points(lab, store, state)?,
+        tau_points,
     });
     for (view, network) in [(&chosen_view, state.tau), (&ce_view, Network::Ce)] {
         if network == Network::Ce && state.tau == Network::Ce && !out.galleries.is_empty() {

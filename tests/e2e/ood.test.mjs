@@ -1,0 +1,201 @@
+// The LogitNorm lab: the τ slider over every trained network (accuracy as on its card), the
+// page's OOD metrics against `calibra ood` run on the page's own logits, the two sentences
+// against the numbers shown in every state tried, the τ chart growing as networks are
+// evaluated, ODIN computed in the browser (with its speed), and no console error.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { promisify } from "node:util";
+
+import { buildCalibra, collectProblems, hashParams, launchBrowser, nextFrames, openSite, readMetrics } from "./helpers.mjs";
+
+const run = promisify(execFile);
+
+const INFERENCE_TIMEOUT_MS = 300_000;
+// The page and the CLI compute the same f64 arithmetic on the same logits: only summation order
+// may differ.
+const TOLERANCE_METRIC = 1e-9;
+// Accuracy on all 10,000 test images against the card's (computed natively): browser and native
+// logits differ in their last float bits, which may flip an arg-max near a tie; two images.
+const TOLERANCE_ACCURACY = 2e-4;
+const SCORES = ["msp", "max_logit", "energy"];
+const METRICS = ["fpr95", "auroc", "aupr_in", "aupr_out"];
+
+let site;
+let browser;
+let page;
+let problems;
+let scratch;
+
+before(async () => {
+  site = await openSite();
+  browser = await launchBrowser();
+  problems = collectProblems(browser.context);
+  scratch = mkdtempSync(path.join(os.tmpdir(), "calibra-e2e-ood-"));
+  page = await browser.context.newPage();
+  await page.goto(`${site.url}#tau=0.04&ood=mnist&ood_score=energy`);
+  await page.locator("#ood-lab").scrollIntoViewIfNeeded();
+  // The first draw, once both networks' logits on the test images and the digits are in.
+  await page.waitForFunction(() => window.calibra?.timings.oodDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
+  await nextFrames(page, 2);
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const oodDraws = () => page.evaluate(() => window.calibra?.timings.oodDraws.length ?? 0);
+
+// Runs `action` and waits until the τ lab has been redrawn after it (which happens only once
+// every logit it needs has arrived).
+async function afterOodDraw(action, timeout = INFERENCE_TIMEOUT_MS) {
+  const before = await oodDraws();
+  await action();
+  await page.waitForFunction((n) => window.calibra.timings.oodDraws.length > n, before, { timeout, polling: 200 });
+  await nextFrames(page, 2);
+}
+
+// Sets hash entries (the page keeps the rest) and waits for the lab's redraw, if anything
+// changed.
+async function show(entries) {
+  const changes = await page.evaluate((e) => {
+    const params = new URLSearchParams(location.hash.slice(1));
+    for (const [key, value] of Object.entries(e)) params.set(key, String(value));
+    return params.toString() !== location.hash.slice(1) ? params.toString() : null;
+  }, entries);
+  if (changes !== null) await afterOodDraw(() => page.evaluate((h) => { location.hash = h; }, changes));
+  return readMetrics(page);
+}
+
+const text = (selector) => page.textContent(selector);
+const cellText = (metric) => page.textContent(`[data-metric="${metric}"]`);
+
+// The two sentences against the readouts of the state on screen.
+async function checkLessons(where) {
+  const m = await readMetrics(page);
+  const state = await hashParams(page);
+  const lesson = await text("#ood-lesson");
+  if (state.tau === "ce") {
+    assert.match(lesson, /This is the cross-entropy network/, where);
+    return;
+  }
+  const score = state.ood_score;
+  const [fpr, auroc, ceFpr, ceAuroc] = [m[`fpr95_${score}`], m[`auroc_${score}`], m[`fpr95_${score}_ce`], m[`auroc_${score}_ce`]];
+  if (Number.isNaN(fpr)) {
+    assert.match(lesson, /is not computed yet/, where);
+  } else {
+    for (const metric of [`fpr95_${score}`, `fpr95_${score}_ce`]) assert.ok(lesson.includes(await cellText(metric)), `${where}: ${metric} in "${lesson}"`);
+    assert.ok(lesson.includes(`AUROC ${auroc.toFixed(3)} against ${ceAuroc.toFixed(3)}`), `${where}: ${lesson}`);
+    if (fpr < ceFpr && auroc > ceAuroc) assert.match(lesson, /detects out-of-distribution inputs better than cross-entropy/, where);
+    else if (fpr > ceFpr && auroc < ceAuroc) assert.match(lesson, /detects out-of-distribution inputs worse than cross-entropy.*does not hold/, where);
+    else assert.match(lesson, /is not better than cross-entropy on both counts/, where);
+  }
+  const calibration = await text("#calibration-lesson");
+  for (const name of ["network_ece_raw", "network_ece_raw_ce", "network_ece_fitted", "network_ece_fitted_ce", "network_accuracy", "network_accuracy_ce"]) {
+    assert.ok(calibration.includes(await cellText(name)), `${where}: ${name} (${await cellText(name)}) in "${calibration}"`);
+  }
+  assert.ok(calibration.includes(`T = ${m.network_fitted_temperature.toFixed(3)} ${m.network_fitted_temperature < 1 ? "sharpens" : "softens"}`), `${where}: ${calibration}`);
+  assert.equal(calibration.includes("no worse calibrated than"), !(m.network_ece_raw > m.network_ece_raw_ce), `${where}: ${calibration}`);
+}
+
+// The page's logits of model `index` on `set`, written as CSV rows for the CLI.
+async function logitsCsv(index, set) {
+  const values = await page.evaluate(([i, s]) => window.calibra.logits(i, s), [index, set]);
+  const classes = await page.evaluate(() => window.calibra.limits.classes);
+  const rows = [];
+  for (let r = 0; r < values.length / classes; r++) rows.push(values.slice(r * classes, (r + 1) * classes).join(","));
+  const file = path.join(scratch, `${index}-${set}.csv`);
+  writeFileSync(file, `${rows.join("\n")}\n`);
+  return file;
+}
+
+test("1. the τ slider visits every trained network, cross-entropy last; accuracy as on each card; the sentences follow the numbers", { timeout: 12 * INFERENCE_TIMEOUT_MS }, async (t) => {
+  const limits = await page.evaluate(() => window.calibra.limits);
+  await show({ tau: limits.tau_steps[0] });
+  await page.focus("#tau");
+  const seen = [];
+  for (let position = 0; position < limits.tau_steps.length; position++) {
+    if (position > 0) await afterOodDraw(() => page.keyboard.press("ArrowRight"));
+    const tau = (await hashParams(page)).tau;
+    assert.equal(tau, limits.tau_steps[position], `slider position ${position}`);
+    seen.push(tau);
+    const model = limits.models.find((m) => m.network === tau);
+    const card = await (await fetch(new URL(model.url.replace(".safetensors", ".json"), site.url))).json();
+    const m = await readMetrics(page);
+    assert.ok(Math.abs(m.network_accuracy - card.evaluation.test_before_scaling.accuracy) <= TOLERANCE_ACCURACY, `τ ${tau}: accuracy ${m.network_accuracy}, card ${card.evaluation.test_before_scaling.accuracy}`);
+    assert.equal(await page.getAttribute("#tau", "aria-valuetext"), await text("#tau-value"));
+    await checkLessons(`τ ${tau}`);
+    t.diagnostic(`τ ${tau}: accuracy ${m.network_accuracy}, FPR95 energy ${m.fpr95_energy} (CE ${m.fpr95_energy_ce}), raw ECE ${m.network_ece_raw.toFixed(4)} -> ${m.network_ece_fitted.toFixed(4)}`);
+  }
+  assert.equal(seen.at(-1), "ce", "cross-entropy at the end of the slider");
+  assert.equal(new Set(seen).size, limits.models.length, "every trained network once");
+  const taus = seen.slice(0, -1).map(Number);
+  assert.deepEqual(taus, [...taus].sort((a, b) => a - b), "τ increases along the slider");
+});
+
+test("2. every score's metrics equal `calibra ood` on the page's own logits (1e-9), each OOD set, T = 1 and T = 2", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async () => {
+  const binary = await buildCalibra();
+  const limits = await page.evaluate(() => window.calibra.limits);
+  const index = (network) => limits.models.findIndex((m) => m.network === network);
+  for (const ood of ["mnist", "gaussian", "uniform"]) {
+    for (const temperature of [1, 2]) {
+      const m = await show({ tau: "0.04", ood, t: temperature, ood_score: "energy" });
+      for (const [network, suffix] of [["0.04", ""], ["ce", "_ce"]]) {
+        const args = ["ood", "--id-logits", await logitsCsv(index(network), "test"), "--ood-logits", await logitsCsv(index(network), ood), "--temperature", String(temperature), "--json"];
+        const native = JSON.parse((await run(binary, args, { maxBuffer: 16 << 20 })).stdout);
+        for (const score of SCORES) {
+          const names = suffix ? ["fpr95", "auroc"] : METRICS;
+          for (const metric of names) {
+            const value = m[`${metric}_${score}${suffix}`];
+            assert.ok(Math.abs(value - native[score][metric]) <= TOLERANCE_METRIC, `${ood}, T = ${temperature}, ${network}, ${score} ${metric}: page ${value}, CLI ${native[score][metric]}`);
+          }
+        }
+      }
+      await checkLessons(`${ood}, T = ${temperature}`);
+    }
+  }
+  await show({ t: 1 });
+});
+
+test("3. the sentences hold for every score on every set", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async () => {
+  for (const ood of ["mnist", "gaussian", "uniform"]) {
+    for (const score of SCORES) {
+      await show({ tau: "1", ood, ood_score: score });
+      await checkLessons(`τ 1, ${ood}, ${score}`);
+    }
+  }
+});
+
+test("4. the τ chart gains a point per network evaluated, up to every trained network", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async () => {
+  await show({ tau: "0.04", ood: "mnist", ood_score: "energy" });
+  const trained = (await page.evaluate(() => window.calibra.limits)).models.length;
+  assert.match(await text("#tau-points"), new RegExp(`of ${trained} networks evaluated`));
+  await page.click("#evaluate-all");
+  await page.waitForFunction((n) => Number(document.querySelector('[data-metric="tau_points"]').dataset.value) === n, trained, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
+  assert.equal(await text("#tau-points"), `${trained} of ${trained} networks evaluated.`);
+});
+
+test("5. ODIN is computed in the browser on request, with progress, and joins the table", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
+  await show({ tau: "ce", ood: "mnist", ood_score: "odin" });
+  assert.match(await text("#odin-status"), /needs a backward pass/);
+  assert.equal((await readMetrics(page)).fpr95_odin, Number.NaN, "no ODIN before the button");
+  const images = 12_000; // cross-entropy alone: the 10,000 test images and the 2,000 digits
+  const started = Date.now();
+  await page.click("#compute-odin");
+  await page.waitForFunction(() => document.getElementById("odin-status").textContent.includes("is computed"), null, { timeout: 2 * INFERENCE_TIMEOUT_MS, polling: 500 });
+  const seconds = (Date.now() - started) / 1000;
+  await nextFrames(page, 3);
+  const m = await readMetrics(page);
+  for (const metric of METRICS) assert.ok(m[`${metric}_odin`] >= 0 && m[`${metric}_odin`] <= 1, `${metric}_odin = ${m[`${metric}_odin`]}`);
+  assert.equal(await page.isDisabled("#compute-odin"), true, "nothing left to compute");
+  t.diagnostic(`ODIN on ${images} images (cross-entropy, test + MNIST) in ${seconds.toFixed(1)} s: ${Math.round(images / seconds)} images/s`);
+});
+
+test("6. no console errors, uncaught exceptions or failed requests", () => {
+  assert.deepEqual(problems, []);
+});
