@@ -1,12 +1,14 @@
 //! Writes the README's figures: reliability diagrams of the bundled cross-entropy model on the
-//! Fashion-MNIST test set before and after temperature scaling, and its classwise reliability
-//! after.
+//! Fashion-MNIST test set before and after temperature scaling, its classwise reliability
+//! after, and the τ chart of the LogitNorm lab (every trained network against the MNIST digits,
+//! energy score at T = 1), computed by the page's own `page::render`.
 //!
 //! `cargo run --release --example figures` (from any folder; paths are relative to the crate).
 //! The committed test set's 10,000 images are split in half with
 //! `data::seeded_split(n, 0.5, 0)`: the temperature is fitted on the first half (calibration),
 //! and every figure shows the second half (evaluation), with 15 equal-width bins. Writes
-//! `docs/figures/reliability-before.svg`, `reliability-after.svg` and `classwise-after.svg`.
+//! `docs/figures/reliability-before.svg`, `reliability-after.svg`, `classwise-after.svg` and
+//! `tau-chart.svg`.
 //! Exits with status 2 and a message when the model or the data is missing or unreadable.
 
 use std::error::Error;
@@ -15,7 +17,9 @@ use std::process::ExitCode;
 
 use calibra::calibration::{self, Binning, Logits, TemperatureFit, DEFAULT_NUM_BINS};
 use calibra::data::{self, Dataset, FASHION_MNIST_CLASSES};
+use calibra::lab::{Lab, OodSet, OodStore};
 use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::page::{self, PageState, Visible, MODELS};
 use calibra::plot::{self, ChartStyle};
 use plotters::prelude::{IntoDrawingArea, SVGBackend, WHITE};
 use plotters::style::FontFamily;
@@ -32,6 +36,9 @@ const SPLIT_SEED: u64 = 0;
 const RELIABILITY_SIZE: (u32, u32) = (560, 780);
 const HISTOGRAM_HEIGHT: u32 = 200;
 const CLASSWISE_SIZE: (u32, u32) = (900, 460);
+const TAU_CHART_SIZE: (u32, u32) = (900, 380);
+/// The OOD set of the τ chart.
+const MNIST_IMAGES: &str = "assets/mnist-ood-images-idx3-ubyte.gz";
 const TITLE_FONT_SIZE: f64 = 15.0;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -126,6 +133,7 @@ fn write_figures() -> Result<Vec<PathBuf>> {
             "classwise-after.svg",
             classwise_figure(&evaluation, labels, &fit)?,
         ),
+        ("tau-chart.svg", tau_figure(root, &test)?),
     ];
     let mut written = Vec::with_capacity(figures.len());
     for (name, svg) in figures {
@@ -213,6 +221,48 @@ fn classwise_figure(logits: &Logits, labels: &[u32], fit: &TemperatureFit) -> Re
             &FASHION_MNIST_CLASSES,
             &ChartStyle::default(),
         )?;
+        area.present()?;
+    }
+    Ok(svg)
+}
+
+/// The τ lab's chart for every trained network on the MNIST digits (energy at T = 1), through
+/// the page's own frame: the same lab, store and `page::render` as in the browser.
+fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
+    let digits = data::load_images(&root.join(MNIST_IMAGES))?;
+    let labels = test.labels.iter().map(|&l| u32::from(l)).collect();
+    let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len())?;
+    let mut store = OodStore::new(
+        NUM_CLASSES,
+        MODELS.len(),
+        test.len(),
+        [digits.len(), page::NOISE_IMAGES, page::NOISE_IMAGES],
+    );
+    for (index, model) in MODELS.iter().enumerate() {
+        let path = root.join(model.url);
+        let weights = std::fs::read(&path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let classifier = Classifier::from_safetensors(weights)?;
+        lab.add_logits(index, 0, &classifier.logits(test.images.pixels())?)?;
+        store.add_logits(index, OodSet::Mnist, 0, &classifier.logits(digits.pixels())?)?;
+    }
+    let state = PageState::default();
+    let visible = Visible {
+        ood: true,
+        ..Visible::default()
+    };
+    let frame = page::render(&mut lab, &mut store, &state, &visible)?;
+    let charts = frame.ood.ok_or("the τ lab did not draw: a network's logits are missing")?;
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, TAU_CHART_SIZE).into_drawing_area();
+        area.fill(&WHITE)?;
+        let heading = format!(
+            "LogitNorm at each τ against cross-entropy: OOD = MNIST digits, energy score, {} networks",
+            charts.tau_points.len()
+        );
+        let body = area.titled(&heading, (FontFamily::SansSerif, TITLE_FONT_SIZE))?;
+        plot::tau_chart(&body, &charts.tau_points, &ChartStyle::default())?;
         area.present()?;
     }
     Ok(svg)
