@@ -30,12 +30,12 @@ export function showOodGalleries(galleries, pixelsOf, side) {
     const tiles = document.createElement("div");
     tiles.className = "tiles";
     for (const item of items) {
-      const figure = document.createElement("figure");
+      const figure = document.createElement("div");
       figure.className = "ood-tile";
       const canvas = thumbnail(pixelsOf(set), item.index, side);
       canvas.setAttribute("role", "img");
       canvas.setAttribute("aria-label", `${set} image ${item.index}`);
-      const caption = document.createElement("figcaption");
+      const caption = document.createElement("p");
       caption.textContent = item.text;
       figure.append(canvas, caption);
       tiles.append(figure);
@@ -154,8 +154,24 @@ export class Gallery {
     e.probability_text.forEach((probability, k) => {
       const tr = document.createElement("tr");
       if (e.in_set[k]) tr.className = "in";
-      const bar = `<span class="bar-track"><span class="bar" style="width:${probability}"></span></span>`;
-      tr.innerHTML = `<td>${this.classNames[k]}${k === e.label ? " (true)" : ""}</td><td>${probability}</td><td>${bar}</td><td>${e.score_text[k]}</td><td>${e.threshold_text[k]}</td><td>${e.in_set[k] ? "yes: score ≤ q̂" : "no: score > q̂"}</td>`;
+      const cells = [`${this.classNames[k]}${k === e.label ? " (true)" : ""}`, probability, null, e.score_text[k], e.threshold_text[k], e.in_set[k] ? "yes: score ≤ q̂" : "no: score > q̂"];
+      for (const text of cells) {
+        const td = document.createElement("td");
+        if (text === null) {
+          // The bar's width is set through the CSS object model, which the page's
+          // Content-Security-Policy allows (inline style attributes it does not).
+          const track = document.createElement("span");
+          track.className = "bar-track";
+          const bar = document.createElement("span");
+          bar.className = "bar";
+          bar.style.width = probability;
+          track.append(bar);
+          td.append(track);
+        } else {
+          td.textContent = text;
+        }
+        tr.append(td);
+      }
       body.append(tr);
     });
     table.append(body);

@@ -2,7 +2,7 @@
 // Rust for one render per animation frame. Rust owns the state's defaults, ranges and
 // validation (limits(), read_hash, Page.control), every number and every sentence; this file
 // only wires events, workers and the DOM.
-import init, { Page, controls, limits as readLimits, noise_pixels, parse_images, parse_labels, read_hash } from "./pkg/calibra.js";
+import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, read_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { Gallery, showOodGalleries } from "./gallery.js";
 
@@ -64,11 +64,12 @@ function imageSet(set) {
   return images[set];
 }
 
-// Takes a state Rust returned ({state, hash}): writes the link, follows a model change, and
-// asks for a frame.
+// Takes a state Rust returned ({state, hash, patches}): shows its controls at once, writes the
+// link, follows a model change, and asks for a frame.
 function apply(next) {
   const previous = state;
   state = next.state;
+  applyPatches(next.patches);
   history.replaceState(null, "", `#${next.hash}`);
   if (pool && previous && state.model !== previous.model) selectModel();
   scheduleRender();
@@ -329,6 +330,8 @@ function onBatch(message) {
 function showProgress(count) {
   const total = imageCount();
   const done = count === total;
+  // Screen readers hear when inference ends, not every batch.
+  if (done && document.body.dataset.inference !== "done") $("status-announce").textContent = `All ${total.toLocaleString("en")} test images are classified.`;
   document.querySelector(".status").classList.toggle("done", done);
   document.body.dataset.inference = done ? "done" : "running";
   $("progress").max = total;
@@ -377,7 +380,7 @@ async function main() {
   const first = readHash();
   state = first.state;
   history.replaceState(null, "", `#${first.hash}`);
-  applyPatches(controls(state));
+  applyPatches(first.patches);
   images.test = parse_images(await testImages, IMAGES_URL);
   images.mnist = parse_images(await mnist, MNIST_URL);
   page = counted(new Page(parse_labels(await labels, LABELS_URL), imageCount("mnist")));

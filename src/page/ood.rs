@@ -179,7 +179,6 @@ pub(super) fn render(
         .clone();
     let chosen_summary = lab.network_summary(chosen, state.bins, state.binning)?;
     let ce_summary = lab.network_summary(cross_entropy, state.bins, state.binning)?;
-    let chosen_title = state.tau.title();
 
     out.patches.extend(network_patches(&chosen_summary, ""));
     out.patches.extend(network_patches(&ce_summary, "_ce"));
@@ -198,8 +197,6 @@ pub(super) fn render(
             ));
         }
     }
-    out.patches
-        .push(text("ood-network-title", chosen_title.clone()));
     out.patches.push(text("ood-set-title", set.title()));
     out.patches.extend(lessons(
         &chosen_view,

@@ -262,6 +262,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         text("controls-reason", reason),
         select("gallery-filter", state.gallery),
         select("ood-set", state.ood),
+        text("ood-network-title", state.tau.title()),
         select("ood-score", state.ood_score),
         text(
             "progress-label",

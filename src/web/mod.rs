@@ -90,18 +90,13 @@ pub fn limits() -> Result<JsValue, JsError> {
     to_js(&page::limits())
 }
 
-/// The controls' values and labels for `state` ([`page::control_patches`]), for the first
-/// paint, before the data has arrived.
-#[wasm_bindgen]
-pub fn controls(state: JsValue) -> Result<JsValue, JsError> {
-    to_js(&page::control_patches(&read_state(state)?))
-}
-
-/// A state and the hash that writes it, after a link, a control or a button.
+/// A state, the hash that writes it and its controls' patches, after a link, a control or a
+/// button: the page shows the controls at once, the labs at the next frame.
 #[derive(Serialize)]
 struct Next {
     state: PageState,
     hash: String,
+    patches: Vec<page::Patch>,
     /// The hash entries that were ignored, each as a sentence.
     rejected: Vec<String>,
 }
@@ -110,13 +105,15 @@ impl Next {
     fn of(state: PageState, rejected: Vec<String>) -> Self {
         Self {
             hash: state.to_hash(),
+            patches: page::control_patches(&state),
             state,
             rejected,
         }
     }
 }
 
-/// The state a URL hash describes: `{state, hash, rejected}`, with each ignored entry and why.
+/// The state a URL hash describes: `{state, hash, patches, rejected}`, with each ignored entry
+/// and why.
 #[wasm_bindgen]
 pub fn read_hash(hash: &str) -> Result<JsValue, JsError> {
     let (state, rejected) = PageState::from_hash(hash);
@@ -192,14 +189,14 @@ impl Page {
         logits.ok_or_else(|| JsError::new("these logits have not all arrived yet"))
     }
 
-    /// `{state, hash}` after control `id` took `value` (a slider's position, a select's value,
+    /// `{state, hash, patches}` after control `id` took `value` (a slider's position, a select's value,
     /// a checkbox's `"true"`/`"false"`).
     pub fn control(&self, state: JsValue, id: &str, value: &str) -> Result<JsValue, JsError> {
         let next = read_state(state)?.set_control(id, value)?;
         to_js(&Next::of(next, Vec::new()))
     }
 
-    /// `{state, hash}` after the button `action` (`fit`, `reset-temperature`, `new-split`, a
+    /// `{state, hash, patches}` after the button `action` (`fit`, `reset-temperature`, `new-split`, a
     /// preset's name).
     pub fn action(&mut self, state: JsValue, action: &str) -> Result<JsValue, JsError> {
         let fitted = self.lab.fitted_temperature().ok().map(|f| f.temperature);

@@ -42,6 +42,8 @@ after(async () => {
 // Every lab drawn, the gallery filled and one image's explanation open: the page's fullest state.
 async function showEverything() {
   await scrollThrough(page);
+  await page.locator("#ood-lab").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.calibra.timings.oodDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   const tile = page.locator("#gallery .tile").first();
   await tile.scrollIntoViewIfNeeded();
   await tile.click();
@@ -52,7 +54,9 @@ async function showEverything() {
 // axe-core on the whole document: every violation as { id, impact, help, nodes }, each node its
 // selector and axe's summary of what is wrong with it.
 async function axeViolations() {
-  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: AXE_SOURCE });
+  // Evaluated through the DevTools protocol, which the page's Content-Security-Policy (no inline
+  // scripts) does not govern.
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
   return page.evaluate(async () => {
     const results = await window.axe.run(document, { resultTypes: ["violations"] });
     return results.violations.map(({ id, impact, help, nodes }) => ({
@@ -90,8 +94,9 @@ const SLIDERS = [
   { id: "raps-lambda", score: "raps", spoken: (shown) => `λ = ${shown["raps-lambda-value"]}` },
   { id: "k-reg", score: "raps", spoken: (shown) => `k reg = ${shown["k-reg-value"]}` },
   { id: "saps-lambda", score: "saps", spoken: (shown) => `λ = ${shown["saps-lambda-value"]}` },
+  { id: "tau", spoken: (shown) => shown["tau-value"] },
 ];
-const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value"];
+const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "tau-value"];
 
 // What the page shows beside its sliders ({ output id: text }) and what each slider says.
 const sliderTexts = () => page.evaluate((outputs) => ({
@@ -168,7 +173,7 @@ async function accessibleNames(selector) {
   }
 }
 
-const CHARTS = ["reliability", "histogram", "classwise", "set-sizes", "per-class", "stratified", "sweep", "experiment"];
+const CHARTS = ["reliability", "histogram", "classwise", "set-sizes", "per-class", "stratified", "sweep", "experiment", "ood-histogram", "ood-roc", "ood-norms", "tau-chart"];
 
 test("every chart has a name and a description that its figure's caption gives; the gallery is not a live region", { timeout: 30_000 }, async () => {
   const charts = await page.$$eval("figure canvas", (canvases) => canvases.map((canvas) => {
