@@ -244,7 +244,12 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
             .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
         let classifier = Classifier::from_safetensors(weights)?;
         lab.add_logits(index, 0, &classifier.logits(test.images.pixels())?)?;
-        store.add_logits(index, OodSet::Mnist, 0, &classifier.logits(digits.pixels())?)?;
+        store.add_logits(
+            index,
+            OodSet::Mnist,
+            0,
+            &classifier.logits(digits.pixels())?,
+        )?;
     }
     let state = PageState::default();
     let visible = Visible {
@@ -252,7 +257,9 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
         ..Visible::default()
     };
     let frame = page::render(&mut lab, &mut store, &state, &visible)?;
-    let charts = frame.ood.ok_or("the τ lab did not draw: a network's logits are missing")?;
+    let charts = frame
+        .ood
+        .ok_or("the τ lab did not draw: a network's logits are missing")?;
     let mut svg = String::new();
     {
         let area = SVGBackend::with_string(&mut svg, TAU_CHART_SIZE).into_drawing_area();
