@@ -8,9 +8,15 @@
 // Run: bash scripts/test (stage 7), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/conformal.test.mjs
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, test } from "node:test";
+import { promisify } from "node:util";
 
-import { Native, canvasData, collectProblems, hashParams, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
+import { LABELS_URL, Native, buildCalibra, canvasData, collectProblems, download, hashParams, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
+
+const run = promisify(execFile);
 
 // The guarantee is 1 − α ≤ E[coverage] ≤ 1 − α + 1/(n + 1) over calibration sets; one split's
 // coverage scatters around it by the Beta-Binomial standard deviation (calibration draw and the
@@ -26,6 +32,8 @@ function splitStandardDeviation(alpha, n = 5000, m = 5000) {
 }
 // q̂ is the same order statistic natively and in the browser; logits differ in the last f32 bits.
 const TOLERANCE_QHAT = 1e-5;
+// On the page's own logits the CLI runs the same f64 arithmetic: only summation order may differ.
+const TOLERANCE_SAME_LOGITS = 1e-9;
 const INFERENCE_TIMEOUT_MS = 180_000;
 const SCORES = ["lac", "aps", "raps", "saps"];
 const ALPHAS = [0.05, 0.1, 0.2];
@@ -120,11 +128,25 @@ test("2. switching score changes the average set size, and the comparison row of
   assert.equal((await hashParams(page)).score, "saps");
 });
 
-test("3. every score, randomized or not, equals the native CLI at T = 1 on the same split and draws (q̂ 1e-5; rates within 2 images)", { timeout: 240_000 }, async (t) => {
+test("3. every score, randomized or not, equals `calibra report` at T = 1 on the same split and draws: on the page's own logits to 1e-9, on native logits q̂ 1e-5 and rates within 2 images", { timeout: 240_000 }, async (t) => {
   const cases = [["lac", false], ...["aps", "raps", "saps"].flatMap((score) => [[score, true], [score, false]])];
+  // The page's logits of the cross-entropy network, as CSV rows, and the served labels.
+  const binary = await buildCalibra();
+  const values = await page.evaluate(() => window.calibra.logits(window.calibra.limits.model_index.ce, "test"));
+  const rows = [];
+  for (let r = 0; r < values.length / 10; r++) rows.push(values.slice(r * 10, (r + 1) * 10).join(","));
+  const pageLogits = path.join(native.dir, "page-ce.csv");
+  writeFileSync(pageLogits, `${rows.join("\n")}\n`);
+  const labels = path.join(native.dir, "page-labels.gz");
+  await download(site.url, LABELS_URL, labels);
   for (const [score, randomized] of cases) {
     await configure({ score, randomized });
     const m = await readMetrics(page);
+    const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", score, "--alpha", "0.1", "--randomized", String(randomized), "--json"];
+    const same = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options], { maxBuffer: 16 << 20 })).stdout).conformal;
+    for (const metric of ["qhat", "coverage", "empty_rate", "singleton_rate", "average_set_size"]) {
+      assert.ok(Math.abs(m[metric] - same[metric]) <= TOLERANCE_SAME_LOGITS, `${score}${randomized ? "" : " (not randomized)"}, page logits: ${metric} page ${m[metric]}, CLI ${same[metric]}`);
+    }
     const expected = (await native.report("ce", { seed: 0, temperature: 1, extra: ["--score", score, "--alpha", "0.1", "--randomized", String(randomized)] })).conformal;
     const where = `${score}${randomized ? "" : " (not randomized)"}`;
     assert.ok(Math.abs(m.qhat - expected.qhat) <= TOLERANCE_QHAT, `${where}: q̂ page ${m.qhat}, native ${expected.qhat}`);
