@@ -160,22 +160,11 @@ pub(super) fn render(
         return Ok(out);
     }
 
-    let in_distribution = |model: usize| -> Result<Vec<f32>, LabError> {
-        Ok(lab
-            .complete_logits(model)?
-            .ok_or(LabError::NotReady)?
-            .to_vec())
-    };
     let chosen_view = store
-        .view(chosen, set, state.t, &in_distribution(chosen)?)?
+        .view(chosen, set, state.t, complete(lab, chosen)?)?
         .clone();
     let ce_view = store
-        .view(
-            cross_entropy,
-            set,
-            state.t,
-            &in_distribution(cross_entropy)?,
-        )?
+        .view(cross_entropy, set, state.t, complete(lab, cross_entropy)?)?
         .clone();
     let chosen_summary = lab.network_summary(chosen, state.bins, state.binning)?;
     let ce_summary = lab.network_summary(cross_entropy, state.bins, state.binning)?;
@@ -271,6 +260,11 @@ pub(super) fn render(
         });
     }
     Ok(out)
+}
+
+/// The test-set logits of `model`, once all have arrived.
+fn complete(lab: &Lab, model: usize) -> Result<&[f32], LabError> {
+    lab.complete_logits(model)?.ok_or(LabError::NotReady)
 }
 
 /// The progress line's name of a model.
@@ -444,14 +438,14 @@ fn tau_points(
         let Some(model) = network.index() else {
             continue;
         };
-        let Some(logits) = lab.complete_logits(model)?.map(<[f32]>::to_vec) else {
+        let Some(logits) = lab.complete_logits(model)? else {
             continue;
         };
         let (arrived, rows) = store.logits_progress(model, state.ood);
         if arrived < rows {
             continue;
         }
-        let view = store.view(model, state.ood, state.t, &logits)?;
+        let view = store.view(model, state.ood, state.t, logits)?;
         let Ok(detection) = view.summary(state.ood_score) else {
             continue;
         };
