@@ -36,7 +36,7 @@ pub struct ModelInfo {
 
 /// Every network the page can show; a model's index in the lab is its position here. Only
 /// trained networks are listed: their weights and cards are in `assets/models/`.
-pub const MODELS: [ModelInfo; 3] = [
+pub const MODELS: [ModelInfo; 5] = [
     ModelInfo {
         network: Network::Ce,
         url: "assets/models/fmnist-ce.safetensors",
@@ -51,6 +51,16 @@ pub const MODELS: [ModelInfo; 3] = [
         network: Network::Tau1,
         url: "assets/models/fmnist-logitnorm-tau1.0.safetensors",
         title: "LogitNorm (τ = 1)",
+    },
+    ModelInfo {
+        network: Network::Tau001,
+        url: "assets/models/fmnist-logitnorm-tau0.01.safetensors",
+        title: "LogitNorm (τ = 0.01)",
+    },
+    ModelInfo {
+        network: Network::Tau01,
+        url: "assets/models/fmnist-logitnorm-tau0.1.safetensors",
+        title: "LogitNorm (τ = 0.1)",
     },
 ];
 
