@@ -229,27 +229,20 @@ fn classwise_figure(logits: &Logits, labels: &[u32], fit: &TemperatureFit) -> Re
 /// The τ lab's chart for every trained network on the MNIST digits (energy at T = 1), through
 /// the page's own frame: the same lab, store and `page::render` as in the browser.
 fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
-    let digits = data::load_images(&root.join(MNIST_IMAGES))?;
+    let digits_path = root.join(MNIST_IMAGES);
+    let digits = std::fs::read(&digits_path)
+        .map_err(|error| format!("cannot read {}: {error}", digits_path.display()))?;
+    let digits = page::mnist_pixels(&digits, MNIST_IMAGES)?;
     let labels = test.labels.iter().map(|&l| u32::from(l)).collect();
     let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len())?;
-    let mut store = OodStore::new(
-        NUM_CLASSES,
-        MODELS.len(),
-        test.len(),
-        [digits.len(), page::NOISE_IMAGES, page::NOISE_IMAGES],
-    );
+    let mut store = OodStore::new(NUM_CLASSES, MODELS.len(), test.len(), [page::OOD_IMAGES; 3]);
     for (index, model) in MODELS.iter().enumerate() {
         let path = root.join(model.url);
         let weights = std::fs::read(&path)
             .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
         let classifier = Classifier::from_safetensors(weights)?;
         lab.add_logits(index, 0, &classifier.logits(test.images.pixels())?)?;
-        store.add_logits(
-            index,
-            OodSet::Mnist,
-            0,
-            &classifier.logits(digits.pixels())?,
-        )?;
+        store.add_logits(index, OodSet::Mnist, 0, &classifier.logits(&digits)?)?;
     }
     let state = PageState::default();
     let visible = Visible {

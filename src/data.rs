@@ -72,6 +72,12 @@ pub enum DataError {
         expected: usize,
         found: usize,
     },
+    #[error("{source_name}: holds {found} images, expected {expected}")]
+    WrongImageCount {
+        source_name: String,
+        expected: usize,
+        found: usize,
+    },
     #[error("{images} images but {labels} labels")]
     CountMismatch { images: usize, labels: usize },
     #[error(

@@ -32,6 +32,7 @@ export function showOodGalleries(galleries, pixelsOf, side) {
     for (const item of items) {
       const figure = document.createElement("div");
       figure.className = "ood-tile";
+      figure.dataset.index = String(item.index);
       const canvas = thumbnail(pixelsOf(set), item.index, side);
       canvas.setAttribute("role", "img");
       canvas.setAttribute("aria-label", `${set} image ${item.index}`);

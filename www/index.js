@@ -2,7 +2,7 @@
 // Rust for one render per animation frame. Rust owns the state's defaults, ranges and
 // validation (limits(), read_hash, Page.control), every number and every sentence; this file
 // only wires events, workers and the DOM.
-import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, read_hash } from "./pkg/calibra.js";
+import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { Gallery, showOodGalleries } from "./gallery.js";
 
@@ -27,8 +27,9 @@ window.calibra = {
 let limits = null;
 let state = null; // the page state, as Rust parsed it; its fields are the hash's keys
 let page = null;
-// Pixels of each image set by name: "test", "mnist", and the noise sets once needed.
+// Pixels of each image set by name: "test" from the start, the OOD sets once a job needs them.
 const images = {};
+const loadingImages = {};
 let gallery = null;
 let pool = null;
 let renderPending = false;
@@ -58,10 +59,19 @@ function counted(target) {
 const modelIndex = () => limits.model_index[state.model];
 const imageCount = (set = "test") => imageSet(set).length / limits.image_side ** 2;
 
-// The pixels of an image set; a noise set is drawn (in Rust, seeded) the first time.
-function imageSet(set) {
-  images[set] ??= noise_pixels(set);
-  return images[set];
+// The pixels of an image set that has been loaded.
+const imageSet = (set) => images[set];
+
+// Loads an OOD set the first time a job needs it: the MNIST digits are fetched (so a reader who
+// never opens the τ lab never downloads them), a noise set is drawn in Rust from its seed.
+function loadImages(set) {
+  loadingImages[set] ??= (set === "mnist"
+    ? fetchBytes(MNIST_URL).then((bytes) => parse_mnist(bytes, MNIST_URL))
+    : Promise.resolve().then(() => noise_pixels(set))
+  ).then((pixels) => {
+    images[set] = pixels;
+  });
+  return loadingImages[set];
 }
 
 // Takes a state Rust returned ({state, hash, patches}): shows its controls at once, writes the
@@ -259,8 +269,12 @@ class InferencePool {
       this.loaded.add(model);
       for (const slot of this.workers) slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
     }
-    for (let start = 0; start < imageCount(set); start += limits.batch) this.queue.push({ model, set, kind, start });
-    this.pump();
+    const enqueue = () => {
+      for (let start = 0; start < imageCount(set); start += limits.batch) this.queue.push({ model, set, kind, start });
+      this.pump();
+    };
+    if (images[set]) enqueue();
+    else loadImages(set).then(enqueue, (error) => showError(error.message));
   }
 
   // Moves the test-set batches of `model` to the front of the queue.
@@ -374,7 +388,6 @@ async function main() {
   trackSliderBars();
   const testImages = fetchBytes(IMAGES_URL);
   const labels = fetchBytes(LABELS_URL);
-  const mnist = fetchBytes(MNIST_URL);
   await init();
   limits = readLimits();
   const first = readHash();
@@ -382,8 +395,7 @@ async function main() {
   history.replaceState(null, "", `#${first.hash}`);
   applyPatches(first.patches);
   images.test = parse_images(await testImages, IMAGES_URL);
-  images.mnist = parse_images(await mnist, MNIST_URL);
-  page = counted(new Page(parse_labels(await labels, LABELS_URL), imageCount("mnist")));
+  page = counted(new Page(parse_labels(await labels, LABELS_URL)));
   gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
 

@@ -12,7 +12,7 @@ mod state;
 
 use serde::Serialize;
 
-use crate::data::{FASHION_MNIST_CLASSES, IMAGE_SIDE};
+use crate::data::{DataError, FASHION_MNIST_CLASSES, IMAGE_SIDE};
 use crate::lab::{ConformalView, Explanation, Lab, LabError, OodSet, OodStore, TemperatureView};
 use crate::model::NUM_CLASSES;
 
@@ -22,8 +22,8 @@ pub use readouts::{
     Patch, TableCell, TableRow,
 };
 pub use state::{
-    Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange, PageState,
-    Rejected, Slider, FIELDS, MODELS,
+    serde_name, Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange,
+    PageState, Rejected, Slider, FIELDS, MODELS,
 };
 
 /// Images per inference batch: small enough for progress to move every few hundred
@@ -33,20 +33,37 @@ pub const INFERENCE_BATCH: usize = 250;
 pub const GALLERY_LIMIT: usize = 48;
 /// Images in each half of the "most and least conformal" gallery.
 pub const EXTREMES: usize = 8;
-/// Images in each generated noise set, and the seeds that draw them: as many as the MNIST
-/// digits, so every OOD set weighs the same.
-pub const NOISE_IMAGES: usize = 2000;
+/// Images in each OOD set: the MNIST digits `scripts/mnist-ood.mjs` writes, and as many of
+/// each generated noise set, so every OOD set weighs the same.
+pub const OOD_IMAGES: usize = 2000;
 const NOISE_SEEDS: [(OodSet, u64); 2] = [(OodSet::Gaussian, 1), (OodSet::Uniform, 2)];
 
-/// The pixels of a generated noise set, `[NOISE_IMAGES, 28, 28]`; `None` for MNIST, which
-/// the page fetches.
+/// The pixels of a generated noise set, `[OOD_IMAGES, 28, 28]`; `None` for MNIST, which the
+/// page fetches.
 pub fn noise_pixels(set: OodSet) -> Option<Vec<u8>> {
     let (kind, seed) = (set.noise()?, NOISE_SEEDS.iter().find(|(s, _)| *s == set)?.1);
     Some(
-        crate::data::noise_images(kind, NOISE_IMAGES, seed)
+        crate::data::noise_images(kind, OOD_IMAGES, seed)
             .pixels()
             .to_vec(),
     )
+}
+
+/// The MNIST digits of an IDX images file (gzipped or not), `[OOD_IMAGES, 28, 28]`.
+///
+/// # Errors
+/// [`DataError`] when the file is not IDX images of 28×28 or holds another number of images
+/// than the page's store has room for.
+pub fn mnist_pixels(bytes: &[u8], source_name: &str) -> Result<Vec<u8>, DataError> {
+    let images = crate::data::parse_idx_images(bytes, source_name)?;
+    if images.len() != OOD_IMAGES {
+        return Err(DataError::WrongImageCount {
+            source_name: source_name.to_string(),
+            expected: OOD_IMAGES,
+            found: images.len(),
+        });
+    }
+    Ok(images.pixels().to_vec())
 }
 
 /// Random splits of the coverage experiment: the range of its input and the default.
@@ -85,13 +102,7 @@ pub fn limits() -> Limits {
         tau_steps: Network::trained().into_iter().map(Network::name).collect(),
         model_index: [ModelKey::Ce, ModelKey::Logitnorm]
             .into_iter()
-            .map(|key| {
-                let name = match serde_json::to_value(key) {
-                    Ok(serde_json::Value::String(name)) => name,
-                    _ => String::new(),
-                };
-                (name, key.index())
-            })
+            .map(|key| (serde_name(key), key.index()))
             .collect(),
         defaults: PageState::default(),
         image_side: IMAGE_SIDE,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::readouts::{grouped, metric, metric_cell, text, Patch, TableCell, TableRow};
-use super::state::{Network, PageState};
+use super::state::{serde_name, Network, PageState};
 use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::{ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore};
 use crate::model::{ODIN_EPSILON, ODIN_TEMPERATURE};
@@ -81,14 +81,6 @@ pub fn score_name(kind: OodScore) -> &'static str {
         OodScore::MaxLogit => "max-logit",
         OodScore::Energy => "energy",
         OodScore::Odin => "ODIN",
-    }
-}
-
-/// A score's serde name, the suffix of its readouts.
-fn score_key(kind: OodScore) -> String {
-    match serde_json::to_value(kind) {
-        Ok(serde_json::Value::String(name)) => name,
-        _ => String::new(),
     }
 }
 
@@ -187,6 +179,13 @@ pub(super) fn render(
         }
     }
     out.patches.push(text("ood-set-title", set.title()));
+    out.patches.push(text(
+        "ood-gallery-title",
+        format!(
+            "The OOD images each network is surest about, at T = {:.3} (the first lab's temperature)",
+            state.t
+        ),
+    ));
     out.patches.extend(lessons(
         &chosen_view,
         &ce_view,
@@ -332,7 +331,7 @@ fn metrics_table(chosen: &OodView, cross_entropy: &OodView, current: OodScore) -
     let rows = OodScore::ALL
         .iter()
         .map(|&kind| {
-            let key = score_key(kind);
+            let key = serde_name(kind);
             let mut cells = vec![TableCell {
                 text: score_name(kind).to_string(),
                 metric: None,

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::state::{temperature_fraction, Network, PageState, MODELS};
+use super::state::{serde_name, temperature_fraction, Network, PageState, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::data::FASHION_MNIST_CLASSES;
@@ -141,14 +141,9 @@ fn slider(
 }
 
 fn select(id: &'static str, value: impl Serialize) -> Patch {
-    let value = match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    };
     Patch::Control {
         id,
-        value,
+        value: serde_name(value),
         valuetext: None,
     }
 }
@@ -486,10 +481,7 @@ pub(super) fn conformal(view: &ConformalView, chosen: ScoreKind) -> Vec<Patch> {
                 .comparison
                 .iter()
                 .map(|c| {
-                    let name = match serde_json::to_value(c.score) {
-                        Ok(serde_json::Value::String(s)) => s,
-                        _ => String::new(),
-                    };
+                    let name = serde_name(c.score);
                     let cell = |field: &str, value: f64, text: String| TableCell {
                         text,
                         metric: Some(format!("compare_{name}_{field}")),

@@ -143,10 +143,17 @@ impl Network {
 
     /// The serde name (the hash's value).
     pub fn name(self) -> String {
-        match serde_json::to_value(self) {
-            Ok(Value::String(name)) => name,
-            _ => String::new(),
-        }
+        serde_name(self)
+    }
+}
+
+/// How `value` is written in the hash and in `data-metric` names: its serde name for a choice
+/// (an enum variant), its JSON text otherwise.
+pub fn serde_name(value: impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
     }
 }
 

@@ -283,3 +283,28 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     assert!(lesson.contains(&percent(energy.fpr95, 1)), "{lesson}");
     assert_eq!(frame.readouts.ood_galleries.len(), 2);
 }
+
+#[test]
+fn the_committed_digits_fill_the_ood_store_and_another_count_is_refused_by_name() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/mnist-ood-images-idx3-ubyte.gz"
+    );
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(
+        mnist_pixels(&bytes, "digits").unwrap().len(),
+        OOD_IMAGES * IMAGE_SIDE * IMAGE_SIDE
+    );
+
+    // An IDX header for three 28×28 images (magic 0x00000803, then the dimensions), and their
+    // pixels.
+    let mut three = vec![0, 0, 8, 3];
+    for dimension in [3u32, 28, 28] {
+        three.extend_from_slice(&dimension.to_be_bytes());
+    }
+    three.resize(three.len() + 3 * IMAGE_SIDE * IMAGE_SIDE, 0);
+    assert_eq!(
+        mnist_pixels(&three, "short.idx").unwrap_err().to_string(),
+        format!("short.idx: holds 3 images, expected {OOD_IMAGES}")
+    );
+}

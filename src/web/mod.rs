@@ -84,6 +84,13 @@ pub fn noise_pixels(set: &str) -> Result<Vec<u8>, JsError> {
     page::noise_pixels(set).ok_or_else(|| JsError::new(&format!("{set:?} is not a noise set")))
 }
 
+/// The pixels (`Uint8Array [n, 28, 28]`) of the MNIST digits' IDX file, checked to hold as
+/// many images as the page's OOD store.
+#[wasm_bindgen]
+pub fn parse_mnist(bytes: &[u8], name: &str) -> Result<Vec<u8>, JsError> {
+    Ok(page::mnist_pixels(bytes, name)?)
+}
+
 /// Every constant the page's script needs ([`page::Limits`]).
 #[wasm_bindgen]
 pub fn limits() -> Result<JsValue, JsError> {
@@ -133,16 +140,16 @@ pub struct Page {
 
 #[wasm_bindgen]
 impl Page {
-    /// A page over the test `labels`, with `mnist_rows` MNIST digits as an OOD set.
+    /// A page over the test `labels`, with room for [`page::OOD_IMAGES`] images of each OOD set.
     #[wasm_bindgen(constructor)]
-    pub fn new(labels: &[u8], mnist_rows: usize) -> Result<Page, JsError> {
+    pub fn new(labels: &[u8]) -> Result<Page, JsError> {
         let labels: Vec<u32> = labels.iter().map(|&l| u32::from(l)).collect();
         let rows = labels.len();
         let models = page::MODELS.len();
-        let noise = page::NOISE_IMAGES;
+        let ood = page::OOD_IMAGES;
         Ok(Page {
             lab: lab::Lab::new(labels, NUM_CLASSES, models)?,
-            store: OodStore::new(NUM_CLASSES, models, rows, [mnist_rows, noise, noise]),
+            store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
         })
     }
 

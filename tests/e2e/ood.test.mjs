@@ -10,7 +10,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 
-import { buildCalibra, collectProblems, hashParams, launchBrowser, nextFrames, openSite, readMetrics } from "./helpers.mjs";
+import { buildCalibra, collectProblems, hashParams, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
 
 const run = promisify(execFile);
 
@@ -29,6 +29,9 @@ let browser;
 let page;
 let problems;
 let scratch;
+// What the page had fetched once the temperature lab was complete, before the τ lab scrolled
+// into view.
+let fetchedBeforeTauLab;
 
 before(async () => {
   site = await openSite();
@@ -36,7 +39,12 @@ before(async () => {
   problems = collectProblems(browser.context);
   scratch = mkdtempSync(path.join(os.tmpdir(), "calibra-e2e-ood-"));
   page = await browser.context.newPage();
+  const fetched = [];
+  browser.context.on("request", (request) => fetched.push(new URL(request.url()).pathname));
   await page.goto(`${site.url}#tau=0.04&ood=mnist&ood_score=energy`);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  await nextFrames(page, 4);
+  fetchedBeforeTauLab = [...fetched];
   await page.locator("#ood-lab").scrollIntoViewIfNeeded();
   // The first draw, once both networks' logits on the test images and the digits are in.
   await page.waitForFunction(() => window.calibra?.timings.oodDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
@@ -47,6 +55,13 @@ after(async () => {
   await browser?.close();
   await site?.close();
   rmSync(scratch, { recursive: true, force: true });
+});
+
+test("0. a reader who stays in the first lab downloads neither the digits nor a LogitNorm network", () => {
+  const files = fetchedBeforeTauLab.map((pathname) => pathname.split("/").pop());
+  assert.ok(files.includes("fmnist-ce.safetensors"), `the first lab's network was fetched: ${files.join(", ")}`);
+  assert.ok(files.includes("t10k-images-idx3-ubyte.gz"), `the test images were fetched: ${files.join(", ")}`);
+  assert.deepEqual(files.filter((file) => file.includes("mnist-ood") || file.includes("logitnorm")), [], `fetched before the τ lab was on screen: ${files.join(", ")}`);
 });
 
 const oodDraws = () => page.evaluate(() => window.calibra?.timings.oodDraws.length ?? 0);
@@ -74,6 +89,49 @@ async function show(entries) {
 
 const text = (selector) => page.textContent(selector);
 const cellText = (metric) => page.textContent(`[data-metric="${metric}"]`);
+
+// Each gallery column against the page's own logits: its tiles are the network's surest OOD
+// images at the hash's T, surest first, each caption's confidence (within half its last shown
+// decimal) and class as computed here from the logits.
+async function checkGalleries(where) {
+  const { hash, limits, columns } = await page.evaluate(() => ({
+    hash: location.hash.slice(1),
+    limits: window.calibra.limits,
+    columns: [...document.querySelectorAll("#ood-gallery > div")].map((column) => ({
+      title: column.querySelector("h4").textContent,
+      tiles: [...column.querySelectorAll(".ood-tile")].map((tile) => ({ index: Number(tile.dataset.index), caption: tile.querySelector("p").textContent })),
+    })),
+  }));
+  const state = Object.fromEntries(new URLSearchParams(hash));
+  const temperature = Number(state.t);
+  assert.equal(await text("#ood-gallery-title"), `The OOD images each network is surest about, at T = ${temperature.toFixed(3)} (the first lab's temperature)`, where);
+  const titles = state.tau === "ce" ? ["cross-entropy"] : [`LogitNorm τ = ${state.tau}`, "cross-entropy"];
+  assert.deepEqual(columns.map((c) => c.title), titles, `${where}: gallery columns`);
+  for (const column of columns) {
+    const network = column.title === "cross-entropy" ? "ce" : state.tau;
+    const model = limits.models.findIndex((m) => m.network === network);
+    const logits = await page.evaluate(([i, set]) => window.calibra.logits(i, set), [model, state.ood]);
+    const surest = [];
+    for (let row = 0; row * limits.classes < logits.length; row++) {
+      const z = logits.slice(row * limits.classes, (row + 1) * limits.classes).map((v) => v / temperature);
+      const top = Math.max(...z);
+      const sum = z.reduce((s, v) => s + Math.exp(v - top), 0);
+      surest.push({ row, confidence: 1 / sum, predicted: z.indexOf(top) });
+    }
+    surest.sort((a, b) => b.confidence - a.confidence || a.row - b.row);
+    assert.equal(column.tiles.length, 8, `${where}, ${column.title}: eight tiles`);
+    column.tiles.forEach((tile, rank) => {
+      const expected = surest[rank];
+      const [, above, shown, decimals, name] = tile.caption.match(/^(> )?(\d+\.(\d+))% sure: (.+)$/) ?? [];
+      assert.ok(shown !== undefined, `${where}, ${column.title}: caption "${tile.caption}"`);
+      if (above) assert.ok(expected.confidence >= Number(shown) / 100, `${where}, ${column.title}, rank ${rank}: shown > ${shown}%, computed ${expected.confidence * 100}%`);
+      else assert.ok(Math.abs(Number(shown) / 100 - expected.confidence) <= 0.5 * 10 ** -(decimals.length + 2) + 1e-12, `${where}, ${column.title}, rank ${rank}: shown ${shown}%, computed ${expected.confidence * 100}%`);
+      assert.equal(name, limits.class_names[expected.predicted], `${where}, ${column.title}, rank ${rank}: class`);
+      // A tie in confidence may order rows differently only if the confidences are equal.
+      if (tile.index !== expected.row) assert.equal(surest.find((s) => s.row === tile.index)?.confidence, expected.confidence, `${where}, ${column.title}, rank ${rank}: row ${tile.index}, expected ${expected.row}`);
+    });
+  }
+}
 
 // The two sentences against the readouts of the state on screen.
 async function checkLessons(where) {
@@ -157,18 +215,31 @@ test("2. every score's metrics equal `calibra ood` on the page's own logits (1e-
         }
       }
       await checkLessons(`${ood}, T = ${temperature}`);
+      await checkGalleries(`${ood}, T = ${temperature}`);
     }
   }
   await show({ t: 1 });
 });
 
-test("3. the sentences hold for every score on every set", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async () => {
+test("3. the sentences hold for every score on every set, at T = 0.5, 1, 5 and the fitted T", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async () => {
   for (const ood of ["mnist", "gaussian", "uniform"]) {
     for (const score of SCORES) {
       await show({ tau: "1", ood, ood_score: score });
       await checkLessons(`τ 1, ${ood}, ${score}`);
     }
   }
+  for (const t of [0.5, 5]) {
+    for (const score of SCORES) {
+      await show({ tau: "0.04", ood: "mnist", ood_score: score, t });
+      await checkLessons(`τ 0.04, mnist, ${score}, T = ${t}`);
+      await checkGalleries(`τ 0.04, mnist, ${score}, T = ${t}`);
+    }
+  }
+  // The first lab's Fit button, clicked without scrolling the τ lab out of view.
+  await afterOodDraw(() => page.evaluate(() => document.getElementById("fit").click()));
+  await checkLessons("τ 0.04, mnist, at the fitted T");
+  await checkGalleries("τ 0.04, mnist, at the fitted T");
+  await show({ t: 1 });
 });
 
 test("4. the τ chart gains a point per network evaluated, up to every trained network", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async () => {
@@ -193,6 +264,11 @@ test("5. ODIN is computed in the browser on request, with progress, and joins th
   const m = await readMetrics(page);
   for (const metric of METRICS) assert.ok(m[`${metric}_odin`] >= 0 && m[`${metric}_odin`] <= 1, `${metric}_odin = ${m[`${metric}_odin`]}`);
   assert.equal(await page.isDisabled("#compute-odin"), true, "nothing left to compute");
+  await checkLessons("cross-entropy, ODIN");
+  // A LogitNorm network whose ODIN scores are not computed: the sentence says so.
+  await show({ tau: "0.04" });
+  await checkLessons("τ 0.04, ODIN computed for cross-entropy only");
+  assert.equal(await page.isDisabled("#compute-odin"), false, "the chosen network's ODIN is left to compute");
   t.diagnostic(`ODIN on ${images} images (cross-entropy, test + MNIST) in ${seconds.toFixed(1)} s: ${Math.round(images / seconds)} images/s`);
 });
 
