@@ -217,6 +217,26 @@ test("every chart has a name and a description that its figure's caption gives; 
   });
 });
 
+test("every definition opens from the keyboard and by a click or tap, and none is left to a hover tooltip", { timeout: 60_000 }, async () => {
+  assert.equal(await page.locator("th[title], p [title]").count(), 0, "no term is defined only in a title attribute");
+  const terms = await page.$$eval("button.term", (buttons) => buttons.map((b) => ({ target: b.getAttribute("popovertarget"), text: b.textContent })));
+  assert.ok(terms.length >= 13, `${terms.length} defined terms`);
+  const open = (id) => page.evaluate((i) => document.getElementById(i).matches(":popover-open"), id);
+  for (const { target, text } of terms) {
+    const button = page.locator(`button.term[popovertarget="${target}"]`);
+    await button.focus();
+    await page.keyboard.press("Enter");
+    assert.equal(await open(target), true, `Enter on "${text}" opens its definition`);
+    const definition = await page.textContent(`#${target}`);
+    assert.ok(definition.startsWith(`${text}: `) && definition.length > text.length + 10, `"${text}" is defined: "${definition}"`);
+    await page.keyboard.press("Escape");
+    assert.equal(await open(target), false, `Escape closes "${text}"`);
+    await button.click();
+    assert.equal(await open(target), true, `a click on "${text}" opens its definition`);
+    await page.keyboard.press("Escape");
+  }
+});
+
 test("no console errors, uncaught exceptions or failed requests", () => {
   assert.deepEqual(problems, []);
 });
