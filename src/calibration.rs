@@ -110,6 +110,13 @@ pub enum CalibrationError {
     /// The number of bins is 0 or above [`MAX_BINS`].
     #[error("the number of bins must be between 1 and 1000, got {0}")]
     InvalidBinCount(usize),
+    /// A kernel bandwidth is zero, negative, NaN, infinite or above 1.
+    #[error("the bandwidth must be a number in (0, 1], got {0}")]
+    InvalidBandwidth(f64),
+    /// A curve needs at least 2 and at most [`crate::smooth_calibration::MAX_CURVE_POINTS`]
+    /// points.
+    #[error("a curve needs between 2 and 10000 points, got {0}")]
+    InvalidPointCount(usize),
 }
 
 /// A validated row-major `[n, K]` view of logits: `K ≥ 2`, `n ≥ 1`, every value finite.
@@ -641,6 +648,36 @@ impl BinCollector {
     }
 }
 
+/// Checks per-example confidences and correctness flags: at least one example, as many flags
+/// as confidences, every confidence a number in `[0, 1]`.
+///
+/// # Errors
+/// [`CalibrationError::EmptyInput`], [`CalibrationError::ConfidenceCountMismatch`] and
+/// [`CalibrationError::InvalidConfidence`] for the first confidence that is NaN or outside
+/// `[0, 1]`.
+pub(crate) fn check_confidences(
+    confidence: &[f64],
+    correct: &[bool],
+) -> Result<(), CalibrationError> {
+    if confidence.is_empty() {
+        return Err(CalibrationError::EmptyInput);
+    }
+    if confidence.len() != correct.len() {
+        return Err(CalibrationError::ConfidenceCountMismatch {
+            confidences: confidence.len(),
+            outcomes: correct.len(),
+        });
+    }
+    match confidence
+        .iter()
+        .enumerate()
+        .find(|(_, c)| !(0.0..=1.0).contains(*c))
+    {
+        Some((index, &value)) => Err(CalibrationError::InvalidConfidence { index, value }),
+        None => Ok(()),
+    }
+}
+
 /// Top-label reliability bins from per-example confidences and correctness.
 ///
 /// # Errors
@@ -656,22 +693,7 @@ pub fn reliability_bins(
     binning: Binning,
 ) -> Result<Vec<Bin>, CalibrationError> {
     check_bin_count(num_bins)?;
-    if confidence.is_empty() {
-        return Err(CalibrationError::EmptyInput);
-    }
-    if confidence.len() != correct.len() {
-        return Err(CalibrationError::ConfidenceCountMismatch {
-            confidences: confidence.len(),
-            outcomes: correct.len(),
-        });
-    }
-    if let Some((index, &value)) = confidence
-        .iter()
-        .enumerate()
-        .find(|(_, c)| !(0.0..=1.0).contains(*c))
-    {
-        return Err(CalibrationError::InvalidConfidence { index, value });
-    }
+    check_confidences(confidence, correct)?;
     let mut collector = BinCollector::new(binning, num_bins, confidence.len());
     for (&c, &is_correct) in confidence.iter().zip(correct) {
         collector.add(c, f64::from(is_correct));

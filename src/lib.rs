@@ -1,8 +1,10 @@
 //! calibra: see and fix an overconfident classifier.
 //!
-//! A pure numerical core (`data`, `model`, `calibration`, `conformal`, `ood`, `plot`) that
+//! A pure numerical core (`data`, `model`, `calibration`, `smooth_calibration`,
+//! `bootstrap`, `conformal`, `ood`, `plot`) that
 //! compiles and is tested natively, plus one thin `#[wasm_bindgen]` facade (`web`) for the page.
 
+pub mod bootstrap;
 pub mod calibration;
 pub mod conformal;
 pub mod data;
@@ -13,5 +15,6 @@ pub mod ood_view;
 pub mod page;
 pub mod plot;
 pub mod sentences;
+pub mod smooth_calibration;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use calibra::calibration::{self, Binning, Logits};
 use calibra::conformal::{self, Score};
 use calibra::data::seeded_split;
+use calibra::smooth_calibration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -38,6 +39,12 @@ const HAND_TOLERANCE: f64 = 1e-12;
 /// scikit-learn's OOD metrics (`scripts/ood-reference.py`) and calibra's differ only by the
 /// order of floating-point sums.
 const SCIKIT_LEARN_TOLERANCE: f64 = 1e-9;
+/// smECE against relplot 1.0.3 (`scripts/smece-reference.py`), relative, where relplot's kernel
+/// keeps its mass; bandwidths within one step of the bisection both use.
+const RELPLOT_RELATIVE_TOLERANCE: f64 = 0.02;
+const BANDWIDTH_TOLERANCE: f64 = 1.0 / 1024.0;
+/// smECE against the definition summed directly by the same script, relative.
+const DEFINITION_RELATIVE_TOLERANCE: f64 = 0.002;
 
 // ---------------------------------------------------------------------------------------------
 // Temporary files
@@ -989,6 +996,8 @@ fn json_has_every_documented_key() {
             "rmsce",
             "mce",
             "classwise_ece",
+            "smece",
+            "smece_bandwidth",
         ] {
             number(&json, &format!("/{part}/{key}"));
         }
@@ -1018,6 +1027,116 @@ fn json_has_every_documented_key() {
     assert!(conformal.get("qhat_per_class").is_none(), "{conformal}");
     assert_eq!(number(&json, "/num_classes"), 3.0);
     assert_eq!(number(&json, "/conformal/alpha"), 0.1);
+}
+
+/// The cases of `scripts/smece-reference.py`: inputs, relplot's values and the definition's.
+fn smece_case(name: &str) -> Value {
+    let fixture: Value =
+        serde_json::from_str(include_str!("fixtures/smece/expected.json")).unwrap();
+    fixture["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|case| case["name"] == name)
+        .unwrap_or_else(|| panic!("no smECE case {name}"))
+        .clone()
+}
+
+fn relative_difference(actual: f64, expected: f64) -> f64 {
+    (actual - expected).abs() / expected.abs()
+}
+
+/// relplot's smECE of the "overconfident" case, through logits: 10 classes, the top class at
+/// `log f`, the other nine at `log((1 − f)/9)`, so that the top-label confidence is `f`; the
+/// label is the top class when the case says correct.
+#[test]
+fn smece_matches_relplot_on_logits_of_known_confidence() {
+    let case = smece_case("overconfident");
+    let k = 10;
+    let mut logits = Vec::new();
+    let mut labels = Vec::new();
+    for (f, correct) in case["confidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(case["correct"].as_array().unwrap())
+    {
+        let f = f.as_f64().unwrap();
+        logits.push(f.ln() as f32);
+        logits.extend(std::iter::repeat_n(((1.0 - f) / 9.0).ln() as f32, k - 1));
+        labels.push(if correct.as_bool().unwrap() { 0 } else { 1 });
+    }
+    let dir = TempDir::new("smece-relplot");
+    let (logits, labels) = Data { logits, labels, k }.write(&dir, "case", "npy");
+    let test = [
+        OsStr::new("--test-logits"),
+        logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        labels.as_os_str(),
+        OsStr::new("--alpha"),
+        OsStr::new(SMALL_ALPHA),
+    ];
+    let json = report_json(&logits, &labels, &test);
+    let smece = number(&json, "/before/smece");
+    let expected = number(&case, "/smece");
+    assert!(
+        relative_difference(smece, expected) <= RELPLOT_RELATIVE_TOLERANCE,
+        "smECE {smece}, relplot {expected}"
+    );
+    let bandwidth = number(&json, "/before/smece_bandwidth");
+    assert!((bandwidth - number(&case, "/bandwidth")).abs() <= BANDWIDTH_TOLERANCE);
+}
+
+/// The bundled network's logits of the first 64 test images at T = 1 and T = 2: the CLI's
+/// smECE is the definition's (summed directly by `scripts/smece-reference.py`). relplot's is
+/// larger there: its kernel drops mass at confidence 1 (docs/definitions.md).
+#[test]
+fn smece_of_the_networks_logits_matches_the_definition() {
+    let at_one = smece_case("fmnist-ce-first64-T1");
+    let at_two = smece_case("fmnist-ce-first64-T2");
+    let logits: Vec<f32> =
+        serde_json::from_str(include_str!("fixtures/fmnist-ce-first64-logits.json")).unwrap();
+    let labels: Vec<u32> = at_one["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|label| label.as_u64().unwrap() as u32)
+        .collect();
+    let dir = TempDir::new("smece-network");
+    let (logits, labels) = Data {
+        logits,
+        labels,
+        k: 10,
+    }
+    .write(&dir, "first64", "npy");
+    let test = [
+        OsStr::new("--test-logits"),
+        logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        labels.as_os_str(),
+        OsStr::new("--temperature"),
+        OsStr::new("2"),
+        OsStr::new("--alpha"),
+        OsStr::new(SMALL_ALPHA),
+    ];
+    let json = report_json(&logits, &labels, &test);
+    for (part, case) in [("before", &at_one), ("after", &at_two)] {
+        let smece = number(&json, &format!("/{part}/smece"));
+        let expected = number(case, "/definition_smece");
+        assert!(
+            relative_difference(smece, expected) <= DEFINITION_RELATIVE_TOLERANCE,
+            "{part}: smECE {smece}, definition {expected}"
+        );
+        assert_eq!(
+            number(&json, &format!("/{part}/smece_bandwidth")),
+            number(case, "/definition_bandwidth"),
+            "{part}"
+        );
+        assert!(
+            smece < number(case, "/smece"),
+            "{part}: relplot's is larger"
+        );
+    }
 }
 
 #[test]
@@ -1286,6 +1405,12 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
     close("/temperature", fit.temperature);
     assert_json_close(&json["before"], &before, LIBRARY_TOLERANCE, "before");
     assert_json_close(&json["after"], &after, LIBRARY_TOLERANCE, "after");
+    for (part, t) in [("before", 1.0), ("after", fit.temperature)] {
+        let (confidence, correct) = calibration::confidences(&test_view, &test_labels, t).unwrap();
+        let smooth = smooth_calibration::smooth_ece(&confidence, &correct).unwrap();
+        close(&format!("/{part}/smece"), smooth.smece);
+        close(&format!("/{part}/smece_bandwidth"), smooth.bandwidth);
+    }
     assert_eq!(json["conformal"]["score"], score.name());
     assert_eq!(json["conformal"]["randomized"], score.is_randomized());
     let metrics = &conformal.metrics;
@@ -1684,6 +1809,12 @@ fn table_output_shows_temperature_and_coverage() {
         stdout.lines().any(|l| l.starts_with("accuracy ")),
         "{stdout}"
     );
+    for metric in ["smece ", "smece_bandwidth "] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(metric)),
+            "{metric}in {stdout}"
+        );
+    }
     assert!(
         serde_json::from_str::<Value>(&stdout).is_err(),
         "a table, not JSON"

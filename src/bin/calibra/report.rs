@@ -7,6 +7,7 @@ use std::path::Path;
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
+use calibra::smooth_calibration;
 use serde::Serialize;
 
 use crate::input::{self, LogitsTable};
@@ -23,9 +24,19 @@ struct Report {
     temperature_fitted: bool,
     /// Set when the fitted optimum lies outside [0.05, 20] and a bound was returned.
     temperature_bound_hit: Option<TemperatureBound>,
-    before: CalibrationReport,
-    after: CalibrationReport,
+    before: TestMetrics,
+    after: TestMetrics,
     conformal: ConformalSummary,
+}
+
+/// The test part's metrics at one temperature: those of `calibration::evaluate`, and smECE
+/// with the bandwidth its fixed-point search chose.
+#[derive(Debug, Serialize)]
+struct TestMetrics {
+    #[serde(flatten)]
+    binned: CalibrationReport,
+    smece: f64,
+    smece_bandwidth: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -103,9 +114,18 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             (fit.temperature, fit.bound_hit)
         }
     };
-    let evaluate = |t: f64| {
-        calibration::evaluate(&test, &parts.test_labels, t, args.bins, args.binning)
-            .map_err(|e| e.to_string())
+    let evaluate = |t: f64| -> Result<TestMetrics, String> {
+        let binned = calibration::evaluate(&test, &parts.test_labels, t, args.bins, args.binning)
+            .map_err(|e| e.to_string())?;
+        let (confidence, correct) =
+            calibration::confidences(&test, &parts.test_labels, t).map_err(|e| e.to_string())?;
+        let smooth =
+            smooth_calibration::smooth_ece(&confidence, &correct).map_err(|e| e.to_string())?;
+        Ok(TestMetrics {
+            binned,
+            smece: smooth.smece,
+            smece_bandwidth: smooth.bandwidth,
+        })
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
@@ -345,7 +365,8 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         report.n_calibration, report.n_test, report.num_classes, report.temperature
     );
     out += &format!("{:<16}{:>12}{:>12}\n", "test metric", "T = 1", "scaled");
-    let (b, a) = (&report.before, &report.after);
+    let (b, a) = (&report.before.binned, &report.after.binned);
+    let (sb, sa) = (&report.before, &report.after);
     for (name, before, after) in [
         ("accuracy", b.accuracy, a.accuracy),
         ("nll", b.nll, a.nll),
@@ -354,6 +375,8 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         ("rmsce", b.rmsce, a.rmsce),
         ("mce", b.mce, a.mce),
         ("classwise_ece", b.classwise_ece, a.classwise_ece),
+        ("smece", sb.smece, sa.smece),
+        ("smece_bandwidth", sb.smece_bandwidth, sa.smece_bandwidth),
     ] {
         out += &format!("{name:<16}{before:>12.4}{after:>12.4}\n");
     }

@@ -1,0 +1,202 @@
+//! Bootstrap percentile intervals for the calibration metrics of one set of logits and labels.
+//!
+//! # What it computes
+//! The nonparametric bootstrap (Efron, "Bootstrap methods: another look at the jackknife",
+//! Annals of Statistics 1979; Efron & Tibshirani, "An Introduction to the Bootstrap", 1993,
+//! ch. 13): each of `R` resamples draws `n` rows with replacement from the `n` rows, uniformly
+//! (`rng.random_range(0..n)` from ChaCha8 seeded with `seed`), and recomputes the metric. The
+//! interval at level `1 − a` is the percentile interval `[q_{a/2}, q_{1−a/2}]` of the `R`
+//! recomputed values, each quantile interpolated linearly between order statistics (position
+//! `q·(R − 1)` in the sorted values, numpy's default). The metrics, at one temperature:
+//!
+//! * binned top-label ECE ([`calibration::reliability_bins`]),
+//! * smECE at its own fixed-point bandwidth, chosen again on every resample
+//!   ([`smooth_calibration::smooth_ece`]),
+//! * NLL and Brier score (means of per-row values, as [`calibration::evaluate`]).
+//!
+//! Rows are drawn once per resample and shared by the four metrics. The same seed gives the
+//! same intervals on every platform. Definitions: docs/definitions.md.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::calibration::{self, Binning, CalibrationError, Logits};
+use crate::smooth_calibration;
+
+/// Resamples of the page and the CLI.
+pub const DEFAULT_RESAMPLES: usize = 100;
+/// Level of the page's and the CLI's intervals.
+pub const DEFAULT_LEVEL: f64 = 0.9;
+/// Most resamples [`bootstrap_intervals`] accepts.
+pub const MAX_RESAMPLES: usize = 10_000;
+
+/// Why bootstrap intervals were refused.
+#[derive(Debug, Error, PartialEq)]
+pub enum BootstrapError {
+    /// The logits, labels, temperature or bins were refused.
+    #[error(transparent)]
+    Calibration(#[from] CalibrationError),
+    /// Fewer than 2 or more than [`MAX_RESAMPLES`] resamples.
+    #[error("the number of resamples must be between 2 and 10000, got {0}")]
+    InvalidResampleCount(usize),
+    /// The level is not strictly between 0 and 1.
+    #[error("the interval's level must be strictly between 0 and 1, got {0}")]
+    InvalidLevel(f64),
+}
+
+/// How many resamples, at which level, from which seed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BootstrapSettings {
+    /// Number of resamples `R`, 2 to [`MAX_RESAMPLES`].
+    pub resamples: usize,
+    /// Level of the percentile interval, strictly between 0 and 1 (0.9: from the 5th to the
+    /// 95th percentile).
+    pub level: f64,
+    /// Seed of the ChaCha8 generator that draws the rows.
+    pub seed: u64,
+}
+
+/// A metric on all rows and its bootstrap percentile interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MetricInterval {
+    /// The metric on the rows as given.
+    pub estimate: f64,
+    /// The `(1 − level)/2` percentile of the resampled values.
+    pub lower: f64,
+    /// The `(1 + level)/2` percentile of the resampled values.
+    pub upper: f64,
+}
+
+/// Bootstrap intervals of the four metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MetricIntervals {
+    /// Binned top-label ECE.
+    pub ece: MetricInterval,
+    /// smECE at its fixed-point bandwidth.
+    pub smece: MetricInterval,
+    /// Mean negative log-likelihood.
+    pub nll: MetricInterval,
+    /// Mean Brier score.
+    pub brier: MetricInterval,
+}
+
+/// Per-row values the metrics are computed from.
+struct Rows {
+    confidence: Vec<f64>,
+    correct: Vec<bool>,
+    nll: Vec<f64>,
+    brier: Vec<f64>,
+}
+
+/// The four metrics of some rows, in the order ECE, smECE, NLL, Brier.
+fn metrics(rows: &Rows, num_bins: usize, binning: Binning) -> Result<[f64; 4], CalibrationError> {
+    let bins = calibration::reliability_bins(&rows.confidence, &rows.correct, num_bins, binning)?;
+    let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len() as f64;
+    Ok([
+        calibration::expected_calibration_error(&bins),
+        smooth_calibration::smooth_ece(&rows.confidence, &rows.correct)?.smece,
+        mean(&rows.nll),
+        mean(&rows.brier),
+    ])
+}
+
+/// Bootstrap percentile intervals of ECE (with `num_bins` bins of kind `binning`), smECE, NLL
+/// and Brier score at temperature `temperature`.
+///
+/// # Errors
+/// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
+/// settings, and as [`BootstrapError::Calibration`] the errors of [`calibration::evaluate`].
+pub fn bootstrap_intervals(
+    logits: &Logits,
+    labels: &[u32],
+    temperature: f64,
+    num_bins: usize,
+    binning: Binning,
+    settings: &BootstrapSettings,
+) -> Result<MetricIntervals, BootstrapError> {
+    if !(2..=MAX_RESAMPLES).contains(&settings.resamples) {
+        return Err(BootstrapError::InvalidResampleCount(settings.resamples));
+    }
+    if !(settings.level > 0.0 && settings.level < 1.0) {
+        return Err(BootstrapError::InvalidLevel(settings.level));
+    }
+    let (confidence, correct) = calibration::confidences(logits, labels, temperature)?;
+    let mut log_probabilities = vec![0.0; logits.num_classes()];
+    let (nll, brier) = logits
+        .rows()
+        .zip(labels)
+        .map(|(row, &label)| {
+            calibration::log_softmax_row(row, temperature, &mut log_probabilities);
+            let brier = log_probabilities
+                .iter()
+                .enumerate()
+                .map(|(class, &lp)| (lp.exp() - f64::from(class == label as usize)).powi(2))
+                .sum::<f64>();
+            (-log_probabilities[label as usize], brier)
+        })
+        .unzip();
+    let all = Rows {
+        confidence,
+        correct,
+        nll,
+        brier,
+    };
+    let estimates = metrics(&all, num_bins, binning)?;
+
+    let n = labels.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+    let mut resample = Rows {
+        confidence: vec![0.0; n],
+        correct: vec![false; n],
+        nll: vec![0.0; n],
+        brier: vec![0.0; n],
+    };
+    let mut values: [Vec<f64>; 4] = std::array::from_fn(|_| Vec::with_capacity(settings.resamples));
+    for _ in 0..settings.resamples {
+        for slot in 0..n {
+            let row = rng.random_range(0..n);
+            resample.confidence[slot] = all.confidence[row];
+            resample.correct[slot] = all.correct[row];
+            resample.nll[slot] = all.nll[row];
+            resample.brier[slot] = all.brier[row];
+        }
+        for (list, value) in values
+            .iter_mut()
+            .zip(metrics(&resample, num_bins, binning)?)
+        {
+            list.push(value);
+        }
+    }
+    let tail = 0.5 * (1.0 - settings.level);
+    let [ece, smece, nll, brier] = std::array::from_fn(|m| {
+        let sorted = &mut values[m];
+        sorted.sort_unstable_by(f64::total_cmp);
+        MetricInterval {
+            estimate: estimates[m],
+            lower: percentile(sorted, tail),
+            upper: percentile(sorted, 1.0 - tail),
+        }
+    });
+    Ok(MetricIntervals {
+        ece,
+        smece,
+        nll,
+        brier,
+    })
+}
+
+/// The `q`-quantile of sorted values (at least one), interpolated linearly at position
+/// `q·(R − 1)`.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let position = q * (sorted.len() - 1) as f64;
+    let below = position.floor() as usize;
+    let above = (below + 1).min(sorted.len() - 1);
+    let share = position - below as f64;
+    sorted[below] + share * (sorted[above] - sorted[below])
+}
+
+#[cfg(test)]
+#[path = "bootstrap_tests.rs"]
+mod tests;

@@ -1,0 +1,144 @@
+//! Unit tests of `bootstrap.rs`: the interval holds the estimate, narrows as `1/√n`, and is
+//! fixed by its seed.
+
+use super::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Width ratios between `n` and `4n` rows must fall in this range around the `√4 = 2` of the
+/// `1/√n` law: 100 resamples estimate a 90% interval's width to about ±10%, so the ratio of
+/// two such widths to about ±15%, and ECE and smECE add a bias that shrinks with `n`.
+const WIDTH_RATIO_RANGE: (f64, f64) = (1.5, 2.7);
+/// Classes of the synthetic logits.
+const CLASSES: usize = 10;
+
+/// Overconfident synthetic logits: labels drawn from `softmax(z)`, logits returned as `2.5·z`.
+fn overconfident(n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut values = Vec::with_capacity(n * CLASSES);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let favoured = rng.random_range(0..CLASSES);
+        let row: Vec<f64> = (0..CLASSES)
+            .map(|class| rng.random_range(-1.0..1.0) + if class == favoured { 2.5 } else { 0.0 })
+            .collect();
+        let total: f64 = row.iter().map(|z| z.exp()).sum();
+        let mut draw = rng.random::<f64>() * total;
+        let label = row
+            .iter()
+            .position(|z| {
+                draw -= z.exp();
+                draw < 0.0
+            })
+            .unwrap_or(CLASSES - 1);
+        values.extend(row.iter().map(|&z| (2.5 * z) as f32));
+        labels.push(label as u32);
+    }
+    (values, labels)
+}
+
+fn intervals(n: usize, seed: u64) -> MetricIntervals {
+    let (values, labels) = overconfident(n, 1);
+    let logits = Logits::new(&values, CLASSES).unwrap();
+    let settings = BootstrapSettings {
+        resamples: DEFAULT_RESAMPLES,
+        level: DEFAULT_LEVEL,
+        seed,
+    };
+    bootstrap_intervals(&logits, &labels, 1.0, 15, Binning::Width, &settings).unwrap()
+}
+
+fn each(intervals: &MetricIntervals) -> [(&'static str, MetricInterval); 4] {
+    [
+        ("ece", intervals.ece),
+        ("smece", intervals.smece),
+        ("nll", intervals.nll),
+        ("brier", intervals.brier),
+    ]
+}
+
+#[test]
+fn the_interval_holds_the_estimate_and_the_estimates_are_the_metrics() {
+    let (values, labels) = overconfident(2000, 1);
+    let logits = Logits::new(&values, CLASSES).unwrap();
+    let result = intervals(2000, 7);
+    for (name, interval) in each(&result) {
+        assert!(
+            interval.lower < interval.estimate && interval.estimate < interval.upper,
+            "{name}: {interval:?}"
+        );
+    }
+    let report = calibration::evaluate(&logits, &labels, 1.0, 15, Binning::Width).unwrap();
+    let (confidence, correct) = calibration::confidences(&logits, &labels, 1.0).unwrap();
+    let smece = smooth_calibration::smooth_ece(&confidence, &correct).unwrap();
+    assert_eq!(result.ece.estimate, report.ece);
+    assert_eq!(result.smece.estimate, smece.smece);
+    assert!((result.nll.estimate - report.nll).abs() <= 1e-12);
+    assert!((result.brier.estimate - report.brier).abs() <= 1e-12);
+}
+
+#[test]
+fn the_width_shrinks_as_one_over_root_n() {
+    let (small, large) = (intervals(1000, 3), intervals(4000, 3));
+    for ((name, small), (_, large)) in each(&small).into_iter().zip(each(&large)) {
+        let ratio = (small.upper - small.lower) / (large.upper - large.lower);
+        assert!(
+            (WIDTH_RATIO_RANGE.0..=WIDTH_RATIO_RANGE.1).contains(&ratio),
+            "{name}: width ratio {ratio}"
+        );
+    }
+}
+
+#[test]
+fn a_seed_fixes_the_intervals() {
+    assert_eq!(intervals(500, 9), intervals(500, 9));
+    assert_ne!(intervals(500, 9), intervals(500, 10));
+}
+
+#[test]
+fn percentiles_interpolate_between_order_statistics() {
+    let sorted = [1.0, 2.0, 4.0, 8.0, 16.0];
+    assert_eq!(percentile(&sorted, 0.0), 1.0);
+    assert_eq!(percentile(&sorted, 1.0), 16.0);
+    assert_eq!(percentile(&sorted, 0.5), 4.0);
+    // Position 0.05·4 = 0.2: a fifth of the way from 1 to 2.
+    assert!((percentile(&sorted, 0.05) - 1.2).abs() <= 1e-15);
+}
+
+#[test]
+fn bad_settings_are_refused() {
+    let (values, labels) = overconfident(20, 1);
+    let logits = Logits::new(&values, CLASSES).unwrap();
+    let run = |resamples, level| {
+        let settings = BootstrapSettings {
+            resamples,
+            level,
+            seed: 0,
+        };
+        bootstrap_intervals(&logits, &labels, 1.0, 15, Binning::Width, &settings)
+    };
+    for resamples in [0, 1, MAX_RESAMPLES + 1] {
+        assert_eq!(
+            run(resamples, 0.9),
+            Err(BootstrapError::InvalidResampleCount(resamples))
+        );
+    }
+    for level in [0.0, 1.0, -0.5] {
+        assert_eq!(run(100, level), Err(BootstrapError::InvalidLevel(level)));
+    }
+    assert!(matches!(
+        run(100, f64::NAN),
+        Err(BootstrapError::InvalidLevel(_))
+    ));
+    let settings = BootstrapSettings {
+        resamples: 100,
+        level: 0.9,
+        seed: 0,
+    };
+    assert_eq!(
+        bootstrap_intervals(&logits, &labels, 0.0, 15, Binning::Width, &settings),
+        Err(BootstrapError::Calibration(
+            CalibrationError::InvalidTemperature(0.0)
+        ))
+    );
+}

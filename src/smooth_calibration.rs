@@ -1,0 +1,275 @@
+//! Smooth ECE and the smooth reliability diagram: kernel regression of the residual on the
+//! confidence instead of bins.
+//!
+//! # What it computes
+//! Błasiok & Nakkiran, "Smooth ECE: Principled Reliability Diagrams via Kernel Smoothing",
+//! ICLR 2024 (the definition of their library relplot). For confidences `f_i ∈ [0, 1]` and
+//! outcomes `y_i ∈ {0, 1}` (1 when the top label is correct), with residuals `r_i = y_i − f_i`:
+//!
+//! * the **reflected Gaussian kernel** of bandwidth `σ` on `[0, 1]` folds the normal density
+//!   `φ_σ` back into the interval at both ends:
+//!   `K_σ(t, f) = Σ_{k ∈ Z} φ_σ(t − f − 2k) + φ_σ(t + f − 2k)`, so `∫_0^1 K_σ(t, f) dt = 1`;
+//! * the **density** of the confidences `δ̂_σ(t) = (1/n) Σ_i K_σ(t, f_i)`;
+//! * the **smoothed residual** (Nadaraya–Watson) `r̂_σ(t) = Σ_i K_σ(t, f_i) r_i / Σ_i K_σ(t, f_i)`,
+//!   and the smooth reliability curve `t + r̂_σ(t)`, the mean correctness near confidence `t`;
+//! * `smECE_σ = ∫_0^1 |r̂_σ(t)| δ̂_σ(t) dt = ∫_0^1 |Σ_i K_σ(t, f_i) r_i| dt / ∫_0^1 Σ_i K_σ(t, f_i) dt`;
+//! * **smECE** `= smECE_σ*` at the fixed point `smECE_σ* = σ*`, found as relplot finds it: 10
+//!   bisection steps on `(0, 1]`, a step at `σ` moving up when `σ < 0.001` or `smECE_σ > σ`,
+//!   and the result is the upper end of the final bracket (a multiple of `2⁻¹⁰`, at least
+//!   `2⁻⁹`) with `smECE_σ` there, which is then at most `σ`.
+//!
+//! # Discretisation
+//! The integrals are taken on a grid of `M + 1` points `t_j = j/M` with
+//! `M = max(200, ⌈20/σ⌉)` (at least 20 grid steps per bandwidth). Each example is split
+//! between its two neighbouring grid points in proportion to its distance to each (linear
+//! binning, Wand, "Fast computation of multivariate kernel estimators", JCGS 1994); the
+//! binned weights are convolved with `φ_σ` sampled on the grid and cut at `6σ` (the normal
+//! mass beyond is `2·10⁻⁹`), the kernel's images reflected back into `[0, 1]`; the integrals
+//! are trapezoid sums. Since `smECE_σ` is a ratio of two such sums, the normal's constant and
+//! the quadrature's share cancel, and a constant confidence with constant accuracy gives
+//! `|accuracy − confidence|` exactly.
+//!
+//! relplot 1.0.3 discretises the same definition but reflects its grid without counting the
+//! end points twice: an example at confidence exactly 0 or 1 keeps only half of its kernel
+//! mass there, and one within a grid step (10⁻³) of an end part of it. On confidences that
+//! pile up at 1 (a network's top-label confidence at `T = 1`) its value is therefore larger;
+//! elsewhere the two agree to a fraction of a percent. Definitions: docs/definitions.md.
+
+use serde::Serialize;
+
+use crate::calibration::{check_confidences, CalibrationError};
+
+/// Bisection steps of the bandwidth search: the bandwidth is a multiple of `2⁻¹⁰`.
+pub const BANDWIDTH_SEARCH_STEPS: u32 = 10;
+/// Bandwidths below this count as below the fixed point without evaluating smECE there, and
+/// [`smooth_ece_at`] and [`smooth_reliability`] refuse them.
+pub const MIN_BANDWIDTH: f64 = 0.001;
+/// Most points [`smooth_reliability`] evaluates the curve and the density at.
+pub const MAX_CURVE_POINTS: usize = 10_000;
+
+/// Fewest grid steps on `[0, 1]` at any bandwidth.
+const MIN_GRID_STEPS: usize = 200;
+/// Grid steps per bandwidth: the grid step is at most `σ/20`.
+const GRID_STEPS_PER_BANDWIDTH: f64 = 20.0;
+/// The sampled kernel is cut at this many bandwidths from its centre.
+const KERNEL_RADIUS: f64 = 6.0;
+
+/// smECE with the bandwidth the fixed-point search chose.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SmoothEce {
+    /// `smECE_σ` at `σ = bandwidth`.
+    pub smece: f64,
+    /// The bandwidth `σ`, a multiple of `2⁻¹⁰` in `[2⁻⁹, 1]`.
+    pub bandwidth: f64,
+}
+
+/// The smooth reliability diagram at one bandwidth, on `points` equally spaced confidences
+/// from 0 to 1.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SmoothReliability {
+    /// The kernel bandwidth `σ`.
+    pub bandwidth: f64,
+    /// The confidences `t_p = p/(points − 1)` the curve is evaluated at, from 0 to 1.
+    pub confidence: Vec<f64>,
+    /// The smoothed mean correctness `t_p + r̂_σ(t_p)`; `t_p` itself (residual 0) where no
+    /// confidence lies within `6σ`, so that the density is 0.
+    pub accuracy: Vec<f64>,
+    /// The density `δ̂_σ(t_p)` of the confidences; it integrates to 1 over `[0, 1]`.
+    pub density: Vec<f64>,
+}
+
+/// smECE at the bandwidth chosen as the fixed point `smECE_σ = σ` (relplot's `smECE`).
+///
+/// # Errors
+/// [`CalibrationError::EmptyInput`], [`CalibrationError::ConfidenceCountMismatch`] and
+/// [`CalibrationError::InvalidConfidence`] from checking the confidences.
+pub fn smooth_ece(confidence: &[f64], correct: &[bool]) -> Result<SmoothEce, CalibrationError> {
+    check_confidences(confidence, correct)?;
+    let (mut below, mut above) = (0.0, 1.0);
+    let mut at_above = None;
+    for _ in 0..BANDWIDTH_SEARCH_STEPS {
+        let middle = 0.5 * (below + above);
+        if middle < MIN_BANDWIDTH {
+            below = middle;
+            continue;
+        }
+        let error = SmoothedResidual::new(confidence, correct, middle).error();
+        if middle < error {
+            below = middle;
+        } else {
+            above = middle;
+            at_above = Some(error);
+        }
+    }
+    let smece =
+        at_above.unwrap_or_else(|| SmoothedResidual::new(confidence, correct, above).error());
+    Ok(SmoothEce {
+        smece,
+        bandwidth: above,
+    })
+}
+
+/// `smECE_σ` at a given bandwidth `σ`.
+///
+/// # Errors
+/// [`CalibrationError::InvalidBandwidth`] unless `0.001 ≤ bandwidth ≤ 1`, and the errors of
+/// checking the confidences as [`smooth_ece`].
+pub fn smooth_ece_at(
+    confidence: &[f64],
+    correct: &[bool],
+    bandwidth: f64,
+) -> Result<f64, CalibrationError> {
+    check_bandwidth(bandwidth)?;
+    check_confidences(confidence, correct)?;
+    Ok(SmoothedResidual::new(confidence, correct, bandwidth).error())
+}
+
+/// The smooth reliability curve and the density of the confidences at bandwidth `σ`, on
+/// `points` equally spaced confidences from 0 to 1 (both included), for drawing the diagram.
+///
+/// # Errors
+/// [`CalibrationError::InvalidBandwidth`] unless `0.001 ≤ bandwidth ≤ 1`,
+/// [`CalibrationError::InvalidPointCount`] unless `2 ≤ points ≤ 10000`, and the errors of
+/// checking the confidences as [`smooth_ece`].
+pub fn smooth_reliability(
+    confidence: &[f64],
+    correct: &[bool],
+    bandwidth: f64,
+    points: usize,
+) -> Result<SmoothReliability, CalibrationError> {
+    check_bandwidth(bandwidth)?;
+    if !(2..=MAX_CURVE_POINTS).contains(&points) {
+        return Err(CalibrationError::InvalidPointCount(points));
+    }
+    check_confidences(confidence, correct)?;
+    let smoothed = SmoothedResidual::new(confidence, correct, bandwidth);
+    let mass = smoothed.count_integral();
+    let mut curve = SmoothReliability {
+        bandwidth,
+        confidence: Vec::with_capacity(points),
+        accuracy: Vec::with_capacity(points),
+        density: Vec::with_capacity(points),
+    };
+    for p in 0..points {
+        let t = p as f64 / (points - 1) as f64;
+        let (residual, count) = smoothed.interpolate(t);
+        let mean_residual = if count > 0.0 { residual / count } else { 0.0 };
+        curve.confidence.push(t);
+        curve.accuracy.push(t + mean_residual);
+        curve.density.push(count / mass);
+    }
+    Ok(curve)
+}
+
+fn check_bandwidth(bandwidth: f64) -> Result<(), CalibrationError> {
+    if (MIN_BANDWIDTH..=1.0).contains(&bandwidth) {
+        Ok(())
+    } else {
+        Err(CalibrationError::InvalidBandwidth(bandwidth))
+    }
+}
+
+/// `Σ_i K_σ(t_j, f_i) r_i` and `Σ_i K_σ(t_j, f_i)` on the grid `t_j = j/M`, up to the
+/// normal's constant (common to both).
+struct SmoothedResidual {
+    /// `M`: the grid has `M + 1` points.
+    steps: usize,
+    residual: Vec<f64>,
+    count: Vec<f64>,
+}
+
+impl SmoothedResidual {
+    /// Linear binning onto the grid of bandwidth `σ`, then the reflected convolution. The
+    /// inputs must have been checked; `σ ≥ MIN_BANDWIDTH`.
+    fn new(confidence: &[f64], correct: &[bool], bandwidth: f64) -> Self {
+        let steps = MIN_GRID_STEPS.max((GRID_STEPS_PER_BANDWIDTH / bandwidth).ceil() as usize);
+        let mut residual = vec![0.0; steps + 1];
+        let mut count = vec![0.0; steps + 1];
+        for (&f, &is_correct) in confidence.iter().zip(correct) {
+            let position = f * steps as f64;
+            let left = (position.floor() as usize).min(steps - 1);
+            let share = position - left as f64;
+            let r = f64::from(u8::from(is_correct)) - f;
+            residual[left] += (1.0 - share) * r;
+            residual[left + 1] += share * r;
+            count[left] += 1.0 - share;
+            count[left + 1] += share;
+        }
+        let kernel = sampled_normal(bandwidth * steps as f64);
+        Self {
+            steps,
+            residual: reflected_convolution(&residual, &kernel),
+            count: reflected_convolution(&count, &kernel),
+        }
+    }
+
+    /// `∫|Σ K r| / ∫ Σ K`, both by the trapezoid rule on the grid.
+    fn error(&self) -> f64 {
+        trapezoid(self.residual.iter().map(|a| a.abs())) / trapezoid(self.count.iter().copied())
+    }
+
+    /// `∫ Σ_i K_σ(t, f_i) dt` by the trapezoid rule, up to the grid step.
+    fn count_integral(&self) -> f64 {
+        trapezoid(self.count.iter().copied()) / self.steps as f64
+    }
+
+    /// Both sums at `t ∈ [0, 1]`, linearly interpolated between grid points.
+    fn interpolate(&self, t: f64) -> (f64, f64) {
+        let position = t * self.steps as f64;
+        let left = (position.floor() as usize).min(self.steps - 1);
+        let share = position - left as f64;
+        let at = |values: &[f64]| (1.0 - share) * values[left] + share * values[left + 1];
+        (at(&self.residual), at(&self.count))
+    }
+}
+
+/// `exp(−d²/(2s²))` for `d = −W..=W`, `W = ⌈6s⌉`: the normal of standard deviation `s` grid
+/// steps, unnormalised.
+fn sampled_normal(steps_per_bandwidth: f64) -> Vec<f64> {
+    let radius = (KERNEL_RADIUS * steps_per_bandwidth).ceil() as i64;
+    (-radius..=radius)
+        .map(|d| (-0.5 * (d as f64 / steps_per_bandwidth).powi(2)).exp())
+        .collect()
+}
+
+/// `out_j = Σ_d kernel_d · e_{j+d−W}` over `j = 0..=M`, where `e` extends the grid values to
+/// all integers by reflection at `0` and `M` (period `2M`). An end point is its own mirror
+/// image, so it enters twice: the kernel mass that leaves `[0, 1]` comes back.
+fn reflected_convolution(values: &[f64], kernel: &[f64]) -> Vec<f64> {
+    let steps = values.len() - 1;
+    let radius = kernel.len() / 2;
+    let period = 2 * steps as i64;
+    let extended: Vec<f64> = (0..values.len() + 2 * radius)
+        .map(|k| {
+            let folded = (k as i64 - radius as i64).rem_euclid(period);
+            let index = if folded > steps as i64 {
+                period - folded
+            } else {
+                folded
+            } as usize;
+            let images = if index == 0 || index == steps {
+                2.0
+            } else {
+                1.0
+            };
+            images * values[index]
+        })
+        .collect();
+    extended
+        .windows(kernel.len())
+        .map(|window| window.iter().zip(kernel).map(|(e, g)| e * g).sum())
+        .collect()
+}
+
+/// Trapezoid sum with unit step: the end values count half.
+fn trapezoid(values: impl ExactSizeIterator<Item = f64>) -> f64 {
+    let last = values.len() - 1;
+    values
+        .enumerate()
+        .map(|(j, v)| if j == 0 || j == last { 0.5 * v } else { v })
+        .sum()
+}
+
+#[cfg(test)]
+#[path = "smooth_calibration_tests.rs"]
+mod tests;
