@@ -1,14 +1,14 @@
 //! Writes the README's figures: reliability diagrams of the bundled cross-entropy model on the
-//! Fashion-MNIST test set before and after temperature scaling, its classwise reliability
-//! after, and the τ chart of the LogitNorm lab (every trained network against the MNIST digits,
+//! Fashion-MNIST test set before and after temperature scaling (binned, and smooth), its
+//! classwise reliability after, and the τ chart of the LogitNorm lab (every trained network against the MNIST digits,
 //! energy score at T = 1), computed by the page's own `page::render`.
 //!
 //! `cargo run --release --example figures` (from any folder; paths are relative to the crate).
 //! The committed test set's 10,000 images are split in half with
 //! `data::seeded_split(n, 0.5, 0)`: the temperature is fitted on the first half (calibration),
 //! and every figure shows the second half (evaluation), with 15 equal-width bins. Writes
-//! `docs/figures/reliability-before.svg`, `reliability-after.svg`, `classwise-after.svg` and
-//! `tau-chart.svg`.
+//! `docs/figures/reliability-before.svg`, `reliability-after.svg`, `smooth-reliability.svg`,
+//! `classwise-after.svg` and `tau-chart.svg`.
 //! Exits with status 2 and a message when the model or the data is missing or unreadable.
 
 use std::error::Error;
@@ -21,6 +21,7 @@ use calibra::lab::{Lab, OodSet, OodStore};
 use calibra::model::{Classifier, NUM_CLASSES};
 use calibra::page::{self, PageState, Visible, MODELS};
 use calibra::plot::{self, ChartStyle};
+use calibra::smooth_calibration;
 use plotters::prelude::{IntoDrawingArea, SVGBackend, WHITE};
 use plotters::style::FontFamily;
 
@@ -37,6 +38,9 @@ const RELIABILITY_SIZE: (u32, u32) = (560, 780);
 const HISTOGRAM_HEIGHT: u32 = 200;
 const CLASSWISE_SIZE: (u32, u32) = (900, 460);
 const TAU_CHART_SIZE: (u32, u32) = (900, 380);
+const SMOOTH_SIZE: (u32, u32) = (900, 470);
+/// Points of each smooth reliability curve, as the page draws it.
+const SMOOTH_CURVE_POINTS: usize = 201;
 /// The OOD set of the τ chart.
 const MNIST_IMAGES: &str = "assets/mnist-ood-images-idx3-ubyte.gz";
 const TITLE_FONT_SIZE: f64 = 15.0;
@@ -133,6 +137,10 @@ fn write_figures() -> Result<Vec<PathBuf>> {
             "classwise-after.svg",
             classwise_figure(&evaluation, labels, &fit)?,
         ),
+        (
+            "smooth-reliability.svg",
+            smooth_figure(&evaluation, labels, fit.temperature)?,
+        ),
         ("tau-chart.svg", tau_figure(root, &test)?),
     ];
     let mut written = Vec::with_capacity(figures.len());
@@ -184,6 +192,36 @@ fn reliability_figure(
             report.accuracy,
             &style,
         )?;
+        area.present()?;
+    }
+    Ok(svg)
+}
+
+/// Smooth reliability diagrams at T = 1 and at the fitted temperature, side by side, as SVG.
+fn smooth_figure(logits: &Logits, labels: &[u32], fitted: f64) -> Result<String> {
+    let style = ChartStyle::default();
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, SMOOTH_SIZE).into_drawing_area();
+        area.fill(&WHITE)?;
+        let (width, _) = area.dim_in_pixel();
+        let (left, right) = area.split_horizontally(width / 2);
+        for (panel, temperature, name) in [
+            (left, 1.0, "Before, T = 1".to_string()),
+            (right, fitted, format!("After, T = {fitted:.2}")),
+        ] {
+            let (confidence, correct) = calibration::confidences(logits, labels, temperature)?;
+            let smooth = smooth_calibration::smooth_ece(&confidence, &correct)?;
+            let curve = smooth_calibration::smooth_reliability(
+                &confidence,
+                &correct,
+                smooth.bandwidth,
+                SMOOTH_CURVE_POINTS,
+            )?;
+            let heading = format!("{name}: smooth ECE {:.2}%", 100.0 * smooth.smece);
+            let body = panel.titled(&heading, (FontFamily::SansSerif, TITLE_FONT_SIZE))?;
+            plot::smooth_reliability_diagram(&body, &curve, &style)?;
+        }
         area.present()?;
     }
     Ok(svg)

@@ -140,10 +140,11 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
         };
         row[predicted] = 8.0;
     }
-    let mut page = Page::new(&labels, 10).expect("a page");
+    let mut page = Page::new(&labels).expect("a page");
     let ratio = web_sys::window().expect("a window").device_pixel_ratio();
     let reliability = canvas("reliability", 560, 500);
     canvas("histogram", 560, 180);
+    canvas("smooth-reliability", 560, 500);
     canvas("classwise", 900, 400);
     let state = PageState {
         bins: 10,

@@ -10,29 +10,38 @@ export function setMetric(element, name, value, text) {
   element.textContent = text;
 }
 
-// Applies the patches Rust's render returned: one text, readout or control value per element.
+// Applies the patches Rust's render returned: a text, readout or control value per element (a
+// readout without an id to every element that shows it).
 export function applyPatches(patches) {
   for (const p of patches) {
-    const element = p.kind === "metric" && !p.id ? document.querySelector(`[data-metric="${p.metric}"]`) : $(p.id);
-    switch (p.kind) {
-      case "text": element.textContent = p.text; break;
-      case "metric":
-        setMetric(element, p.metric, p.value ?? "", p.text);
-        if (p.title) element.title = p.title;
-        else element.removeAttribute("title");
-        break;
-      case "control":
-        if (element.value !== p.value) element.value = p.value;
-        if (p.valuetext) element.setAttribute("aria-valuetext", p.valuetext);
-        break;
-      case "checked": element.checked = p.checked; break;
-      case "disabled": element.disabled = p.disabled; break;
-      case "hidden": element.hidden = p.hidden; break;
-      case "style": element.style.setProperty(p.property, p.value); break;
-      case "metrics": element.replaceChildren(...joined(p.items.map(metricSpan))); break;
-      case "rows": element.tBodies[0].replaceChildren(...p.rows.map(tableRow)); break;
-      default: throw new Error(`unknown patch kind ${p.kind}`);
+    if (p.kind === "metric" && !p.id) {
+      for (const element of document.querySelectorAll(`[data-metric="${p.metric}"]`)) applyPatch(element, p);
+    } else {
+      applyPatch($(p.id), p);
     }
+  }
+}
+
+// Applies one patch to one element.
+function applyPatch(element, p) {
+  switch (p.kind) {
+    case "text": element.textContent = p.text; break;
+    case "metric":
+      setMetric(element, p.metric, p.value ?? "", p.text);
+      if (p.title) element.title = p.title;
+      else element.removeAttribute("title");
+      break;
+    case "control":
+      if (element.value !== p.value) element.value = p.value;
+      if (p.valuetext) element.setAttribute("aria-valuetext", p.valuetext);
+      break;
+    case "checked": element.checked = p.checked; break;
+    case "disabled": element.disabled = p.disabled; break;
+    case "hidden": element.hidden = p.hidden; break;
+    case "style": element.style.setProperty(p.property, p.value); break;
+    case "metrics": element.replaceChildren(...joined(p.items.map(metricSpan))); break;
+    case "rows": element.tBodies[0].replaceChildren(...p.rows.map(tableRow)); break;
+    default: throw new Error(`unknown patch kind ${p.kind}`);
   }
 }
 

@@ -5,10 +5,14 @@
 use super::{Lab, LabError};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
 use crate::sentences;
+use crate::smooth_calibration::{self, SmoothEce, SmoothReliability};
 
 /// Resampled outcomes behind the ECE noise floor: enough for a mean within about ±0.0006 at
 /// 5,000 images, few enough for a slider frame.
 const NOISE_FLOOR_DRAWS: usize = 10;
+/// Points the smooth reliability curve is drawn through: finer than a chart's pixels need at
+/// the bandwidths the search finds on thousands of images.
+const SMOOTH_CURVE_POINTS: usize = 201;
 
 /// What the temperature lab shows, at one slider temperature.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +37,18 @@ pub struct TemperatureView {
     pub verdict: String,
     /// Reliability bins of each class (binned on p_k) at the slider's T.
     pub classwise_bins: Vec<Vec<Bin>>,
+    /// Smooth ECE (no bins) at the slider's T, at T = 1 and at the fitted T.
+    pub smooth: SmoothEce,
+    pub smooth_at_one: SmoothEce,
+    pub smooth_at_fitted: SmoothEce,
+    /// The smooth reliability diagram at the slider's T, at the bandwidth of `smooth`.
+    pub smooth_curve: SmoothReliability,
+}
+
+/// smECE of the evaluation rows at `temperature`, as `calibra report` computes it.
+fn smooth_ece_at(logits: &Logits, labels: &[u32], temperature: f64) -> Result<SmoothEce, LabError> {
+    let (confidences, correct) = calibration::confidences(logits, labels, temperature)?;
+    Ok(smooth_calibration::smooth_ece(&confidences, &correct)?)
 }
 
 /// Evaluation metrics at T = 1 and at the fitted T, for one choice of bins.
@@ -41,6 +57,8 @@ pub(super) struct FixedReports {
     binning: (usize, Binning),
     at_one: CalibrationReport,
     at_fitted: CalibrationReport,
+    smooth_at_one: SmoothEce,
+    smooth_at_fitted: SmoothEce,
 }
 
 impl Lab {
@@ -73,11 +91,20 @@ impl Lab {
                 binning: (bins, binning),
                 at_one: report(1.0)?,
                 at_fitted: report(cache.fit.temperature)?,
+                smooth_at_one: smooth_ece_at(&logits, labels, 1.0)?,
+                smooth_at_fitted: smooth_ece_at(&logits, labels, cache.fit.temperature)?,
             });
         }
         let reports = cache.reports.as_ref().ok_or(LabError::NotReady)?;
         let at_temperature = calibration::evaluate(&logits, labels, temperature, bins, binning)?;
-        let (confidences, _) = calibration::confidences(&logits, labels, temperature)?;
+        let (confidences, correct) = calibration::confidences(&logits, labels, temperature)?;
+        let smooth = smooth_calibration::smooth_ece(&confidences, &correct)?;
+        let smooth_curve = smooth_calibration::smooth_reliability(
+            &confidences,
+            &correct,
+            smooth.bandwidth,
+            SMOOTH_CURVE_POINTS,
+        )?;
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
         let ece_floor =
             calibration::ece_noise_floor(&confidences, bins, binning, NOISE_FLOOR_DRAWS, seed)?;
@@ -108,6 +135,10 @@ impl Lab {
             at_one: reports.at_one.clone(),
             at_fitted: reports.at_fitted.clone(),
             at_temperature,
+            smooth,
+            smooth_at_one: reports.smooth_at_one,
+            smooth_at_fitted: reports.smooth_at_fitted,
+            smooth_curve,
         })
     }
 }

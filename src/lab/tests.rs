@@ -3,6 +3,7 @@
 use super::*;
 use crate::calibration::Binning;
 use crate::conformal::{SetMetrics, Thresholds};
+use crate::smooth_calibration;
 use conformal_view::SWEEP_STEPS;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -106,6 +107,17 @@ fn view_matches_the_library_on_the_gathered_halves() {
     let mean = confidences.iter().sum::<f64>() / 1_000.0;
     assert!((view.mean_confidence - mean).abs() < TOLERANCE);
     assert_eq!(view.classwise_bins.len(), K);
+    // Smooth ECE as `calibra report` computes it, at the three temperatures; the curve at the
+    // slider's T and its bandwidth.
+    let smooth = |t| {
+        let (confidences, correct) = calibration::confidences(&eval, &eval_labels, t).unwrap();
+        smooth_calibration::smooth_ece(&confidences, &correct).unwrap()
+    };
+    assert_eq!(view.smooth, smooth(0.7));
+    assert_eq!(view.smooth_at_one, smooth(1.0));
+    assert_eq!(view.smooth_at_fitted, smooth(fit.temperature));
+    assert_eq!(view.smooth_curve.bandwidth, view.smooth.bandwidth);
+    assert_eq!(view.smooth_curve.confidence.len(), 201);
 }
 
 #[test]

@@ -323,10 +323,10 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
 /// The temperature lab's readouts.
 pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     let mut patches = Vec::new();
-    for (suffix, report) in [
-        ("", &view.at_temperature),
-        ("_t1", &view.at_one),
-        ("_fitted", &view.at_fitted),
+    for (suffix, report, smooth) in [
+        ("", &view.at_temperature, &view.smooth),
+        ("_t1", &view.at_one, &view.smooth_at_one),
+        ("_fitted", &view.at_fitted, &view.smooth_at_fitted),
     ] {
         patches.push(metric(
             format!("accuracy{suffix}"),
@@ -335,6 +335,7 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
         ));
         for (name, value) in [
             ("ece", report.ece),
+            ("smece", smooth.smece),
             ("mce", report.mce),
             ("nll", report.nll),
             ("brier", report.brier),
@@ -362,6 +363,11 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             "ece_floor",
             view.ece_floor,
             format!("{:.4}", view.ece_floor),
+        ),
+        metric(
+            "smece_bandwidth",
+            view.smooth.bandwidth,
+            format!("{:.4}", view.smooth.bandwidth),
         ),
         text("confidence-verdict", view.verdict.clone()),
         metric("fitted_temperature", fitted, format!("{fitted:.3}{bound}")),

@@ -18,12 +18,16 @@
 //!   accuracy (solid) and the mean confidence (dashed) as vertical lines and the gap between
 //!   them shaded like the diagram's gaps — an overconfident network has its mean confidence to
 //!   the right of its accuracy.
+//! * **Smooth reliability diagram** (Błasiok & Nakkiran, "Smooth ECE", ICLR 2024): the
+//!   kernel-smoothed accuracy against confidence over the density of the confidences, from
+//!   `smooth_calibration::smooth_reliability`; no bins to place.
 //! * **Classwise reliability** (Kull et al., NeurIPS 2019): one small diagram per class, class
 //!   `k` binned on its own probability `p_k` with "accuracy" the fraction of bin members
 //!   labelled `k` (see `calibration::classwise_bins`).
 
 use super::*;
 use crate::calibration::Bin;
+use crate::smooth_calibration::SmoothReliability;
 
 /// A tick label with one decimal: `0.0`, `0.2`, …, `1.0`.
 fn one_decimal(value: &f64) -> String {
@@ -138,9 +142,22 @@ pub fn reliability_diagram<DB: DrawingBackend>(
             bin: bin.clone(),
         });
     }
-    let metrics = Metrics::fit(style, area.dim_in_pixel(), DIAGRAM_SIZE)?;
     let legend = reliability_legend("accuracy", bins.iter());
-    let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
+    on_reliability_axes(area, &legend, style, |chart, metrics| {
+        draw_reliability_bins(chart, bins, metrics)
+    })
+}
+
+/// Draws `legend` over confidence (x) against accuracy (y) axes on `[0, 1]²`, laid out as the
+/// reliability diagram, then `draw` on that chart.
+fn on_reliability_axes<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    legend: &[LegendEntry],
+    style: &ChartStyle,
+    draw: impl FnOnce(&Chart<'_, DB>, Metrics) -> Result<(), PlotError>,
+) -> Result<(), PlotError> {
+    let metrics = Metrics::fit(style, area.dim_in_pixel(), DIAGRAM_SIZE)?;
+    let rest = draw_legend(area, legend, metrics.px(Y_LABEL_AREA), metrics)?;
     let mut chart = build_chart(&rest, 0.0..1.0, 0.0..1.0, FULL_LAYOUT, metrics)?;
     let axes = Axes {
         tick_font: TICK_FONT,
@@ -152,7 +169,101 @@ pub fn reliability_diagram<DB: DrawingBackend>(
         grid: (true, true),
     };
     draw_axes(&mut chart, &axes, metrics)?;
-    draw_reliability_bins(&chart, bins, metrics)
+    draw(&chart, metrics)
+}
+
+/// Share of the chart's height the density band reaches at its tallest.
+const DENSITY_BAND_HEIGHT: f64 = 0.25;
+
+/// Draws the smooth reliability diagram (Błasiok & Nakkiran, ICLR 2024) of `curve` into
+/// `area`, with the reliability diagram's axes and margins: the density of the confidences as
+/// a grey band along the bottom (its tallest point at a quarter of the height), the
+/// kernel-smoothed accuracy as a blue line (clipped to `[0, 1]`), and the dashed diagonal. The
+/// legend names the bandwidth. No bins, so nothing moves with bin edges.
+///
+/// # Errors
+/// [`PlotError::CurveLengthMismatch`] when the curve's vectors differ in length,
+/// [`PlotError::NotFinite`] for a NaN or infinite accuracy, [`PlotError::NegativeDensity`],
+/// [`PlotError::InvalidScale`], [`PlotError::AreaTooSmall`] below 40% of about 240×220 CSS
+/// pixels, and [`PlotError::Drawing`] when the backend fails.
+pub fn smooth_reliability_diagram<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    curve: &SmoothReliability,
+    style: &ChartStyle,
+) -> Result<(), PlotError> {
+    let points = curve.confidence.len();
+    if curve.accuracy.len() != points || curve.density.len() != points {
+        return Err(PlotError::CurveLengthMismatch {
+            confidences: points,
+            accuracies: curve.accuracy.len(),
+            densities: curve.density.len(),
+        });
+    }
+    if let Some(&value) = curve.accuracy.iter().find(|a| !a.is_finite()) {
+        return Err(PlotError::NotFinite {
+            name: "smoothed accuracy",
+            value,
+        });
+    }
+    if let Some((index, &value)) = curve
+        .density
+        .iter()
+        .enumerate()
+        .find(|(_, &d)| d.is_nan() || d < 0.0)
+    {
+        return Err(PlotError::NegativeDensity { index, value });
+    }
+    let legend = [
+        LegendEntry::new(
+            LegendMark::Line {
+                colour: BLUE,
+                width: CURVE_WIDTH,
+                dashed: false,
+            },
+            format!("accuracy, smoothed (σ = {:.3})", curve.bandwidth),
+        ),
+        LegendEntry::new(LegendMark::Bar(BAR_GREY), "density of confidences"),
+        LegendEntry::new(DIAGONAL_MARK, "perfect calibration"),
+    ];
+    on_reliability_axes(area, &legend, style, |chart, metrics| {
+        draw_smooth_curve(chart, curve, metrics)
+    })
+}
+
+/// Draws the density band, the smoothed accuracy and the diagonal of a smooth reliability
+/// diagram on `[0, 1]²`.
+fn draw_smooth_curve<DB: DrawingBackend>(
+    chart: &Chart<'_, DB>,
+    curve: &SmoothReliability,
+    metrics: Metrics,
+) -> Result<(), PlotError> {
+    let pixels = PlotPixels::new(chart);
+    let tallest = curve.density.iter().copied().fold(0.0, f64::max);
+    if tallest > 0.0 {
+        let scale = DENSITY_BAND_HEIGHT / tallest;
+        let mut outline: Vec<(i32, i32)> = curve
+            .confidence
+            .iter()
+            .zip(&curve.density)
+            .map(|(&t, &d)| pixels.point(t, d * scale))
+            .collect();
+        outline.push(pixels.point(1.0, 0.0));
+        outline.push(pixels.point(0.0, 0.0));
+        pixels
+            .canvas
+            .draw(&Polygon::new(outline, BAR_GREY.filled()))?;
+    }
+    draw_polyline(
+        &pixels,
+        curve
+            .confidence
+            .iter()
+            .zip(&curve.accuracy)
+            .map(|(&t, &a)| (t, a.clamp(0.0, 1.0))),
+        BLUE,
+        metrics,
+    )?;
+    draw_diagonal(&pixels, metrics)
 }
 
 /// Draws the histogram of top-label confidences into `area`: the share of examples in each of

@@ -442,3 +442,83 @@ fn invalid_input_is_refused_with_a_typed_error() {
         })
     ));
 }
+
+/// A smooth curve on 101 points: accuracy `accuracy(t)`, density a triangle peaked at 0.5.
+fn smooth_curve(accuracy: impl Fn(f64) -> f64) -> SmoothReliability {
+    let confidence: Vec<f64> = (0..=100).map(|p| f64::from(p) / 100.0).collect();
+    SmoothReliability {
+        bandwidth: 0.05,
+        accuracy: confidence.iter().map(|&t| accuracy(t)).collect(),
+        density: confidence
+            .iter()
+            .map(|&t| 2.0 - 4.0 * (t - 0.5).abs())
+            .collect(),
+        confidence,
+    }
+}
+
+fn smooth_diagram(curve: &SmoothReliability) -> Result<String, PlotError> {
+    render((560, 560), |area| {
+        smooth_reliability_diagram(area, curve, &ChartStyle::default())
+    })
+}
+
+#[test]
+fn smooth_diagram_draws_the_curve_over_the_density_band() {
+    // Accuracy 0.5 everywhere, except above 1 near t = 1, which is drawn clipped at 1.
+    let svg = smooth_diagram(&smooth_curve(|t| if t > 0.95 { 1.2 } else { 0.5 })).unwrap();
+    let (zero, one) = (y_tick(&svg, "0.0"), y_tick(&svg, "1.0"));
+    let half = (zero + one) / 2;
+    let curves = polylines(&svg, BLUE_HEX);
+    let curve = curves.iter().max_by_key(|points| points.len()).unwrap();
+    assert_eq!(curve.len(), 101);
+    for (p, &(_, y)) in curve.iter().enumerate() {
+        let expected = if p > 95 { one } else { half };
+        assert!(
+            (y - expected).abs() <= PIXEL_TOLERANCE,
+            "point {p}: y {y}, expected {expected}"
+        );
+    }
+    // The band: one grey polygon on the x axis whose peak, at t = 0.5, is a quarter high.
+    let bands = polygons(&svg, BAR_GREY_HEX);
+    assert_eq!(bands.len(), 1);
+    let peak = bands[0].iter().min_by_key(|&&(_, y)| y).unwrap();
+    let middle = (x_tick(&svg, "0.0") + x_tick(&svg, "1.0")) / 2;
+    assert!((peak.0 - middle).abs() <= PIXEL_TOLERANCE);
+    let quarter = f64::from(zero) - 0.25 * f64::from(zero - one);
+    assert!((f64::from(peak.1) - quarter).abs() <= f64::from(PIXEL_TOLERANCE));
+    assert!(bands[0].iter().all(|&(_, y)| y <= zero + PIXEL_TOLERANCE));
+    assert!(has_text(&svg, "accuracy, smoothed (σ = 0.050)"));
+    assert!(has_text(&svg, "density of confidences"));
+    assert!(!diagonal_points(&svg).is_empty());
+    // No density at all (nothing to shade) still draws the curve.
+    let mut flat = smooth_curve(|t| t);
+    flat.density.iter_mut().for_each(|d| *d = 0.0);
+    assert!(polygons(&smooth_diagram(&flat).unwrap(), BAR_GREY_HEX).is_empty());
+}
+
+#[test]
+fn smooth_diagram_refuses_a_malformed_curve() {
+    let mut short = smooth_curve(|t| t);
+    short.density.pop();
+    assert!(matches!(
+        smooth_diagram(&short),
+        Err(PlotError::CurveLengthMismatch {
+            confidences: 101,
+            accuracies: 101,
+            densities: 100
+        })
+    ));
+    let mut not_a_number = smooth_curve(|t| t);
+    not_a_number.accuracy[7] = f64::NAN;
+    assert!(matches!(
+        smooth_diagram(&not_a_number),
+        Err(PlotError::NotFinite { .. })
+    ));
+    let mut negative = smooth_curve(|t| t);
+    negative.density[3] = -0.5;
+    assert!(matches!(
+        smooth_diagram(&negative),
+        Err(PlotError::NegativeDensity { index: 3, .. })
+    ));
+}

@@ -23,7 +23,9 @@ mod ood;
 #[cfg(test)]
 mod test_support;
 
-pub use calibration::{classwise_reliability, confidence_histogram, reliability_diagram};
+pub use calibration::{
+    classwise_reliability, confidence_histogram, reliability_diagram, smooth_reliability_diagram,
+};
 pub use conformal::{
     alpha_sweep_curves, coverage_experiment_histogram, density_histogram, per_class_coverage,
     set_size_histogram, stratified_coverage,
@@ -40,7 +42,7 @@ use plotters::chart::{ChartBuilder, ChartContext};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, DrawingAreaErrorKind};
-use plotters::element::{Circle, DashedPathElement, PathElement, Rectangle};
+use plotters::element::{Circle, DashedPathElement, PathElement, Polygon, Rectangle};
 use plotters::prelude::{Cartesian2d, DrawingBackend};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{
@@ -288,6 +290,16 @@ pub enum PlotError {
     /// The upper edge of the coverage guarantee is NaN, infinite or below `1 − α`.
     #[error("the guarantee band [{target}, {upper}] must be finite with 1 − α <= upper")]
     InvalidBand { target: f64, upper: f64 },
+    /// A smooth reliability curve whose confidences, accuracies and densities differ in length.
+    #[error(
+        "a smooth reliability curve has {confidences} confidences, {accuracies} accuracies and \
+         {densities} densities"
+    )]
+    CurveLengthMismatch {
+        confidences: usize,
+        accuracies: usize,
+        densities: usize,
+    },
     /// A sample of the density curve is negative.
     #[error("density sample {index} is negative: {value}")]
     NegativeDensity { index: usize, value: f64 },

@@ -86,11 +86,21 @@ pub(super) fn filled_rects<'a>(svg: &'a str, hex: &str) -> Vec<Vec<(&'a str, &'a
 
 /// The points of every `<polyline>` stroked in colour `hex`.
 pub(super) fn polylines(svg: &str, hex: &str) -> Vec<Vec<(i32, i32)>> {
-    elements(svg, "polyline")
+    shapes_points(svg, "polyline", "stroke", hex)
+}
+
+/// The points of every `<polygon>` filled in colour `hex`.
+pub(super) fn polygons(svg: &str, hex: &str) -> Vec<Vec<(i32, i32)>> {
+    shapes_points(svg, "polygon", "fill", hex)
+}
+
+/// The `points` of every `<tag>` whose attribute `paint` is colour `hex`.
+fn shapes_points(svg: &str, tag: &str, paint: &str, hex: &str) -> Vec<Vec<(i32, i32)>> {
+    elements(svg, tag)
         .into_iter()
-        .filter(|line| attribute(line, "stroke") == Some(hex))
-        .map(|line| {
-            attribute(&line, "points")
+        .filter(|shape| attribute(shape, paint) == Some(hex))
+        .map(|shape| {
+            attribute(&shape, "points")
                 .unwrap()
                 .split_whitespace()
                 .map(|point| {

@@ -220,9 +220,14 @@ impl Page {
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
         let frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
         if let Some(view) = &frame.temperature {
-            let [reliability, histogram, classwise] =
-                canvases(["reliability", "histogram", "classwise"])?;
+            let [reliability, histogram, smooth, classwise] = canvases([
+                "reliability",
+                "histogram",
+                "smooth-reliability",
+                "classwise",
+            ])?;
             plot::reliability_diagram(&reliability.0, &view.at_temperature.bins, &reliability.1)?;
+            plot::smooth_reliability_diagram(&smooth.0, &view.smooth_curve, &smooth.1)?;
             plot::confidence_histogram(
                 &histogram.0,
                 &view.confidence_counts,

@@ -34,14 +34,14 @@ import {
 //   computes something else, not rounding.
 // - The fitted T (a smooth convex fit) differed by 2.2e-8; the tolerance is 1e-3, the precision
 //   at which the page displays T (three decimals).
-const TOLERANCE_METRIC = 1e-6; // absolute: ECE, NLL, Brier
+const TOLERANCE_METRIC = 1e-6; // absolute: ECE, smooth ECE, NLL, Brier
 const TOLERANCE_MCE = 1e-5; // absolute: MCE
 const TOLERANCE_TEMPERATURE = 1e-3; // absolute, fitted T
 const TOLERANCE_INSTANT_MS = 1000; // a cached model switch must redraw within this (one frame in practice)
 const INFERENCE_TIMEOUT_MS = 180_000;
 
 const METRICS = ["accuracy", "ece", "mce", "nll", "brier"];
-const CALIBRATION_METRICS = ["ece", "mce", "nll", "brier"];
+const CALIBRATION_METRICS = ["ece", "smece", "mce", "nll", "brier"];
 const T_MIN = 0.05;
 const T_MAX = 20;
 // The page keeps a slider temperature to 6 significant digits, so that its link is short.
@@ -113,6 +113,9 @@ test("1. after inference the T = 1 numbers and the fitted T equal the native CLI
   // The fitted column is evaluated at the page's own fitted T (2e-8 from native's): the same
   // tolerances hold.
   assertColumn(metrics, "_fitted", expected.after, "fitted T");
+  // smooth ECE's bandwidth is a multiple of 2^-10 found by bisection: equal, not close.
+  assert.equal(metrics.smece_bandwidth, expected.before.smece_bandwidth, "smooth ECE bandwidth at T = 1");
+  assert.equal(await main.locator('#smooth-caption [data-metric="smece"]').textContent(), await main.locator('td[data-metric="smece"]').textContent(), "the caption shows the table's smooth ECE");
   t.diagnostic(`native T = ${expected.temperature}, page T = ${metrics.fitted_temperature}`);
   t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(CALIBRATION_METRICS.map((n) => [n, metrics[n] - expected.before[n]])))}`);
 });
@@ -120,6 +123,7 @@ test("1. after inference the T = 1 numbers and the fitted T equal the native CLI
 test("2. the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T as native: 1e-6, MCE 1e-5)", { timeout: 60_000 }, async () => {
   const start = await readMetrics(main);
   const startChart = await canvasData(main, "reliability");
+  const startSmooth = await canvasData(main, "smooth-reliability");
 
   // End: the top of the scale, T = 20.
   await afterRedraw(main, async () => {
@@ -132,6 +136,7 @@ test("2. the slider changes ECE and the reliability chart, never the accuracy (m
   assert.equal(metrics.accuracy, start.accuracy, "accuracy never changes with T");
   assert.equal(metrics.accuracy_t1, start.accuracy_t1);
   assert.notEqual(await canvasData(main, "reliability"), startChart, "the reliability diagram is redrawn");
+  assert.notEqual(await canvasData(main, "smooth-reliability"), startSmooth, "the smooth reliability diagram is redrawn");
 
   // 150 steps left, one key press each: every press is an input event; redraws collapse per frame.
   for (let i = 0; i < 150; i++) await main.keyboard.press("ArrowLeft");
