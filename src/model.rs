@@ -22,12 +22,20 @@
 //! have, and does not clip `x̃` to `[0, 1]`, nor does this code. The gradient comes from
 //! candle's reverse-mode autograd through the network in `f32`; the score is computed from the
 //! logits in `f64`. Defaults are the paper's, [`ODIN_TEMPERATURE`] and [`ODIN_EPSILON`].
+//!
+//! # Inference
+//! [`Classifier::logits`] runs the same network through the `inference` module's forward pass
+//! (NHWC, one matrix product per convolution for a whole chunk; bias, ReLU and pooling fused),
+//! equal to [`Cnn`]'s forward up to summation order and several times faster.
+
+mod inference;
 
 use candle_core::{DType, Device, Module, Tensor, Var};
 use candle_nn::{Conv2d, Conv2dConfig, Linear, VarBuilder};
 
 use crate::calibration::shifted_log_sum_exp;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
+use inference::InferenceNetwork;
 
 /// Number of classes the network predicts.
 pub const NUM_CLASSES: usize = 10;
@@ -146,6 +154,7 @@ pub fn images_to_tensor(pixels: &[u8], device: &Device) -> Result<Tensor, ModelE
 #[derive(Debug)]
 pub struct Classifier {
     cnn: Cnn,
+    inference: InferenceNetwork,
     device: Device,
 }
 
@@ -159,10 +168,16 @@ impl Classifier {
         let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)
             .map_err(ModelError::Weights)?;
         let cnn = Cnn::new(vb).map_err(ModelError::Weights)?;
-        Ok(Self { cnn, device })
+        let inference = InferenceNetwork::new(&cnn).map_err(ModelError::Weights)?;
+        Ok(Self {
+            cnn,
+            inference,
+            device,
+        })
     }
 
-    /// Logits `[n, 10]` row-major for `n` images given as `[n, 28, 28]` unsigned bytes.
+    /// Logits `[n, 10]` row-major for `n` images given as `[n, 28, 28]` unsigned bytes, from
+    /// the inference-only forward pass (module `inference`).
     ///
     /// # Errors
     /// [`ModelError::PartialImage`] for a ragged input, [`ModelError::Inference`] otherwise.
@@ -173,11 +188,9 @@ impl Classifier {
         }
         let mut logits = Vec::with_capacity(pixels.len() / IMAGE_PIXELS * NUM_CLASSES);
         for chunk in pixels.chunks(INFERENCE_CHUNK * IMAGE_PIXELS) {
-            let input = images_to_tensor(chunk, &self.device)?;
             let chunk_logits = self
-                .cnn
-                .forward(&input)
-                .and_then(|logits| logits.flatten_all()?.to_vec1::<f32>())
+                .inference
+                .logits(chunk, &self.device)
                 .map_err(ModelError::Inference)?;
             logits.extend_from_slice(&chunk_logits);
         }
