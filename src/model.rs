@@ -25,8 +25,8 @@
 //!
 //! # Inference
 //! [`Classifier::logits`] runs the same network through the `inference` module's forward pass
-//! (NHWC, one matrix product per convolution for a whole chunk; bias, ReLU and pooling fused),
-//! equal to [`Cnn`]'s forward up to summation order and several times faster.
+//! (NHWC, one matrix product per convolution for a whole block of images; bias, ReLU and
+//! pooling fused), equal to [`Cnn`]'s forward up to summation order and faster.
 
 mod inference;
 
@@ -43,9 +43,9 @@ pub const NUM_CLASSES: usize = 10;
 const CONV1_CHANNELS: usize = 32;
 const CONV2_CHANNELS: usize = 64;
 const HIDDEN_UNITS: usize = 128;
-/// Images per forward pass inside [`Classifier::logits`]: the first convolution's output for
-/// 256 images is 25 MB, small enough for a browser tab.
-pub const INFERENCE_CHUNK: usize = 256;
+/// Images per forward and backward pass inside [`Classifier::odin_scores`]: the first
+/// convolution's output for 256 images is 25 MB, small enough for a browser tab.
+pub const ODIN_CHUNK: usize = 256;
 /// Spatial side after two 2×2 poolings.
 const POOLED_SIDE: usize = IMAGE_SIDE / 4;
 /// ODIN's temperature, the default of Liang et al. (ICLR 2018).
@@ -181,20 +181,14 @@ impl Classifier {
     ///
     /// # Errors
     /// [`ModelError::PartialImage`] for a ragged input, [`ModelError::Inference`] otherwise.
-    /// Runs in chunks of [`INFERENCE_CHUNK`] images so memory stays bounded for any `n`.
+    /// Runs in blocks of a fixed number of images so memory stays bounded for any `n`.
     pub fn logits(&self, pixels: &[u8]) -> Result<Vec<f32>, ModelError> {
         if !pixels.len().is_multiple_of(IMAGE_PIXELS) {
             return Err(ModelError::PartialImage { len: pixels.len() });
         }
-        let mut logits = Vec::with_capacity(pixels.len() / IMAGE_PIXELS * NUM_CLASSES);
-        for chunk in pixels.chunks(INFERENCE_CHUNK * IMAGE_PIXELS) {
-            let chunk_logits = self
-                .inference
-                .logits(chunk, &self.device)
-                .map_err(ModelError::Inference)?;
-            logits.extend_from_slice(&chunk_logits);
-        }
-        Ok(logits)
+        self.inference
+            .logits(pixels, &self.device)
+            .map_err(ModelError::Inference)
     }
 }
 
@@ -203,7 +197,7 @@ impl Classifier {
     /// the largest softmax probability at `temperature` of each image moved by `epsilon` (in
     /// `[0, 1]` pixel units, not clipped) along the sign of the gradient of its log largest
     /// softmax probability. `epsilon = 0` gives the plain maximum softmax probability at
-    /// `temperature`. Runs in chunks of [`INFERENCE_CHUNK`] images.
+    /// `temperature`. Runs in chunks of [`ODIN_CHUNK`] images.
     ///
     /// # Errors
     /// [`ModelError::InvalidTemperature`] unless `temperature` is positive and finite,
@@ -225,7 +219,7 @@ impl Classifier {
             return Err(ModelError::PartialImage { len: pixels.len() });
         }
         let mut scores = Vec::with_capacity(pixels.len() / IMAGE_PIXELS);
-        for chunk in pixels.chunks(INFERENCE_CHUNK * IMAGE_PIXELS) {
+        for chunk in pixels.chunks(ODIN_CHUNK * IMAGE_PIXELS) {
             let input = images_to_tensor(chunk, &self.device)?;
             let logits = self
                 .log_max_softmax_gradient(&input, temperature)

@@ -1,5 +1,5 @@
 //! Unit tests of `inference.rs`: the NHWC forward pass against candle-nn's plain forward
-//! ([`Cnn`]'s `forward`) on random images of random batch sizes and across a chunk boundary,
+//! ([`Cnn`]'s `forward`) on random images of random batch sizes and across block boundaries,
 //! and the fused pooling on a hand-computed window. `tests/model.rs` compares the two on every
 //! committed network's fixture images.
 
@@ -10,7 +10,6 @@ use candle_nn::VarBuilder;
 use proptest::prelude::*;
 
 use super::*;
-use crate::model::INFERENCE_CHUNK;
 
 /// Largest absolute difference allowed between the two forward passes' logits: both compute in
 /// `f32` and differ only in the order of the sums inside the products (logits are at most a few
@@ -58,12 +57,12 @@ fn largest_difference(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[test]
-fn a_classifier_equals_the_plain_forward_across_a_chunk_boundary() {
+fn a_classifier_equals_the_plain_forward_across_block_boundaries() {
     let cnn = load_cnn("fmnist-ce");
     let weights = std::fs::read(root().join("assets/models/fmnist-ce.safetensors")).unwrap();
     let classifier = crate::model::Classifier::from_safetensors(weights).unwrap();
     // Deterministic varied pixels: a byte hash of the position.
-    let pixels: Vec<u8> = (0..(INFERENCE_CHUNK + 3) * IMAGE_PIXELS)
+    let pixels: Vec<u8> = (0..(2 * IMAGES_PER_PRODUCT + 3) * IMAGE_PIXELS)
         .map(|i| ((i * 2_654_435_761) >> 13) as u8)
         .collect();
     let fast = classifier.logits(&pixels).unwrap();
