@@ -89,11 +89,13 @@ fn pooling_takes_the_window_maximum_adds_the_bias_and_clamps() {
 }
 
 proptest! {
+    // Batches of 1 to a little over two blocks: most are not a whole number of blocks, and
+    // some cross one or two block boundaries.
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
     fn equals_the_plain_forward_on_random_images(
-        pixels in (1_usize..=37).prop_flat_map(|n| {
+        pixels in (1..=2 * IMAGES_PER_PRODUCT + 5).prop_flat_map(|n| {
             proptest::collection::vec(any::<u8>(), n * IMAGE_PIXELS)
         }),
     ) {
