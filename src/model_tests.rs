@@ -63,7 +63,7 @@ fn one_sided_differences(image: &[u8], class: usize, temperature: f64) -> Vec<(f
         }
     }
     let mut values = Vec::with_capacity(2 * IMAGE_PIXELS + 1);
-    for chunk in batch.chunks(INFERENCE_CHUNK * IMAGE_PIXELS) {
+    for chunk in batch.chunks(ODIN_CHUNK * IMAGE_PIXELS) {
         let n = chunk.len() / IMAGE_PIXELS;
         let input = Tensor::from_slice(chunk, (n, 1, IMAGE_SIDE, IMAGE_SIDE), &device).unwrap();
         let logits = cnn.forward(&input).unwrap().flatten_all().unwrap();

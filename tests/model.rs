@@ -1,13 +1,19 @@
 //! The committed networks against their committed logits fixtures: the first 64 test images,
-//! run natively through the inference path, give the logits `train` recorded.
+//! run natively through the inference path, give the logits `train` recorded, and the same
+//! logits as candle-nn's plain forward pass (`Cnn::forward`, the network as trained).
 
 use std::path::{Path, PathBuf};
 
 use calibra::data::{self, FashionMnistPart, IMAGE_PIXELS};
-use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::model::{images_to_tensor, Classifier, Cnn, NUM_CLASSES};
+use candle_core::{DType, Device, Module};
+use candle_nn::VarBuilder;
 
-/// Same code, same machine class: the logits agree to float32 rounding of the summation order.
+/// Same network, same machine class: the logits agree to float32 rounding of the summation order.
 const TOLERANCE: f32 = 1e-5;
+/// The inference path against the plain forward pass: both in `f32`, summing in different
+/// orders inside the matrix products (logits are at most a few tens; rounding is about 1e-6).
+const PLAIN_FORWARD_TOLERANCE: f32 = 1e-4;
 const FIXTURE_IMAGES: usize = 64;
 
 fn root() -> PathBuf {
@@ -25,17 +31,32 @@ fn check_fixture(name: &str) {
     let test =
         data::load_fashion_mnist(&root().join("assets/fashion-mnist"), FashionMnistPart::Test)
             .unwrap();
-    let classifier = Classifier::from_safetensors(weights).unwrap();
-    let logits = classifier
-        .logits(&test.images.pixels()[..FIXTURE_IMAGES * IMAGE_PIXELS])
+    let pixels = &test.images.pixels()[..FIXTURE_IMAGES * IMAGE_PIXELS];
+    let vb =
+        VarBuilder::from_buffered_safetensors(weights.clone(), DType::F32, &Device::Cpu).unwrap();
+    let plain: Vec<f32> = Cnn::new(vb)
+        .unwrap()
+        .forward(&images_to_tensor(pixels, &Device::Cpu).unwrap())
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1()
         .unwrap();
-    for (index, (a, b)) in logits.iter().zip(&fixture).enumerate() {
-        assert!(
-            (a - b).abs() <= TOLERANCE,
-            "{name}: image {}, class {}: {a} vs fixture {b}",
-            index / NUM_CLASSES,
-            index % NUM_CLASSES
-        );
+    let classifier = Classifier::from_safetensors(weights).unwrap();
+    let logits = classifier.logits(pixels).unwrap();
+    for (reference, what, tolerance) in [
+        (&fixture, "fixture", TOLERANCE),
+        (&plain, "plain forward", PLAIN_FORWARD_TOLERANCE),
+    ] {
+        assert_eq!(logits.len(), reference.len());
+        for (index, (a, b)) in logits.iter().zip(reference).enumerate() {
+            assert!(
+                (a - b).abs() <= tolerance,
+                "{name}: image {}, class {}: {a} vs {what} {b}",
+                index / NUM_CLASSES,
+                index % NUM_CLASSES
+            );
+        }
     }
 }
 
