@@ -69,6 +69,8 @@ pub struct SmoothEce {
 pub struct SmoothReliability {
     /// The kernel bandwidth `σ`.
     pub bandwidth: f64,
+    /// The number of examples `n` behind the curve.
+    pub examples: usize,
     /// The confidences `t_p = p/(points − 1)` the curve is evaluated at, from 0 to 1.
     pub confidence: Vec<f64>,
     /// The smoothed mean correctness `t_p + r̂_σ(t_p)`; `t_p` itself (residual 0) where no
@@ -146,6 +148,7 @@ pub fn smooth_reliability(
     let mass = smoothed.count_integral();
     let mut curve = SmoothReliability {
         bandwidth,
+        examples: confidence.len(),
         confidence: Vec::with_capacity(points),
         accuracy: Vec::with_capacity(points),
         density: Vec::with_capacity(points),

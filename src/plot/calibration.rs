@@ -174,11 +174,18 @@ fn on_reliability_axes<DB: DrawingBackend>(
 
 /// Share of the chart's height the density band reaches at its tallest.
 const DENSITY_BAND_HEIGHT: f64 = 0.25;
+/// The smooth curve is drawn where about this many examples lie within one bandwidth of the
+/// confidence (`n·δ̂(t)·2σ`): fewer, and the kernel regression averages far-away examples.
+const SMOOTH_CURVE_MIN_EXAMPLES: f64 = 10.0;
+/// The smooth curve's width, in curve widths: `a + b·share` of the peak density.
+const SMOOTH_CURVE_WIDTH_RANGE: (f64, f64) = (0.5, 1.5);
 
 /// Draws the smooth reliability diagram (Błasiok & Nakkiran, ICLR 2024) of `curve` into
 /// `area`, with the reliability diagram's axes and margins: the density of the confidences as
 /// a grey band along the bottom (its tallest point at a quarter of the height), the
-/// kernel-smoothed accuracy as a blue line (clipped to `[0, 1]`), and the dashed diagonal. The
+/// kernel-smoothed accuracy as a blue line (clipped to `[0, 1]`), drawn only where about ten
+/// examples or more lie within one bandwidth and thicker where the density is higher, and the
+/// dashed diagonal. The
 /// legend names the bandwidth. No bins, so nothing moves with bin edges.
 ///
 /// # Errors
@@ -253,16 +260,23 @@ fn draw_smooth_curve<DB: DrawingBackend>(
             .canvas
             .draw(&Polygon::new(outline, BAR_GREY.filled()))?;
     }
-    draw_polyline(
-        &pixels,
-        curve
-            .confidence
-            .iter()
-            .zip(&curve.accuracy)
-            .map(|(&t, &a)| (t, a.clamp(0.0, 1.0))),
-        BLUE,
-        metrics,
-    )?;
+    // Where hardly any confidence lies, the kernel regression averages far-away examples: the
+    // curve is drawn only where about ten lie within σ, and thicker where more lie (as relplot
+    // draws it).
+    let point = |p: usize| pixels.point(curve.confidence[p], curve.accuracy[p].clamp(0.0, 1.0));
+    let examples_per_density = curve.examples as f64 * 2.0 * curve.bandwidth;
+    for p in 1..curve.confidence.len() {
+        let density = 0.5 * (curve.density[p - 1] + curve.density[p]);
+        let share = density / tallest;
+        if density * examples_per_density >= SMOOTH_CURVE_MIN_EXAMPLES {
+            let width =
+                CURVE_WIDTH * (SMOOTH_CURVE_WIDTH_RANGE.0 + SMOOTH_CURVE_WIDTH_RANGE.1 * share);
+            pixels.canvas.draw(&PathElement::new(
+                vec![point(p - 1), point(p)],
+                BLUE.stroke_width(metrics.stroke(width)),
+            ))?;
+        }
+    }
     draw_diagonal(&pixels, metrics)
 }
 

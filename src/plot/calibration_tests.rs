@@ -448,6 +448,7 @@ fn smooth_curve(accuracy: impl Fn(f64) -> f64) -> SmoothReliability {
     let confidence: Vec<f64> = (0..=100).map(|p| f64::from(p) / 100.0).collect();
     SmoothReliability {
         bandwidth: 0.05,
+        examples: 2000,
         accuracy: confidence.iter().map(|&t| accuracy(t)).collect(),
         density: confidence
             .iter()
@@ -469,32 +470,62 @@ fn smooth_diagram_draws_the_curve_over_the_density_band() {
     let svg = smooth_diagram(&smooth_curve(|t| if t > 0.95 { 1.2 } else { 0.5 })).unwrap();
     let (zero, one) = (y_tick(&svg, "0.0"), y_tick(&svg, "1.0"));
     let half = (zero + one) / 2;
-    let curves = polylines(&svg, BLUE_HEX);
-    let curve = curves.iter().max_by_key(|points| points.len()).unwrap();
-    assert_eq!(curve.len(), 101);
-    for (p, &(_, y)) in curve.iter().enumerate() {
-        let expected = if p > 95 { one } else { half };
+    let (left, right) = (x_tick(&svg, "0.0"), x_tick(&svg, "1.0"));
+    let x_of = |t: f64| f64::from(left) + t * f64::from(right - left);
+    // One segment per pair of neighbouring points with at least ten examples within σ
+    // (2000 · 2 · 0.05 · density ≥ 10, density ≥ 0.05): every pair but the first and the last
+    // (mean density 0.02). The legend's
+    // swatch sits above the plot.
+    let segments: Vec<Vec<(i32, i32)>> = polylines(&svg, BLUE_HEX)
+        .into_iter()
+        .filter(|points| points.iter().all(|&(_, y)| y >= one - PIXEL_TOLERANCE))
+        .collect();
+    assert_eq!(segments.len(), 98);
+    for &(x, y) in segments.iter().flatten() {
+        let expected = if f64::from(x) > x_of(0.955) {
+            one
+        } else {
+            half
+        };
         assert!(
             (y - expected).abs() <= PIXEL_TOLERANCE,
-            "point {p}: y {y}, expected {expected}"
+            "x {x}: y {y}, expected {expected}"
         );
     }
+    assert!(segments
+        .iter()
+        .flatten()
+        .all(|&(x, _)| f64::from(x) >= x_of(0.01) - 1.0));
+    // Thicker where the density is higher: the middle segment against one near the ends.
+    let widths: Vec<i32> = elements(&svg, "polyline")
+        .into_iter()
+        .filter(|line| attribute(line, "stroke") == Some(BLUE_HEX))
+        .map(|line| number(&line, "stroke-width"))
+        .collect();
+    let (edge, middle) = (widths[widths.len() - 98], widths[widths.len() - 49]);
+    assert!(middle > edge, "middle width {middle}, edge width {edge}");
     // The band: one grey polygon on the x axis whose peak, at t = 0.5, is a quarter high.
     let bands = polygons(&svg, BAR_GREY_HEX);
     assert_eq!(bands.len(), 1);
     let peak = bands[0].iter().min_by_key(|&&(_, y)| y).unwrap();
-    let middle = (x_tick(&svg, "0.0") + x_tick(&svg, "1.0")) / 2;
-    assert!((peak.0 - middle).abs() <= PIXEL_TOLERANCE);
+    assert!((f64::from(peak.0) - x_of(0.5)).abs() <= f64::from(PIXEL_TOLERANCE));
     let quarter = f64::from(zero) - 0.25 * f64::from(zero - one);
     assert!((f64::from(peak.1) - quarter).abs() <= f64::from(PIXEL_TOLERANCE));
     assert!(bands[0].iter().all(|&(_, y)| y <= zero + PIXEL_TOLERANCE));
     assert!(has_text(&svg, "accuracy, smoothed (σ = 0.050)"));
     assert!(has_text(&svg, "density of confidences"));
     assert!(!diagonal_points(&svg).is_empty());
-    // No density at all (nothing to shade) still draws the curve.
-    let mut flat = smooth_curve(|t| t);
-    flat.density.iter_mut().for_each(|d| *d = 0.0);
-    assert!(polygons(&smooth_diagram(&flat).unwrap(), BAR_GREY_HEX).is_empty());
+    // No density at all: neither band nor curve, the axes and the diagonal only.
+    let mut empty = smooth_curve(|t| t);
+    empty.density.iter_mut().for_each(|d| *d = 0.0);
+    let svg = smooth_diagram(&empty).unwrap();
+    assert!(polygons(&svg, BAR_GREY_HEX).is_empty());
+    assert_eq!(
+        polylines(&svg, BLUE_HEX).len(),
+        1,
+        "the legend's swatch only"
+    );
+    assert!(!diagonal_points(&svg).is_empty());
 }
 
 #[test]
