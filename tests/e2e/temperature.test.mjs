@@ -115,6 +115,7 @@ test("1. after inference the T = 1 numbers and the fitted T equal the native CLI
   assertColumn(metrics, "_fitted", expected.after, "fitted T");
   // smooth ECE's bandwidth is a multiple of 2^-10 found by bisection: equal, not close.
   assert.equal(metrics.smece_bandwidth, expected.before.smece_bandwidth, "smooth ECE bandwidth at T = 1");
+  assert.ok(metrics.smece <= metrics.smece_bandwidth, `the caption's search stops at a σ no smaller than the smooth ECE: ${metrics.smece} > ${metrics.smece_bandwidth}`);
   assert.equal(await main.locator('#smooth-caption [data-metric="smece"]').textContent(), await main.locator('td[data-metric="smece"]').textContent(), "the caption shows the table's smooth ECE");
   t.diagnostic(`native T = ${expected.temperature}, page T = ${metrics.fitted_temperature}`);
   t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(CALIBRATION_METRICS.map((n) => [n, metrics[n] - expected.before[n]])))}`);
@@ -137,6 +138,7 @@ test("2. the slider changes ECE and the reliability chart, never the accuracy (m
   assert.equal(metrics.accuracy_t1, start.accuracy_t1);
   assert.notEqual(await canvasData(main, "reliability"), startChart, "the reliability diagram is redrawn");
   assert.notEqual(await canvasData(main, "smooth-reliability"), startSmooth, "the smooth reliability diagram is redrawn");
+  assert.ok(metrics.smece <= metrics.smece_bandwidth, `at T = 20 the smooth ECE ${metrics.smece} is at most σ = ${metrics.smece_bandwidth}`);
 
   // 150 steps left, one key press each: every press is an input event; redraws collapse per frame.
   for (let i = 0; i < 150; i++) await main.keyboard.press("ArrowLeft");
