@@ -36,7 +36,7 @@ pub struct ModelInfo {
 
 /// Every network the page can show; a model's index in the lab is its position here. Only
 /// trained networks are listed: their weights and cards are in `assets/models/`.
-pub const MODELS: [ModelInfo; 5] = [
+pub const MODELS: [ModelInfo; 7] = [
     ModelInfo {
         network: Network::Ce,
         url: "assets/models/fmnist-ce.safetensors",
@@ -61,6 +61,16 @@ pub const MODELS: [ModelInfo; 5] = [
         network: Network::Tau01,
         url: "assets/models/fmnist-logitnorm-tau0.1.safetensors",
         title: "LogitNorm (τ = 0.1)",
+    },
+    ModelInfo {
+        network: Network::Tau002,
+        url: "assets/models/fmnist-logitnorm-tau0.02.safetensors",
+        title: "LogitNorm (τ = 0.02)",
+    },
+    ModelInfo {
+        network: Network::Tau03,
+        url: "assets/models/fmnist-logitnorm-tau0.3.safetensors",
+        title: "LogitNorm (τ = 0.3)",
     },
 ];
 
