@@ -15,13 +15,14 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use calibra::bootstrap;
 use calibra::calibration::{self, Binning, Logits, TemperatureFit, DEFAULT_NUM_BINS};
 use calibra::data::{self, Dataset, FASHION_MNIST_CLASSES};
 use calibra::lab::{Lab, OodSet, OodStore};
+use calibra::lab::{BOOTSTRAP, SMOOTH_CURVE_POINTS};
 use calibra::model::{Classifier, NUM_CLASSES};
 use calibra::page::{self, PageState, Visible, MODELS};
 use calibra::plot::{self, ChartStyle};
-use calibra::smooth_calibration;
 use plotters::prelude::{IntoDrawingArea, SVGBackend, WHITE};
 use plotters::style::FontFamily;
 
@@ -39,8 +40,6 @@ const HISTOGRAM_HEIGHT: u32 = 200;
 const CLASSWISE_SIZE: (u32, u32) = (900, 460);
 const TAU_CHART_SIZE: (u32, u32) = (900, 380);
 const SMOOTH_SIZE: (u32, u32) = (900, 470);
-/// Points of each smooth reliability curve, as the page draws it.
-const SMOOTH_CURVE_POINTS: usize = 201;
 /// The OOD set of the τ chart.
 const MNIST_IMAGES: &str = "assets/mnist-ood-images-idx3-ubyte.gz";
 const TITLE_FONT_SIZE: f64 = 15.0;
@@ -211,16 +210,11 @@ fn smooth_figure(logits: &Logits, labels: &[u32], fitted: f64) -> Result<String>
             (right, fitted, format!("After, T = {fitted:.2}")),
         ] {
             let (confidence, correct) = calibration::confidences(logits, labels, temperature)?;
-            let smooth = smooth_calibration::smooth_ece(&confidence, &correct)?;
-            let curve = smooth_calibration::smooth_reliability(
-                &confidence,
-                &correct,
-                smooth.bandwidth,
-                SMOOTH_CURVE_POINTS,
-            )?;
-            let heading = format!("{name}: smooth ECE {:.2}%", 100.0 * smooth.smece);
+            let diagram =
+                bootstrap::smooth_diagram(&confidence, &correct, SMOOTH_CURVE_POINTS, &BOOTSTRAP)?;
+            let heading = format!("{name}: smooth ECE {:.2}%", 100.0 * diagram.ece.smece);
             let body = panel.titled(&heading, (FontFamily::SansSerif, TITLE_FONT_SIZE))?;
-            plot::smooth_reliability_diagram(&body, &curve, &style)?;
+            plot::smooth_reliability_diagram(&body, &diagram.curve, Some(&diagram.band), &style)?;
         }
         area.present()?;
     }

@@ -19,16 +19,16 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::calibration::{self, Binning, CalibrationError, Logits};
-use crate::smooth_calibration;
+use crate::smooth_calibration::{self, SmoothEce, SmoothReliability};
 
 /// Resamples of the page and the CLI.
 pub const DEFAULT_RESAMPLES: usize = 100;
 /// Level of the page's and the CLI's intervals.
-pub const DEFAULT_LEVEL: f64 = 0.9;
+pub const DEFAULT_LEVEL: f64 = 0.95;
 /// Most resamples [`bootstrap_intervals`] accepts.
 pub const MAX_RESAMPLES: usize = 10_000;
 
@@ -59,7 +59,7 @@ pub struct BootstrapSettings {
 }
 
 /// A metric on all rows and its bootstrap percentile interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricInterval {
     /// The metric on the rows as given.
     pub estimate: f64,
@@ -70,7 +70,7 @@ pub struct MetricInterval {
 }
 
 /// Bootstrap intervals of the four metrics.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricIntervals {
     /// Binned top-label ECE.
     pub ece: MetricInterval,
@@ -116,12 +116,7 @@ pub fn bootstrap_intervals(
     binning: Binning,
     settings: &BootstrapSettings,
 ) -> Result<MetricIntervals, BootstrapError> {
-    if !(2..=MAX_RESAMPLES).contains(&settings.resamples) {
-        return Err(BootstrapError::InvalidResampleCount(settings.resamples));
-    }
-    if !(settings.level > 0.0 && settings.level < 1.0) {
-        return Err(BootstrapError::InvalidLevel(settings.level));
-    }
+    check_settings(settings)?;
     let (confidence, correct) = calibration::confidences(logits, labels, temperature)?;
     let mut log_probabilities = vec![0.0; logits.num_classes()];
     let (nll, brier) = logits
@@ -185,6 +180,116 @@ pub fn bootstrap_intervals(
         nll,
         brier,
     })
+}
+
+/// The pointwise bootstrap band of the smooth reliability curve.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReliabilityBand {
+    /// The band's level: it holds this share of the resampled curves at each point.
+    pub level: f64,
+    /// The `(1 − level)/2` percentile of the resampled curves at each point.
+    pub lower: Vec<f64>,
+    /// The `(1 + level)/2` percentile of the resampled curves at each point.
+    pub upper: Vec<f64>,
+}
+
+/// The pointwise percentile band of the smooth reliability curve at bandwidth `bandwidth`, on
+/// `points` equally spaced confidences from 0 to 1 (those of
+/// [`smooth_calibration::smooth_reliability`]).
+///
+/// As relplot's diagram draws it, every resample keeps the bandwidth of the full sample
+/// (choosing it again would mix the noise of the data with that of the bandwidth search), and
+/// its curve is taken on the coarser grid of
+/// [`smooth_calibration::BAND_STEPS_PER_BANDWIDTH`] steps per bandwidth.
+///
+/// # Errors
+/// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
+/// settings, and as [`BootstrapError::Calibration`] the errors of
+/// [`smooth_calibration::smooth_reliability`].
+pub fn smooth_reliability_band(
+    confidence: &[f64],
+    correct: &[bool],
+    bandwidth: f64,
+    points: usize,
+    settings: &BootstrapSettings,
+) -> Result<ReliabilityBand, BootstrapError> {
+    check_settings(settings)?;
+    smooth_calibration::check_bandwidth(bandwidth)?;
+    if !(2..=smooth_calibration::MAX_CURVE_POINTS).contains(&points) {
+        return Err(CalibrationError::InvalidPointCount(points).into());
+    }
+    calibration::check_confidences(confidence, correct)?;
+    let n = confidence.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+    let mut multiplicity = vec![0_u32; n];
+    let mut curves: Vec<Vec<f64>> = vec![Vec::with_capacity(settings.resamples); points];
+    for _ in 0..settings.resamples {
+        multiplicity.fill(0);
+        for _ in 0..n {
+            multiplicity[rng.random_range(0..n)] += 1;
+        }
+        let curve = smooth_calibration::resampled_curve(
+            confidence,
+            correct,
+            &multiplicity,
+            bandwidth,
+            points,
+        );
+        for (values, value) in curves.iter_mut().zip(curve) {
+            values.push(value);
+        }
+    }
+    let tail = 0.5 * (1.0 - settings.level);
+    let (lower, upper) = curves
+        .iter_mut()
+        .map(|values| {
+            values.sort_unstable_by(f64::total_cmp);
+            (percentile(values, tail), percentile(values, 1.0 - tail))
+        })
+        .unzip();
+    Ok(ReliabilityBand {
+        level: settings.level,
+        lower,
+        upper,
+    })
+}
+
+/// The smooth reliability diagram as the page, the CLI's figures and the README draw it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SmoothDiagram {
+    /// smECE and the bandwidth its search chose.
+    pub ece: SmoothEce,
+    /// The curve and the density at that bandwidth.
+    pub curve: SmoothReliability,
+    /// The bootstrap band around the curve.
+    pub band: ReliabilityBand,
+}
+
+/// smECE, the smooth reliability curve at its bandwidth on `points` points, and the band of
+/// `settings` around it: the one way the page and the figures compute the diagram.
+///
+/// # Errors
+/// As [`smooth_reliability_band`].
+pub fn smooth_diagram(
+    confidence: &[f64],
+    correct: &[bool],
+    points: usize,
+    settings: &BootstrapSettings,
+) -> Result<SmoothDiagram, BootstrapError> {
+    let ece = smooth_calibration::smooth_ece(confidence, correct)?;
+    let curve = smooth_calibration::smooth_reliability(confidence, correct, ece.bandwidth, points)?;
+    let band = smooth_reliability_band(confidence, correct, ece.bandwidth, points, settings)?;
+    Ok(SmoothDiagram { ece, curve, band })
+}
+
+fn check_settings(settings: &BootstrapSettings) -> Result<(), BootstrapError> {
+    if !(2..=MAX_RESAMPLES).contains(&settings.resamples) {
+        return Err(BootstrapError::InvalidResampleCount(settings.resamples));
+    }
+    if !(settings.level > 0.0 && settings.level < 1.0) {
+        return Err(BootstrapError::InvalidLevel(settings.level));
+    }
+    Ok(())
 }
 
 /// The `q`-quantile of sorted values (at least one), interpolated linearly at position

@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Width ratios between `n` and `4n` rows must fall in this range around the `√4 = 2` of the
-/// `1/√n` law: 100 resamples estimate a 90% interval's width to about ±10%, so the ratio of
+/// `1/√n` law: 100 resamples estimate a 95% interval's width to about ±10%, so the ratio of
 /// two such widths to about ±15%, and ECE and smECE add a bias that shrinks with `n`.
 const WIDTH_RATIO_RANGE: (f64, f64) = (1.5, 2.7);
 /// Classes of the synthetic logits.
@@ -140,5 +140,140 @@ fn bad_settings_are_refused() {
         Err(BootstrapError::Calibration(
             CalibrationError::InvalidTemperature(0.0)
         ))
+    );
+}
+
+/// Confidences and outcomes of the overconfident logits at `T = 1`.
+fn overconfident_confidences(n: usize) -> (Vec<f64>, Vec<bool>) {
+    let (values, labels) = overconfident(n, 1);
+    let logits = Logits::new(&values, CLASSES).unwrap();
+    calibration::confidences(&logits, &labels, 1.0).unwrap()
+}
+
+fn band_settings(seed: u64) -> BootstrapSettings {
+    BootstrapSettings {
+        resamples: DEFAULT_RESAMPLES,
+        level: DEFAULT_LEVEL,
+        seed,
+    }
+}
+
+#[test]
+fn the_resampled_curve_on_the_coarse_grid_is_within_0_002_of_the_curve() {
+    let (confidence, correct) = overconfident_confidences(5_000);
+    let bandwidth = smooth_calibration::smooth_ece(&confidence, &correct)
+        .unwrap()
+        .bandwidth;
+    let fine = smooth_calibration::smooth_reliability(&confidence, &correct, bandwidth, 201)
+        .unwrap()
+        .accuracy;
+    let once = vec![1; confidence.len()];
+    let coarse = smooth_calibration::resampled_curve(&confidence, &correct, &once, bandwidth, 201);
+    let largest = fine
+        .iter()
+        .zip(&coarse)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        largest < 0.002,
+        "σ = {bandwidth}: coarse grid moves the curve by {largest}"
+    );
+}
+
+#[test]
+fn the_band_holds_the_curve_and_covers_a_calibrated_samples_diagonal() {
+    // Calibrated samples: the outcome is drawn with probability equal to the confidence, so
+    // the true curve is the diagonal. Neighbouring points of one sample's band miss together
+    // (they share most of their examples), so coverage is judged over ten samples.
+    let (bandwidth, points, samples) = (0.05, 101, 10);
+    let data = 35..=95;
+    let mut covered = 0;
+    for seed in 0..samples {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let confidence: Vec<f64> = (0..2_000).map(|_| rng.random_range(0.3..1.0)).collect();
+        let correct: Vec<bool> = confidence
+            .iter()
+            .map(|&f| rng.random::<f64>() < f)
+            .collect();
+        let curve =
+            smooth_calibration::smooth_reliability(&confidence, &correct, bandwidth, points)
+                .unwrap();
+        let band = smooth_reliability_band(
+            &confidence,
+            &correct,
+            bandwidth,
+            points,
+            &band_settings(seed),
+        )
+        .unwrap();
+        let inside = |value: f64, p: usize| band.lower[p] <= value && value <= band.upper[p];
+        // Where the data lie: the sample's own curve inside its band everywhere, and the band
+        // a few hundredths wide, not a sliver and not the whole chart.
+        assert!(data.clone().all(|p| inside(curve.accuracy[p], p)));
+        for p in data.clone() {
+            let width = band.upper[p] - band.lower[p];
+            assert!((0.01..0.2).contains(&width), "width {width} at point {p}");
+        }
+        covered += data
+            .clone()
+            .filter(|&p| inside(p as f64 / 100.0, p))
+            .count();
+    }
+    // A 95% pointwise band: the percentile bootstrap of 100 resamples covers a little less.
+    let share = covered as f64 / (samples as usize * data.count()) as f64;
+    assert!(
+        share >= 0.85,
+        "the diagonal inside the band at {share:.3} of the points"
+    );
+}
+
+#[test]
+fn the_band_is_fixed_by_its_seed_and_narrows_with_more_data() {
+    let width = |n: usize, seed: u64| {
+        let (confidence, correct) = overconfident_confidences(n);
+        let band =
+            smooth_reliability_band(&confidence, &correct, 0.05, 51, &band_settings(seed)).unwrap();
+        (band.clone(), band.upper[45] - band.lower[45])
+    };
+    let (first, small) = width(1_000, 7);
+    assert_eq!(first, width(1_000, 7).0);
+    assert_ne!(first, width(1_000, 8).0);
+    let (_, large) = width(4_000, 7);
+    let ratio = small / large;
+    assert!(
+        (WIDTH_RATIO_RANGE.0..WIDTH_RATIO_RANGE.1).contains(&ratio),
+        "width ratio {ratio} between 1,000 and 4,000 rows"
+    );
+}
+
+#[test]
+fn the_band_refuses_bad_parameters() {
+    let (confidence, correct) = overconfident_confidences(100);
+    let band = |bandwidth: f64, points: usize, settings: BootstrapSettings| {
+        smooth_reliability_band(&confidence, &correct, bandwidth, points, &settings)
+    };
+    assert_eq!(
+        band(0.0005, 51, band_settings(1)),
+        Err(CalibrationError::InvalidBandwidth(0.0005).into())
+    );
+    assert_eq!(
+        band(0.05, 1, band_settings(1)),
+        Err(CalibrationError::InvalidPointCount(1).into())
+    );
+    let one = BootstrapSettings {
+        resamples: 1,
+        ..band_settings(1)
+    };
+    assert_eq!(
+        band(0.05, 51, one),
+        Err(BootstrapError::InvalidResampleCount(1))
+    );
+    assert_eq!(
+        smooth_reliability_band(&confidence, &correct[1..], 0.05, 51, &band_settings(1)),
+        Err(CalibrationError::ConfidenceCountMismatch {
+            confidences: 100,
+            outcomes: 99
+        }
+        .into())
     );
 }

@@ -11,9 +11,10 @@ const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
 const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
 
 // Benchmarks and tests read timings and wasm call counts from here (see scripts/bench):
-// calls.frames holds the number of wasm calls each animation frame made.
-const timings = { draws: [], conformalDraws: [], oodDraws: [], firstChart: null, inferenceDone: {} };
-const calls = { total: 0, frames: [] };
+// calls.frames holds the number of wasm calls each animation frame made, calls.named the calls
+// of each method.
+const timings = { draws: [], conformalDraws: [], oodDraws: [], intervals: [], firstChart: null, inferenceDone: {} };
+const calls = { total: 0, frames: [], named: {} };
 window.calibra = {
   timings,
   calls,
@@ -32,6 +33,7 @@ const images = {};
 const loadingImages = {};
 let gallery = null;
 let pool = null;
+let bootstrap = null;
 let renderPending = false;
 // Which labs need a redraw. A lab off screen stays dirty and is redrawn when it scrolls into
 // view, so a slider costs only the charts the reader can see.
@@ -50,6 +52,7 @@ function counted(target) {
       if (typeof value !== "function") return value;
       return (...args) => {
         calls.total += 1;
+        calls.named[key] = (calls.named[key] ?? 0) + 1;
         return value.apply(object, args);
       };
     },
@@ -137,6 +140,11 @@ function render() {
   if (readouts.waiting) return;
   for (const lab of readouts.drawn) dirty[lab] = false;
   if (readouts.drawn.includes("temperature")) {
+    if (readouts.interval_requests.length) {
+      // Started at the first request, once inference is done, so that it never competes with it.
+      bootstrap ??= new BootstrapWorker(onIntervals, (message) => showError(`The bootstrap worker failed: ${message}`));
+      bootstrap.request(readouts.interval_requests);
+    }
     timings.draws.push(millis);
     if (timings.firstChart === null) {
       timings.firstChart = performance.now();
@@ -150,6 +158,22 @@ function render() {
     gallery.show(readouts.gallery, state.gallery);
   }
   if (readouts.explanation) gallery.explain(readouts.explanation);
+}
+
+// Keeps intervals the bootstrap worker computed and redraws the temperature lab with them.
+function onIntervals(request, intervals) {
+  try {
+    page.add_intervals(request, intervals);
+  } catch (error) {
+    showError(error.message);
+    return;
+  }
+  timings.intervals.push(performance.now());
+  dirty.temperature = true;
+  if (!renderPending) {
+    renderPending = true;
+    requestAnimationFrame(render);
+  }
 }
 
 // Tracks which labs are on screen (with a margin, so charts are ready as they scroll in).
@@ -238,6 +262,45 @@ function runExperiment() {
   timings.experiment = performance.now() - started;
   applyPatches(result.patches);
   $("experiment-time").textContent = `(computed and drawn in ${timings.experiment.toFixed(0)} ms)`;
+}
+
+// The bootstrap worker: one request at a time; of those that come meanwhile only the last
+// frame's wait (a dragged slider asks at every T it passes, and only where it rests matters).
+class BootstrapWorker {
+  constructor(onIntervals, onError) {
+    this.worker = new Worker(new URL("./bootstrap-worker.js", import.meta.url), { type: "module" });
+    this.busy = false; // the request being computed, as JSON, or false
+    this.waiting = [];
+    this.sent = null; // "model:split" of the evaluation half the worker holds
+    this.worker.onmessage = (event) => {
+      this.busy = false;
+      if (event.data.status === "intervals") onIntervals(event.data.request, event.data.intervals);
+      else onError(event.data.message);
+      this.next();
+    };
+    this.worker.onerror = (event) => onError(event.message || "could not start");
+  }
+
+  // Replaces the waiting requests with a frame's (less the one being computed).
+  request(requests) {
+    this.waiting = requests.filter((request) => JSON.stringify(request) !== this.busy);
+    this.next();
+  }
+
+  // Sends the next waiting request, with the evaluation half first if the worker lacks it.
+  next() {
+    if (this.busy || this.waiting.length === 0) return;
+    const request = this.waiting.shift();
+    const key = `${request.model}:${request.split}`;
+    if (this.sent !== key) {
+      const half = page.evaluation_half(state);
+      if (`${half.model}:${half.split}` !== key) return this.next();
+      this.worker.postMessage({ type: "data", ...half }, [half.logits.buffer, half.labels.buffer]);
+      this.sent = key;
+    }
+    this.busy = JSON.stringify(request);
+    this.worker.postMessage({ type: "intervals", request });
+  }
 }
 
 // A pool of inference workers sharing the image sets: batches go to whichever worker is free.

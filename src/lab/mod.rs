@@ -11,12 +11,15 @@
 //! and at the fitted T) is cached and redone only when logits, split, bins or model change, so
 //! a slider move costs one pass over the evaluation rows per chart.
 
+use crate::bootstrap::MetricIntervals;
 use crate::calibration::{self, Binning, CalibrationError, Logits, TemperatureFit};
 pub use crate::conformal::ScoreKind;
 use crate::conformal::{self, ConformalError, Score};
 use crate::data;
+use crate::smooth_calibration::SmoothEce;
 
 mod conformal_view;
+mod intervals;
 mod ood_store;
 mod streamed;
 mod temperature_view;
@@ -28,8 +31,9 @@ pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
+pub use intervals::{compute as compute_intervals, IntervalRequest, BOOTSTRAP};
 use temperature_view::FixedReports;
-pub use temperature_view::TemperatureView;
+pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
 
 /// Why the lab refused a request.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -67,6 +71,8 @@ pub enum LabError {
     OodView(#[from] crate::ood_view::OodViewError),
     #[error(transparent)]
     Conformal(#[from] ConformalError),
+    #[error(transparent)]
+    Bootstrap(#[from] crate::bootstrap::BootstrapError),
 }
 
 /// One network's accuracy and calibration, as the OOD lab compares them across networks.
@@ -101,6 +107,10 @@ struct Cache {
     evaluation: Part,
     fit: TemperatureFit,
     reports: Option<FixedReports>,
+    /// Smooth ECE at T = 1 and at the fitted T (no bins, so computed once).
+    smooth_fixed: Option<[SmoothEce; 2]>,
+    /// Bootstrap intervals a worker computed for this network and split.
+    intervals: Vec<(IntervalRequest, MetricIntervals)>,
     /// Softmax of both halves at the temperature of the last conformal view.
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
@@ -286,6 +296,8 @@ impl Lab {
                 evaluation,
                 fit,
                 reports: None,
+                smooth_fixed: None,
+                intervals: Vec::new(),
                 probabilities: None,
                 score_tables: Vec::new(),
             });

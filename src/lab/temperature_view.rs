@@ -2,17 +2,19 @@
 //! the reliability and classwise bins, the confidence histogram and the sentence on over- or
 //! underconfidence.
 
+use super::intervals::{IntervalRequest, BOOTSTRAP};
 use super::{Lab, LabError};
+use crate::bootstrap::{self, MetricIntervals, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
 use crate::sentences;
-use crate::smooth_calibration::{self, SmoothEce, SmoothReliability};
+use crate::smooth_calibration::{self, SmoothEce};
 
 /// Resampled outcomes behind the ECE noise floor: enough for a mean within about ±0.0006 at
 /// 5,000 images, few enough for a slider frame.
 const NOISE_FLOOR_DRAWS: usize = 10;
 /// Points the smooth reliability curve is drawn through: finer than a chart's pixels need at
 /// the bandwidths the search finds on thousands of images.
-const SMOOTH_CURVE_POINTS: usize = 201;
+pub const SMOOTH_CURVE_POINTS: usize = 201;
 
 /// What the temperature lab shows, at one slider temperature.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,16 +39,24 @@ pub struct TemperatureView {
     pub verdict: String,
     /// Reliability bins of each class (binned on p_k) at the slider's T.
     pub classwise_bins: Vec<Vec<Bin>>,
-    /// Smooth ECE (no bins) at the slider's T, at T = 1 and at the fitted T.
-    pub smooth: SmoothEce,
+    /// Smooth ECE (no bins) at T = 1 and at the fitted T.
     pub smooth_at_one: SmoothEce,
     pub smooth_at_fitted: SmoothEce,
-    /// The smooth reliability diagram at the slider's T, at the bandwidth of `smooth`.
-    pub smooth_curve: SmoothReliability,
+    /// The smooth reliability diagram at the slider's T: smooth ECE, curve and band.
+    pub smooth: SmoothDiagram,
+    /// Bootstrap intervals of ECE, smECE, NLL and Brier at the slider's T, at T = 1 and at the
+    /// fitted T, each once a worker has computed it.
+    pub intervals: [Option<MetricIntervals>; 3],
+    /// The intervals to ask a worker for (none before every row has arrived).
+    pub interval_requests: Vec<IntervalRequest>,
 }
 
 /// smECE of the evaluation rows at `temperature`, as `calibra report` computes it.
-fn smooth_ece_at(logits: &Logits, labels: &[u32], temperature: f64) -> Result<SmoothEce, LabError> {
+fn smooth_ece_at_temperature(
+    logits: &Logits,
+    labels: &[u32],
+    temperature: f64,
+) -> Result<SmoothEce, LabError> {
     let (confidences, correct) = calibration::confidences(logits, labels, temperature)?;
     Ok(smooth_calibration::smooth_ece(&confidences, &correct)?)
 }
@@ -57,8 +67,6 @@ pub(super) struct FixedReports {
     binning: (usize, Binning),
     at_one: CalibrationReport,
     at_fitted: CalibrationReport,
-    smooth_at_one: SmoothEce,
-    smooth_at_fitted: SmoothEce,
 }
 
 impl Lab {
@@ -91,20 +99,24 @@ impl Lab {
                 binning: (bins, binning),
                 at_one: report(1.0)?,
                 at_fitted: report(cache.fit.temperature)?,
-                smooth_at_one: smooth_ece_at(&logits, labels, 1.0)?,
-                smooth_at_fitted: smooth_ece_at(&logits, labels, cache.fit.temperature)?,
             });
         }
+        let [smooth_at_one, smooth_at_fitted] = match cache.smooth_fixed {
+            Some(fixed) => fixed,
+            None => {
+                let fixed = [
+                    smooth_ece_at_temperature(&logits, labels, 1.0)?,
+                    smooth_ece_at_temperature(&logits, labels, cache.fit.temperature)?,
+                ];
+                cache.smooth_fixed = Some(fixed);
+                fixed
+            }
+        };
         let reports = cache.reports.as_ref().ok_or(LabError::NotReady)?;
         let at_temperature = calibration::evaluate(&logits, labels, temperature, bins, binning)?;
         let (confidences, correct) = calibration::confidences(&logits, labels, temperature)?;
-        let smooth = smooth_calibration::smooth_ece(&confidences, &correct)?;
-        let smooth_curve = smooth_calibration::smooth_reliability(
-            &confidences,
-            &correct,
-            smooth.bandwidth,
-            SMOOTH_CURVE_POINTS,
-        )?;
+        let smooth =
+            bootstrap::smooth_diagram(&confidences, &correct, SMOOTH_CURVE_POINTS, &BOOTSTRAP)?;
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
         let ece_floor =
             calibration::ece_noise_floor(&confidences, bins, binning, NOISE_FLOOR_DRAWS, seed)?;
@@ -115,7 +127,7 @@ impl Lab {
             at_temperature.ece,
             ece_floor,
         );
-        Ok(TemperatureView {
+        let mut view = TemperatureView {
             temperature,
             fitted_temperature: cache.fit.temperature,
             fitted_bound_hit: cache.fit.bound_hit.is_some(),
@@ -136,9 +148,23 @@ impl Lab {
             at_fitted: reports.at_fitted.clone(),
             at_temperature,
             smooth,
-            smooth_at_one: reports.smooth_at_one,
-            smooth_at_fitted: reports.smooth_at_fitted,
-            smooth_curve,
-        })
+            smooth_at_one,
+            smooth_at_fitted,
+            intervals: [None; 3],
+            interval_requests: Vec::new(),
+        };
+        for (slot, t) in [temperature, 1.0, view.fitted_temperature]
+            .into_iter()
+            .enumerate()
+        {
+            match self.intervals_at(t, bins, binning)? {
+                Ok(kept) => view.intervals[slot] = Some(kept),
+                Err(Some(request)) if !view.interval_requests.contains(&request) => {
+                    view.interval_requests.push(request);
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(view)
     }
 }

@@ -113,11 +113,12 @@ fn view_matches_the_library_on_the_gathered_halves() {
         let (confidences, correct) = calibration::confidences(&eval, &eval_labels, t).unwrap();
         smooth_calibration::smooth_ece(&confidences, &correct).unwrap()
     };
-    assert_eq!(view.smooth, smooth(0.7));
+    assert_eq!(view.smooth.ece, smooth(0.7));
     assert_eq!(view.smooth_at_one, smooth(1.0));
     assert_eq!(view.smooth_at_fitted, smooth(fit.temperature));
-    assert_eq!(view.smooth_curve.bandwidth, view.smooth.bandwidth);
-    assert_eq!(view.smooth_curve.confidence.len(), 201);
+    assert_eq!(view.smooth.curve.bandwidth, view.smooth.ece.bandwidth);
+    assert_eq!(view.smooth.curve.confidence.len(), 201);
+    assert_eq!(view.smooth.band.lower.len(), 201);
 }
 
 #[test]
@@ -376,4 +377,65 @@ fn planted_temperature_is_recovered_within_two_percent() {
         (fitted / 3.0 - 1.0).abs() < 0.02,
         "planted T = 3, got {fitted}"
     );
+}
+
+#[test]
+fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
+    let (logits, labels) = synthetic(400, 5);
+    let mut lab = Lab::new(labels, K, 2).unwrap();
+    // Half the rows: the metrics are provisional, so no interval is asked for.
+    lab.add_logits(0, 0, &logits[..200 * K]).unwrap();
+    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    assert!(view.interval_requests.is_empty());
+    assert!(lab.evaluation_half().is_err());
+    lab.add_logits(0, 200, &logits[200 * K..]).unwrap();
+    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    let temperatures: Vec<f64> = view
+        .interval_requests
+        .iter()
+        .map(|r| r.temperature)
+        .collect();
+    assert_eq!(temperatures, [0.7, 1.0, view.fitted_temperature]);
+    assert_eq!(view.intervals, [None; 3]);
+    // The worker's answer for the slider's T, computed from the evaluation half as the worker
+    // gets it, is shown at that T only.
+    let request = view.interval_requests[0];
+    let (half_logits, half_labels) = lab.evaluation_half().unwrap();
+    let (half_logits, half_labels) = (half_logits.to_vec(), half_labels.to_vec());
+    let answer = compute_intervals(&half_logits, &half_labels, K, &request).unwrap();
+    let direct = crate::bootstrap::bootstrap_intervals(
+        &Logits::new(&half_logits, K).unwrap(),
+        &half_labels,
+        0.7,
+        10,
+        Binning::Width,
+        &BOOTSTRAP,
+    )
+    .unwrap();
+    assert_eq!(answer, direct);
+    assert_eq!(answer.ece.estimate, view.at_temperature.ece);
+    lab.add_intervals(request, answer);
+    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    assert_eq!(view.intervals[0], Some(answer));
+    assert_eq!(view.interval_requests.len(), 2);
+    let view = lab.temperature_view(0.8, 10, Binning::Width).unwrap();
+    assert_eq!(view.intervals[0], None);
+    // An answer for another network or split is dropped.
+    for stale in [
+        IntervalRequest {
+            model: 1,
+            ..request
+        },
+        IntervalRequest {
+            split: 9,
+            ..request
+        },
+    ] {
+        lab.add_intervals(stale, answer);
+    }
+    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    assert_eq!(view.intervals[0], Some(answer));
+    lab.set_split(9);
+    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    assert_eq!(view.intervals[0], None);
 }

@@ -13,7 +13,9 @@ mod state;
 use serde::Serialize;
 
 use crate::data::{DataError, FASHION_MNIST_CLASSES, IMAGE_SIDE};
-use crate::lab::{ConformalView, Explanation, Lab, LabError, OodSet, OodStore, TemperatureView};
+use crate::lab::{
+    ConformalView, Explanation, IntervalRequest, Lab, LabError, OodSet, OodStore, TemperatureView,
+};
 use crate::model::NUM_CLASSES;
 
 pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
@@ -153,6 +155,8 @@ pub struct Readouts {
     pub odin_needs: Vec<Job>,
     /// Each shown network's surest OOD images, when the τ lab is on screen.
     pub ood_galleries: Vec<OodGallery>,
+    /// Bootstrap intervals the temperature lab shows and a worker has not computed yet.
+    pub interval_requests: Vec<IntervalRequest>,
 }
 
 /// The views one frame draws, with its readouts.
@@ -206,6 +210,7 @@ pub fn render(
     if visible.temperature {
         let view = lab.temperature_view(state.t, state.bins, state.binning)?;
         frame.readouts.patches.extend(readouts::temperature(&view));
+        frame.readouts.interval_requests = view.interval_requests.clone();
         frame.readouts.drawn.push("temperature");
         frame.temperature = Some(view);
     }

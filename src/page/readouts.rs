@@ -324,7 +324,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
 pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     let mut patches = Vec::new();
     for (suffix, report, smooth) in [
-        ("", &view.at_temperature, &view.smooth),
+        ("", &view.at_temperature, &view.smooth.ece),
         ("_t1", &view.at_one, &view.smooth_at_one),
         ("_fitted", &view.at_fitted, &view.smooth_at_fitted),
     ] {
@@ -347,6 +347,24 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             ));
         }
     }
+    for (suffix, intervals) in ["", "_t1", "_fitted"].into_iter().zip(&view.intervals) {
+        let each = intervals.map(|i| [i.ece, i.smece, i.nll, i.brier]);
+        for (m, name) in ["ece", "smece", "nll", "brier"].into_iter().enumerate() {
+            let interval = each.map(|e| e[m]);
+            for (end, value) in [
+                ("lo", interval.map(|i| i.lower)),
+                ("hi", interval.map(|i| i.upper)),
+            ] {
+                patches.push(Patch::Metric {
+                    id: None,
+                    metric: format!("{name}{suffix}_{end}"),
+                    value,
+                    text: value.map_or_else(|| "…".to_string(), |v| format!("{v:.4}")),
+                    title: None,
+                });
+            }
+        }
+    }
     let fitted = view.fitted_temperature;
     let bound = if view.fitted_bound_hit {
         " (bound)"
@@ -366,8 +384,8 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
         ),
         metric(
             "smece_bandwidth",
-            view.smooth.bandwidth,
-            format!("{:.4}", view.smooth.bandwidth),
+            view.smooth.ece.bandwidth,
+            format!("{:.4}", view.smooth.ece.bandwidth),
         ),
         text("confidence-verdict", view.verdict.clone()),
         metric("fitted_temperature", fitted, format!("{fitted:.3}{bound}")),

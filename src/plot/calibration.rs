@@ -26,6 +26,7 @@
 //!   labelled `k` (see `calibration::classwise_bins`).
 
 use super::*;
+use crate::bootstrap::ReliabilityBand;
 use crate::calibration::Bin;
 use crate::smooth_calibration::SmoothReliability;
 
@@ -184,18 +185,21 @@ const SMOOTH_CURVE_WIDTH_RANGE: (f64, f64) = (0.5, 1.5);
 /// `area`, with the reliability diagram's axes and margins: the density of the confidences as
 /// a grey band along the bottom (its tallest point at a quarter of the height), the
 /// kernel-smoothed accuracy as a blue line (clipped to `[0, 1]`), drawn only where about ten
-/// examples or more lie within one bandwidth and thicker where the density is higher, and the
-/// dashed diagonal. The
-/// legend names the bandwidth. No bins, so nothing moves with bin edges.
+/// examples or more lie within one bandwidth and thicker where the density is higher, the
+/// bootstrap band of `band` (when given) shaded in light blue where the curve is drawn, and the
+/// dashed diagonal. The legend names the bandwidth and the band's level. No bins, so nothing
+/// moves with bin edges.
 ///
 /// # Errors
 /// [`PlotError::CurveLengthMismatch`] when the curve's vectors differ in length,
+/// [`PlotError::BandLengthMismatch`] when the band's do not match them,
 /// [`PlotError::NotFinite`] for a NaN or infinite accuracy, [`PlotError::NegativeDensity`],
 /// [`PlotError::InvalidScale`], [`PlotError::AreaTooSmall`] below 40% of about 240×220 CSS
 /// pixels, and [`PlotError::Drawing`] when the backend fails.
 pub fn smooth_reliability_diagram<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     curve: &SmoothReliability,
+    band: Option<&ReliabilityBand>,
     style: &ChartStyle,
 ) -> Result<(), PlotError> {
     let points = curve.confidence.len();
@@ -206,11 +210,26 @@ pub fn smooth_reliability_diagram<DB: DrawingBackend>(
             densities: curve.density.len(),
         });
     }
-    if let Some(&value) = curve.accuracy.iter().find(|a| !a.is_finite()) {
-        return Err(PlotError::NotFinite {
-            name: "smoothed accuracy",
-            value,
+    if let Some(b) = band.filter(|b| b.lower.len() != points || b.upper.len() != points) {
+        return Err(PlotError::BandLengthMismatch {
+            points,
+            lower: b.lower.len(),
+            upper: b.upper.len(),
         });
+    }
+    let band_values = band
+        .into_iter()
+        .flat_map(|b| b.lower.iter().chain(&b.upper));
+    for (name, values) in [
+        (
+            "smoothed accuracy",
+            curve.accuracy.iter().collect::<Vec<_>>(),
+        ),
+        ("bootstrap band", band_values.collect()),
+    ] {
+        if let Some(&&value) = values.iter().find(|a| !a.is_finite()) {
+            return Err(PlotError::NotFinite { name, value });
+        }
     }
     if let Some((index, &value)) = curve
         .density
@@ -232,8 +251,17 @@ pub fn smooth_reliability_diagram<DB: DrawingBackend>(
         LegendEntry::new(LegendMark::Bar(BAR_GREY), "density of confidences"),
         LegendEntry::new(DIAGONAL_MARK, "perfect calibration"),
     ];
+    let legend: Vec<LegendEntry> = legend
+        .into_iter()
+        .chain(band.map(|b| {
+            LegendEntry::new(
+                LegendMark::Band(BLUE),
+                format!("{:.0}% bootstrap band", 100.0 * b.level),
+            )
+        }))
+        .collect();
     on_reliability_axes(area, &legend, style, |chart, metrics| {
-        draw_smooth_curve(chart, curve, metrics)
+        draw_smooth_curve(chart, curve, band, metrics)
     })
 }
 
@@ -242,6 +270,7 @@ pub fn smooth_reliability_diagram<DB: DrawingBackend>(
 fn draw_smooth_curve<DB: DrawingBackend>(
     chart: &Chart<'_, DB>,
     curve: &SmoothReliability,
+    band: Option<&ReliabilityBand>,
     metrics: Metrics,
 ) -> Result<(), PlotError> {
     let pixels = PlotPixels::new(chart);
@@ -263,19 +292,39 @@ fn draw_smooth_curve<DB: DrawingBackend>(
     // Where hardly any confidence lies, the kernel regression averages far-away examples: the
     // curve is drawn only where about ten lie within σ, and thicker where more lie (as relplot
     // draws it).
-    let point = |p: usize| pixels.point(curve.confidence[p], curve.accuracy[p].clamp(0.0, 1.0));
+    let at = |p: usize, value: f64| pixels.point(curve.confidence[p], value.clamp(0.0, 1.0));
     let examples_per_density = curve.examples as f64 * 2.0 * curve.bandwidth;
-    for p in 1..curve.confidence.len() {
-        let density = 0.5 * (curve.density[p - 1] + curve.density[p]);
-        let share = density / tallest;
-        if density * examples_per_density >= SMOOTH_CURVE_MIN_EXAMPLES {
-            let width =
-                CURVE_WIDTH * (SMOOTH_CURVE_WIDTH_RANGE.0 + SMOOTH_CURVE_WIDTH_RANGE.1 * share);
-            pixels.canvas.draw(&PathElement::new(
-                vec![point(p - 1), point(p)],
-                BLUE.stroke_width(metrics.stroke(width)),
-            ))?;
+    let segment_density = |p: usize| 0.5 * (curve.density[p - 1] + curve.density[p]);
+    let drawn = |p: usize| segment_density(p) * examples_per_density >= SMOOTH_CURVE_MIN_EXAMPLES;
+    if let Some(band) = band {
+        // One polygon per run of drawn segments: seams between polygons would show through
+        // the band's transparency.
+        let mut p = 1;
+        while p < curve.confidence.len() {
+            if !drawn(p) {
+                p += 1;
+                continue;
+            }
+            let start = p - 1;
+            while p < curve.confidence.len() && drawn(p) {
+                p += 1;
+            }
+            let outline: Vec<(i32, i32)> = (start..p)
+                .map(|q| at(q, band.upper[q]))
+                .chain((start..p).rev().map(|q| at(q, band.lower[q])))
+                .collect();
+            pixels
+                .canvas
+                .draw(&Polygon::new(outline, BLUE.mix(BAND_OPACITY).filled()))?;
         }
+    }
+    for p in (1..curve.confidence.len()).filter(|&p| drawn(p)) {
+        let share = segment_density(p) / tallest;
+        let width = CURVE_WIDTH * (SMOOTH_CURVE_WIDTH_RANGE.0 + SMOOTH_CURVE_WIDTH_RANGE.1 * share);
+        pixels.canvas.draw(&PathElement::new(
+            vec![at(p - 1, curve.accuracy[p - 1]), at(p, curve.accuracy[p])],
+            BLUE.stroke_width(metrics.stroke(width)),
+        ))?;
     }
     draw_diagonal(&pixels, metrics)
 }

@@ -460,7 +460,7 @@ fn smooth_curve(accuracy: impl Fn(f64) -> f64) -> SmoothReliability {
 
 fn smooth_diagram(curve: &SmoothReliability) -> Result<String, PlotError> {
     render((560, 560), |area| {
-        smooth_reliability_diagram(area, curve, &ChartStyle::default())
+        smooth_reliability_diagram(area, curve, None, &ChartStyle::default())
     })
 }
 
@@ -526,6 +526,66 @@ fn smooth_diagram_draws_the_curve_over_the_density_band() {
         "the legend's swatch only"
     );
     assert!(!diagonal_points(&svg).is_empty());
+}
+
+#[test]
+fn smooth_diagram_shades_the_band_where_the_curve_is_drawn() {
+    // Curve at 0.5, band from 0.4 to 0.6 everywhere; as above, the curve is drawn on every
+    // segment but the first and the last, so the band is one polygon from t = 0.01 to 0.99.
+    let curve = smooth_curve(|_| 0.5);
+    let band = ReliabilityBand {
+        level: 0.95,
+        lower: vec![0.4; 101],
+        upper: vec![0.6; 101],
+    };
+    let svg = render((560, 560), |area| {
+        smooth_reliability_diagram(area, &curve, Some(&band), &ChartStyle::default())
+    })
+    .unwrap();
+    let (zero, one) = (y_tick(&svg, "0.0"), y_tick(&svg, "1.0"));
+    let (left, right) = (x_tick(&svg, "0.0"), x_tick(&svg, "1.0"));
+    let x_of = |t: f64| f64::from(left) + t * f64::from(right - left);
+    let y_of = |a: f64| f64::from(zero) - a * f64::from(zero - one);
+    // The legend's swatch is a rectangle; the band is the one blue polygon.
+    let bands = polygons(&svg, BLUE_HEX);
+    assert_eq!(bands.len(), 1);
+    let near = |a: f64, b: f64| (a - b).abs() <= f64::from(PIXEL_TOLERANCE);
+    let xs: Vec<f64> = bands[0].iter().map(|&(x, _)| f64::from(x)).collect();
+    let (low_x, high_x) = (
+        xs.iter().copied().fold(f64::MAX, f64::min),
+        xs.iter().copied().fold(f64::MIN, f64::max),
+    );
+    assert!(
+        near(low_x, x_of(0.01)) && near(high_x, x_of(0.99)),
+        "band from {low_x} to {high_x}"
+    );
+    for &(_, y) in &bands[0] {
+        let y = f64::from(y);
+        assert!(
+            near(y, y_of(0.4)) || near(y, y_of(0.6)),
+            "band point at y {y}"
+        );
+    }
+    assert!(has_text(&svg, "95% bootstrap band"));
+    // Without a band: no polygon, no legend entry.
+    let svg = smooth_diagram(&curve).unwrap();
+    assert!(polygons(&svg, BLUE_HEX).is_empty());
+    assert!(!has_text(&svg, "95% bootstrap band"));
+    // A band of the wrong length is refused.
+    let short = ReliabilityBand {
+        lower: vec![0.4; 100],
+        ..band
+    };
+    assert!(matches!(
+        render((560, 560), |area| {
+            smooth_reliability_diagram(area, &curve, Some(&short), &ChartStyle::default())
+        }),
+        Err(PlotError::BandLengthMismatch {
+            points: 101,
+            lower: 100,
+            upper: 101
+        })
+    ));
 }
 
 #[test]

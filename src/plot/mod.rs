@@ -300,6 +300,13 @@ pub enum PlotError {
         accuracies: usize,
         densities: usize,
     },
+    /// A bootstrap band's bounds do not have one value per point of its curve.
+    #[error("a bootstrap band has {lower} lower and {upper} upper bounds for {points} points")]
+    BandLengthMismatch {
+        points: usize,
+        lower: usize,
+        upper: usize,
+    },
     /// A sample of the density curve is negative.
     #[error("density sample {index} is negative: {value}")]
     NegativeDensity { index: usize, value: f64 },

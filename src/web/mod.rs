@@ -14,6 +14,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlCanvasElement;
 
+use crate::calibration;
 use crate::data::{self, FASHION_MNIST_CLASSES};
 use crate::lab::{self, ImageSet, OodSet, OodStore};
 use crate::model::{Classifier, NUM_CLASSES};
@@ -130,6 +131,38 @@ pub fn read_hash(hash: &str) -> Result<JsValue, JsError> {
     ))
 }
 
+/// One network's evaluation half in the bootstrap worker, which answers interval requests
+/// there, so that the page's frames stay short.
+#[wasm_bindgen]
+pub struct Bootstrap {
+    logits: Vec<f32>,
+    labels: Vec<u32>,
+}
+
+#[wasm_bindgen]
+impl Bootstrap {
+    /// The rows: `logits` `[n, 10]` row-major and their `labels`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(logits: Vec<f32>, labels: Vec<u32>) -> Result<Bootstrap, JsError> {
+        let table = calibration::Logits::new(&logits, NUM_CLASSES)?;
+        calibration::check_labels(&table, &labels)?;
+        Ok(Bootstrap { logits, labels })
+    }
+
+    /// The intervals of `request` (an [`lab::IntervalRequest`]): `{ece, smece, nll, brier}`,
+    /// each `{estimate, lower, upper}`.
+    pub fn intervals(&self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::IntervalRequest = serde_wasm_bindgen::from_value(request)
+            .map_err(|e| JsError::new(&format!("bad interval request: {e}")))?;
+        to_js(&lab::compute_intervals(
+            &self.logits,
+            &self.labels,
+            NUM_CLASSES,
+            &request,
+        )?)
+    }
+}
+
 /// The test set's labels, the logits of each bundled network on the test images and on the
 /// OOD sets as inference streams them in, and the page's one render call.
 #[wasm_bindgen]
@@ -196,6 +229,35 @@ impl Page {
         logits.ok_or_else(|| JsError::new("these logits have not all arrived yet"))
     }
 
+    /// The shown network's evaluation half once all its rows have arrived, for the bootstrap
+    /// worker: `{model, split, logits: Float32Array [n, 10], labels: Uint32Array [n]}`.
+    pub fn evaluation_half(&mut self, state: JsValue) -> Result<JsValue, JsError> {
+        let state = read_state(state)?;
+        let (logits, labels) = self.lab.evaluation_half()?;
+        let object = js_sys::Object::new();
+        for (key, value) in [
+            ("model", JsValue::from(state.model.index())),
+            ("split", JsValue::from(state.split)),
+            ("logits", js_sys::Float32Array::from(logits).into()),
+            ("labels", js_sys::Uint32Array::from(labels).into()),
+        ] {
+            js_sys::Reflect::set(&object, &key.into(), &value)
+                .map_err(|_| JsError::new("cannot build the evaluation half's object"))?;
+        }
+        Ok(object.into())
+    }
+
+    /// Keeps the bootstrap intervals a worker computed for `request` (an
+    /// [`lab::IntervalRequest`]); they are dropped if the network or split changed since.
+    pub fn add_intervals(&mut self, request: JsValue, intervals: JsValue) -> Result<(), JsError> {
+        let request = serde_wasm_bindgen::from_value(request)
+            .map_err(|e| JsError::new(&format!("bad interval request: {e}")))?;
+        let intervals = serde_wasm_bindgen::from_value(intervals)
+            .map_err(|e| JsError::new(&format!("bad intervals: {e}")))?;
+        self.lab.add_intervals(request, intervals);
+        Ok(())
+    }
+
     /// `{state, hash, patches}` after control `id` took `value` (a slider's position, a select's value,
     /// a checkbox's `"true"`/`"false"`).
     pub fn control(&self, state: JsValue, id: &str, value: &str) -> Result<JsValue, JsError> {
@@ -227,7 +289,12 @@ impl Page {
                 "classwise",
             ])?;
             plot::reliability_diagram(&reliability.0, &view.at_temperature.bins, &reliability.1)?;
-            plot::smooth_reliability_diagram(&smooth.0, &view.smooth_curve, &smooth.1)?;
+            plot::smooth_reliability_diagram(
+                &smooth.0,
+                &view.smooth.curve,
+                Some(&view.smooth.band),
+                &smooth.1,
+            )?;
             plot::confidence_histogram(
                 &histogram.0,
                 &view.confidence_counts,

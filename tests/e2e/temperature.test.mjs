@@ -116,9 +116,42 @@ test("1. after inference the T = 1 numbers and the fitted T equal the native CLI
   // smooth ECE's bandwidth is a multiple of 2^-10 found by bisection: equal, not close.
   assert.equal(metrics.smece_bandwidth, expected.before.smece_bandwidth, "smooth ECE bandwidth at T = 1");
   assert.ok(metrics.smece <= metrics.smece_bandwidth, `the caption's search stops at a σ no smaller than the smooth ECE: ${metrics.smece} > ${metrics.smece_bandwidth}`);
-  assert.equal(await main.locator('#smooth-caption [data-metric="smece"]').textContent(), await main.locator('td[data-metric="smece"]').textContent(), "the caption shows the table's smooth ECE");
+  assert.equal(await main.locator('#smooth-caption [data-metric="smece"]').textContent(), await main.locator('table [data-metric="smece"]').textContent(), "the caption shows the table's smooth ECE");
   t.diagnostic(`native T = ${expected.temperature}, page T = ${metrics.fitted_temperature}`);
   t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(CALIBRATION_METRICS.map((n) => [n, metrics[n] - expected.before[n]])))}`);
+});
+
+test("1b. bootstrap intervals: each metric's 95% interval appears once the worker has it, and equals calibra report --bootstrap at T = 1 and the fitted T (1e-6)", { timeout: 120_000 }, async (t) => {
+  const names = ["ece", "smece", "nll", "brier"];
+  const ends = ["_t1", "_fitted", ""].flatMap((suffix) => names.flatMap((name) => [`${name}${suffix}_lo`, `${name}${suffix}_hi`]));
+  const started = Date.now();
+  await main.waitForFunction((ends) => ends.every((name) => {
+    const value = document.querySelector(`[data-metric="${name}"]`)?.dataset.value;
+    return value !== undefined && value !== "";
+  }), ends, { timeout: 90_000 });
+  t.diagnostic(`all 24 interval ends shown ${Date.now() - started} ms after the test began`);
+  const metrics = await readMetrics(main);
+  const expected = await native.report("ce", { seed: 0, extra: ["--bootstrap"] });
+  for (const [suffix, report] of [["_t1", expected.before], ["_fitted", expected.after], ["", expected.before]]) {
+    for (const name of names) {
+      const interval = report.intervals[name];
+      assertClose(metrics[`${name}${suffix}_lo`], interval.lower, TOLERANCE_METRIC, `${name}${suffix} interval's lower end`);
+      assertClose(metrics[`${name}${suffix}_hi`], interval.upper, TOLERANCE_METRIC, `${name}${suffix} interval's upper end`);
+      assertClose(metrics[`${name}${suffix}`], interval.estimate, TOLERANCE_METRIC, `${name}${suffix}: the interval's estimate is the value shown`);
+      assert.ok(interval.lower < interval.upper, `${name}${suffix}: an interval of some width`);
+    }
+  }
+  // NLL and Brier are means, unbiased: their intervals hold the value; and here temperature
+  // scaling's NLL gain is larger than either interval.
+  for (const suffix of ["_t1", "_fitted"]) {
+    for (const name of ["nll", "brier"]) {
+      const value = metrics[`${name}${suffix}`];
+      assert.ok(metrics[`${name}${suffix}_lo`] <= value && value <= metrics[`${name}${suffix}_hi`], `${name}${suffix} ${value} inside its interval`);
+    }
+  }
+  assert.ok(metrics.nll_fitted_hi < metrics.nll_t1_lo, "temperature scaling's NLL gain is more than noise here");
+  // The text a reader sees: "[lo, hi]" next to each value, with four decimals.
+  assert.equal(await main.locator('table [data-metric="ece_t1_lo"]').textContent(), metrics.ece_t1_lo.toFixed(4));
 });
 
 test("2. the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T as native: 1e-6, MCE 1e-5)", { timeout: 60_000 }, async () => {
@@ -162,17 +195,24 @@ test("2. the slider changes ECE and the reliability chart, never the accuracy (m
 });
 
 test("2b. one wasm call per animation frame: a slider move costs one control call, its frame one render call", { timeout: 60_000 }, async (t) => {
-  const before = await main.evaluate(() => ({ total: window.calibra.calls.total, frames: window.calibra.calls.frames.length }));
+  // Calls that answer the bootstrap worker (its intervals, the data it resamples) come from
+  // its messages, not from a move or a frame: they are counted apart.
+  const count = () => main.evaluate(() => {
+    const { total, frames, named } = window.calibra.calls;
+    return { total, frames: frames.length, worker: (named.add_intervals ?? 0) + (named.evaluation_half ?? 0) };
+  });
+  const before = await count();
   await main.focus("#temperature");
   const moves = 40;
   for (let i = 0; i < moves; i++) await main.keyboard.press("ArrowRight");
   await nextFrames(main, 2);
-  const after = await main.evaluate(() => ({ total: window.calibra.calls.total, frames: window.calibra.calls.frames }));
+  const after = await main.evaluate(() => ({ total: window.calibra.calls.total, frames: window.calibra.calls.frames, named: window.calibra.calls.named }));
+  after.worker = (after.named.add_intervals ?? 0) + (after.named.evaluation_half ?? 0);
   const frames = after.frames.slice(before.frames);
   assert.ok(frames.length > 0, "the moves were rendered");
   assert.deepEqual([...new Set(frames)], [1], `every frame made exactly one wasm call (per frame: ${frames.join(", ")})`);
   // Every other call is the control's own: one per move.
-  assert.equal(after.total - before.total - frames.length, moves, "one control call per move");
+  assert.equal(after.total - before.total - frames.length - (after.worker - before.worker), moves, "one control call per move");
   t.diagnostic(`${moves} slider moves: ${moves} control calls and ${frames.length} frames of one render call each`);
 });
 

@@ -4,9 +4,11 @@
 
 use std::path::Path;
 
+use calibra::bootstrap::{self, MetricIntervals};
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
+use calibra::lab::BOOTSTRAP;
 use calibra::smooth_calibration;
 use serde::Serialize;
 
@@ -37,6 +39,9 @@ struct TestMetrics {
     binned: CalibrationReport,
     smece: f64,
     smece_bandwidth: f64,
+    /// With `--bootstrap`: `{ece, smece, nll, brier}`, each `{estimate, lower, upper}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intervals: Option<MetricIntervals>,
 }
 
 #[derive(Debug, Serialize)]
@@ -121,10 +126,25 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             calibration::confidences(&test, &parts.test_labels, t).map_err(|e| e.to_string())?;
         let smooth =
             smooth_calibration::smooth_ece(&confidence, &correct).map_err(|e| e.to_string())?;
+        let intervals = args
+            .bootstrap
+            .then(|| {
+                bootstrap::bootstrap_intervals(
+                    &test,
+                    &parts.test_labels,
+                    t,
+                    args.bins,
+                    args.binning,
+                    &BOOTSTRAP,
+                )
+            })
+            .transpose()
+            .map_err(|e| e.to_string())?;
         Ok(TestMetrics {
             binned,
             smece: smooth.smece,
             smece_bandwidth: smooth.bandwidth,
+            intervals,
         })
     };
     let before = evaluate(1.0)?;
@@ -379,6 +399,21 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         ("smece_bandwidth", sb.smece_bandwidth, sa.smece_bandwidth),
     ] {
         out += &format!("{name:<16}{before:>12.4}{after:>12.4}\n");
+    }
+    if let (Some(before), Some(after)) = (&sb.intervals, &sa.intervals) {
+        out += &format!(
+            "\n95% bootstrap intervals ({} resamples of the test part)\n",
+            BOOTSTRAP.resamples
+        );
+        for (name, before, after) in [
+            ("nll", before.nll, after.nll),
+            ("brier", before.brier, after.brier),
+            ("ece", before.ece, after.ece),
+            ("smece", before.smece, after.smece),
+        ] {
+            let range = |i: bootstrap::MetricInterval| format!("[{:.4}, {:.4}]", i.lower, i.upper);
+            out += &format!("{name:<16}{:>18}{:>18}\n", range(before), range(after));
+        }
     }
     let c = &report.conformal;
     out += &format!(

@@ -1,0 +1,108 @@
+//! Bootstrap intervals of the temperature lab's metrics, computed off the page's frame.
+//!
+//! `bootstrap::bootstrap_intervals` on the evaluation half takes about a second per
+//! temperature (100 resamples, each choosing smECE's bandwidth again), far more than a slider
+//! frame: the page asks a worker for them with an [`IntervalRequest`], and the lab shows each
+//! interval once it is back, for the state it was computed for.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Lab, LabError};
+use crate::bootstrap::{self, BootstrapSettings, MetricIntervals};
+use crate::calibration::{Binning, Logits};
+
+/// The resamples, level and seed of every bootstrap the page and `calibra report --bootstrap`
+/// draw: the metric intervals and the band around the smooth reliability curve.
+pub const BOOTSTRAP: BootstrapSettings = BootstrapSettings {
+    resamples: bootstrap::DEFAULT_RESAMPLES,
+    level: bootstrap::DEFAULT_LEVEL,
+    seed: 0,
+};
+
+/// Which intervals: the network, split, temperature and bins they are computed for.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalRequest {
+    pub model: usize,
+    pub split: u64,
+    pub temperature: f64,
+    pub bins: usize,
+    pub binning: Binning,
+}
+
+/// The bootstrap intervals of `request` on the rows given: `[n, classes]` logits and labels.
+///
+/// # Errors
+/// The errors of [`bootstrap::bootstrap_intervals`], as [`LabError::Bootstrap`].
+pub fn compute(
+    logits: &[f32],
+    labels: &[u32],
+    classes: usize,
+    request: &IntervalRequest,
+) -> Result<MetricIntervals, LabError> {
+    let logits = Logits::new(logits, classes)?;
+    Ok(bootstrap::bootstrap_intervals(
+        &logits,
+        labels,
+        request.temperature,
+        request.bins,
+        request.binning,
+        &BOOTSTRAP,
+    )?)
+}
+
+impl Lab {
+    /// The evaluation half of the shown network, once all its rows have arrived: `[n, K]`
+    /// logits and the labels, what a worker needs to answer [`IntervalRequest`]s.
+    ///
+    /// # Errors
+    /// [`LabError::NotReady`] before every row has arrived.
+    pub fn evaluation_half(&mut self) -> Result<(&[f32], &[u32]), LabError> {
+        if !self.model(self.active)?.is_complete() {
+            return Err(LabError::NotReady);
+        }
+        let cache = self.prepared()?;
+        Ok((&cache.evaluation.logits, &cache.evaluation.labels))
+    }
+
+    /// Keeps intervals a worker computed, if they are for the network and split shown now
+    /// (an answer that arrives after a switch is dropped).
+    pub fn add_intervals(&mut self, request: IntervalRequest, intervals: MetricIntervals) {
+        if request.model != self.active || request.split != self.split_seed {
+            return;
+        }
+        if let Some(cache) = self.cache.as_mut() {
+            cache.intervals.retain(|(kept, _)| kept != &request);
+            cache.intervals.push((request, intervals));
+        }
+    }
+
+    /// The intervals at `temperature` with these bins, or the request for them when all rows
+    /// have arrived and none are kept (before that, the metrics themselves are provisional).
+    pub(super) fn intervals_at(
+        &self,
+        temperature: f64,
+        bins: usize,
+        binning: Binning,
+    ) -> Result<Result<MetricIntervals, Option<IntervalRequest>>, LabError> {
+        let request = IntervalRequest {
+            model: self.active,
+            split: self.split_seed,
+            temperature,
+            bins,
+            binning,
+        };
+        let kept = self.cache.as_ref().and_then(|cache| {
+            cache
+                .intervals
+                .iter()
+                .find(|(kept, _)| kept == &request)
+                .map(|(_, intervals)| *intervals)
+        });
+        Ok(match kept {
+            Some(intervals) => Ok(intervals),
+            None if self.model(self.active)?.is_complete() => Err(Some(request)),
+            None => Err(None),
+        })
+    }
+}
