@@ -10,8 +10,8 @@
 //!   `J = [diag z, I]`. [`fit_vector_scaling`] runs Newton's method from `w = 1, b = 0` (the
 //!   uncalibrated network) with a backtracking (Armijo) line search until the Newton decrement
 //!   `gᵀH⁻¹g` is below `10⁻¹⁴` (Newton converges quadratically: the step before is typically
-//!   at `10⁻⁹`, and NLL values closer than `10⁻¹⁶` cannot be told apart). Adding the same constant to every `b_k` changes nothing, so
-//!   the Hessian is singular along that direction; the Newton system is solved with a tiny
+//!   at `10⁻⁹`, and NLL values closer than `10⁻¹⁶` cannot be told apart). Adding the same
+//!   constant to every `b_k` changes nothing, so the Hessian is singular along that direction; the Newton system is solved with a tiny
 //!   ridge (`10⁻¹⁰` of the Hessian's largest diagonal entry), whose step has no component
 //!   along it since the gradient has none; the biases are re-centred to mean 0 after each
 //!   step, so that rounding does not drift along it. A scale may change which

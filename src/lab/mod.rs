@@ -18,10 +18,12 @@ use crate::data;
 
 mod conformal_view;
 mod ood_store;
+mod rivals;
 mod streamed;
 mod temperature_view;
 
 pub use ood_store::{ImageSet, OodSet, OodStore};
+pub use rivals::RivalsView;
 pub use streamed::Streamed;
 
 pub use conformal_view::{
@@ -101,6 +103,8 @@ struct Cache {
     evaluation: Part,
     fit: TemperatureFit,
     reports: Option<FixedReports>,
+    /// Temperature scaling's rivals, fitted on the calibration half.
+    rivals: rivals::RivalsCache,
     /// Softmax of both halves at the temperature of the last conformal view.
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
@@ -286,6 +290,7 @@ impl Lab {
                 evaluation,
                 fit,
                 reports: None,
+                rivals: rivals::RivalsCache::default(),
                 probabilities: None,
                 score_tables: Vec::new(),
             });

@@ -1,7 +1,8 @@
 //! The temperature lab's view: the metrics at the slider's T, at T = 1 and at the fitted T,
-//! the reliability and classwise bins, the confidence histogram and the sentence on over- or
-//! underconfidence.
+//! the reliability and classwise bins, the confidence histogram, the sentence on over- or
+//! underconfidence, and temperature scaling against its rivals (cached, see `rivals.rs`).
 
+use super::rivals::{rivals_view, RivalsView};
 use super::{Lab, LabError};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
 use crate::sentences;
@@ -43,6 +44,8 @@ pub struct TemperatureView {
     pub smooth_at_fitted: SmoothEce,
     /// The smooth reliability diagram at the slider's T, at the bandwidth of `smooth`.
     pub smooth_curve: SmoothReliability,
+    /// Temperature scaling and its rivals on the evaluation half; independent of the slider.
+    pub rivals: RivalsView,
 }
 
 /// smECE of the evaluation rows at `temperature`, as `calibra report` computes it.
@@ -79,6 +82,7 @@ impl Lab {
         let k = self.num_classes;
         let seed = self.split_seed;
         let cache = self.prepared()?;
+        let rivals = rivals_view(cache, k, bins, binning)?;
         let logits = Logits::new(&cache.evaluation.logits, k)?;
         let labels = &cache.evaluation.labels;
         if cache
@@ -139,6 +143,7 @@ impl Lab {
             smooth_at_one: reports.smooth_at_one,
             smooth_at_fitted: reports.smooth_at_fitted,
             smooth_curve,
+            rivals,
         })
     }
 }
