@@ -74,6 +74,8 @@ const MAX_STEP_HALVINGS: usize = 40;
 const SUFFICIENT_DECREASE: f64 = 1e-4;
 /// The ridge added to the Newton system, relative to the Hessian's largest diagonal entry.
 const RELATIVE_RIDGE: f64 = 1e-10;
+/// Tenfold increases of the ridge tried when the Cholesky factorisation fails.
+const MAX_RIDGE_INCREASES: i32 = 12;
 
 /// A way to turn logits into calibrated probabilities (the page's and the CLI's names).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,8 +121,8 @@ impl Method {
 /// Logits with one label per row, checked.
 #[derive(Clone, Copy, Debug)]
 pub struct Labelled<'a> {
-    pub logits: Logits<'a>,
-    pub labels: &'a [u32],
+    logits: Logits<'a>,
+    labels: &'a [u32],
 }
 
 impl<'a> Labelled<'a> {
@@ -131,6 +133,16 @@ impl<'a> Labelled<'a> {
     pub fn new(logits: Logits<'a>, labels: &'a [u32]) -> Result<Self, CalibrationError> {
         check_labels(&logits, labels)?;
         Ok(Self { logits, labels })
+    }
+
+    /// The logits.
+    pub fn logits(&self) -> &Logits<'a> {
+        &self.logits
+    }
+
+    /// One label per row, each below the number of classes.
+    pub fn labels(&self) -> &'a [u32] {
+        self.labels
     }
 }
 
@@ -145,20 +157,32 @@ pub struct VectorScaling {
     pub nll: f64,
     /// Newton steps taken.
     pub steps: usize,
-    /// Whether the Newton decrement reached `10⁻¹⁴`; `false` when the NLL has no minimum
-    /// (classes separable by the scaled logits) or the line search stalled first.
+    /// Whether the Newton decrement reached `10⁻¹⁴`; `false` when the line search or the
+    /// factorisation stalled first or 100 steps passed. On classes that the scaled logits
+    /// separate, the NLL has no minimum: the decrement falls below the tolerance once the NLL
+    /// itself is at rounding level, with large parameters.
     pub converged: bool,
 }
 
-/// A non-decreasing step function of the confidence: `values[i]` from `starts[i]` on (the
-/// first value also below `starts[0]`).
+/// A step function of the confidence, as the fitters return it: `values[i]` from `starts[i]`
+/// on (the first value also below `starts[0]`), at least one step.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StepFunction {
-    pub starts: Vec<f64>,
-    pub values: Vec<f64>,
+    starts: Vec<f64>,
+    values: Vec<f64>,
 }
 
 impl StepFunction {
+    /// Where each step starts, increasing.
+    pub fn starts(&self) -> &[f64] {
+        &self.starts
+    }
+
+    /// The value of each step.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
     /// The value at confidence `c`.
     pub fn at(&self, confidence: f64) -> f64 {
         let index = self.starts.partition_point(|&start| start <= confidence);
@@ -306,8 +330,8 @@ fn solve_ridged(matrix: &[f64], rhs: &[f64], ridge: f64) -> Option<Vec<f64>> {
 }
 
 /// Fits vector scaling `p = softmax(w ⊙ z + b)` by Newton's method on the mean NLL (see the
-/// module documentation). Never fails on checked data: when the NLL has no minimum the fit
-/// returns where it stopped, with `converged` false.
+/// module documentation). Never fails on checked data: a fit that cannot go on returns where
+/// it stopped, with `converged` false.
 pub fn fit_vector_scaling(calibration: &Labelled) -> VectorScaling {
     let k = calibration.logits.num_classes();
     let (mut scales, mut biases) = (vec![1.0; k], vec![0.0; k]);
@@ -317,13 +341,14 @@ pub fn fit_vector_scaling(calibration: &Labelled) -> VectorScaling {
         let diagonal = (0..2 * k)
             .map(|i| at.hessian[i * 2 * k + i])
             .fold(0.0, f64::max);
-        let mut ridge = RELATIVE_RIDGE * diagonal.max(f64::MIN_POSITIVE);
+        let ridge = RELATIVE_RIDGE * diagonal.max(f64::MIN_POSITIVE);
         let negative: Vec<f64> = at.gradient.iter().map(|g| -g).collect();
-        let direction = loop {
-            match solve_ridged(&at.hessian, &negative, ridge) {
-                Some(direction) => break direction,
-                None => ridge *= 10.0,
-            }
+        // A larger ridge when rounding leaves a pivot non-positive; none helps a Hessian that
+        // overflowed (logits near f32::MAX), and the fit stops where it is.
+        let Some(direction) = (0..MAX_RIDGE_INCREASES)
+            .find_map(|power| solve_ridged(&at.hessian, &negative, ridge * 10f64.powi(power)))
+        else {
+            break;
         };
         let slope: f64 = direction.iter().zip(&at.gradient).map(|(d, g)| d * g).sum();
         if -slope <= DECREMENT_TOLERANCE {

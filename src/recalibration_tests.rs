@@ -379,3 +379,14 @@ fn the_fits_match_scipy_and_scikit_learn() {
     );
     assert_eq!(scaled.accuracy, f.temperature.evaluation.accuracy);
 }
+
+#[test]
+fn vector_scaling_on_separable_classes_stops_where_the_nll_vanishes() {
+    // Every label is its row's largest logit: the NLL falls towards 0 as the scales grow, and
+    // has no minimum; the fit stops once the NLL is at rounding level, with finite parameters.
+    let logits = [1.0f32, 0.0, 0.0, 1.0, 2.0, -1.0, -3.0, 0.5];
+    let fit = fit_vector_scaling(&labelled(&logits, &[0, 1, 0, 1], 2));
+    assert!(fit.steps < MAX_NEWTON_STEPS, "{fit:?}");
+    assert!(fit.nll < 1e-12, "{fit:?}");
+    assert!(fit.scales.iter().chain(&fit.biases).all(|v| v.is_finite()));
+}

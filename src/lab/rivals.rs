@@ -26,13 +26,6 @@ pub(super) struct RivalsCache {
     view: Option<((usize, Binning), RivalsView)>,
 }
 
-impl RivalsView {
-    /// The report of `method`.
-    pub fn report(&self, method: Method) -> Option<&MethodReport> {
-        self.reports.iter().find(|report| report.method == method)
-    }
-}
-
 /// The rivals view of the cached halves, fitted when stale.
 pub(super) fn rivals_view(
     cache: &mut Cache,
@@ -74,7 +67,7 @@ pub(super) fn rivals_view(
             recalibration::report(*method, fitted, &calibration, &evaluation, bins, binning)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let view = with_sentences(reports, evaluation.labels.len())?;
+    let view = with_sentences(reports, evaluation.labels().len())?;
     rivals.view = Some(((bins, binning), view.clone()));
     Ok(view)
 }
