@@ -48,7 +48,7 @@
 //!
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::calibration::{
     self, check_labels, fit_temperature, log_softmax_row, predicted_class, Bin, Binning,
@@ -78,7 +78,7 @@ const RELATIVE_RIDGE: f64 = 1e-10;
 const MAX_RIDGE_INCREASES: i32 = 12;
 
 /// A way to turn logits into calibrated probabilities (the page's and the CLI's names).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
