@@ -839,7 +839,7 @@ pub struct CalibrationReport {
 }
 
 /// Index of the largest logit, the lowest index on ties. Independent of the temperature.
-fn predicted_class(row: &[f32]) -> usize {
+pub(crate) fn predicted_class(row: &[f32]) -> usize {
     row.iter()
         .enumerate()
         .fold((0, f32::NEG_INFINITY), |(best, best_logit), (class, &z)| {

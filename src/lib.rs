@@ -14,6 +14,7 @@ pub mod ood;
 pub mod ood_view;
 pub mod page;
 pub mod plot;
+pub mod recalibration;
 pub mod sentences;
 pub mod smooth_calibration;
 #[cfg(target_arch = "wasm32")]

@@ -7,6 +7,8 @@
 //! verdicts use (the spread of one split's coverage, the binned-ECE noise floor) are defined in
 //! `docs/definitions.md`.
 
+use crate::page::grouped;
+
 /// Formats a fraction as a percentage with `decimals` decimals.
 pub fn percent(value: f64, decimals: usize) -> String {
     format!("{:.*}%", decimals, 100.0 * value)
@@ -377,6 +379,90 @@ pub fn calibration_lesson(chosen: &NetworkFigures, cross_entropy: &NetworkFigure
         cross_entropy.fitted_temperature,
         cross_entropy.ece_fitted,
     )
+}
+
+/// What the rivals table says about accuracy: temperature scaling and the two top-label
+/// methods keep every prediction, vector scaling may not. `accuracy` is theirs, `vector` vector
+/// scaling's accuracy with the number of predictions it changed, out of `images`.
+pub fn rivals_accuracy_sentence(accuracy: f64, vector: (f64, usize), images: usize) -> String {
+    let (vector_accuracy, changed) = vector;
+    let kept = format!(
+        "Temperature scaling, histogram binning and isotonic regression keep every \
+         prediction, so the accuracy stays at {}",
+        percent(accuracy, 2)
+    );
+    if changed == 0 {
+        return format!(
+            "{kept}; vector scaling's per-class scales and biases could move predictions, but \
+             here they move none."
+        );
+    }
+    let changes = format!(
+        "vector scaling's per-class scales and biases change {} of the {} predictions",
+        grouped(changed),
+        grouped(images)
+    );
+    if vector_accuracy == accuracy {
+        format!("{kept}; {changes}, as many to right as to wrong, and the accuracy stays the same.")
+    } else {
+        format!(
+            "{kept}; {changes}, and the accuracy to {} ({:+.2} points).",
+            percent(vector_accuracy, 2),
+            100.0 * (vector_accuracy - accuracy)
+        )
+    }
+}
+
+/// A top-label method's figures for [`rivals_binning_sentence`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BinningFigures {
+    /// Distinct confidences among the evaluation images.
+    pub distinct: usize,
+    /// ECE on the evaluation half.
+    pub ece: f64,
+    /// ECE on the calibration half it was fitted on.
+    pub calibration_ece: f64,
+}
+
+/// What the rivals table says about histogram binning and isotonic regression: how few
+/// distinct confidences they give (against temperature scaling's `temperature_distinct`), and
+/// whether each fits its calibration half better than the evaluation half, by ECE.
+pub fn rivals_binning_sentence(
+    histogram: BinningFigures,
+    isotonic: BinningFigures,
+    temperature_distinct: usize,
+    images: usize,
+) -> String {
+    let few = format!(
+        "Histogram binning and isotonic regression give the {} evaluation images only {} and \
+         {} distinct confidences (temperature scaling: {})",
+        grouped(images),
+        grouped(histogram.distinct),
+        grouped(isotonic.distinct),
+        grouped(temperature_distinct)
+    );
+    let overfits = |f: BinningFigures| f.calibration_ece < f.ece;
+    let halves =
+        |f: BinningFigures| format!("ECE {:.4} there, {:.4} here", f.calibration_ece, f.ece);
+    let both = format!(
+        "ECE {:.4} and {:.4} there, {:.4} and {:.4} here",
+        histogram.calibration_ece, isotonic.calibration_ece, histogram.ece, isotonic.ece
+    );
+    let better = "the calibration half better than the evaluation half";
+    match (overfits(histogram), overfits(isotonic)) {
+        (true, true) => format!("{few}, and both fit {better}: {both}."),
+        (false, false) => format!("{few}; here neither fits {better}: {both}."),
+        (true, false) => format!(
+            "{few}; histogram binning fits {better} ({}), isotonic regression does not ({}).",
+            halves(histogram),
+            halves(isotonic)
+        ),
+        (false, true) => format!(
+            "{few}; isotonic regression fits {better} ({}), histogram binning does not ({}).",
+            halves(isotonic),
+            halves(histogram)
+        ),
+    }
 }
 
 #[cfg(test)]

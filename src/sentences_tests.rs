@@ -274,3 +274,58 @@ fn a_confidence_never_rounds_up_to_certainty() {
     assert_eq!(confidence_text(1.0), "> 99.99995%");
     assert_eq!(confidence_text(0.4), "40.0%");
 }
+
+#[test]
+fn rivals_accuracy_sentence_says_what_vector_scaling_did() {
+    let none = rivals_accuracy_sentence(0.914, (0.914, 0), 5000);
+    assert!(
+        none.contains("91.40%") && none.contains("move none"),
+        "{none}"
+    );
+    let changed = rivals_accuracy_sentence(0.914, (0.9162, 37), 5000);
+    assert!(
+        changed.contains("change 37 of the 5,000 predictions")
+            && changed.contains("91.62%")
+            && changed.contains("(+0.22 points)"),
+        "{changed}"
+    );
+    let worse = rivals_accuracy_sentence(0.914, (0.912, 12), 5000);
+    assert!(worse.contains("(-0.20 points)"), "{worse}");
+    let even = rivals_accuracy_sentence(0.914, (0.914, 4), 5000);
+    assert!(
+        even.contains("change 4 of") && even.contains("stays the same"),
+        "{even}"
+    );
+}
+
+#[test]
+fn rivals_binning_sentence_names_which_method_fits_its_half_better() {
+    let figures = |calibration_ece, ece| BinningFigures {
+        distinct: 12,
+        ece,
+        calibration_ece,
+    };
+    let both = rivals_binning_sentence(figures(0.001, 0.01), figures(0.0, 0.02), 5000, 5000);
+    assert!(
+        both.contains("only 12 and 12 distinct confidences (temperature scaling: 5,000)")
+            && both.contains("both fit the calibration half better")
+            && both.contains("ECE 0.0010 and 0.0000 there, 0.0100 and 0.0200 here"),
+        "{both}"
+    );
+    let neither = rivals_binning_sentence(figures(0.03, 0.01), figures(0.02, 0.02), 5000, 5000);
+    assert!(neither.contains("neither fits"), "{neither}");
+    let histogram_only =
+        rivals_binning_sentence(figures(0.001, 0.01), figures(0.03, 0.02), 5000, 5000);
+    assert!(
+        histogram_only.contains("histogram binning fits the calibration half better")
+            && histogram_only
+                .contains("isotonic regression does not (ECE 0.0300 there, 0.0200 here)"),
+        "{histogram_only}"
+    );
+    let isotonic_only =
+        rivals_binning_sentence(figures(0.03, 0.02), figures(0.001, 0.01), 5000, 5000);
+    assert!(
+        isotonic_only.contains("isotonic regression fits the calibration half better"),
+        "{isotonic_only}"
+    );
+}

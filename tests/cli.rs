@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use calibra::calibration::{self, Binning, Logits};
 use calibra::conformal::{self, Score};
 use calibra::data::seeded_split;
+use calibra::recalibration;
 use calibra::smooth_calibration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -398,6 +399,8 @@ fn assert_json_close(actual: &Value, expected: &Value, tolerance: f64, at: &str)
 }
 
 const NO_ARGS: &[&str] = &[];
+/// Numbers printed and parsed back by serde_json, which parses to within an ulp or so.
+const PARSED_FLOAT_TOLERANCE: f64 = 1e-14;
 
 // ---------------------------------------------------------------------------------------------
 // Bad input: status 2, one line naming the file (or option) and the problem
@@ -625,12 +628,85 @@ fn unknown_option_values_are_refused() {
             ["--cal-fraction", "between 0 and 1"],
         ),
         (["--lambda", "-1"], ["--lambda", "invalid lambda"]),
+        (["--method", "platt"], ["--method", "invalid value 'platt'"]),
+        (["--method", "uncalibrated"], ["--method", "invalid value"]),
     ] {
         let mut all = args.to_vec();
         if args[0] == "--lambda" {
             all.extend(["--score", "raps"]);
         }
         assert_refused(&report(&logits, &labels, &all), &expected);
+    }
+}
+
+#[test]
+fn a_given_temperature_is_refused_with_another_method() {
+    let dir = TempDir::new("method-temperature");
+    let (logits, labels) = small_data(24).write(&dir, "ok", "csv");
+    for method in ["vector", "histogram", "isotonic"] {
+        assert_refused(
+            &report(
+                &logits,
+                &labels,
+                &["--method", method, "--temperature", "2"],
+            ),
+            &["--temperature", &format!("not to --method {method}")],
+        );
+    }
+}
+
+#[test]
+fn each_method_reports_what_the_library_computes() {
+    let dir = TempDir::new("methods");
+    let data = synthetic_data(400, 4, 2.0, 21);
+    let (logits, labels) = data.write(&dir, "data", "npy");
+    let default = report_json(&logits, &labels, NO_ARGS);
+    assert_eq!(
+        default["recalibration"]["nll"], default["after"]["nll"],
+        "temperature, the default, is the scaled column"
+    );
+    assert_eq!(
+        default["recalibration"]["accuracy"],
+        default["after"]["accuracy"]
+    );
+    let (calibration_rows, test_rows) = seeded_split(data.len(), 0.5, 0);
+    let (calibration_logits, calibration_labels) = data.rows(&calibration_rows);
+    let (test_logits, test_labels) = data.rows(&test_rows);
+    let calibration = recalibration::Labelled::new(
+        Logits::new(&calibration_logits, 4).unwrap(),
+        &calibration_labels,
+    )
+    .unwrap();
+    let test =
+        recalibration::Labelled::new(Logits::new(&test_logits, 4).unwrap(), &test_labels).unwrap();
+    for (name, method) in [
+        ("vector", recalibration::Method::Vector),
+        ("histogram", recalibration::Method::Histogram),
+        ("isotonic", recalibration::Method::Isotonic),
+    ] {
+        let json = report_json(&logits, &labels, &["--method", name]);
+        let expected = serde_json::to_value(
+            recalibration::fit_and_report(method, &calibration, &test, 15, Binning::Width).unwrap(),
+        )
+        .unwrap();
+        // serde_json parses floats to within an ulp, not exactly.
+        assert_json_close(
+            &json["recalibration"],
+            &expected,
+            PARSED_FLOAT_TOLERANCE,
+            name,
+        );
+        assert_eq!(json["after"], default["after"], "--method leaves the rest");
+        let text = report(&logits, &labels, &["--method", name]);
+        assert_success(&text);
+        let stdout = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            stdout.contains(&format!(
+                "{} (fitted on the calibration part)",
+                method.title()
+            )),
+            "{stdout}"
+        );
     }
 }
 
@@ -983,9 +1059,24 @@ fn json_has_every_documented_key() {
         "temperature_fitted",
         "before",
         "after",
+        "recalibration",
         "conformal",
     ] {
         assert!(json.get(key).is_some(), "{key} missing from {json}");
+    }
+    assert_eq!(json["recalibration"]["method"], "temperature");
+    for key in [
+        "accuracy",
+        "ece",
+        "smece",
+        "smece_bandwidth",
+        "nll",
+        "brier",
+        "distinct_confidences",
+        "changed_predictions",
+        "calibration_ece",
+    ] {
+        number(&json, &format!("/recalibration/{key}"));
     }
     for part in ["before", "after"] {
         for key in [

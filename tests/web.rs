@@ -146,6 +146,7 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
     canvas("histogram", 560, 180);
     canvas("smooth-reliability", 560, 500);
     canvas("classwise", 900, 400);
+    canvas("rivals-reliability", 900, 240);
     let state = PageState {
         bins: 10,
         ..PageState::default()

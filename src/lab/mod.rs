@@ -21,10 +21,12 @@ use crate::smooth_calibration::SmoothEce;
 mod conformal_view;
 mod intervals;
 mod ood_store;
+mod rivals;
 mod streamed;
 mod temperature_view;
 
 pub use ood_store::{ImageSet, OodSet, OodStore};
+pub use rivals::RivalsView;
 pub use streamed::Streamed;
 
 pub use conformal_view::{
@@ -111,6 +113,8 @@ struct Cache {
     smooth_fixed: Option<[SmoothEce; 2]>,
     /// Bootstrap intervals a worker computed for this network and split.
     intervals: Vec<(IntervalRequest, MetricIntervals)>,
+    /// Temperature scaling's rivals, fitted on the calibration half.
+    rivals: rivals::RivalsCache,
     /// Softmax of both halves at the temperature of the last conformal view.
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
@@ -298,6 +302,7 @@ impl Lab {
                 reports: None,
                 smooth_fixed: None,
                 intervals: Vec::new(),
+                rivals: rivals::RivalsCache::default(),
                 probabilities: None,
                 score_tables: Vec::new(),
             });

@@ -1,8 +1,9 @@
 //! The temperature lab's view: the metrics at the slider's T, at T = 1 and at the fitted T,
-//! the reliability and classwise bins, the confidence histogram and the sentence on over- or
-//! underconfidence.
+//! the reliability and classwise bins, the confidence histogram, the sentence on over- or
+//! underconfidence, and temperature scaling against its rivals (cached, see `rivals.rs`).
 
 use super::intervals::{IntervalRequest, BOOTSTRAP};
+use super::rivals::{rivals_view, RivalsView};
 use super::{Lab, LabError};
 use crate::bootstrap::{self, MetricIntervals, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
@@ -49,6 +50,8 @@ pub struct TemperatureView {
     pub intervals: [Option<MetricIntervals>; 3],
     /// The intervals to ask a worker for (none before every row has arrived).
     pub interval_requests: Vec<IntervalRequest>,
+    /// Temperature scaling and its rivals on the evaluation half; independent of the slider.
+    pub rivals: RivalsView,
 }
 
 /// smECE of the evaluation rows at `temperature`, as `calibra report` computes it.
@@ -87,6 +90,7 @@ impl Lab {
         let k = self.num_classes;
         let seed = self.split_seed;
         let cache = self.prepared()?;
+        let rivals = rivals_view(cache, k, bins, binning)?;
         let logits = Logits::new(&cache.evaluation.logits, k)?;
         let labels = &cache.evaluation.labels;
         if cache
@@ -150,6 +154,7 @@ impl Lab {
             smooth,
             smooth_at_one,
             smooth_at_fitted,
+            rivals,
             intervals: [None; 3],
             interval_requests: Vec::new(),
         };

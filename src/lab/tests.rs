@@ -132,6 +132,36 @@ fn temperature_moves_confidence_not_accuracy() {
 }
 
 #[test]
+fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
+    use crate::recalibration::Method;
+    let (mut lab, _, _) = full_lab(2_000);
+    let cold = lab.temperature_view(0.5, 12, Binning::Mass).unwrap();
+    let hot = lab.temperature_view(5.0, 12, Binning::Mass).unwrap();
+    assert_eq!(cold.rivals, hot.rivals, "the slider moves no rival");
+    let rivals = &cold.rivals;
+    let methods: Vec<Method> = rivals.reports.iter().map(|r| r.method).collect();
+    assert_eq!(methods, Method::ALL);
+    for (method, column) in [
+        (Method::Uncalibrated, &cold.at_one),
+        (Method::Temperature, &cold.at_fitted),
+    ] {
+        let report = rivals.reports.iter().find(|r| r.method == method).unwrap();
+        assert_eq!(report.accuracy, column.accuracy);
+        assert_eq!(report.bins, column.bins);
+        assert!((report.ece - column.ece).abs() <= TOLERANCE);
+        assert!((report.nll - column.nll).abs() <= TOLERANCE);
+        assert!((report.brier - column.brier).abs() <= TOLERANCE);
+    }
+    assert_eq!(rivals.reports[1].smece, cold.smooth_at_fitted.smece);
+    let other_bins = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    assert_ne!(
+        other_bins.rivals.reports, rivals.reports,
+        "bins reach the rivals"
+    );
+    assert!(rivals.accuracy_sentence.contains("keep every prediction"));
+}
+
+#[test]
 fn split_and_model_changes_are_seen() {
     let (mut lab, logits, _) = full_lab(2_000);
     let first = lab.temperature_view(1.0, 15, Binning::Width).unwrap();

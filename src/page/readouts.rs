@@ -8,8 +8,8 @@ use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::{
-    ConformalView, CoverageExperiment, GalleryItem, ScoreKind, TemperatureView, SWEEP_STEP,
-    SWEEP_STEPS,
+    ConformalView, CoverageExperiment, GalleryItem, RivalsView, ScoreKind, TemperatureView,
+    SWEEP_STEP, SWEEP_STEPS,
 };
 use crate::sentences::percent;
 
@@ -403,6 +403,15 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             value: format!("{}", temperature_fraction(fitted)),
         },
         text("evaluation-size", grouped(view.n_evaluation)),
+        rivals_rows(&view.rivals),
+        text(
+            "rivals-accuracy-sentence",
+            view.rivals.accuracy_sentence.clone(),
+        ),
+        text(
+            "rivals-binning-sentence",
+            view.rivals.binning_sentence.clone(),
+        ),
         text(
             "split-sizes",
             format!(
@@ -413,6 +422,47 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
         ),
     ]);
     patches
+}
+
+/// The rivals table: one row per method, every number a readout `rival_<method>_<metric>`.
+fn rivals_rows(rivals: &RivalsView) -> Patch {
+    let rows = rivals
+        .reports
+        .iter()
+        .map(|report| {
+            let name = serde_name(report.method);
+            let cell = |metric: &str, value: f64, text: String| {
+                metric_cell(format!("rival_{name}_{metric}"), Some(value), text)
+            };
+            let four = |value: f64| format!("{value:.4}");
+            TableRow {
+                current: false,
+                cells: vec![
+                    TableCell {
+                        text: report.method.title().to_string(),
+                        metric: None,
+                        value: None,
+                    },
+                    cell("accuracy", report.accuracy, percent(report.accuracy, 2)),
+                    cell("ece", report.ece, four(report.ece)),
+                    cell("smece", report.smece, four(report.smece)),
+                    cell("nll", report.nll, four(report.nll)),
+                    cell("brier", report.brier, four(report.brier)),
+                    cell(
+                        "distinct_confidences",
+                        report.distinct_confidences as f64,
+                        grouped(report.distinct_confidences),
+                    ),
+                    cell(
+                        "calibration_ece",
+                        report.calibration_ece,
+                        four(report.calibration_ece),
+                    ),
+                ],
+            }
+        })
+        .collect();
+    Patch::Rows { id: "rivals", rows }
 }
 
 /// The conformal lab's readouts.

@@ -1,5 +1,5 @@
 //! Charts that show miscalibration: the reliability diagram, the confidence histogram under it,
-//! and classwise reliability diagrams as small multiples.
+//! and reliability diagrams as small multiples (per class, and per recalibration method).
 //!
 //! # What it draws
 //! * **Reliability diagram** (DeGroot & Fienberg 1983; Niculescu-Mizil & Caruana, ICML 2005;
@@ -24,6 +24,9 @@
 //! * **Classwise reliability** (Kull et al., NeurIPS 2019): one small diagram per class, class
 //!   `k` binned on its own probability `p_k` with "accuracy" the fraction of bin members
 //!   labelled `k` (see `calibration::classwise_bins`).
+//! * **Reliability per recalibration method**: the same small multiples, one top-label
+//!   reliability diagram per method of `recalibration` (uncalibrated, temperature scaling,
+//!   vector scaling, histogram binning, isotonic regression), side by side.
 
 use super::*;
 use crate::bootstrap::ReliabilityBand;
@@ -435,15 +438,101 @@ pub fn confidence_histogram<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Rows and columns of the small multiples: two rows on a wide area, two columns on a tall one.
-fn grid_shape(classes: usize, (width, height): (u32, u32)) -> (usize, usize) {
-    let across = classes.clamp(1, 2);
-    let along = classes.div_ceil(across);
+/// Rows and columns of small multiples: at most `max_rows` rows on a wide area (as many
+/// columns as that takes), at most `max_rows` columns on a tall one.
+fn grid_shape(panels: usize, max_rows: usize, (width, height): (u32, u32)) -> (usize, usize) {
+    let across = panels.clamp(1, max_rows);
+    let along = panels.div_ceil(across);
     if width >= height {
         (across, along)
     } else {
         (along, across)
     }
+}
+
+/// What a set of reliability small multiples says in its shared legend and axis descriptions.
+struct PanelText<'a> {
+    bar_label: &'a str,
+    x_description: &'a str,
+    y_description: &'a str,
+    /// Rows on a wide area (columns on a tall one).
+    max_rows: usize,
+}
+
+/// Checks the panels' bins: the first invalid one, by panel.
+fn check_panels(panels: &[&[Bin]]) -> Result<(), PlotError> {
+    for (panel, bins) in panels.iter().enumerate() {
+        if let Some((index, bin)) = first_invalid_bin(bins) {
+            return Err(PlotError::InvalidPanelBin {
+                panel,
+                index,
+                bin: bin.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Draws one small reliability diagram per panel into `area`, titled, with compact axes
+/// (ticks at 0, 0.5 and 1), one shared legend and one pair of axis descriptions. The panels'
+/// bins must have been checked ([`check_panels`]).
+fn reliability_panels<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panels: &[&[Bin]],
+    titles: &[&str],
+    text: &PanelText,
+    style: &ChartStyle,
+) -> Result<(), PlotError> {
+    let (rows, columns) = grid_shape(panels.len(), text.max_rows, area.dim_in_pixel());
+    let comfortable = (
+        columns as f64 * PANEL_SIZE.0 + SHARED_DESCRIPTION_STRIP,
+        rows as f64 * PANEL_SIZE.1 + SHARED_DESCRIPTION_STRIP + CLASSWISE_LEGEND_ALLOWANCE,
+    );
+    let metrics = Metrics::fit(style, area.dim_in_pixel(), comfortable)?;
+    let legend = reliability_legend(text.bar_label, panels.iter().copied().flatten());
+    let strip = metrics.px(SHARED_DESCRIPTION_STRIP);
+    let rest = draw_legend(area, &legend, strip, metrics)?;
+
+    let (y_strip, right) = rest.split_horizontally(strip);
+    let (_, right_height) = right.dim_in_pixel();
+    let (grid, x_strip) = right.split_vertically(right_height as i32 - strip);
+    let description = metrics.font(DESCRIPTION_FONT, &TEXT_GREY);
+    let centred = Pos::new(HPos::Center, VPos::Center);
+    let (grid_width, grid_height) = grid.dim_in_pixel();
+    x_strip.draw_text(
+        text.x_description,
+        &description.pos(centred),
+        (grid_width as i32 / 2, strip / 2),
+    )?;
+    y_strip.draw_text(
+        text.y_description,
+        &description.transform(FontTransform::Rotate270).pos(centred),
+        (strip / 2, grid_height as i32 / 2),
+    )?;
+
+    let axes = Axes {
+        tick_font: PANEL_TICK_FONT,
+        tick_labels: (PANEL_TICK_LABELS, PANEL_TICK_LABELS),
+        tick_mark: PANEL_TICK_MARK,
+        descriptions: (None, None),
+        x_format: &one_decimal,
+        y_format: &one_decimal,
+        grid: (true, true),
+    };
+    let areas = grid.split_evenly((rows, columns));
+    for ((panel, bins), &title) in areas.iter().zip(panels).zip(titles) {
+        let layout = ChartLayout {
+            margin_top: PANEL_MARGIN,
+            margin_right: PANEL_MARGIN,
+            x_label_area: PANEL_X_LABEL_AREA,
+            y_label_area: PANEL_Y_LABEL_AREA,
+            title: Some(title),
+        };
+        let mut chart = build_chart(panel, 0.0..1.0, 0.0..1.0, layout, metrics)?;
+        draw_axes(&mut chart, &axes, metrics)?;
+        draw_reliability_bins(&chart, bins, metrics)?;
+    }
+    Ok(())
 }
 
 /// Draws one small reliability diagram per class into `area`, titled with the class name: two
@@ -454,9 +543,9 @@ fn grid_shape(classes: usize, (width, height): (u32, u32)) -> (usize, usize) {
 ///
 /// # Errors
 /// [`PlotError::ClassCountMismatch`] unless there is one name per class,
-/// [`PlotError::NoClasses`] for none, [`PlotError::InvalidClassBin`] for the first invalid
-/// bin, [`PlotError::InvalidScale`], [`PlotError::AreaTooSmall`] below 40% of about 84×84 CSS
-/// pixels per panel, and [`PlotError::Drawing`] when the backend fails.
+/// [`PlotError::NoClasses`] for none, [`PlotError::InvalidPanelBin`] (the panel is the class)
+/// for the first invalid bin, [`PlotError::InvalidScale`], [`PlotError::AreaTooSmall`] below
+/// 40% of about 84×84 CSS pixels per panel, and [`PlotError::Drawing`] when the backend fails.
 pub fn classwise_reliability<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     per_class_bins: &[Vec<Bin>],
@@ -472,65 +561,51 @@ pub fn classwise_reliability<DB: DrawingBackend>(
     if per_class_bins.is_empty() {
         return Err(PlotError::NoClasses);
     }
-    for (class, bins) in per_class_bins.iter().enumerate() {
-        if let Some((index, bin)) = first_invalid_bin(bins) {
-            return Err(PlotError::InvalidClassBin {
-                class,
-                index,
-                bin: bin.clone(),
-            });
-        }
-    }
-    let (rows, columns) = grid_shape(per_class_bins.len(), area.dim_in_pixel());
-    let comfortable = (
-        columns as f64 * PANEL_SIZE.0 + SHARED_DESCRIPTION_STRIP,
-        rows as f64 * PANEL_SIZE.1 + SHARED_DESCRIPTION_STRIP + CLASSWISE_LEGEND_ALLOWANCE,
-    );
-    let metrics = Metrics::fit(style, area.dim_in_pixel(), comfortable)?;
-    let legend = reliability_legend("observed frequency", per_class_bins.iter().flatten());
-    let strip = metrics.px(SHARED_DESCRIPTION_STRIP);
-    let rest = draw_legend(area, &legend, strip, metrics)?;
-
-    let (y_strip, right) = rest.split_horizontally(strip);
-    let (_, right_height) = right.dim_in_pixel();
-    let (grid, x_strip) = right.split_vertically(right_height as i32 - strip);
-    let description = metrics.font(DESCRIPTION_FONT, &TEXT_GREY);
-    let centred = Pos::new(HPos::Center, VPos::Center);
-    let (grid_width, grid_height) = grid.dim_in_pixel();
-    x_strip.draw_text(
-        "predicted probability of the class",
-        &description.pos(centred),
-        (grid_width as i32 / 2, strip / 2),
-    )?;
-    y_strip.draw_text(
-        "observed frequency",
-        &description.transform(FontTransform::Rotate270).pos(centred),
-        (strip / 2, grid_height as i32 / 2),
-    )?;
-
-    let axes = Axes {
-        tick_font: PANEL_TICK_FONT,
-        tick_labels: (PANEL_TICK_LABELS, PANEL_TICK_LABELS),
-        tick_mark: PANEL_TICK_MARK,
-        descriptions: (None, None),
-        x_format: &one_decimal,
-        y_format: &one_decimal,
-        grid: (true, true),
+    let panels: Vec<&[Bin]> = per_class_bins.iter().map(Vec::as_slice).collect();
+    check_panels(&panels)?;
+    let text = PanelText {
+        bar_label: "observed frequency",
+        x_description: "predicted probability of the class",
+        y_description: "observed frequency",
+        max_rows: 2,
     };
-    let panels = grid.split_evenly((rows, columns));
-    for ((panel, bins), &name) in panels.iter().zip(per_class_bins).zip(class_names) {
-        let layout = ChartLayout {
-            margin_top: PANEL_MARGIN,
-            margin_right: PANEL_MARGIN,
-            x_label_area: PANEL_X_LABEL_AREA,
-            y_label_area: PANEL_Y_LABEL_AREA,
-            title: Some(name),
-        };
-        let mut chart = build_chart(panel, 0.0..1.0, 0.0..1.0, layout, metrics)?;
-        draw_axes(&mut chart, &axes, metrics)?;
-        draw_reliability_bins(&chart, bins, metrics)?;
+    reliability_panels(area, &panels, class_names, &text, style)
+}
+
+/// One panel of [`method_reliability`]: a recalibration method's title and its top-label
+/// reliability bins.
+#[derive(Clone, Copy, Debug)]
+pub struct MethodPanel<'a> {
+    pub title: &'a str,
+    pub bins: &'a [Bin],
+}
+
+/// Draws the top-label reliability diagram of each recalibration method side by side (one row
+/// when the area is at least as wide as tall, one column otherwise), laid out as the classwise
+/// small multiples, with confidence against accuracy.
+///
+/// # Errors
+/// [`PlotError::NoPanels`] for none, [`PlotError::InvalidPanelBin`] for the first invalid bin,
+/// [`PlotError::InvalidScale`], [`PlotError::AreaTooSmall`] below 40% of about 84×84 CSS
+/// pixels per panel, and [`PlotError::Drawing`] when the backend fails.
+pub fn method_reliability<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    methods: &[MethodPanel],
+    style: &ChartStyle,
+) -> Result<(), PlotError> {
+    if methods.is_empty() {
+        return Err(PlotError::NoPanels);
     }
-    Ok(())
+    let panels: Vec<&[Bin]> = methods.iter().map(|method| method.bins).collect();
+    check_panels(&panels)?;
+    let titles: Vec<&str> = methods.iter().map(|method| method.title).collect();
+    let text = PanelText {
+        bar_label: "accuracy",
+        x_description: "confidence",
+        y_description: "accuracy",
+        max_rows: 1,
+    };
+    reliability_panels(area, &panels, &titles, &text, style)
 }
 
 #[cfg(test)]

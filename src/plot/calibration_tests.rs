@@ -435,9 +435,56 @@ fn invalid_input_is_refused_with_a_typed_error() {
             &["a", "b"],
             &style
         )),
-        Err(PlotError::InvalidClassBin {
-            class: 1,
+        Err(PlotError::InvalidPanelBin {
+            panel: 1,
             index: 3,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn method_panels_draw_in_one_row_with_their_titles() {
+    let bins = example_bins();
+    let titles = ["uncalibrated", "temperature scaling", "vector scaling"];
+    let methods: Vec<MethodPanel> = titles
+        .iter()
+        .map(|&title| MethodPanel { title, bins: &bins })
+        .collect();
+    let svg = render((900, 260), |area| {
+        method_reliability(area, &methods, &ChartStyle::default())
+    })
+    .unwrap();
+    let rows: std::collections::BTreeSet<i32> = texts(&svg)
+        .filter(|(_, text)| titles.contains(text))
+        .map(|(attributes, _)| number(&attributes, "y"))
+        .collect();
+    assert_eq!(rows.len(), 1, "one row of panels");
+    let non_empty = bins.iter().filter(|bin| bin.count > 0).count();
+    assert_eq!(
+        filled_rects(&svg, BLUE_HEX).len(),
+        titles.len() * non_empty + LEGEND_BAR_SWATCHES
+    );
+    assert!(has_text(&svg, "confidence"));
+    let style = ChartStyle::default();
+    assert!(matches!(
+        render((900, 260), |area| method_reliability(area, &[], &style)),
+        Err(PlotError::NoPanels)
+    ));
+    let mut bad = bins.clone();
+    bad[2].accuracy = 1.5;
+    let broken = [
+        methods[0],
+        MethodPanel {
+            title: "bad",
+            bins: &bad,
+        },
+    ];
+    assert!(matches!(
+        render((900, 260), |area| method_reliability(area, &broken, &style)),
+        Err(PlotError::InvalidPanelBin {
+            panel: 1,
+            index: 2,
             ..
         })
     ));

@@ -24,7 +24,8 @@ mod ood;
 mod test_support;
 
 pub use calibration::{
-    classwise_reliability, confidence_histogram, reliability_diagram, smooth_reliability_diagram,
+    classwise_reliability, confidence_histogram, method_reliability, reliability_diagram,
+    smooth_reliability_diagram, MethodPanel,
 };
 pub use conformal::{
     alpha_sweep_curves, coverage_experiment_histogram, density_histogram, per_class_coverage,
@@ -261,13 +262,14 @@ pub enum PlotError {
         "bin {index} is not a reliability bin (every value in [0, 1], lower <= upper): {bin:?}"
     )]
     InvalidBin { index: usize, bin: Bin },
-    /// Like [`PlotError::InvalidBin`], for a bin of one class of the small multiples.
+    /// Like [`PlotError::InvalidBin`], for a bin of one panel of the small multiples (a
+    /// class, or a recalibration method).
     #[error(
-        "bin {index} of class {class} is not a reliability bin (every value in [0, 1], \
+        "bin {index} of panel {panel} is not a reliability bin (every value in [0, 1], \
          lower <= upper): {bin:?}"
     )]
-    InvalidClassBin {
-        class: usize,
+    InvalidPanelBin {
+        panel: usize,
         index: usize,
         bin: Bin,
     },
@@ -280,6 +282,9 @@ pub enum PlotError {
     /// The small multiples got no classes.
     #[error("there are no classes to draw")]
     NoClasses,
+    /// The reliability diagrams per method got no method.
+    #[error("there are no methods to draw")]
+    NoPanels,
     /// The per-class coverage chart got a different number of coverages and class names.
     #[error("{coverages} per-class coverages were given with {names} class names")]
     CoverageCountMismatch { coverages: usize, names: usize },

@@ -282,11 +282,12 @@ impl Page {
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
         let frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
         if let Some(view) = &frame.temperature {
-            let [reliability, histogram, smooth, classwise] = canvases([
+            let [reliability, histogram, smooth, classwise, rivals] = canvases([
                 "reliability",
                 "histogram",
                 "smooth-reliability",
                 "classwise",
+                "rivals-reliability",
             ])?;
             plot::reliability_diagram(&reliability.0, &view.at_temperature.bins, &reliability.1)?;
             plot::smooth_reliability_diagram(
@@ -308,6 +309,16 @@ impl Page {
                 &FASHION_MNIST_CLASSES,
                 &classwise.1,
             )?;
+            let methods: Vec<plot::MethodPanel> = view
+                .rivals
+                .reports
+                .iter()
+                .map(|report| plot::MethodPanel {
+                    title: report.method.title(),
+                    bins: &report.bins,
+                })
+                .collect();
+            plot::method_reliability(&rivals.0, &methods, &rivals.1)?;
         }
         if let Some(view) = &frame.conformal {
             let target = 1.0 - view.alpha;

@@ -9,14 +9,18 @@
 //   npm ci --prefix tests/e2e && node --test tests/e2e/*.test.mjs
 // UPDATE_SCREENSHOT=1 also copies the desktop screenshot to docs/screenshot.png.
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import { promisify } from "node:util";
 
 import {
-  Native, REPO_ROOT, afterRedraw, canvasData, collectProblems, hashParams, launchBrowser, nextFrames, openSite,
-  readMetrics, scrollThrough, waitForInference,
+  LABELS_URL, Native, REPO_ROOT, afterRedraw, buildCalibra, canvasData, collectProblems, download, hashParams, launchBrowser,
+  nextFrames, openSite, readMetrics, scrollThrough, waitForInference,
 } from "./helpers.mjs";
+
+const run = promisify(execFile);
 
 // Tolerances, measured with the trained models (E2E_PRINT_DIFFERENCES=1 prints every comparison):
 // - The page's logits come from the CNN compiled to wasm32 (+simd128), the CLI's from the native
@@ -37,7 +41,11 @@ import {
 const TOLERANCE_METRIC = 1e-6; // absolute: ECE, smooth ECE, NLL, Brier
 const TOLERANCE_MCE = 1e-5; // absolute: MCE
 const TOLERANCE_TEMPERATURE = 1e-3; // absolute, fitted T
-const TOLERANCE_INSTANT_MS = 1000; // a cached model switch must redraw within this (one frame in practice)
+const TOLERANCE_INSTANT_MS = 1000;
+// The rivals table against `calibra report --method` on the page's own logits: the same f64
+// code on the same numbers, apart from exp and log (the browser's wasm libm against glibc),
+// and the same number of Newton steps for vector scaling.
+const TOLERANCE_SAME_LOGITS = 1e-9; // a cached model switch must redraw within this (one frame in practice)
 const INFERENCE_TIMEOUT_MS = 180_000;
 
 const METRICS = ["accuracy", "ece", "mce", "nll", "brier"];
@@ -75,6 +83,96 @@ function assertColumn(metrics, suffix, report, context) {
     const tolerance = name === "mce" ? TOLERANCE_MCE : TOLERANCE_METRIC;
     assertClose(metrics[name + suffix], report[name], tolerance, `${name} ${context} (column ${suffix || "at T"})`);
   }
+}
+
+// The rivals table's methods and readouts (`rival_<method>_<metric>`).
+const RIVALS = ["uncalibrated", "temperature", "vector", "histogram", "isotonic"];
+const RIVAL_METRICS = ["accuracy", "ece", "smece", "nll", "brier", "calibration_ece"];
+
+// `calibra report --method <method> --json` on the page's own logits of `model` (uncalibrated:
+// temperature scaling at T = 1), with the page's split, bins and binning: each method's
+// `recalibration` object.
+async function nativeRivals(page, model) {
+  const binary = await buildCalibra();
+  const { values, state } = await page.evaluate((key) => ({
+    values: window.calibra.logits(window.calibra.limits.model_index[key], "test"),
+    state: window.calibra.state,
+  }), model);
+  const rows = [];
+  for (let r = 0; r < values.length / 10; r++) rows.push(values.slice(r * 10, (r + 1) * 10).join(","));
+  const logits = path.join(native.dir, `rivals-${model}.csv`);
+  writeFileSync(logits, `${rows.join("\n")}\n`);
+  const labels = path.join(native.dir, "rivals-labels.gz");
+  await download(site.url, LABELS_URL, labels);
+  const reports = {};
+  for (const method of RIVALS) {
+    const options = method === "uncalibrated" ? ["--method", "temperature", "--temperature", "1"] : ["--method", method];
+    const args = ["report", "--logits", logits, "--labels", labels, "--cal-fraction", "0.5", "--seed", String(state.split),
+      "--bins", String(state.bins), "--binning", state.binning, ...options, "--json"];
+    reports[method] = JSON.parse((await run(binary, args, { maxBuffer: 64 << 20 })).stdout).recalibration;
+  }
+  return reports;
+}
+
+// The text a readout shows.
+const shown = (page, metric) => page.locator(`[data-metric="${metric}"]`).first().textContent();
+
+// The rivals block of `model`, scrolled into view: every number equals the CLI's on the same
+// logits (distinct confidences exactly), and the two sentences state the numbers shown.
+async function checkRivals(page, model, t) {
+  await page.locator("#rivals-block").scrollIntoViewIfNeeded();
+  await nextFrames(page, 2);
+  const metrics = await readMetrics(page);
+  const expected = await nativeRivals(page, model);
+  for (const method of RIVALS) {
+    for (const name of RIVAL_METRICS) {
+      assertClose(metrics[`rival_${method}_${name}`], expected[method][name], TOLERANCE_SAME_LOGITS, `${model} rivals: ${method} ${name}`);
+    }
+    assert.equal(metrics[`rival_${method}_distinct_confidences`], expected[method].distinct_confidences, `${model} rivals: ${method} distinct confidences`);
+  }
+  for (const method of ["temperature", "histogram", "isotonic"]) {
+    assert.equal(metrics[`rival_${method}_accuracy`], metrics.rival_uncalibrated_accuracy, `${model}: ${method} keeps the accuracy`);
+  }
+
+  const accuracySentence = await page.locator("#rivals-accuracy-sentence").textContent();
+  assert.ok(accuracySentence.includes(`accuracy stays at ${await shown(page, "rival_temperature_accuracy")}`), accuracySentence);
+  const changed = expected.vector.changed_predictions;
+  const vectorAccuracy = metrics.rival_vector_accuracy;
+  const keptAccuracy = metrics.rival_temperature_accuracy;
+  if (changed === 0) {
+    assert.ok(accuracySentence.includes("here they move none"), accuracySentence);
+    assert.equal(vectorAccuracy, keptAccuracy, accuracySentence);
+  } else {
+    assert.ok(accuracySentence.includes(`change ${changed.toLocaleString("en-US")} of the 5,000 predictions`), accuracySentence);
+    if (vectorAccuracy === keptAccuracy) {
+      assert.ok(accuracySentence.includes("the accuracy stays the same"), accuracySentence);
+    } else {
+      const points = (100 * (vectorAccuracy - keptAccuracy)).toFixed(2);
+      const signed = points.startsWith("-") ? points : `+${points}`;
+      assert.ok(accuracySentence.includes(`the accuracy to ${await shown(page, "rival_vector_accuracy")} (${signed} points)`), accuracySentence);
+    }
+  }
+
+  const binningSentence = await page.locator("#rivals-binning-sentence").textContent();
+  const distinct = await Promise.all(["histogram", "isotonic", "temperature"].map((m) => shown(page, `rival_${m}_distinct_confidences`)));
+  assert.ok(binningSentence.includes(`only ${distinct[0]} and ${distinct[1]} distinct confidences (temperature scaling: ${distinct[2]})`), binningSentence);
+  for (const method of ["histogram", "isotonic"]) {
+    for (const name of ["ece", "calibration_ece"]) {
+      const text = await shown(page, `rival_${method}_${name}`);
+      assert.ok(binningSentence.includes(text), `${binningSentence} shows ${method} ${name} ${text}`);
+    }
+  }
+  const fitsBetter = (method) => metrics[`rival_${method}_calibration_ece`] < metrics[`rival_${method}_ece`];
+  const verdict = {
+    "true,true": "both fit the calibration half better",
+    "false,false": "neither fits the calibration half better",
+    "true,false": "histogram binning fits the calibration half better",
+    "false,true": "isotonic regression fits the calibration half better",
+  }[[fitsBetter("histogram"), fitsBetter("isotonic")].join()];
+  assert.ok(binningSentence.includes(verdict), `${binningSentence} should say "${verdict}"`);
+  assert.ok(Number(distinct[0].replace(/,/g, "")) <= 15, "histogram binning gives at most 15 distinct confidences");
+  t.diagnostic(`${model}: ${accuracySentence} ${binningSentence}`);
+  t.diagnostic(`${model} rivals: ${JSON.stringify(Object.fromEntries(Object.entries(metrics).filter(([name]) => name.startsWith("rival_"))))}`);
 }
 
 before(async () => {
@@ -229,6 +327,12 @@ test("3. Fit sets T to the native fitted T (1e-3) and writes it to the hash", { 
   for (const name of METRICS) assert.equal(metrics[name], metrics[`${name}_fitted`], `at T = fitted, ${name} equals the fitted column`);
 });
 
+test("3b. the rivals table equals `calibra report --method` on the page's logits (1e-9), and its two sentences state the numbers shown", { timeout: 120_000 }, async (t) => {
+  await checkRivals(main, "ce", t);
+  await main.evaluate(() => window.scrollTo(0, 0));
+  await nextFrames(main, 2);
+});
+
 test("5. the model selector runs LogitNorm's inference, and switching back to CE is cached (fitted T 1e-3 of native)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
   const ce = await readMetrics(main);
   const [ceBytes, logitnormBytes] = await Promise.all([native.weightBytes("ce"), native.weightBytes("logitnorm")]);
@@ -251,6 +355,9 @@ test("5. the model selector runs LogitNorm's inference, and switching back to CE
   } else {
     assert.notEqual(metrics.fitted_temperature, ce.fitted_temperature, "LogitNorm's fitted T differs from CE's");
   }
+  await checkRivals(main, "logitnorm", t);
+  await main.evaluate(() => window.scrollTo(0, 0));
+  await nextFrames(main, 2);
 
   // Back to CE: already computed, so the page is done in the same task and redraws next frame.
   const switched = await main.evaluate(() => {

@@ -1,7 +1,9 @@
 //! `calibra`: the page's analyses on anyone's logits, from the command line.
 //!
 //! `calibra report` fits a temperature on a calibration part, reports calibration metrics on a
-//! test part before and after scaling, and runs split conformal prediction with the scaled
+//! test part before and after scaling, with `--method` one of temperature scaling's rivals
+//! (vector scaling, histogram binning, isotonic regression) fitted and measured the same way,
+//! and runs split conformal prediction with the scaled
 //! probabilities (one threshold, or one per class with `--mondrian`); `calibra ood` compares
 //! in-distribution and out-of-distribution logits with the MSP, max-logit and energy scores
 //! (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits` runs a bundled model on IDX images. Bad
@@ -22,6 +24,7 @@ use calibra::calibration::Binning;
 use calibra::conformal::ScoreKind;
 use calibra::data;
 use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::recalibration::Method;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -67,6 +70,11 @@ pub struct ReportArgs {
     /// Use this temperature instead of fitting one.
     #[arg(long, allow_negative_numbers = true)]
     pub temperature: Option<f64>,
+    /// The recalibration fitted on the calibration part and reported on the test part beside
+    /// temperature scaling's metrics: temperature, vector (a scale and bias per class),
+    /// histogram (binning of the top-label confidence) or isotonic (regression of it).
+    #[arg(long, value_enum, default_value = "temperature")]
+    pub method: Method,
     /// Miscoverage level of the prediction sets.
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     pub alpha: f64,

@@ -9,6 +9,8 @@ use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
+use calibra::page::serde_name;
+use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration};
 use calibra::smooth_calibration;
 use serde::Serialize;
 
@@ -28,6 +30,9 @@ struct Report {
     temperature_bound_hit: Option<TemperatureBound>,
     before: TestMetrics,
     after: TestMetrics,
+    /// The `--method` recalibration, fitted on the calibration part: its test metrics and its
+    /// ECE on the calibration part.
+    recalibration: MethodReport,
     conformal: ConformalSummary,
 }
 
@@ -149,6 +154,12 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
+    let recalibration = recalibrate(
+        args,
+        temperature,
+        &Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?,
+        &Labelled::new(test, &parts.test_labels).map_err(|e| e.to_string())?,
+    )?;
 
     let calibration_probabilities =
         calibration::softmax(&calibration, temperature).map_err(|e| e.to_string())?;
@@ -192,6 +203,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         temperature_bound_hit,
         before,
         after,
+        recalibration,
         conformal: ConformalSummary {
             score: score.name(),
             alpha: args.alpha,
@@ -223,11 +235,40 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The `--method` recalibration (temperature scaling at `temperature`, fitted or given),
+/// measured on both parts.
+fn recalibrate(
+    args: &ReportArgs,
+    temperature: f64,
+    calibration: &Labelled,
+    test: &Labelled,
+) -> Result<MethodReport, String> {
+    let fitted = match args.method {
+        Method::Temperature => Recalibration::Temperature(temperature),
+        method => recalibration::fit(method, calibration).map_err(|e| e.to_string())?,
+    };
+    recalibration::report(
+        args.method,
+        &fitted,
+        calibration,
+        test,
+        args.bins,
+        args.binning,
+    )
+    .map_err(|e| e.to_string())
+}
+
 /// Checks the option values that do not depend on the data, before any file is read.
 fn check_options(args: &ReportArgs) -> Result<(), String> {
     conformal::minimum_calibration_rows(args.alpha).map_err(|e| format!("--alpha: {e}"))?;
     if let Some(temperature) = args.temperature {
         crate::check_temperature(temperature)?;
+        if args.method != Method::Temperature {
+            return Err(format!(
+                "--temperature: applies to --method temperature, not to --method {}",
+                serde_name(args.method)
+            ));
+        }
     }
     if !(1..=calibration::MAX_BINS).contains(&args.bins) {
         return Err(format!(
@@ -415,6 +456,7 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             out += &format!("{name:<16}{:>18}{:>18}\n", range(before), range(after));
         }
     }
+    out += &recalibration_table(&report.recalibration);
     let c = &report.conformal;
     out += &format!(
         "\nsplit conformal, score {}{}, alpha {}{}\n",
@@ -441,6 +483,31 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     }
     if let Threshold::PerClass(qhats) = &c.threshold {
         out += &per_class_table(qhats, &c.per_class_coverage, rows_per_class);
+    }
+    out
+}
+
+/// The `--method` recalibration's lines.
+fn recalibration_table(report: &MethodReport) -> String {
+    let mut out = format!(
+        "\n{} (fitted on the calibration part)\n",
+        report.method.title()
+    );
+    for (name, value) in [
+        ("accuracy", report.accuracy),
+        ("nll", report.nll),
+        ("brier", report.brier),
+        ("ece", report.ece),
+        ("smece", report.smece),
+        ("calibration_ece", report.calibration_ece),
+    ] {
+        out += &format!("{name:<24}{value:>12.4}\n");
+    }
+    for (name, count) in [
+        ("distinct_confidences", report.distinct_confidences),
+        ("changed_predictions", report.changed_predictions),
+    ] {
+        out += &format!("{name:<24}{count:>12}\n");
     }
     out
 }

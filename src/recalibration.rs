@@ -1,0 +1,701 @@
+//! Temperature scaling's rivals: vector scaling, histogram binning and isotonic regression,
+//! fitted on a calibration part and compared with temperature scaling on another part.
+//!
+//! # What it computes
+//! * **Vector scaling** (Guo et al., "On Calibration of Modern Neural Networks", ICML 2017,
+//!   §4.2): a scale `w_k` and a bias `b_k` per class on the logits, `p = softmax(w ⊙ z + b)`,
+//!   fitted by minimising the mean NLL on the calibration part. The NLL is convex in
+//!   `θ = (w, b)` (the logits are linear in θ and the softmax cross-entropy is convex in the
+//!   logits), with gradient `mean Jᵀ(p − e_y)` and Hessian `mean Jᵀ(diag p − p pᵀ)J`,
+//!   `J = [diag z, I]`. [`fit_vector_scaling`] runs Newton's method from `w = 1, b = 0` (the
+//!   uncalibrated network) with a backtracking (Armijo) line search until the Newton decrement
+//!   `gᵀH⁻¹g` is below `10⁻¹⁴` (Newton converges quadratically: the step before is typically
+//!   at `10⁻⁹`, and NLL values closer than `10⁻¹⁶` cannot be told apart). Adding the same
+//!   constant to every `b_k` changes nothing, so the Hessian is singular along that direction; the Newton system is solved with a tiny
+//!   ridge (`10⁻¹⁰` of the Hessian's largest diagonal entry), whose step has no component
+//!   along it since the gradient has none; the biases are re-centred to mean 0 after each
+//!   step, so that rounding does not drift along it. A scale may change which
+//!   logit is largest: vector scaling can change predictions and accuracy.
+//! * **Histogram binning** (Zadrozny & Elkan, "Obtaining calibrated probability estimates from
+//!   decision trees and naive Bayesian classifiers", ICML 2001) of the top-label confidence
+//!   `c = max_k softmax(z)_k`: [`HISTOGRAM_BINNING_BINS`] equal-mass bins of the calibration
+//!   confidences (equal mass, as Zadrozny & Elkan, because an overconfident network piles
+//!   most confidences into the last equal-width bin), each mapped to the fraction of its
+//!   calibration images that are right. The cut between sorted confidences `s_{i−1}` and `s_i`
+//!   (`i = ⌊b·n/B⌋`) is their midpoint; a confidence equal to a cut goes to the upper bin, and a
+//!   bin left empty by ties is merged into its lower neighbour.
+//! * **Isotonic regression** of the top-label confidence (Zadrozny & Elkan, "Transforming
+//!   classifier scores into accurate multiclass probability estimates", KDD 2002): the
+//!   non-decreasing step function of the confidence closest in squared error to the 0/1
+//!   correctness on the calibration part, by pool-adjacent-violators. Equal confidences are
+//!   pooled first (their mean correctness, weighted by their count, as scikit-learn does), and
+//!   adjacent blocks are pooled while the left mean is at least the right one. A new
+//!   confidence takes the value of the last block starting at or below it (the first block's
+//!   below the first start): a step function, as PAV fits it. scikit-learn's
+//!   `IsotonicRegression.predict` interpolates linearly between blocks instead, which would
+//!   give nearly every image its own confidence.
+//!
+//! # The probability vector of a top-label method
+//! Histogram binning and isotonic regression recalibrate only the confidence `c'` of the
+//! predicted class `ŷ = argmax_k z_k` (ties to the lowest index); the prediction, and so the
+//! accuracy, is unchanged. The other classes share `1 − c'` in proportion to their softmax
+//! probabilities: `p'_k = (1 − c')·p_k / Σ_{j≠ŷ} p_j` (computed in the log domain, so a
+//! vanishing `Σ_{j≠ŷ} p_j` stays exact). NLL and Brier are computed from this vector. A bin or
+//! block whose calibration images were all right maps to `c' = 1`, giving a wrong label
+//! probability 0: NLL clips the label's probability below at [`MIN_PROBABILITY`] (`2⁻⁵²`, as
+//! scikit-learn's `log_loss`), so such a miss costs 36 nats instead of infinity. Top-label
+//! ECE and smECE use `c'` and the unchanged correctness.
+//!
+//! Every definition, default and tie rule, with its source: docs/definitions.md
+
+use serde::Serialize;
+
+use crate::calibration::{
+    self, check_labels, fit_temperature, log_softmax_row, predicted_class, Bin, Binning,
+    CalibrationError, Logits,
+};
+use crate::smooth_calibration::smooth_ece;
+
+/// Equal-mass bins of histogram binning (Guo et al. use 15 bins for their comparison).
+pub const HISTOGRAM_BINNING_BINS: usize = 15;
+/// The smallest label probability NLL takes the log of (`f64::EPSILON`, as scikit-learn's
+/// `log_loss`).
+pub const MIN_PROBABILITY: f64 = f64::EPSILON;
+
+/// The Newton decrement `gᵀ(H + ridge)⁻¹g` (twice the NLL decrease a Newton step predicts) at
+/// which the vector-scaling fit stops: the NLL, about 0.1 to 1, is itself rounded at `10⁻¹⁶`,
+/// so a line search cannot see smaller decreases.
+const DECREMENT_TOLERANCE: f64 = 1e-14;
+/// Newton steps after which the vector-scaling fit stops even if not converged.
+const MAX_NEWTON_STEPS: usize = 100;
+/// Halvings of a Newton step before the line search gives up.
+const MAX_STEP_HALVINGS: usize = 40;
+/// Armijo's sufficient-decrease constant.
+const SUFFICIENT_DECREASE: f64 = 1e-4;
+/// The ridge added to the Newton system, relative to the Hessian's largest diagonal entry.
+const RELATIVE_RIDGE: f64 = 1e-10;
+/// Tenfold increases of the ridge tried when the Cholesky factorisation fails.
+const MAX_RIDGE_INCREASES: i32 = 12;
+
+/// A way to turn logits into calibrated probabilities (the page's and the CLI's names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// The network's softmax, `T = 1`.
+    #[cfg_attr(not(target_arch = "wasm32"), value(skip))]
+    Uncalibrated,
+    /// One temperature for every logit.
+    #[default]
+    Temperature,
+    /// A scale and a bias per class.
+    Vector,
+    /// Equal-mass histogram binning of the top-label confidence.
+    Histogram,
+    /// Isotonic regression of the top-label confidence.
+    Isotonic,
+}
+
+impl Method {
+    /// Every method, in the order the page's table lists them.
+    pub const ALL: [Method; 5] = [
+        Method::Uncalibrated,
+        Method::Temperature,
+        Method::Vector,
+        Method::Histogram,
+        Method::Isotonic,
+    ];
+
+    /// The method's name in a sentence.
+    pub fn title(self) -> &'static str {
+        match self {
+            Method::Uncalibrated => "uncalibrated",
+            Method::Temperature => "temperature scaling",
+            Method::Vector => "vector scaling",
+            Method::Histogram => "histogram binning",
+            Method::Isotonic => "isotonic regression",
+        }
+    }
+}
+
+/// Logits with one label per row, checked.
+#[derive(Clone, Copy, Debug)]
+pub struct Labelled<'a> {
+    logits: Logits<'a>,
+    labels: &'a [u32],
+}
+
+impl<'a> Labelled<'a> {
+    /// Pairs logits with their labels.
+    ///
+    /// # Errors
+    /// The label errors of [`check_labels`].
+    pub fn new(logits: Logits<'a>, labels: &'a [u32]) -> Result<Self, CalibrationError> {
+        check_labels(&logits, labels)?;
+        Ok(Self { logits, labels })
+    }
+
+    /// The logits.
+    pub fn logits(&self) -> &Logits<'a> {
+        &self.logits
+    }
+
+    /// One label per row, each below the number of classes.
+    pub fn labels(&self) -> &'a [u32] {
+        self.labels
+    }
+}
+
+/// A fitted vector scaling.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VectorScaling {
+    /// `w_k`, one per class.
+    pub scales: Vec<f64>,
+    /// `b_k`, one per class, with mean 0.
+    pub biases: Vec<f64>,
+    /// Mean NLL on the calibration part at the fit.
+    pub nll: f64,
+    /// Newton steps taken.
+    pub steps: usize,
+    /// Whether the Newton decrement reached `10⁻¹⁴`; `false` when the line search or the
+    /// factorisation stalled first or 100 steps passed. On classes that the scaled logits
+    /// separate, the NLL has no minimum: the decrement falls below the tolerance once the NLL
+    /// itself is at rounding level, with large parameters.
+    pub converged: bool,
+}
+
+/// A step function of the confidence, as the fitters return it: `values[i]` from `starts[i]`
+/// on (the first value also below `starts[0]`), at least one step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepFunction {
+    starts: Vec<f64>,
+    values: Vec<f64>,
+}
+
+impl StepFunction {
+    /// Where each step starts, increasing.
+    pub fn starts(&self) -> &[f64] {
+        &self.starts
+    }
+
+    /// The value of each step.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// The value at confidence `c`.
+    pub fn at(&self, confidence: f64) -> f64 {
+        let index = self.starts.partition_point(|&start| start <= confidence);
+        self.values[index.saturating_sub(1)]
+    }
+}
+
+/// A fitted recalibration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Recalibration {
+    Uncalibrated,
+    Temperature(f64),
+    Vector(VectorScaling),
+    /// Histogram binning or isotonic regression of the top-label confidence.
+    TopLabel(StepFunction),
+}
+
+/// Fits `method` on the calibration part (temperature: [`fit_temperature`]).
+///
+/// # Errors
+/// The errors of the fitters.
+pub fn fit(method: Method, calibration: &Labelled) -> Result<Recalibration, CalibrationError> {
+    Ok(match method {
+        Method::Uncalibrated => Recalibration::Uncalibrated,
+        Method::Temperature => Recalibration::Temperature(
+            fit_temperature(&calibration.logits, calibration.labels)?.temperature,
+        ),
+        Method::Vector => Recalibration::Vector(fit_vector_scaling(calibration)),
+        Method::Histogram | Method::Isotonic => {
+            let (confidence, correct) =
+                calibration::confidences(&calibration.logits, calibration.labels, 1.0)?;
+            Recalibration::TopLabel(if method == Method::Histogram {
+                fit_histogram_binning(&confidence, &correct, HISTOGRAM_BINNING_BINS)?
+            } else {
+                fit_isotonic(&confidence, &correct)?
+            })
+        }
+    })
+}
+
+/// Mean NLL, gradient and Hessian of vector scaling at `θ = (w, b)`.
+struct Objective {
+    nll: f64,
+    /// `2K` entries: `∂/∂w_k`, then `∂/∂b_k`.
+    gradient: Vec<f64>,
+    /// `2K × 2K`, row-major.
+    hessian: Vec<f64>,
+}
+
+/// Writes `log softmax(w ⊙ z + b)` of one row into `out` (stable, in `f64`).
+fn scaled_log_softmax(row: &[f32], scales: &[f64], biases: &[f64], out: &mut [f64]) {
+    for ((u, &z), (&w, &b)) in out.iter_mut().zip(row).zip(scales.iter().zip(biases)) {
+        *u = w * f64::from(z) + b;
+    }
+    let max = out.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let log_sum = out.iter().map(|&u| (u - max).exp()).sum::<f64>().ln() + max;
+    out.iter_mut().for_each(|u| *u -= log_sum);
+}
+
+/// Mean NLL of vector scaling with `scales` and `biases`.
+fn vector_nll(data: &Labelled, scales: &[f64], biases: &[f64]) -> f64 {
+    let mut log_p = vec![0.0; data.logits.num_classes()];
+    let mut total = 0.0;
+    for (row, &label) in data.logits.rows().zip(data.labels) {
+        scaled_log_softmax(row, scales, biases, &mut log_p);
+        total -= log_p[label as usize];
+    }
+    total / data.logits.len() as f64
+}
+
+/// One pass: the NLL with its gradient and Hessian in `θ`.
+fn vector_objective(data: &Labelled, scales: &[f64], biases: &[f64]) -> Objective {
+    let k = data.logits.num_classes();
+    let size = 2 * k;
+    let mut log_p = vec![0.0; k];
+    let mut p = vec![0.0; k];
+    let (mut nll, mut gradient, mut hessian) = (0.0, vec![0.0; size], vec![0.0; size * size]);
+    for (row, &label) in data.logits.rows().zip(data.labels) {
+        let label = label as usize;
+        scaled_log_softmax(row, scales, biases, &mut log_p);
+        nll -= log_p[label];
+        for (probability, &log_probability) in p.iter_mut().zip(&log_p) {
+            *probability = log_probability.exp();
+        }
+        let z = |i: usize| f64::from(row[i]);
+        for i in 0..k {
+            let residual = p[i] - f64::from(i == label);
+            gradient[i] += residual * z(i);
+            gradient[k + i] += residual;
+            for j in 0..k {
+                // (diag p − p pᵀ)_ij, mapped through J = [diag z, I].
+                let s = if i == j {
+                    p[i] - p[i] * p[j]
+                } else {
+                    -p[i] * p[j]
+                };
+                hessian[i * size + j] += z(i) * s * z(j);
+                hessian[i * size + k + j] += z(i) * s;
+                hessian[(k + i) * size + j] += s * z(j);
+                hessian[(k + i) * size + k + j] += s;
+            }
+        }
+    }
+    let n = data.logits.len() as f64;
+    gradient.iter_mut().for_each(|g| *g /= n);
+    hessian.iter_mut().for_each(|h| *h /= n);
+    Objective {
+        nll: nll / n,
+        gradient,
+        hessian,
+    }
+}
+
+/// Solves `(A + ridge·I) x = rhs` for a symmetric positive semi-definite `A` (`size × size`,
+/// row-major) by Cholesky; `None` when the factorisation meets a non-positive pivot.
+fn solve_ridged(matrix: &[f64], rhs: &[f64], ridge: f64) -> Option<Vec<f64>> {
+    let size = rhs.len();
+    let mut lower = vec![0.0; size * size];
+    for i in 0..size {
+        for j in 0..=i {
+            let dot: f64 = (0..j)
+                .map(|m| lower[i * size + m] * lower[j * size + m])
+                .sum();
+            let entry = matrix[i * size + j] + if i == j { ridge } else { 0.0 } - dot;
+            if i == j {
+                if entry <= 0.0 || !entry.is_finite() {
+                    return None;
+                }
+                lower[i * size + i] = entry.sqrt();
+            } else {
+                lower[i * size + j] = entry / lower[j * size + j];
+            }
+        }
+    }
+    let mut x = rhs.to_vec();
+    for i in 0..size {
+        let dot: f64 = (0..i).map(|m| lower[i * size + m] * x[m]).sum();
+        x[i] = (x[i] - dot) / lower[i * size + i];
+    }
+    for i in (0..size).rev() {
+        let dot: f64 = (i + 1..size).map(|m| lower[m * size + i] * x[m]).sum();
+        x[i] = (x[i] - dot) / lower[i * size + i];
+    }
+    Some(x)
+}
+
+/// Fits vector scaling `p = softmax(w ⊙ z + b)` by Newton's method on the mean NLL (see the
+/// module documentation). Never fails on checked data: a fit that cannot go on returns where
+/// it stopped, with `converged` false.
+pub fn fit_vector_scaling(calibration: &Labelled) -> VectorScaling {
+    let k = calibration.logits.num_classes();
+    let (mut scales, mut biases) = (vec![1.0; k], vec![0.0; k]);
+    let (mut steps, mut converged) = (0, false);
+    let mut at = vector_objective(calibration, &scales, &biases);
+    while steps < MAX_NEWTON_STEPS {
+        let diagonal = (0..2 * k)
+            .map(|i| at.hessian[i * 2 * k + i])
+            .fold(0.0, f64::max);
+        let ridge = RELATIVE_RIDGE * diagonal.max(f64::MIN_POSITIVE);
+        let negative: Vec<f64> = at.gradient.iter().map(|g| -g).collect();
+        // A larger ridge when rounding leaves a pivot non-positive; none helps a Hessian that
+        // overflowed (logits near f32::MAX), and the fit stops where it is.
+        let Some(direction) = (0..MAX_RIDGE_INCREASES)
+            .find_map(|power| solve_ridged(&at.hessian, &negative, ridge * 10f64.powi(power)))
+        else {
+            break;
+        };
+        let slope: f64 = direction.iter().zip(&at.gradient).map(|(d, g)| d * g).sum();
+        if -slope <= DECREMENT_TOLERANCE {
+            converged = true;
+            break;
+        }
+        let mut step = 1.0;
+        let accepted = (0..MAX_STEP_HALVINGS).find_map(|_| {
+            let trial_scales: Vec<f64> = (0..k).map(|i| scales[i] + step * direction[i]).collect();
+            let trial_biases: Vec<f64> = (0..k)
+                .map(|i| biases[i] + step * direction[k + i])
+                .collect();
+            let nll = vector_nll(calibration, &trial_scales, &trial_biases);
+            if nll <= at.nll + SUFFICIENT_DECREASE * step * slope {
+                Some((trial_scales, trial_biases))
+            } else {
+                step *= 0.5;
+                None
+            }
+        });
+        let Some((next_scales, mut next_biases)) = accepted else {
+            break;
+        };
+        // The step has no component along "every bias + c" but for rounding, which the ridge
+        // would magnify: keep the biases' mean at exactly 0.
+        let mean = next_biases.iter().sum::<f64>() / k as f64;
+        next_biases.iter_mut().for_each(|b| *b -= mean);
+        scales = next_scales;
+        biases = next_biases;
+        steps += 1;
+        at = vector_objective(calibration, &scales, &biases);
+    }
+    VectorScaling {
+        converged,
+        scales,
+        biases,
+        nll: at.nll,
+        steps,
+    }
+}
+
+/// Sorted `(confidence, outcome)` pairs after checking them.
+fn sorted_pairs(confidence: &[f64], correct: &[bool]) -> Result<Vec<(f64, f64)>, CalibrationError> {
+    calibration::check_confidences(confidence, correct)?;
+    let mut pairs: Vec<(f64, f64)> = confidence
+        .iter()
+        .zip(correct)
+        .map(|(&c, &right)| (c, f64::from(right)))
+        .collect();
+    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(pairs)
+}
+
+/// Fits histogram binning: `num_bins` equal-mass bins of the confidences (fewer with fewer
+/// confidences or ties), each mapped to its fraction of correct examples.
+///
+/// # Errors
+/// [`CalibrationError::InvalidBinCount`] unless `1 <= num_bins <= 1000`, and the errors of
+/// checking the confidences ([`CalibrationError::EmptyInput`],
+/// [`CalibrationError::ConfidenceCountMismatch`], [`CalibrationError::InvalidConfidence`]).
+pub fn fit_histogram_binning(
+    confidence: &[f64],
+    correct: &[bool],
+    num_bins: usize,
+) -> Result<StepFunction, CalibrationError> {
+    if !(1..=calibration::MAX_BINS).contains(&num_bins) {
+        return Err(CalibrationError::InvalidBinCount(num_bins));
+    }
+    let pairs = sorted_pairs(confidence, correct)?;
+    let n = pairs.len();
+    let bins = num_bins.min(n);
+    let mut cuts: Vec<f64> = (1..bins)
+        .map(|b| {
+            let i = b * n / bins;
+            0.5 * (pairs[i - 1].0 + pairs[i].0)
+        })
+        .collect();
+    cuts.dedup();
+    // (start, count, correct) per bin; a confidence equal to a cut goes to the upper bin.
+    let mut stats: Vec<(f64, usize, f64)> = std::iter::once(f64::NEG_INFINITY)
+        .chain(cuts)
+        .map(|start| (start, 0, 0.0))
+        .collect();
+    for &(c, outcome) in &pairs {
+        let bin = stats.partition_point(|&(start, _, _)| start <= c) - 1;
+        stats[bin].1 += 1;
+        stats[bin].2 += outcome;
+    }
+    let mut function = StepFunction {
+        starts: Vec::new(),
+        values: Vec::new(),
+    };
+    for (start, count, right) in stats.into_iter().filter(|&(_, count, _)| count > 0) {
+        // An empty bin's range falls to its lower neighbour; the first kept bin starts at −∞.
+        let start = if function.starts.is_empty() {
+            f64::NEG_INFINITY
+        } else {
+            start
+        };
+        function.starts.push(start);
+        function.values.push(right / count as f64);
+    }
+    Ok(function)
+}
+
+/// Fits isotonic regression of the correctness on the confidence by pool-adjacent-violators,
+/// as a step function (see the module documentation).
+///
+/// # Errors
+/// The errors of checking the confidences ([`CalibrationError::EmptyInput`],
+/// [`CalibrationError::ConfidenceCountMismatch`], [`CalibrationError::InvalidConfidence`]).
+pub fn fit_isotonic(
+    confidence: &[f64],
+    correct: &[bool],
+) -> Result<StepFunction, CalibrationError> {
+    // Equal confidences first become one weighted point: (confidence, weight, sum of outcomes).
+    let mut points: Vec<(f64, f64, f64)> = Vec::new();
+    for (c, outcome) in sorted_pairs(confidence, correct)? {
+        match points.last_mut() {
+            Some(last) if last.0 == c => {
+                last.1 += 1.0;
+                last.2 += outcome;
+            }
+            _ => points.push((c, 1.0, outcome)),
+        }
+    }
+    Ok(pool_adjacent_violators(points))
+}
+
+/// Pool-adjacent-violators on points `(x, weight, weighted sum of y)` sorted by distinct `x`:
+/// blocks are pooled while the left mean is at least the right one; the result steps at each
+/// block's first `x` to its weighted mean.
+fn pool_adjacent_violators(points: Vec<(f64, f64, f64)>) -> StepFunction {
+    let mut blocks: Vec<(f64, f64, f64)> = Vec::with_capacity(points.len());
+    for point in points {
+        blocks.push(point);
+        while let [.., left, right] = blocks[..] {
+            // left mean < right mean, without dividing (weights are positive).
+            if left.2 * right.1 < right.2 * left.1 {
+                break;
+            }
+            blocks.pop();
+            if let Some(last) = blocks.last_mut() {
+                last.1 += right.1;
+                last.2 += right.2;
+            }
+        }
+    }
+    StepFunction {
+        starts: blocks.iter().map(|block| block.0).collect(),
+        values: blocks.iter().map(|block| block.2 / block.1).collect(),
+    }
+}
+
+/// The evaluation of a recalibration on one part, row by row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Predictions {
+    /// The recalibrated confidence of each row's predicted class.
+    pub confidence: Vec<f64>,
+    /// Whether the predicted class is the label.
+    pub correct: Vec<bool>,
+    /// Rows whose predicted class differs from the arg-max of the logits.
+    pub changed_predictions: usize,
+    /// Mean NLL of the labels (label probabilities clipped below at [`MIN_PROBABILITY`]).
+    pub nll: f64,
+    /// Mean `Σ_k (p_k − [y = k])²`.
+    pub brier: f64,
+}
+
+/// `log Σ_{j ≠ skip} exp(values_j)`, stable.
+fn log_sum_exp_except(values: &[f64], skip: usize) -> f64 {
+    let others = || values.iter().enumerate().filter(|&(j, _)| j != skip);
+    let max = others().fold(f64::NEG_INFINITY, |m, (_, &v)| m.max(v));
+    max + others().map(|(_, &v)| (v - max).exp()).sum::<f64>().ln()
+}
+
+/// Index of the largest value, the lowest index on ties.
+fn arg_max(values: &[f64]) -> usize {
+    values
+        .iter()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |(best, top), (i, &v)| {
+            if v > top {
+                (i, v)
+            } else {
+                (best, top)
+            }
+        })
+        .0
+}
+
+impl Recalibration {
+    /// Applies the recalibration to every row: the confidence and correctness of each
+    /// prediction, the NLL and the Brier score (conventions in the module documentation).
+    pub fn predict(&self, data: &Labelled) -> Predictions {
+        let k = data.logits.num_classes();
+        let mut log_p = vec![0.0; k];
+        let rows = data.logits.len();
+        let (mut confidence, mut correct) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+        let (mut changed, mut nll, mut brier) = (0, 0.0, 0.0);
+        for (row, &label) in data.logits.rows().zip(data.labels) {
+            let label = label as usize;
+            let original = predicted_class(row);
+            // Only vector scaling can move the arg-max; the others keep the logits' own.
+            match self {
+                Recalibration::Uncalibrated => log_softmax_row(row, 1.0, &mut log_p),
+                Recalibration::Temperature(t) => log_softmax_row(row, *t, &mut log_p),
+                Recalibration::Vector(fit) => {
+                    scaled_log_softmax(row, &fit.scales, &fit.biases, &mut log_p)
+                }
+                Recalibration::TopLabel(_) => log_softmax_row(row, 1.0, &mut log_p),
+            }
+            let predicted = match self {
+                Recalibration::Vector(_) => arg_max(&log_p),
+                _ => original,
+            };
+            let (top, label_log_p, row_brier) = match self {
+                Recalibration::TopLabel(map) => {
+                    let top = map.at(log_p[original].exp());
+                    let log_rest = log_sum_exp_except(&log_p, original);
+                    let share = |j: usize| (log_p[j] - log_rest).exp();
+                    let label_log_p = if label == original {
+                        top.ln()
+                    } else {
+                        (1.0 - top).ln() + log_p[label] - log_rest
+                    };
+                    let others: f64 = (0..k)
+                        .filter(|&j| j != original)
+                        .map(|j| ((1.0 - top) * share(j) - f64::from(j == label)).powi(2))
+                        .sum();
+                    let row_brier = (top - f64::from(label == original)).powi(2) + others;
+                    (top, label_log_p, row_brier)
+                }
+                _ => {
+                    let row_brier: f64 = log_p
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &lp)| (lp.exp() - f64::from(j == label)).powi(2))
+                        .sum();
+                    (log_p[predicted].exp(), log_p[label], row_brier)
+                }
+            };
+            changed += usize::from(predicted != original);
+            confidence.push(top);
+            correct.push(predicted == label);
+            nll -= label_log_p.max(MIN_PROBABILITY.ln());
+            brier += row_brier;
+        }
+        Predictions {
+            confidence,
+            correct,
+            changed_predictions: changed,
+            nll: nll / rows as f64,
+            brier: brier / rows as f64,
+        }
+    }
+}
+
+/// One recalibration measured on the evaluation part, with its ECE on the calibration part.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MethodReport {
+    pub method: Method,
+    pub accuracy: f64,
+    pub ece: f64,
+    pub smece: f64,
+    pub smece_bandwidth: f64,
+    pub nll: f64,
+    pub brier: f64,
+    /// Distinct confidences among the evaluation rows.
+    pub distinct_confidences: usize,
+    /// Evaluation rows whose predicted class differs from the arg-max of the logits.
+    pub changed_predictions: usize,
+    /// ECE on the calibration part the method was fitted on, with the same bins.
+    pub calibration_ece: f64,
+    /// The evaluation part's reliability bins.
+    pub bins: Vec<Bin>,
+}
+
+/// Measures `recalibration` on both parts: everything on `evaluation`, and ECE on
+/// `calibration` too, with `num_bins` bins of kind `binning`.
+///
+/// # Errors
+/// [`CalibrationError::InvalidBinCount`] unless `1 <= num_bins <= 1000`.
+pub fn report(
+    method: Method,
+    recalibration: &Recalibration,
+    calibration: &Labelled,
+    evaluation: &Labelled,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<MethodReport, CalibrationError> {
+    let on_calibration = recalibration.predict(calibration);
+    let calibration_bins = calibration::reliability_bins(
+        &on_calibration.confidence,
+        &on_calibration.correct,
+        num_bins,
+        binning,
+    )?;
+    let predictions = recalibration.predict(evaluation);
+    let bins = calibration::reliability_bins(
+        &predictions.confidence,
+        &predictions.correct,
+        num_bins,
+        binning,
+    )?;
+    let smooth = smooth_ece(&predictions.confidence, &predictions.correct)?;
+    let mut distinct = predictions.confidence.clone();
+    distinct.sort_unstable_by(f64::total_cmp);
+    distinct.dedup();
+    let right = predictions.correct.iter().filter(|&&c| c).count();
+    Ok(MethodReport {
+        method,
+        accuracy: right as f64 / predictions.correct.len() as f64,
+        ece: calibration::expected_calibration_error(&bins),
+        smece: smooth.smece,
+        smece_bandwidth: smooth.bandwidth,
+        nll: predictions.nll,
+        brier: predictions.brier,
+        distinct_confidences: distinct.len(),
+        changed_predictions: predictions.changed_predictions,
+        calibration_ece: calibration::expected_calibration_error(&calibration_bins),
+        bins,
+    })
+}
+
+/// Fits `method` on `calibration` and reports it ([`fit`], then [`report`]).
+///
+/// # Errors
+/// Those of [`fit`] and [`report`].
+pub fn fit_and_report(
+    method: Method,
+    calibration: &Labelled,
+    evaluation: &Labelled,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<MethodReport, CalibrationError> {
+    let recalibration = fit(method, calibration)?;
+    report(
+        method,
+        &recalibration,
+        calibration,
+        evaluation,
+        num_bins,
+        binning,
+    )
+}
+
+#[cfg(test)]
+#[path = "recalibration_tests.rs"]
+mod tests;
