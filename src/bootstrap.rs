@@ -200,7 +200,8 @@ pub struct ReliabilityBand {
 /// As relplot's diagram draws it, every resample keeps the bandwidth of the full sample
 /// (choosing it again would mix the noise of the data with that of the bandwidth search), and
 /// its curve is taken on the coarser grid of
-/// [`smooth_calibration::BAND_STEPS_PER_BANDWIDTH`] steps per bandwidth.
+/// [`smooth_calibration::BAND_STEPS_PER_BANDWIDTH`] steps per bandwidth (at least
+/// [`smooth_calibration::BAND_MIN_GRID_STEPS`]).
 ///
 /// # Errors
 /// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
@@ -220,21 +221,11 @@ pub fn smooth_reliability_band(
     }
     calibration::check_confidences(confidence, correct)?;
     let n = confidence.len();
+    let resampler = smooth_calibration::CurveResampler::new(confidence, correct, bandwidth, points);
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
-    let mut multiplicity = vec![0_u32; n];
     let mut curves: Vec<Vec<f64>> = vec![Vec::with_capacity(settings.resamples); points];
     for _ in 0..settings.resamples {
-        multiplicity.fill(0);
-        for _ in 0..n {
-            multiplicity[rng.random_range(0..n)] += 1;
-        }
-        let curve = smooth_calibration::resampled_curve(
-            confidence,
-            correct,
-            &multiplicity,
-            bandwidth,
-            points,
-        );
+        let curve = resampler.curve((0..n).map(|_| rng.random_range(0..n)));
         for (values, value) in curves.iter_mut().zip(curve) {
             values.push(value);
         }

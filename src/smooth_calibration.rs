@@ -55,6 +55,8 @@ const GRID_STEPS_PER_BANDWIDTH: f64 = 20.0;
 /// estimate's, so that a hundred resamples fit in a slider frame; the curves move by less than
 /// 0.002 against the finer grid (tested), well inside the band's width at thousands of images.
 pub const BAND_STEPS_PER_BANDWIDTH: f64 = 5.0;
+/// Fewest grid steps of the band's resampled curves (at bandwidths above 0.6).
+pub const BAND_MIN_GRID_STEPS: usize = 8;
 /// The sampled kernel is cut at this many bandwidths from its centre.
 const KERNEL_RADIUS: f64 = 6.0;
 
@@ -168,30 +170,68 @@ pub fn smooth_reliability(
     Ok(curve)
 }
 
-/// The smooth reliability curve `t_p + r̂_σ(t_p)` of the examples counted `multiplicity[i]`
-/// times each (a bootstrap resample), at `points` equally spaced confidences, on a grid of
-/// [`BAND_STEPS_PER_BANDWIDTH`] steps per bandwidth. The inputs must have been checked.
-pub(crate) fn resampled_curve(
-    confidence: &[f64],
-    correct: &[bool],
-    multiplicity: &[u32],
-    bandwidth: f64,
+/// The smooth reliability curves of bootstrap resamples at one bandwidth `σ`, for the band
+/// around the curve. The grid has [`BAND_STEPS_PER_BANDWIDTH`] steps per bandwidth (and at least
+/// [`BAND_MIN_GRID_STEPS`]), a quarter of the estimate's density and without its minimum of
+/// 200: each example's grid cell and share are found once and the kernel is sampled once, so a
+/// resample only adds up its rows, convolves and interpolates.
+pub(crate) struct CurveResampler {
+    steps: usize,
+    kernel: Vec<f64>,
+    /// Each example's left grid point, its share of the right one, and its residual.
+    left: Vec<usize>,
+    share: Vec<f64>,
+    residual: Vec<f64>,
     points: usize,
-) -> Vec<f64> {
-    let smoothed = SmoothedResidual::weighted(
-        confidence,
-        correct,
-        Some(multiplicity),
-        bandwidth,
-        BAND_STEPS_PER_BANDWIDTH,
-    );
-    (0..points)
-        .map(|p| {
-            let t = p as f64 / (points - 1) as f64;
-            let (residual, count) = smoothed.interpolate(t);
-            t + if count > 0.0 { residual / count } else { 0.0 }
-        })
-        .collect()
+}
+
+impl CurveResampler {
+    /// The inputs must have been checked; `σ ≥ MIN_BANDWIDTH`, `points ≥ 2`.
+    pub(crate) fn new(confidence: &[f64], correct: &[bool], bandwidth: f64, points: usize) -> Self {
+        let steps = BAND_MIN_GRID_STEPS.max((BAND_STEPS_PER_BANDWIDTH / bandwidth).ceil() as usize);
+        let (mut left, mut share, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+        for (&f, &is_correct) in confidence.iter().zip(correct) {
+            let position = f * steps as f64;
+            let cell = (position.floor() as usize).min(steps - 1);
+            left.push(cell);
+            share.push(position - cell as f64);
+            residual.push(f64::from(u8::from(is_correct)) - f);
+        }
+        Self {
+            steps,
+            kernel: sampled_normal(bandwidth * steps as f64),
+            left,
+            share,
+            residual,
+            points,
+        }
+    }
+
+    /// The curve `t_p + r̂_σ(t_p)` of the examples `rows` (repeats counted each time) at the
+    /// `points` confidences `t_p = p/(points − 1)`; `t_p` where no example lies within `6σ`.
+    pub(crate) fn curve(&self, rows: impl Iterator<Item = usize>) -> Vec<f64> {
+        let mut residual = vec![0.0; self.steps + 1];
+        let mut count = vec![0.0; self.steps + 1];
+        for row in rows {
+            let (cell, share, r) = (self.left[row], self.share[row], self.residual[row]);
+            residual[cell] += (1.0 - share) * r;
+            residual[cell + 1] += share * r;
+            count[cell] += 1.0 - share;
+            count[cell + 1] += share;
+        }
+        let smoothed = SmoothedResidual {
+            steps: self.steps,
+            residual: reflected_convolution(&residual, &self.kernel),
+            count: reflected_convolution(&count, &self.kernel),
+        };
+        (0..self.points)
+            .map(|p| {
+                let t = p as f64 / (self.points - 1) as f64;
+                let (residual, count) = smoothed.interpolate(t);
+                t + if count > 0.0 { residual / count } else { 0.0 }
+            })
+            .collect()
+    }
 }
 
 pub(crate) fn check_bandwidth(bandwidth: f64) -> Result<(), CalibrationError> {
@@ -215,40 +255,18 @@ impl SmoothedResidual {
     /// Linear binning onto the grid of bandwidth `σ`, then the reflected convolution. The
     /// inputs must have been checked; `σ ≥ MIN_BANDWIDTH`.
     fn new(confidence: &[f64], correct: &[bool], bandwidth: f64) -> Self {
-        Self::weighted(
-            confidence,
-            correct,
-            None,
-            bandwidth,
-            GRID_STEPS_PER_BANDWIDTH,
-        )
-    }
-
-    /// As [`SmoothedResidual::new`], each example counted `multiplicity[i]` times (once when
-    /// `None`), on a grid of at least `steps_per_bandwidth` steps per bandwidth.
-    fn weighted(
-        confidence: &[f64],
-        correct: &[bool],
-        multiplicity: Option<&[u32]>,
-        bandwidth: f64,
-        steps_per_bandwidth: f64,
-    ) -> Self {
-        let steps = MIN_GRID_STEPS.max((steps_per_bandwidth / bandwidth).ceil() as usize);
+        let steps = MIN_GRID_STEPS.max((GRID_STEPS_PER_BANDWIDTH / bandwidth).ceil() as usize);
         let mut residual = vec![0.0; steps + 1];
         let mut count = vec![0.0; steps + 1];
-        for (i, (&f, &is_correct)) in confidence.iter().zip(correct).enumerate() {
-            let weight = multiplicity.map_or(1.0, |m| f64::from(m[i]));
-            if weight == 0.0 {
-                continue;
-            }
+        for (&f, &is_correct) in confidence.iter().zip(correct) {
             let position = f * steps as f64;
             let left = (position.floor() as usize).min(steps - 1);
             let share = position - left as f64;
-            let r = weight * (f64::from(u8::from(is_correct)) - f);
+            let r = f64::from(u8::from(is_correct)) - f;
             residual[left] += (1.0 - share) * r;
             residual[left + 1] += share * r;
-            count[left] += (1.0 - share) * weight;
-            count[left + 1] += share * weight;
+            count[left] += 1.0 - share;
+            count[left + 1] += share;
         }
         let kernel = sampled_normal(bandwidth * steps as f64);
         Self {

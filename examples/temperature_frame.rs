@@ -1,0 +1,102 @@
+//! Measures what one frame of the temperature lab costs natively, part by part: the lab's whole
+//! view (`Lab::temperature_view`, what the page's render computes before drawing) and, on the
+//! same evaluation half, each computation inside it, at temperatures across the slider's range.
+//! Prints milliseconds (best of 5 runs each, the least disturbed by other work on the machine)
+//! and each part's share of the view. Asserts nothing; the browser's figures (wasm call and
+//! drawing) come from `scripts/bench`.
+//!
+//! `cargo run --release --example temperature_frame` on the committed test set and the bundled
+//! cross-entropy network. Exits with status 2 and a message when the model or the data is
+//! missing or unreadable.
+
+use std::error::Error;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use calibra::bootstrap;
+use calibra::calibration::{self, Binning, Logits};
+use calibra::data::Dataset;
+use calibra::lab::{Lab, BOOTSTRAP, SMOOTH_CURVE_POINTS};
+use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::smooth_calibration;
+
+const MODEL: &str = "assets/models/fmnist-ce.safetensors";
+const TEST_IMAGES: &str = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+const TEST_LABELS: &str = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+/// The page's defaults: 15 equal-width bins, split seed 0.
+const BINS: usize = 15;
+const NOISE_FLOOR_DRAWS: usize = 10;
+const RUNS: usize = 5;
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("temperature_frame: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The best of [`RUNS`] timings of `work`, in milliseconds; its results are dropped.
+fn best<T, E: Into<Box<dyn Error>>>(
+    mut work: impl FnMut() -> std::result::Result<T, E>,
+) -> Result<f64> {
+    let mut fastest = Duration::MAX;
+    for _ in 0..RUNS {
+        let started = Instant::now();
+        work().map_err(Into::into)?;
+        fastest = fastest.min(started.elapsed());
+    }
+    Ok(fastest.as_secs_f64() * 1e3)
+}
+
+fn run() -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let weights =
+        std::fs::read(root.join(MODEL)).map_err(|error| format!("cannot read {MODEL}: {error}"))?;
+    let classifier = Classifier::from_safetensors(weights)?;
+    let test = Dataset::load(&root.join(TEST_IMAGES), &root.join(TEST_LABELS))?;
+    let labels: Vec<u32> = test.labels.iter().map(|&label| u32::from(label)).collect();
+    let mut lab = Lab::new(labels, NUM_CLASSES, 1)?;
+    lab.add_logits(0, 0, &classifier.logits(test.images.pixels())?)?;
+    let fitted = lab.fitted_temperature()?.temperature;
+    // The first view fits the rivals and the fixed columns once; frames after it do not.
+    lab.temperature_view(1.0, BINS, Binning::Width)?;
+    let (logits, labels) = lab.evaluation_half()?;
+    let (logits, labels) = (logits.to_vec(), labels.to_vec());
+    let table = Logits::new(&logits, NUM_CLASSES)?;
+
+    println!("| T | view | confidences | smooth ECE search | smooth curve | band (100 resamples) | metrics | classwise bins | ECE noise floor |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for temperature in [0.05, 0.3, 1.0, fitted, 5.0, 20.0] {
+        let view = best(|| lab.temperature_view(temperature, BINS, Binning::Width))?;
+        let (confidence, correct) = calibration::confidences(&table, &labels, temperature)?;
+        let (f, y) = (&confidence, &correct);
+        let bandwidth = smooth_calibration::smooth_ece(f, y)?.bandwidth;
+        let points = SMOOTH_CURVE_POINTS;
+        let parts = [
+            best(|| calibration::confidences(&table, &labels, temperature))?,
+            best(|| smooth_calibration::smooth_ece(f, y))?,
+            best(|| smooth_calibration::smooth_reliability(f, y, bandwidth, points))?,
+            best(|| bootstrap::smooth_reliability_band(f, y, bandwidth, points, &BOOTSTRAP))?,
+            best(|| calibration::evaluate(&table, &labels, temperature, BINS, Binning::Width))?,
+            best(|| {
+                calibration::classwise_bins(&table, &labels, temperature, BINS, Binning::Width)
+            })?,
+            best(|| calibration::ece_noise_floor(f, BINS, Binning::Width, NOISE_FLOOR_DRAWS, 0))?,
+        ];
+        let cells: Vec<String> = parts
+            .iter()
+            .map(|ms| format!("{ms:.2} ({:.0}%)", 100.0 * ms / view))
+            .collect();
+        println!(
+            "| {temperature:.3} | {view:.2} ms | {} |",
+            cells.join(" | ")
+        );
+    }
+    Ok(())
+}
