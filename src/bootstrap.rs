@@ -20,6 +20,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{Binomial, DiscreteCDF};
 use thiserror::Error;
 
 use crate::calibration::{self, Binning, CalibrationError, Logits};
@@ -44,6 +45,9 @@ pub enum BootstrapError {
     /// The level is not strictly between 0 and 1.
     #[error("the interval's level must be strictly between 0 and 1, got {0}")]
     InvalidLevel(f64),
+    /// A proportion of no examples, or with more successes than examples.
+    #[error("a proportion needs 0 <= successes <= n and n > 0, got {successes} of {n}")]
+    InvalidProportion { successes: usize, n: usize },
 }
 
 /// How many resamples, at which level, from which seed.
@@ -271,6 +275,38 @@ pub fn smooth_diagram(
     let curve = smooth_calibration::smooth_reliability(confidence, correct, ece.bandwidth, points)?;
     let band = smooth_reliability_band(confidence, correct, ece.bandwidth, points, settings)?;
     Ok(SmoothDiagram { ece, curve, band })
+}
+
+/// The percentile bootstrap interval of a proportion `successes / n` (a coverage, an accuracy),
+/// computed exactly: a resample's proportion is `Binomial(n, p̂)/n` with `p̂ = successes/n`, so
+/// its `(1 − level)/2` and `(1 + level)/2` quantiles (the smallest `k/n` whose binomial
+/// cumulative probability reaches them, statrs' `inverse_cdf`) are where infinitely many
+/// resamples would put the interval; no draws, so it costs nothing in a frame.
+///
+/// # Errors
+/// [`BootstrapError::InvalidProportion`] unless `0 ≤ successes ≤ n` and `n > 0`, and
+/// [`BootstrapError::InvalidLevel`].
+pub fn proportion_interval(
+    successes: usize,
+    n: usize,
+    level: f64,
+) -> Result<MetricInterval, BootstrapError> {
+    if n == 0 || successes > n {
+        return Err(BootstrapError::InvalidProportion { successes, n });
+    }
+    if !(level > 0.0 && level < 1.0) {
+        return Err(BootstrapError::InvalidLevel(level));
+    }
+    let estimate = successes as f64 / n as f64;
+    let resampled = Binomial::new(estimate, n as u64)
+        .map_err(|_| BootstrapError::InvalidProportion { successes, n })?;
+    let tail = 0.5 * (1.0 - level);
+    let quantile = |q: f64| resampled.inverse_cdf(q) as f64 / n as f64;
+    Ok(MetricInterval {
+        estimate,
+        lower: quantile(tail),
+        upper: quantile(1.0 - tail),
+    })
 }
 
 fn check_settings(settings: &BootstrapSettings) -> Result<(), BootstrapError> {

@@ -283,3 +283,46 @@ fn the_band_refuses_bad_parameters() {
         .into())
     );
 }
+
+#[test]
+fn a_proportions_interval_is_the_binomial_quantiles() {
+    // 4,500 of 5,000 (p̂ = 0.9): the resampled proportion is Binomial(5000, 0.9)/5000, sd
+    // √(0.9·0.1/5000) = 0.00424; its 2.5% and 97.5% quantiles lie about 1.96 sd from 0.9, on
+    // whole counts: 4,458 and 4,541 (scipy.stats.binom.ppf([0.025, 0.975], 5000, 0.9)).
+    let interval = proportion_interval(4_500, 5_000, 0.95).unwrap();
+    assert_eq!(interval.estimate, 0.9);
+    assert_eq!(interval.lower, 4_458.0 / 5_000.0);
+    assert_eq!(interval.upper, 4_541.0 / 5_000.0);
+    // A resampling bootstrap of the same proportion agrees within its own noise (1,000
+    // resamples: the 2.5% quantile to about ±0.0004).
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut resampled: Vec<f64> = (0..1_000)
+        .map(|_| {
+            (0..5_000)
+                .filter(|_| rng.random_range(0..5_000) < 4_500)
+                .count() as f64
+                / 5e3
+        })
+        .collect();
+    resampled.sort_unstable_by(f64::total_cmp);
+    assert!((percentile(&resampled, 0.025) - interval.lower).abs() <= 0.001);
+    assert!((percentile(&resampled, 0.975) - interval.upper).abs() <= 0.001);
+    // Every example covered: nothing varies.
+    let all = proportion_interval(10, 10, 0.95).unwrap();
+    assert_eq!((all.lower, all.upper), (1.0, 1.0));
+    assert_eq!(
+        proportion_interval(3, 0, 0.95),
+        Err(BootstrapError::InvalidProportion { successes: 3, n: 0 })
+    );
+    assert_eq!(
+        proportion_interval(11, 10, 0.95),
+        Err(BootstrapError::InvalidProportion {
+            successes: 11,
+            n: 10
+        })
+    );
+    assert_eq!(
+        proportion_interval(5, 10, 1.0),
+        Err(BootstrapError::InvalidLevel(1.0))
+    );
+}

@@ -783,6 +783,8 @@ pub struct Stratum {
 /// Quality of a batch of prediction sets.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SetMetrics {
+    /// Number of examples whose set contains the true label.
+    pub covered: usize,
     /// Fraction of examples whose set contains the true label.
     pub coverage: f64,
     /// Coverage among the examples of each class (`None` for a class with no examples).
@@ -886,6 +888,7 @@ pub fn set_metrics(
         .collect();
     let n = labels.len() as f64;
     Ok(SetMetrics {
+        covered,
         coverage: covered as f64 / n,
         per_class_coverage,
         average_set_size: total_size as f64 / n,

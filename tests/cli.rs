@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use calibra::bootstrap;
 use calibra::calibration::{self, Binning, Logits};
 use calibra::conformal::{self, Score};
 use calibra::data::seeded_split;
+use calibra::lab::BOOTSTRAP;
 use calibra::recalibration;
 use calibra::smooth_calibration;
 use rand::{Rng, SeedableRng};
@@ -708,6 +710,70 @@ fn each_method_reports_what_the_library_computes() {
             "{stdout}"
         );
     }
+}
+
+#[test]
+fn bootstrap_adds_the_libraries_intervals_and_only_when_asked() {
+    // 10 resamples: the library's intervals at the same settings, at a tenth of the page's
+    // cost (a test binary is unoptimised).
+    let dir = TempDir::new("bootstrap");
+    let data = synthetic_data(400, 4, 2.0, 5);
+    let (logits, labels) = data.write(&dir, "data", "npy");
+    let plain = report_json(&logits, &labels, NO_ARGS);
+    assert!(plain.get("bootstrap_resamples").is_none());
+    assert!(plain["before"].get("intervals").is_none());
+    assert!(plain["conformal"].get("coverage_interval").is_none());
+    let json = report_json(&logits, &labels, &["--bootstrap", "10"]);
+    assert_eq!(json["bootstrap_resamples"], 10);
+    let (_, test_rows) = seeded_split(data.len(), 0.5, 0);
+    let (test_logits, test_labels) = data.rows(&test_rows);
+    let test = Logits::new(&test_logits, 4).unwrap();
+    let settings = bootstrap::BootstrapSettings {
+        resamples: 10,
+        ..BOOTSTRAP
+    };
+    for (column, temperature) in [("before", 1.0), ("after", number(&json, "/temperature"))] {
+        let expected = bootstrap::bootstrap_intervals(
+            &test,
+            &test_labels,
+            temperature,
+            15,
+            Binning::Width,
+            &settings,
+        )
+        .unwrap();
+        assert_json_close(
+            &json[column]["intervals"],
+            &serde_json::to_value(expected).unwrap(),
+            PARSED_FLOAT_TOLERANCE,
+            column,
+        );
+        assert_eq!(
+            json[column]["ece"],
+            json[column]["intervals"]["ece"]["estimate"]
+        );
+    }
+    let covered = (number(&json, "/conformal/coverage") * 200.0).round() as usize;
+    let expected = bootstrap::proportion_interval(covered, 200, BOOTSTRAP.level).unwrap();
+    assert_json_close(
+        &json["conformal"]["coverage_interval"],
+        &serde_json::to_value(expected).unwrap(),
+        PARSED_FLOAT_TOLERANCE,
+        "coverage",
+    );
+    let text = report(
+        &logits,
+        &labels,
+        &["--bootstrap", "10", "--temperature", "1"],
+    );
+    assert_success(&text);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.contains("95% bootstrap intervals (10 resamples of the test part)"));
+    assert!(stdout.contains("coverage, 95%"), "{stdout}");
+    assert_refused(
+        &report(&logits, &labels, &["--bootstrap", "1"]),
+        &["--bootstrap", "between 2 and 10000"],
+    );
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! The conformal lab's view: thresholds, set metrics, the verdict on coverage, the four-score
 //! comparison, the α sweep, the coverage experiment, the gallery and per-image explanations.
 
+use super::intervals::BOOTSTRAP;
 use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
+use crate::bootstrap::{self, MetricInterval};
 use crate::calibration::{self, Logits};
 use crate::conformal::{self, Score, ScoreKind, SetMetrics, SweepPoint, Thresholds};
 use crate::data;
@@ -76,6 +78,9 @@ pub struct ConformalView {
     /// Which classes fall short and which overshoot, in words.
     pub per_class_sentence: String,
     pub metrics: SetMetrics,
+    /// The 95% bootstrap interval of the coverage on the evaluation images (exact, see
+    /// [`bootstrap::proportion_interval`]): the noise of this evaluation set alone.
+    pub coverage_interval: MetricInterval,
     /// Evaluation images with each set size `0..=K`.
     pub size_counts: Vec<usize>,
     /// Coverage and set size over α (marginal thresholds) for the chosen score.
@@ -423,6 +428,11 @@ impl Lab {
             ties_at_threshold,
             verdict,
             per_class_sentence,
+            coverage_interval: bootstrap::proportion_interval(
+                metrics.covered,
+                n_evaluation,
+                BOOTSTRAP.level,
+            )?,
             metrics,
             size_counts,
             sweep,

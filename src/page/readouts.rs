@@ -501,6 +501,8 @@ pub(super) fn conformal(view: &ConformalView, chosen: ScoreKind) -> Vec<Patch> {
     let mut patches = vec![qhat];
     for (name, value) in [
         ("coverage", m.coverage),
+        ("coverage_lo", view.coverage_interval.lower),
+        ("coverage_hi", view.coverage_interval.upper),
         ("singleton_rate", m.singleton_rate),
         ("singleton_hit_rate", m.singleton_hit_rate),
         ("empty_rate", m.empty_rate),

@@ -142,11 +142,17 @@ test("3. every score, randomized or not, equals `calibra report` at T = 1 on the
   for (const [score, randomized] of cases) {
     await configure({ score, randomized });
     const m = await readMetrics(page);
-    const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", score, "--alpha", "0.1", "--randomized", String(randomized), "--json"];
+    const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", score, "--alpha", "0.1", "--randomized", String(randomized), "--bootstrap", "2", "--json"];
     const same = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options], { maxBuffer: 16 << 20 })).stdout).conformal;
     for (const metric of ["qhat", "coverage", "empty_rate", "singleton_rate", "average_set_size"]) {
       assert.ok(Math.abs(m[metric] - same[metric]) <= TOLERANCE_SAME_LOGITS, `${score}${randomized ? "" : " (not randomized)"}, page logits: ${metric} page ${m[metric]}, CLI ${same[metric]}`);
     }
+    // Coverage's 95% bootstrap interval: the same count of covered images, the same binomial
+    // quantiles; it holds the coverage.
+    for (const [end, key] of [["coverage_lo", "lower"], ["coverage_hi", "upper"]]) {
+      assert.ok(Math.abs(m[end] - same.coverage_interval[key]) <= TOLERANCE_SAME_LOGITS, `${score}: ${end} page ${m[end]}, CLI ${same.coverage_interval[key]}`);
+    }
+    assert.ok(m.coverage_lo < m.coverage && m.coverage < m.coverage_hi, `${score}: coverage ${m.coverage} inside [${m.coverage_lo}, ${m.coverage_hi}]`);
     const expected = (await native.report("ce", { seed: 0, temperature: 1, extra: ["--score", score, "--alpha", "0.1", "--randomized", String(randomized)] })).conformal;
     const where = `${score}${randomized ? "" : " (not randomized)"}`;
     assert.ok(Math.abs(m.qhat - expected.qhat) <= TOLERANCE_QHAT, `${where}: q̂ page ${m.qhat}, native ${expected.qhat}`);

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use calibra::bootstrap::{self, MetricIntervals};
+use calibra::bootstrap::{self, BootstrapSettings, MetricInterval, MetricIntervals};
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
@@ -28,6 +28,9 @@ struct Report {
     temperature_fitted: bool,
     /// Set when the fitted optimum lies outside [0.05, 20] and a bound was returned.
     temperature_bound_hit: Option<TemperatureBound>,
+    /// With `--bootstrap`: the resamples behind each metric's interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bootstrap_resamples: Option<usize>,
     before: TestMetrics,
     after: TestMetrics,
     /// The `--method` recalibration, fitted on the calibration part: its test metrics and its
@@ -61,6 +64,10 @@ struct ConformalSummary {
     #[serde(flatten)]
     threshold: Threshold,
     coverage: f64,
+    /// With `--bootstrap`: coverage's 95% bootstrap interval over the test part
+    /// (`bootstrap::proportion_interval`), as the page shows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coverage_interval: Option<MetricInterval>,
     average_set_size: f64,
     singleton_rate: f64,
     singleton_hit_rate: f64,
@@ -133,18 +140,22 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             smooth_calibration::smooth_ece(&confidence, &correct).map_err(|e| e.to_string())?;
         let intervals = args
             .bootstrap
-            .then(|| {
+            .map(|resamples| {
+                let settings = BootstrapSettings {
+                    resamples,
+                    ..BOOTSTRAP
+                };
                 bootstrap::bootstrap_intervals(
                     &test,
                     &parts.test_labels,
                     t,
                     args.bins,
                     args.binning,
-                    &BOOTSTRAP,
+                    &settings,
                 )
             })
             .transpose()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("--bootstrap: {e}"))?;
         Ok(TestMetrics {
             binned,
             smece: smooth.smece,
@@ -201,6 +212,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         temperature,
         temperature_fitted: args.temperature.is_none(),
         temperature_bound_hit,
+        bootstrap_resamples: args.bootstrap,
         before,
         after,
         recalibration,
@@ -212,6 +224,17 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             k_reg,
             threshold,
             coverage: metrics.coverage,
+            coverage_interval: args
+                .bootstrap
+                .map(|_| {
+                    bootstrap::proportion_interval(
+                        metrics.covered,
+                        parts.test_labels.len(),
+                        BOOTSTRAP.level,
+                    )
+                })
+                .transpose()
+                .map_err(|e| e.to_string())?,
             average_set_size: metrics.average_set_size,
             singleton_rate: metrics.singleton_rate,
             singleton_hit_rate: metrics.singleton_hit_rate,
@@ -444,7 +467,7 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     if let (Some(before), Some(after)) = (&sb.intervals, &sa.intervals) {
         out += &format!(
             "\n95% bootstrap intervals ({} resamples of the test part)\n",
-            BOOTSTRAP.resamples
+            report.bootstrap_resamples.unwrap_or_default()
         );
         for (name, before, after) in [
             ("nll", before.nll, after.nll),
@@ -452,7 +475,7 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             ("ece", before.ece, after.ece),
             ("smece", before.smece, after.smece),
         ] {
-            let range = |i: bootstrap::MetricInterval| format!("[{:.4}, {:.4}]", i.lower, i.upper);
+            let range = |i: MetricInterval| format!("[{:.4}, {:.4}]", i.lower, i.upper);
             out += &format!("{name:<16}{:>18}{:>18}\n", range(before), range(after));
         }
     }
@@ -480,6 +503,10 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         ("covgap", c.covgap),
     ] {
         out += &format!("{name:<20}{value:>10.4}\n");
+    }
+    if let Some(interval) = c.coverage_interval {
+        let range = format!("[{:.4}, {:.4}]", interval.lower, interval.upper);
+        out += &format!("{:<20}{range:>18}\n", "coverage, 95%");
     }
     if let Threshold::PerClass(qhats) = &c.threshold {
         out += &per_class_table(qhats, &c.per_class_coverage, rows_per_class);
