@@ -15,7 +15,7 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use calibra::bootstrap;
+use calibra::bootstrap::{self, Resamples};
 use calibra::calibration::{self, Binning, Logits, TemperatureFit, DEFAULT_NUM_BINS};
 use calibra::data::{self, Dataset, FASHION_MNIST_CLASSES};
 use calibra::lab::{Lab, OodSet, OodStore};
@@ -205,13 +205,14 @@ fn smooth_figure(logits: &Logits, labels: &[u32], fitted: f64) -> Result<String>
         area.fill(&WHITE)?;
         let (width, _) = area.dim_in_pixel();
         let (left, right) = area.split_horizontally(width / 2);
+        let resamples = Resamples::draw(labels.len(), &BOOTSTRAP)?;
         for (panel, temperature, name) in [
             (left, 1.0, "Before, T = 1".to_string()),
             (right, fitted, format!("After, T = {fitted:.2}")),
         ] {
             let (confidence, correct) = calibration::confidences(logits, labels, temperature)?;
             let diagram =
-                bootstrap::smooth_diagram(&confidence, &correct, SMOOTH_CURVE_POINTS, &BOOTSTRAP)?;
+                bootstrap::smooth_diagram(&confidence, &correct, SMOOTH_CURVE_POINTS, &resamples)?;
             let heading = format!("{name}: smooth ECE {:.2}%", 100.0 * diagram.ece.smece);
             let body = panel.titled(&heading, (FontFamily::SansSerif, TITLE_FONT_SIZE))?;
             plot::smooth_reliability_diagram(&body, &diagram.curve, Some(&diagram.band), &style)?;
@@ -223,14 +224,7 @@ fn smooth_figure(logits: &Logits, labels: &[u32], fitted: f64) -> Result<String>
 
 /// Classwise reliability at the fitted temperature, as SVG.
 fn classwise_figure(logits: &Logits, labels: &[u32], fit: &TemperatureFit) -> Result<String> {
-    let per_class = calibration::classwise_bins(
-        logits,
-        labels,
-        fit.temperature,
-        DEFAULT_NUM_BINS,
-        Binning::Width,
-    )?;
-    let report = calibration::evaluate(
+    let full = calibration::evaluate_in_full(
         logits,
         labels,
         fit.temperature,
@@ -244,12 +238,12 @@ fn classwise_figure(logits: &Logits, labels: &[u32], fit: &TemperatureFit) -> Re
         let heading = format!(
             "Classwise reliability after temperature scaling, T = {:.2}: classwise ECE {:.2}%",
             fit.temperature,
-            100.0 * report.classwise_ece
+            100.0 * full.report.classwise_ece
         );
         let body = area.titled(&heading, (FontFamily::SansSerif, TITLE_FONT_SIZE))?;
         plot::classwise_reliability(
             &body,
-            &per_class,
+            &full.classwise_bins,
             &FASHION_MNIST_CLASSES,
             &ChartStyle::default(),
         )?;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use calibra::bootstrap;
+use calibra::bootstrap::{self, Resamples};
 use calibra::calibration::{self, Binning, Logits};
 use calibra::data::Dataset;
 use calibra::lab::{Lab, BOOTSTRAP, SMOOTH_CURVE_POINTS};
@@ -70,24 +70,25 @@ fn run() -> Result<()> {
     let (logits, labels) = (logits.to_vec(), labels.to_vec());
     let table = Logits::new(&logits, NUM_CLASSES)?;
 
-    println!("| T | view | confidences | smooth ECE search | smooth curve | band (100 resamples) | metrics | classwise bins | ECE noise floor |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search | smooth curve | band (100 resamples) | ECE noise floor |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let resamples = Resamples::draw(labels.len(), &BOOTSTRAP)?;
+    let outcomes = calibration::OutcomeDraws::draw(labels.len(), NOISE_FLOOR_DRAWS, 0);
     for temperature in [0.05, 0.3, 1.0, fitted, 5.0, 20.0] {
         let view = best(|| lab.temperature_view(temperature, BINS, Binning::Width))?;
-        let (confidence, correct) = calibration::confidences(&table, &labels, temperature)?;
-        let (f, y) = (&confidence, &correct);
+        let full =
+            calibration::evaluate_in_full(&table, &labels, temperature, BINS, Binning::Width)?;
+        let (f, y) = (&full.confidence, &full.correct);
         let bandwidth = smooth_calibration::smooth_ece(f, y)?.bandwidth;
         let points = SMOOTH_CURVE_POINTS;
         let parts = [
-            best(|| calibration::confidences(&table, &labels, temperature))?,
+            best(|| {
+                calibration::evaluate_in_full(&table, &labels, temperature, BINS, Binning::Width)
+            })?,
             best(|| smooth_calibration::smooth_ece(f, y))?,
             best(|| smooth_calibration::smooth_reliability(f, y, bandwidth, points))?,
-            best(|| bootstrap::smooth_reliability_band(f, y, bandwidth, points, &BOOTSTRAP))?,
-            best(|| calibration::evaluate(&table, &labels, temperature, BINS, Binning::Width))?,
-            best(|| {
-                calibration::classwise_bins(&table, &labels, temperature, BINS, Binning::Width)
-            })?,
-            best(|| calibration::ece_noise_floor(f, BINS, Binning::Width, NOISE_FLOOR_DRAWS, 0))?,
+            best(|| bootstrap::smooth_reliability_band(f, y, bandwidth, points, &resamples))?,
+            best(|| calibration::ece_noise_floor(f, BINS, Binning::Width, &outcomes))?,
         ];
         let cells: Vec<String> = parts
             .iter()

@@ -45,6 +45,12 @@ pub enum BootstrapError {
     /// The level is not strictly between 0 and 1.
     #[error("the interval's level must be strictly between 0 and 1, got {0}")]
     InvalidLevel(f64),
+    /// Resample counts drawn for another number of rows than the band is asked for.
+    #[error("the resamples were drawn for {drawn_for} rows, not the {rows} given")]
+    ResampledRowMismatch { drawn_for: usize, rows: usize },
+    /// One row drawn more often in one resample than its count can hold.
+    #[error("row {row} was drawn more than 65535 times in one resample")]
+    DrawnTooOften { row: usize },
     /// A proportion of no examples, or with more successes than examples.
     #[error("a proportion needs 0 <= successes <= n and n > 0, got {successes} of {n}")]
     InvalidProportion { successes: usize, n: usize },
@@ -186,6 +192,64 @@ pub fn bootstrap_intervals(
     })
 }
 
+/// The rows that each of a bootstrap's resamples draws, as counts: how often resample `r`
+/// drew row `i`. They depend only on the number of rows and the settings, not on the values,
+/// so a page that redraws the band at every temperature draws them once per set of rows. The
+/// draws are those of [`bootstrap_intervals`]: `n` rows with replacement per resample,
+/// `rng.random_range(0..n)` from ChaCha8 seeded with the settings' seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resamples {
+    settings: BootstrapSettings,
+    rows: usize,
+    /// Row-major `[rows, resamples]`: each row's counts in all resamples side by side, the
+    /// layout the band's curves are binned from.
+    counts: Vec<u16>,
+}
+
+impl Resamples {
+    /// Draws `settings.resamples` resamples of `rows` rows.
+    ///
+    /// # Errors
+    /// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
+    /// settings, [`CalibrationError::EmptyInput`] (as [`BootstrapError::Calibration`]) for no
+    /// rows, and [`BootstrapError::DrawnTooOften`] should one row be drawn more than 65,535
+    /// times in one resample (possible only beyond 65,535 rows, and then with a probability
+    /// far below 10⁻¹⁰⁰).
+    pub fn draw(rows: usize, settings: &BootstrapSettings) -> Result<Self, BootstrapError> {
+        check_settings(settings)?;
+        if rows == 0 {
+            return Err(CalibrationError::EmptyInput.into());
+        }
+        let resamples = settings.resamples;
+        let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+        let mut counts = vec![0_u16; rows * resamples];
+        for resample in 0..resamples {
+            for _ in 0..rows {
+                let row = rng.random_range(0..rows);
+                let count = &mut counts[row * resamples + resample];
+                *count = count
+                    .checked_add(1)
+                    .ok_or(BootstrapError::DrawnTooOften { row })?;
+            }
+        }
+        Ok(Self {
+            settings: *settings,
+            rows,
+            counts,
+        })
+    }
+
+    /// The number of rows each resample draws from.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The settings they were drawn with.
+    pub fn settings(&self) -> &BootstrapSettings {
+        &self.settings
+    }
+}
+
 /// The pointwise bootstrap band of the smooth reliability curve.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReliabilityBand {
@@ -199,7 +263,7 @@ pub struct ReliabilityBand {
 
 /// The pointwise percentile band of the smooth reliability curve at bandwidth `bandwidth`, on
 /// `points` equally spaced confidences from 0 to 1 (those of
-/// [`smooth_calibration::smooth_reliability`]).
+/// [`smooth_calibration::smooth_reliability`]), over the rows `resamples` draws.
 ///
 /// As relplot's diagram draws it, every resample keeps the bandwidth of the full sample
 /// (choosing it again would mix the noise of the data with that of the bandwidth search), and
@@ -208,42 +272,41 @@ pub struct ReliabilityBand {
 /// [`smooth_calibration::BAND_MIN_GRID_STEPS`]).
 ///
 /// # Errors
-/// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
-/// settings, and as [`BootstrapError::Calibration`] the errors of
+/// [`BootstrapError::ResampledRowMismatch`] unless `resamples` was drawn for as many rows as
+/// there are confidences, and as [`BootstrapError::Calibration`] the errors of
 /// [`smooth_calibration::smooth_reliability`].
 pub fn smooth_reliability_band(
     confidence: &[f64],
     correct: &[bool],
     bandwidth: f64,
     points: usize,
-    settings: &BootstrapSettings,
+    resamples: &Resamples,
 ) -> Result<ReliabilityBand, BootstrapError> {
-    check_settings(settings)?;
     smooth_calibration::check_bandwidth(bandwidth)?;
     if !(2..=smooth_calibration::MAX_CURVE_POINTS).contains(&points) {
         return Err(CalibrationError::InvalidPointCount(points).into());
     }
     calibration::check_confidences(confidence, correct)?;
-    let n = confidence.len();
-    let resampler = smooth_calibration::CurveResampler::new(confidence, correct, bandwidth, points);
-    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
-    let mut curves: Vec<Vec<f64>> = vec![Vec::with_capacity(settings.resamples); points];
-    for _ in 0..settings.resamples {
-        let curve = resampler.curve((0..n).map(|_| rng.random_range(0..n)));
-        for (values, value) in curves.iter_mut().zip(curve) {
-            values.push(value);
-        }
+    if resamples.rows != confidence.len() {
+        return Err(BootstrapError::ResampledRowMismatch {
+            drawn_for: resamples.rows,
+            rows: confidence.len(),
+        });
     }
-    let tail = 0.5 * (1.0 - settings.level);
+    let resampler = smooth_calibration::CurveResampler::new(confidence, correct, bandwidth, points);
+    let count = resamples.settings.resamples;
+    let mut curves = resampler.curves(&resamples.counts, count);
+    let level = resamples.settings.level;
+    let tail = 0.5 * (1.0 - level);
     let (lower, upper) = curves
-        .iter_mut()
+        .chunks_exact_mut(count)
         .map(|values| {
             values.sort_unstable_by(f64::total_cmp);
             (percentile(values, tail), percentile(values, 1.0 - tail))
         })
         .unzip();
     Ok(ReliabilityBand {
-        level: settings.level,
+        level,
         lower,
         upper,
     })
@@ -260,8 +323,8 @@ pub struct SmoothDiagram {
     pub band: ReliabilityBand,
 }
 
-/// smECE, the smooth reliability curve at its bandwidth on `points` points, and the band of
-/// `settings` around it: the one way the page and the figures compute the diagram.
+/// smECE, the smooth reliability curve at its bandwidth on `points` points, and the band over
+/// `resamples` around it: the one way the page and the figures compute the diagram.
 ///
 /// # Errors
 /// As [`smooth_reliability_band`].
@@ -269,11 +332,11 @@ pub fn smooth_diagram(
     confidence: &[f64],
     correct: &[bool],
     points: usize,
-    settings: &BootstrapSettings,
+    resamples: &Resamples,
 ) -> Result<SmoothDiagram, BootstrapError> {
     let ece = smooth_calibration::smooth_ece(confidence, correct)?;
     let curve = smooth_calibration::smooth_reliability(confidence, correct, ece.bandwidth, points)?;
-    let band = smooth_reliability_band(confidence, correct, ece.bandwidth, points, settings)?;
+    let band = smooth_reliability_band(confidence, correct, ece.bandwidth, points, resamples)?;
     Ok(SmoothDiagram { ece, curve, band })
 }
 

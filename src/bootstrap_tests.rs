@@ -171,7 +171,7 @@ fn the_resampled_curve_on_the_coarse_grid_is_within_0_002_of_the_curve_where_it_
             smooth_calibration::smooth_reliability(&confidence, &correct, bandwidth, 201).unwrap();
         let resampler =
             smooth_calibration::CurveResampler::new(&confidence, &correct, bandwidth, 201);
-        let coarse = resampler.curve(0..confidence.len());
+        let coarse = resampler.curves(&vec![1; confidence.len()], 1);
         // Where the diagram draws the curve and its band: about ten examples within σ or more
         // (elsewhere both grids divide kernel tails of nearly nothing by each other).
         let drawn = |p: usize| fine.density[p] * 5_000.0 * 2.0 * bandwidth >= 10.0;
@@ -204,14 +204,9 @@ fn the_band_holds_the_curve_and_covers_a_calibrated_samples_diagonal() {
         let curve =
             smooth_calibration::smooth_reliability(&confidence, &correct, bandwidth, points)
                 .unwrap();
-        let band = smooth_reliability_band(
-            &confidence,
-            &correct,
-            bandwidth,
-            points,
-            &band_settings(seed),
-        )
-        .unwrap();
+        let resamples = Resamples::draw(confidence.len(), &band_settings(seed)).unwrap();
+        let band =
+            smooth_reliability_band(&confidence, &correct, bandwidth, points, &resamples).unwrap();
         let inside = |value: f64, p: usize| band.lower[p] <= value && value <= band.upper[p];
         // Where the data lie: the sample's own curve inside its band everywhere, and the band
         // a few hundredths wide, not a sliver and not the whole chart.
@@ -237,8 +232,8 @@ fn the_band_holds_the_curve_and_covers_a_calibrated_samples_diagonal() {
 fn the_band_is_fixed_by_its_seed_and_narrows_with_more_data() {
     let width = |n: usize, seed: u64| {
         let (confidence, correct) = overconfident_confidences(n);
-        let band =
-            smooth_reliability_band(&confidence, &correct, 0.05, 51, &band_settings(seed)).unwrap();
+        let resamples = Resamples::draw(n, &band_settings(seed)).unwrap();
+        let band = smooth_reliability_band(&confidence, &correct, 0.05, 51, &resamples).unwrap();
         (band.clone(), band.upper[45] - band.lower[45])
     };
     let (first, small) = width(1_000, 7);
@@ -253,17 +248,67 @@ fn the_band_is_fixed_by_its_seed_and_narrows_with_more_data() {
 }
 
 #[test]
+fn resamples_count_the_rows_that_the_seeded_draws_pick() {
+    let settings = band_settings(3);
+    let resamples = Resamples::draw(500, &settings).unwrap();
+    assert_eq!((resamples.rows(), resamples.settings()), (500, &settings));
+    // Independently: the same generator's row draws, counted.
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for resample in 0..DEFAULT_RESAMPLES {
+        let mut expected = vec![0_u16; 500];
+        for _ in 0..500 {
+            expected[rng.random_range(0..500)] += 1;
+        }
+        let counts: Vec<u16> = (0..500)
+            .map(|row| resamples.counts[row * DEFAULT_RESAMPLES + resample])
+            .collect();
+        assert_eq!(counts, expected);
+    }
+    assert_eq!(resamples.counts.len(), 500 * DEFAULT_RESAMPLES);
+}
+
+#[test]
+fn a_resamples_curve_is_the_curve_of_its_rows_written_out() {
+    // Counts weigh each row; writing every drawn row out as often as it was drawn and
+    // weighing each once gives the same curve up to rounding (1e-12).
+    let (confidence, correct) = overconfident_confidences(800);
+    let resamples = Resamples::draw(800, &band_settings(5)).unwrap();
+    let resampler = smooth_calibration::CurveResampler::new(&confidence, &correct, 0.04, 101);
+    let all = resampler.curves(&resamples.counts, DEFAULT_RESAMPLES);
+    for resample in [0, 1, DEFAULT_RESAMPLES - 1] {
+        let (mut drawn_confidence, mut drawn_correct) = (Vec::new(), Vec::new());
+        for row in 0..800 {
+            for _ in 0..resamples.counts[row * DEFAULT_RESAMPLES + resample] {
+                drawn_confidence.push(confidence[row]);
+                drawn_correct.push(correct[row]);
+            }
+        }
+        let written_out =
+            smooth_calibration::CurveResampler::new(&drawn_confidence, &drawn_correct, 0.04, 101)
+                .curves(&vec![1; drawn_confidence.len()], 1);
+        let weighted = all.iter().skip(resample).step_by(DEFAULT_RESAMPLES);
+        for (a, b) in weighted.zip(&written_out) {
+            assert!(
+                (a - b).abs() < 1e-12,
+                "resample {resample}: {a} against {b}"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_band_refuses_bad_parameters() {
     let (confidence, correct) = overconfident_confidences(100);
-    let band = |bandwidth: f64, points: usize, settings: BootstrapSettings| {
-        smooth_reliability_band(&confidence, &correct, bandwidth, points, &settings)
+    let resamples = Resamples::draw(100, &band_settings(1)).unwrap();
+    let band = |bandwidth: f64, points: usize| {
+        smooth_reliability_band(&confidence, &correct, bandwidth, points, &resamples)
     };
     assert_eq!(
-        band(0.0005, 51, band_settings(1)),
+        band(0.0005, 51),
         Err(CalibrationError::InvalidBandwidth(0.0005).into())
     );
     assert_eq!(
-        band(0.05, 1, band_settings(1)),
+        band(0.05, 1),
         Err(CalibrationError::InvalidPointCount(1).into())
     );
     let one = BootstrapSettings {
@@ -271,16 +316,28 @@ fn the_band_refuses_bad_parameters() {
         ..band_settings(1)
     };
     assert_eq!(
-        band(0.05, 51, one),
+        Resamples::draw(100, &one),
         Err(BootstrapError::InvalidResampleCount(1))
     );
     assert_eq!(
-        smooth_reliability_band(&confidence, &correct[1..], 0.05, 51, &band_settings(1)),
+        Resamples::draw(0, &band_settings(1)),
+        Err(CalibrationError::EmptyInput.into())
+    );
+    assert_eq!(
+        smooth_reliability_band(&confidence, &correct[1..], 0.05, 51, &resamples),
         Err(CalibrationError::ConfidenceCountMismatch {
             confidences: 100,
             outcomes: 99
         }
         .into())
+    );
+    let fewer = Resamples::draw(99, &band_settings(1)).unwrap();
+    assert_eq!(
+        smooth_reliability_band(&confidence, &correct, 0.05, 51, &fewer),
+        Err(BootstrapError::ResampledRowMismatch {
+            drawn_for: 99,
+            rows: 100
+        })
     );
 }
 

@@ -701,9 +701,31 @@ pub fn reliability_bins(
     Ok(collector.into_bins())
 }
 
+/// The uniform draws behind [`ece_noise_floor`]: `draws` rounds of one `U[0, 1)` per row, in
+/// order from ChaCha8 seeded with `seed`. They depend only on the number of rows, so a page
+/// that shows the floor at every temperature draws them once per set of rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutcomeDraws {
+    rows: usize,
+    /// Row-major `[draws, rows]`.
+    uniforms: Vec<f64>,
+}
+
+impl OutcomeDraws {
+    /// `draws` rounds of uniforms for `rows` rows.
+    pub fn draw(rows: usize, draws: usize, seed: u64) -> Self {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        Self {
+            rows,
+            uniforms: (0..rows * draws).map(|_| rng.random::<f64>()).collect(),
+        }
+    }
+}
+
 /// The binned ECE that a perfectly calibrated classifier with these confidences would show on
-/// this many examples: the mean, over `draws` resamples seeded by `seed`, of the ECE when each
-/// example is correct with probability equal to its confidence.
+/// this many examples: the mean, over the rounds of `outcomes`, of the ECE when each example is
+/// correct with probability equal to its confidence (correct when its uniform is below it).
 ///
 /// Binned ECE is biased upward: with finite bins every `|acc_b − conf_b|` is positive under
 /// sampling noise, even when the model is calibrated (Kumar et al., "Verified Uncertainty
@@ -712,21 +734,27 @@ pub fn reliability_bins(
 /// perfect calibration.
 ///
 /// # Errors
-/// As [`reliability_bins`].
+/// As [`reliability_bins`], and [`CalibrationError::ConfidenceCountMismatch`] when `outcomes`
+/// was drawn for another number of rows.
 pub fn ece_noise_floor(
     confidence: &[f64],
     num_bins: usize,
     binning: Binning,
-    draws: usize,
-    seed: u64,
+    outcomes: &OutcomeDraws,
 ) -> Result<f64, CalibrationError> {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    if outcomes.rows != confidence.len() {
+        return Err(CalibrationError::ConfidenceCountMismatch {
+            confidences: confidence.len(),
+            outcomes: outcomes.rows,
+        });
+    }
     let mut correct = vec![false; confidence.len()];
     let mut total = 0.0;
-    for _ in 0..draws {
-        for (outcome, &c) in correct.iter_mut().zip(confidence) {
-            *outcome = rng.random::<f64>() < c;
+    let rounds = outcomes.uniforms.chunks_exact(outcomes.rows.max(1));
+    let draws = rounds.len();
+    for round in rounds {
+        for ((outcome, &c), &u) in correct.iter_mut().zip(confidence).zip(round) {
+            *outcome = u < c;
         }
         total +=
             expected_calibration_error(&reliability_bins(confidence, &correct, num_bins, binning)?);
@@ -853,12 +881,10 @@ pub(crate) fn predicted_class(row: &[f32]) -> usize {
 }
 
 /// All metrics at temperature `temperature`, in one pass over the logits (log-softmax per row
-/// in `f64` into a reused buffer). Equal-width binning is linear in `n`; equal-mass binning
-/// sorts, `O(n·K·log n)`.
+/// in `f64` into a reused buffer): [`evaluate_in_full`]'s report alone.
 ///
 /// # Errors
-/// [`CalibrationError::InvalidTemperature`], [`CalibrationError::InvalidBinCount`], and the
-/// label errors of [`check_labels`].
+/// As [`evaluate_in_full`].
 pub fn evaluate(
     logits: &Logits,
     labels: &[u32],
@@ -866,6 +892,42 @@ pub fn evaluate(
     num_bins: usize,
     binning: Binning,
 ) -> Result<CalibrationReport, CalibrationError> {
+    Ok(evaluate_in_full(logits, labels, temperature, num_bins, binning)?.report)
+}
+
+/// What one softmax of every row gives at one temperature: the report, each row's top-label
+/// confidence and correctness, and the per-class reliability bins, so that a frame that shows
+/// all of them takes the softmax once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation {
+    /// Every calibration metric.
+    pub report: CalibrationReport,
+    /// Per-row top-label confidence `max_k p_k` (bit-identical to [`confidences`]).
+    pub confidence: Vec<f64>,
+    /// Per-row correctness of the top label (ties: lowest index).
+    pub correct: Vec<bool>,
+    /// Per-class reliability bins, as classwise ECE uses them: class `k` is binned on its own
+    /// probability `p_k`; a bin's `confidence` is the mean `p_k` of its members and its
+    /// `accuracy` the fraction of them whose label is `k`. Entry `k` holds class `k`'s
+    /// `num_bins` bins; the mean over classes of their [`expected_calibration_error`] is the
+    /// report's classwise ECE.
+    pub classwise_bins: Vec<Vec<Bin>>,
+}
+
+/// The [`Evaluation`] at temperature `temperature`, in one pass over the logits (log-softmax per
+/// row in `f64` into a reused buffer). Equal-width binning is linear in `n`; equal-mass binning
+/// sorts, `O(n·K·log n)`.
+///
+/// # Errors
+/// [`CalibrationError::InvalidTemperature`], [`CalibrationError::InvalidBinCount`], and the
+/// label errors of [`check_labels`].
+pub fn evaluate_in_full(
+    logits: &Logits,
+    labels: &[u32],
+    temperature: f64,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<Evaluation, CalibrationError> {
     check_temperature(temperature)?;
     check_bin_count(num_bins)?;
     check_labels(logits, labels)?;
@@ -873,6 +935,8 @@ pub fn evaluate(
     let mut log_probabilities = vec![0.0; logits.num_classes()];
     let mut top_label = BinCollector::new(binning, num_bins, rows);
     let mut per_class = class_collectors(logits.num_classes(), binning, num_bins, rows);
+    let mut confidence = Vec::with_capacity(rows);
+    let mut correct = Vec::with_capacity(rows);
     let (mut correct_count, mut nll_sum, mut brier_sum) = (0_usize, 0.0, 0.0);
     for (row, &label) in logits.rows().zip(labels) {
         let label = label as usize;
@@ -881,7 +945,10 @@ pub fn evaluate(
         let predicted = predicted_class(row);
         let is_correct = predicted == label;
         correct_count += usize::from(is_correct);
-        top_label.add(log_probabilities[predicted].exp(), f64::from(is_correct));
+        let top = log_probabilities[predicted].exp();
+        top_label.add(top, f64::from(is_correct));
+        confidence.push(top);
+        correct.push(is_correct);
         for (class, (&log_probability, collector)) in
             log_probabilities.iter().zip(&mut per_class).enumerate()
         {
@@ -893,15 +960,27 @@ pub fn evaluate(
     }
     let n = rows as f64;
     let bins = top_label.into_bins();
-    Ok(CalibrationReport {
-        accuracy: correct_count as f64 / n,
-        nll: nll_sum / n,
-        brier: brier_sum / n,
-        ece: expected_calibration_error(&bins),
-        rmsce: root_mean_square_calibration_error(&bins),
-        mce: maximum_calibration_error(&bins),
-        classwise_ece: classwise_ece_from_collectors(per_class),
-        bins,
+    let classwise_bins: Vec<Vec<Bin>> =
+        per_class.into_iter().map(BinCollector::into_bins).collect();
+    let classwise_ece = classwise_bins
+        .iter()
+        .map(|bins| expected_calibration_error(bins))
+        .sum::<f64>()
+        / classwise_bins.len() as f64;
+    Ok(Evaluation {
+        report: CalibrationReport {
+            accuracy: correct_count as f64 / n,
+            nll: nll_sum / n,
+            brier: brier_sum / n,
+            ece: expected_calibration_error(&bins),
+            rmsce: root_mean_square_calibration_error(&bins),
+            mce: maximum_calibration_error(&bins),
+            classwise_ece,
+            bins,
+        },
+        confidence,
+        correct,
+        classwise_bins,
     })
 }
 
@@ -926,39 +1005,6 @@ pub fn confidences(
             ((-log_sum).exp(), predicted_class(row) == label as usize)
         })
         .unzip())
-}
-
-/// Per-class reliability bins at temperature `temperature`, as classwise ECE uses them: class
-/// `k` is binned on its own probability `p_k`; a bin's `confidence` is the mean `p_k` of its
-/// members and its `accuracy` the fraction of them whose label is `k`. Entry `k` of the result
-/// holds class `k`'s `num_bins` bins, so the mean over classes of
-/// [`expected_calibration_error`] of each entry is the classwise ECE of [`evaluate`]. One pass
-/// over the logits, log-softmax per row in `f64` into a reused buffer.
-///
-/// # Errors
-/// [`CalibrationError::InvalidTemperature`], [`CalibrationError::InvalidBinCount`], and the
-/// label errors of [`check_labels`].
-pub fn classwise_bins(
-    logits: &Logits,
-    labels: &[u32],
-    temperature: f64,
-    num_bins: usize,
-    binning: Binning,
-) -> Result<Vec<Vec<Bin>>, CalibrationError> {
-    check_temperature(temperature)?;
-    check_bin_count(num_bins)?;
-    check_labels(logits, labels)?;
-    let mut log_probabilities = vec![0.0; logits.num_classes()];
-    let mut per_class = class_collectors(logits.num_classes(), binning, num_bins, logits.len());
-    for (row, &label) in logits.rows().zip(labels) {
-        log_softmax_row(row, temperature, &mut log_probabilities);
-        for (class, (&log_probability, collector)) in
-            log_probabilities.iter().zip(&mut per_class).enumerate()
-        {
-            collector.add(log_probability.exp(), f64::from(class == label as usize));
-        }
-    }
-    Ok(per_class.into_iter().map(BinCollector::into_bins).collect())
 }
 
 /// Counts of `values` per equal-width bin on `[0, 1]`: value `c` goes to bin

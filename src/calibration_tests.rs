@@ -25,7 +25,13 @@ fn ece_noise_floor_of_two_fair_coins_is_a_quarter() {
     // One bin, two examples of confidence 0.5: accuracy is 0, 0.5 or 1 with probabilities
     // 1/4, 1/2, 1/4, so E|acc − 0.5| = 1/4·0.5 + 1/2·0 + 1/4·0.5 = 0.25. The mean of 4,000
     // draws has a standard error of 0.25/sqrt(4000) ≈ 0.004.
-    let floor = ece_noise_floor(&[0.5, 0.5], 1, Binning::Width, 4000, 1).unwrap();
+    let floor = ece_noise_floor(
+        &[0.5, 0.5],
+        1,
+        Binning::Width,
+        &OutcomeDraws::draw(2, 4000, 1),
+    )
+    .unwrap();
     assert_close(floor, 0.25, 0.016);
 }
 
@@ -35,15 +41,44 @@ fn ece_noise_floor_follows_the_half_normal_law() {
     // expected |acc − p| is sqrt(2p(1 − p)/(πn)) = 0.002394 for p = 0.9, n = 10,000. The
     // mean of 200 draws has a standard error of about 0.0018/sqrt(200) ≈ 0.00013.
     let expected = (2.0 * 0.9 * 0.1 / (std::f64::consts::PI * 10_000.0)).sqrt();
-    let floor = ece_noise_floor(&vec![0.9; 10_000], 1, Binning::Width, 200, 7).unwrap();
+    let floor = ece_noise_floor(
+        &vec![0.9; 10_000],
+        1,
+        Binning::Width,
+        &OutcomeDraws::draw(10_000, 200, 7),
+    )
+    .unwrap();
     assert_close(floor, expected, 0.0005);
     // More bins cannot lower it: each bin adds its own positive noise.
     let spread: Vec<f64> = (0..10_000)
         .map(|i| 0.5 + 0.5 * i as f64 / 10_000.0)
         .collect();
-    let one = ece_noise_floor(&spread, 1, Binning::Width, 50, 7).unwrap();
-    let fifteen = ece_noise_floor(&spread, 15, Binning::Width, 50, 7).unwrap();
+    let one = ece_noise_floor(
+        &spread,
+        1,
+        Binning::Width,
+        &OutcomeDraws::draw(spread.len(), 50, 7),
+    )
+    .unwrap();
+    let fifteen = ece_noise_floor(
+        &spread,
+        15,
+        Binning::Width,
+        &OutcomeDraws::draw(spread.len(), 50, 7),
+    )
+    .unwrap();
     assert!(fifteen > 2.0 * one, "15 bins {fifteen} vs 1 bin {one}");
+}
+
+#[test]
+fn ece_noise_floor_refuses_draws_for_other_rows() {
+    assert_eq!(
+        ece_noise_floor(&[0.5; 3], 1, Binning::Width, &OutcomeDraws::draw(2, 10, 1)),
+        Err(CalibrationError::ConfidenceCountMismatch {
+            confidences: 3,
+            outcomes: 2
+        })
+    );
 }
 
 fn assert_close(actual: f64, expected: f64, tolerance: f64) {
@@ -444,12 +479,17 @@ fn probabilities_are_recognised_and_converted_on_request() {
 }
 
 #[test]
-fn classwise_bins_reproduce_classwise_ece() {
+fn full_evaluation_reproduces_classwise_ece_and_confidences() {
     let (values, labels) = planted_temperature_data(2_000, 4, 1.8, 5);
     let logits = Logits::new(&values, 4).unwrap();
     for binning in [Binning::Width, Binning::Mass] {
         for temperature in [0.5, 1.0, 2.5] {
-            let per_class = classwise_bins(&logits, &labels, temperature, 15, binning).unwrap();
+            let full = evaluate_in_full(&logits, &labels, temperature, 15, binning).unwrap();
+            // The one-pass confidences are the cheap path's, bit for bit.
+            let (confidence, correct) = confidences(&logits, &labels, temperature).unwrap();
+            assert_eq!(full.confidence, confidence);
+            assert_eq!(full.correct, correct);
+            let per_class = &full.classwise_bins;
             assert_eq!(per_class.len(), 4);
             let mean_ece = per_class
                 .iter()
@@ -457,7 +497,8 @@ fn classwise_bins_reproduce_classwise_ece() {
                 .sum::<f64>()
                 / 4.0;
             let report = evaluate(&logits, &labels, temperature, 15, binning).unwrap();
-            assert_close(mean_ece, report.classwise_ece, AGREEMENT_TOLERANCE);
+            assert_eq!(report, full.report);
+            assert_eq!(mean_ece, report.classwise_ece);
             // Independently: from the probabilities through `classwise_ece`.
             let probabilities = softmax(&logits, temperature).unwrap();
             let from_probabilities =
@@ -477,15 +518,15 @@ fn classwise_bins_reproduce_classwise_ece() {
         }
     }
     assert_eq!(
-        classwise_bins(&logits, &labels, 0.0, 15, Binning::Width),
+        evaluate_in_full(&logits, &labels, 0.0, 15, Binning::Width),
         Err(CalibrationError::InvalidTemperature(0.0))
     );
     assert_eq!(
-        classwise_bins(&logits, &labels, 1.0, 0, Binning::Width),
+        evaluate_in_full(&logits, &labels, 1.0, 0, Binning::Width),
         Err(CalibrationError::InvalidBinCount(0))
     );
     assert_eq!(
-        classwise_bins(&logits, &labels[1..], 1.0, 15, Binning::Width),
+        evaluate_in_full(&logits, &labels[1..], 1.0, 15, Binning::Width),
         Err(CalibrationError::LabelCountMismatch {
             labels: 1_999,
             rows: 2_000

@@ -173,8 +173,9 @@ pub fn smooth_reliability(
 /// The smooth reliability curves of bootstrap resamples at one bandwidth `σ`, for the band
 /// around the curve. The grid has [`BAND_STEPS_PER_BANDWIDTH`] steps per bandwidth (and at least
 /// [`BAND_MIN_GRID_STEPS`]), a quarter of the estimate's density and without its minimum of
-/// 200: each example's grid cell and share are found once and the kernel is sampled once, so a
-/// resample only adds up its rows, convolves and interpolates.
+/// 200: each example's grid cell and share are found once and the kernel is sampled once. All
+/// resamples are binned, convolved and interpolated together, on grids laid out cell by cell
+/// with the resamples side by side, so every step runs along contiguous memory.
 pub(crate) struct CurveResampler {
     steps: usize,
     kernel: Vec<f64>,
@@ -207,31 +208,59 @@ impl CurveResampler {
         }
     }
 
-    /// The curve `t_p + r̂_σ(t_p)` of the examples `rows` (repeats counted each time) at the
-    /// `points` confidences `t_p = p/(points − 1)`; `t_p` where no example lies within `6σ`.
-    pub(crate) fn curve(&self, rows: impl Iterator<Item = usize>) -> Vec<f64> {
-        let mut residual = vec![0.0; self.steps + 1];
-        let mut count = vec![0.0; self.steps + 1];
-        for row in rows {
+    /// The curves `t_p + r̂_σ(t_p)` of `resamples` resamples at the `points` confidences
+    /// `t_p = p/(points − 1)`, where resample `r` draws example `i` `counts[i·resamples + r]`
+    /// times (one row of `counts` an example); `t_p` where no drawn example lies within `6σ`.
+    /// Returned row-major `[points, resamples]`: each point's values side by side.
+    pub(crate) fn curves(&self, counts: &[u16], resamples: usize) -> Vec<f64> {
+        let cells = self.steps + 1;
+        let mut residual = vec![0.0; cells * resamples];
+        let mut count = vec![0.0; cells * resamples];
+        for (row, drawn) in counts.chunks_exact(resamples).enumerate() {
             let (cell, share, r) = (self.left[row], self.share[row], self.residual[row]);
-            residual[cell] += (1.0 - share) * r;
-            residual[cell + 1] += share * r;
-            count[cell] += 1.0 - share;
-            count[cell + 1] += share;
+            let span = cell * resamples..(cell + 2) * resamples;
+            let (at_left, at_right) = residual[span.clone()].split_at_mut(resamples);
+            for ((left, right), &n) in at_left.iter_mut().zip(at_right).zip(drawn) {
+                let n = f64::from(n);
+                *left += n * (1.0 - share) * r;
+                *right += n * share * r;
+            }
+            let (at_left, at_right) = count[span].split_at_mut(resamples);
+            for ((left, right), &n) in at_left.iter_mut().zip(at_right).zip(drawn) {
+                let n = f64::from(n);
+                *left += n * (1.0 - share);
+                *right += n * share;
+            }
         }
-        let smoothed = SmoothedResidual {
-            steps: self.steps,
-            residual: reflected_convolution(&residual, &self.kernel),
-            count: reflected_convolution(&count, &self.kernel),
-        };
-        (0..self.points)
-            .map(|p| {
-                let t = p as f64 / (self.points - 1) as f64;
-                let (residual, count) = smoothed.interpolate(t);
-                t + if count > 0.0 { residual / count } else { 0.0 }
-            })
-            .collect()
+        let residual = reflected_convolution(&residual, resamples, &self.kernel);
+        let count = reflected_convolution(&count, resamples, &self.kernel);
+        let mut curves = Vec::with_capacity(self.points * resamples);
+        for p in 0..self.points {
+            let t = p as f64 / (self.points - 1) as f64;
+            let (left, share) = grid_position(t, self.steps);
+            let at = |values: &[f64], r: usize| {
+                (1.0 - share) * values[left * resamples + r]
+                    + share * values[(left + 1) * resamples + r]
+            };
+            curves.extend((0..resamples).map(|r| {
+                let count = at(&count, r);
+                t + if count > 0.0 {
+                    at(&residual, r) / count
+                } else {
+                    0.0
+                }
+            }));
+        }
+        curves
     }
+}
+
+/// The grid point at or left of `t ∈ [0, 1]` on a grid of `steps` steps (the last step's left
+/// end for `t = 1`), and `t`'s share of the way to the next point.
+fn grid_position(t: f64, steps: usize) -> (usize, f64) {
+    let position = t * steps as f64;
+    let left = (position.floor() as usize).min(steps - 1);
+    (left, position - left as f64)
 }
 
 pub(crate) fn check_bandwidth(bandwidth: f64) -> Result<(), CalibrationError> {
@@ -271,8 +300,8 @@ impl SmoothedResidual {
         let kernel = sampled_normal(bandwidth * steps as f64);
         Self {
             steps,
-            residual: reflected_convolution(&residual, &kernel),
-            count: reflected_convolution(&count, &kernel),
+            residual: reflected_convolution(&residual, 1, &kernel),
+            count: reflected_convolution(&count, 1, &kernel),
         }
     }
 
@@ -288,9 +317,7 @@ impl SmoothedResidual {
 
     /// Both sums at `t ∈ [0, 1]`, linearly interpolated between grid points.
     fn interpolate(&self, t: f64) -> (f64, f64) {
-        let position = t * self.steps as f64;
-        let left = (position.floor() as usize).min(self.steps - 1);
-        let share = position - left as f64;
+        let (left, share) = grid_position(t, self.steps);
         let at = |values: &[f64]| (1.0 - share) * values[left] + share * values[left + 1];
         (at(&self.residual), at(&self.count))
     }
@@ -305,33 +332,45 @@ fn sampled_normal(steps_per_bandwidth: f64) -> Vec<f64> {
         .collect()
 }
 
-/// `out_j = Σ_d kernel_d · e_{j+d−W}` over `j = 0..=M`, where `e` extends the grid values to
-/// all integers by reflection at `0` and `M` (period `2M`). An end point is its own mirror
-/// image, so it enters twice: the kernel mass that leaves `[0, 1]` comes back.
-fn reflected_convolution(values: &[f64], kernel: &[f64]) -> Vec<f64> {
-    let steps = values.len() - 1;
+/// `out_j = Σ_d kernel_d · e_{j+d−W}` over `j = 0..=M`, for each of `width` columns side by side
+/// (`values` row-major `[M + 1, width]`), where `e` extends the grid values to all integers by
+/// reflection at `0` and `M` (period `2M`). An end point is its own mirror image, so it enters
+/// twice: the kernel mass that leaves `[0, 1]` comes back. The kernel is symmetric
+/// (`kernel_{W−d} = kernel_{W+d}`), so each output takes `W + 1` products of the kernel with
+/// sums of mirrored pairs, and the sum runs offset by offset over the whole grid at once.
+fn reflected_convolution(values: &[f64], width: usize, kernel: &[f64]) -> Vec<f64> {
+    let cells = values.len() / width;
+    let steps = cells - 1;
     let radius = kernel.len() / 2;
     let period = 2 * steps as i64;
-    let extended: Vec<f64> = (0..values.len() + 2 * radius)
-        .map(|k| {
-            let folded = (k as i64 - radius as i64).rem_euclid(period);
-            let index = if folded > steps as i64 {
-                period - folded
-            } else {
-                folded
-            } as usize;
-            let images = if index == 0 || index == steps {
-                2.0
-            } else {
-                1.0
-            };
-            images * values[index]
-        })
-        .collect();
-    extended
-        .windows(kernel.len())
-        .map(|window| window.iter().zip(kernel).map(|(e, g)| e * g).sum())
-        .collect()
+    let mut extended = Vec::with_capacity((cells + 2 * radius) * width);
+    for k in 0..cells + 2 * radius {
+        let folded = (k as i64 - radius as i64).rem_euclid(period);
+        let index = if folded > steps as i64 {
+            period - folded
+        } else {
+            folded
+        } as usize;
+        let images = if index == 0 || index == steps {
+            2.0
+        } else {
+            1.0
+        };
+        extended.extend(
+            values[index * width..(index + 1) * width]
+                .iter()
+                .map(|v| images * v),
+        );
+    }
+    let row = |offset: usize| &extended[offset * width..(offset + cells) * width];
+    let mut out: Vec<f64> = row(radius).iter().map(|e| kernel[radius] * e).collect();
+    for d in 1..=radius {
+        let weight = kernel[radius + d];
+        for ((o, before), after) in out.iter_mut().zip(row(radius - d)).zip(row(radius + d)) {
+            *o += weight * (before + after);
+        }
+    }
+    out
 }
 
 /// Trapezoid sum with unit step: the end values count half.

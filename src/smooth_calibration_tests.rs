@@ -247,3 +247,62 @@ fn bad_parameters_are_refused() {
         })
     );
 }
+
+#[test]
+fn the_folded_convolution_is_the_plain_reflected_sum() {
+    // Against `Σ_{d=−W..W} g_d · e(j + d)` written out, with the reflection as a function:
+    // index `i` folds to `|i|` below 0 and to `2M − i` above `M`; the end points count twice.
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for (steps, spread) in [(8, 0.7), (200, 3.0), (200, 40.0), (1_000, 20.0)] {
+        let values: Vec<f64> = (0..=steps).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let kernel = sampled_normal(spread);
+        let radius = (kernel.len() / 2) as i64;
+        let mirrored = |i: i64| {
+            let period = 2 * steps as i64;
+            let folded = i.rem_euclid(period);
+            let index = if folded > steps as i64 {
+                period - folded
+            } else {
+                folded
+            } as usize;
+            values[index]
+                * if index == 0 || index == steps {
+                    2.0
+                } else {
+                    1.0
+                }
+        };
+        let folded = reflected_convolution(&values, 1, &kernel);
+        for (j, &out) in folded.iter().enumerate() {
+            let plain: f64 = (-radius..=radius)
+                .map(|d| kernel[(d + radius) as usize] * mirrored(j as i64 + d))
+                .sum();
+            assert!(
+                (out - plain).abs() <= EXACT_TOLERANCE * plain.abs().max(1.0),
+                "M = {steps}, s = {spread}, j = {j}: {out} against {plain}"
+            );
+        }
+    }
+}
+
+#[test]
+fn columns_side_by_side_convolve_as_each_alone() {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let (steps, width) = (60, 3);
+    let values: Vec<f64> = (0..(steps + 1) * width)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let kernel = sampled_normal(4.5);
+    let together = reflected_convolution(&values, width, &kernel);
+    for column in 0..width {
+        let alone: Vec<f64> = values.iter().skip(column).step_by(width).copied().collect();
+        let expected = reflected_convolution(&alone, 1, &kernel);
+        let got: Vec<f64> = together
+            .iter()
+            .skip(column)
+            .step_by(width)
+            .copied()
+            .collect();
+        assert_eq!(got, expected);
+    }
+}

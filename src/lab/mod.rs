@@ -11,8 +11,8 @@
 //! and at the fitted T) is cached and redone only when logits, split, bins or model change, so
 //! a slider move costs one pass over the evaluation rows per chart.
 
-use crate::bootstrap::MetricIntervals;
-use crate::calibration::{self, Binning, CalibrationError, Logits, TemperatureFit};
+use crate::bootstrap::{MetricIntervals, Resamples};
+use crate::calibration::{self, Binning, CalibrationError, Logits, OutcomeDraws, TemperatureFit};
 pub use crate::conformal::ScoreKind;
 use crate::conformal::{self, ConformalError, Score};
 use crate::data;
@@ -111,6 +111,11 @@ struct Cache {
     reports: Option<FixedReports>,
     /// Smooth ECE at T = 1 and at the fitted T (no bins, so computed once).
     smooth_fixed: Option<[SmoothEce; 2]>,
+    /// The evaluation rows each resample of the smooth diagram's band draws (independent of
+    /// T, so drawn once per split).
+    band_resamples: Option<Resamples>,
+    /// The uniform draws behind the ECE noise floor of the evaluation rows (independent of T).
+    noise_floor_draws: Option<OutcomeDraws>,
     /// Bootstrap intervals a worker computed for this network and split.
     intervals: Vec<(IntervalRequest, MetricIntervals)>,
     /// Temperature scaling's rivals, fitted on the calibration half.
@@ -301,6 +306,8 @@ impl Lab {
                 fit,
                 reports: None,
                 smooth_fixed: None,
+                band_resamples: None,
+                noise_floor_draws: None,
                 intervals: Vec::new(),
                 rivals: rivals::RivalsCache::default(),
                 probabilities: None,

@@ -5,8 +5,8 @@
 use super::intervals::{IntervalRequest, BOOTSTRAP};
 use super::rivals::{rivals_view, RivalsView};
 use super::{Lab, LabError};
-use crate::bootstrap::{self, MetricIntervals, SmoothDiagram};
-use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
+use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
+use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits, OutcomeDraws};
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
 
@@ -117,13 +117,23 @@ impl Lab {
             }
         };
         let reports = cache.reports.as_ref().ok_or(LabError::NotReady)?;
-        let at_temperature = calibration::evaluate(&logits, labels, temperature, bins, binning)?;
-        let (confidences, correct) = calibration::confidences(&logits, labels, temperature)?;
+        let calibration::Evaluation {
+            report: at_temperature,
+            confidence: confidences,
+            correct,
+            classwise_bins,
+        } = calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?;
+        let resamples = match &mut cache.band_resamples {
+            Some(resamples) => resamples,
+            empty => empty.insert(Resamples::draw(labels.len(), &BOOTSTRAP)?),
+        };
         let smooth =
-            bootstrap::smooth_diagram(&confidences, &correct, SMOOTH_CURVE_POINTS, &BOOTSTRAP)?;
+            bootstrap::smooth_diagram(&confidences, &correct, SMOOTH_CURVE_POINTS, resamples)?;
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
-        let ece_floor =
-            calibration::ece_noise_floor(&confidences, bins, binning, NOISE_FLOOR_DRAWS, seed)?;
+        let outcomes = cache
+            .noise_floor_draws
+            .get_or_insert_with(|| OutcomeDraws::draw(labels.len(), NOISE_FLOOR_DRAWS, seed));
+        let ece_floor = calibration::ece_noise_floor(&confidences, bins, binning, outcomes)?;
         let verdict = sentences::confidence_verdict(
             temperature,
             at_temperature.accuracy,
@@ -141,13 +151,7 @@ impl Lab {
             mean_confidence,
             ece_floor,
             verdict,
-            classwise_bins: calibration::classwise_bins(
-                &logits,
-                labels,
-                temperature,
-                bins,
-                binning,
-            )?,
+            classwise_bins,
             at_one: reports.at_one.clone(),
             at_fitted: reports.at_fitted.clone(),
             at_temperature,

@@ -21,7 +21,7 @@ use crate::model::NUM_CLASSES;
 pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
 pub use readouts::{
     control_patches, experiment_readouts, grouped, ExperimentReadouts, GallerySection, MetricItem,
-    Patch, TableCell, TableRow,
+    Patch, SentTables, TableCell, TableRow,
 };
 pub use state::{
     serde_name, Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange,

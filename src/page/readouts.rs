@@ -69,6 +69,36 @@ pub enum Patch {
     },
 }
 
+/// The rows each table was last sent with. Only [`Patch::Rows`] writes a table's body, so a
+/// frame can leave out a table whose rows have not changed since: rebuilding it costs the page
+/// a layout and a screen reader its place, on every slider step of a table that does not
+/// depend on the slider (the rivals' table under the temperature).
+#[derive(Debug, Default)]
+pub struct SentTables(Vec<(&'static str, Vec<TableRow>)>);
+
+impl SentTables {
+    /// Removes from `patches` every table whose rows equal those it was last sent with, and
+    /// remembers the rows of the others.
+    pub fn drop_unchanged(&mut self, patches: &mut Vec<Patch>) {
+        patches.retain(|patch| {
+            let Patch::Rows { id, rows } = patch else {
+                return true;
+            };
+            match self.0.iter_mut().find(|(sent, _)| sent == id) {
+                Some((_, sent)) if sent == rows => false,
+                Some((_, sent)) => {
+                    sent.clone_from(rows);
+                    true
+                }
+                None => {
+                    self.0.push((id, rows.clone()));
+                    true
+                }
+            }
+        });
+    }
+}
+
 /// One readout of a [`Patch::Metrics`] list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricItem {

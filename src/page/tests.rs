@@ -308,3 +308,35 @@ fn the_committed_digits_fill_the_ood_store_and_another_count_is_refused_by_name(
         format!("short.idx: holds 3 images, expected {OOD_IMAGES}")
     );
 }
+
+#[test]
+fn a_table_is_sent_again_only_when_its_rows_change() {
+    let row = |text: &str| TableRow {
+        current: false,
+        cells: vec![TableCell {
+            text: text.to_string(),
+            metric: None,
+            value: None,
+        }],
+    };
+    let rows = |id: &'static str, text: &str| Patch::Rows {
+        id,
+        rows: vec![row(text)],
+    };
+    let text = Patch::Text {
+        id: "status",
+        text: "same".to_string(),
+    };
+    let mut sent = SentTables::default();
+    let mut first = vec![text.clone(), rows("rivals", "a"), rows("comparison", "x")];
+    sent.drop_unchanged(&mut first);
+    assert_eq!(first.len(), 3);
+    // Unchanged tables go; other patches stay even when unchanged.
+    let mut second = vec![text.clone(), rows("rivals", "a"), rows("comparison", "y")];
+    sent.drop_unchanged(&mut second);
+    assert_eq!(second, vec![text.clone(), rows("comparison", "y")]);
+    // A table changed and changed back is sent both times.
+    let mut third = vec![rows("comparison", "x")];
+    sent.drop_unchanged(&mut third);
+    assert_eq!(third, vec![rows("comparison", "x")]);
+}

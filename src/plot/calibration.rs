@@ -23,7 +23,7 @@
 //!   `smooth_calibration::smooth_reliability`; no bins to place.
 //! * **Classwise reliability** (Kull et al., NeurIPS 2019): one small diagram per class, class
 //!   `k` binned on its own probability `p_k` with "accuracy" the fraction of bin members
-//!   labelled `k` (see `calibration::classwise_bins`).
+//!   labelled `k` (see `calibration::Evaluation::classwise_bins`).
 //! * **Reliability per recalibration method**: the same small multiples, one top-label
 //!   reliability diagram per method of `recalibration` (uncalibrated, temperature scaling,
 //!   vector scaling, histogram binning, isotonic regression), side by side.
@@ -539,7 +539,7 @@ fn reliability_panels<DB: DrawingBackend>(
 /// rows of panels when the area is at least as wide as tall (2 × 5 for ten classes), two
 /// columns otherwise (5 × 2). Panels have compact axes (ticks at 0, 0.5 and 1) and share one
 /// legend and one pair of axis descriptions. `per_class_bins[k]` holds class `k`'s bins from
-/// `calibration::classwise_bins`.
+/// `calibration::Evaluation::classwise_bins`.
 ///
 /// # Errors
 /// [`PlotError::ClassCountMismatch`] unless there is one name per class,

@@ -169,6 +169,18 @@ impl Bootstrap {
 pub struct Page {
     lab: lab::Lab,
     store: OodStore,
+    /// What the rivals' canvas shows: their diagrams do not depend on the slider's T, so a
+    /// temperature frame redraws them only when these change.
+    rivals_drawn: Option<RivalsDrawn>,
+    /// The tables' rows as last sent, so that an unchanged table is not rebuilt.
+    tables: page::SentTables,
+}
+
+/// The rivals' reliability bins as drawn, and the canvas's size in device pixels.
+#[derive(PartialEq)]
+struct RivalsDrawn {
+    bins: Vec<Vec<calibration::Bin>>,
+    size: (u32, u32),
 }
 
 #[wasm_bindgen]
@@ -183,6 +195,8 @@ impl Page {
         Ok(Page {
             lab: lab::Lab::new(labels, NUM_CLASSES, models)?,
             store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
+            rivals_drawn: None,
+            tables: page::SentTables::default(),
         })
     }
 
@@ -280,14 +294,14 @@ impl Page {
         let state = read_state(state)?;
         let visible: Visible = serde_wasm_bindgen::from_value(visible)
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
-        let frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
+        let mut frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
+        self.tables.drop_unchanged(&mut frame.readouts.patches);
         if let Some(view) = &frame.temperature {
-            let [reliability, histogram, smooth, classwise, rivals] = canvases([
+            let [reliability, histogram, smooth, classwise] = canvases([
                 "reliability",
                 "histogram",
                 "smooth-reliability",
                 "classwise",
-                "rivals-reliability",
             ])?;
             plot::reliability_diagram(&reliability.0, &view.at_temperature.bins, &reliability.1)?;
             plot::smooth_reliability_diagram(
@@ -309,16 +323,24 @@ impl Page {
                 &FASHION_MNIST_CLASSES,
                 &classwise.1,
             )?;
-            let methods: Vec<plot::MethodPanel> = view
-                .rivals
-                .reports
-                .iter()
-                .map(|report| plot::MethodPanel {
-                    title: report.method.title(),
-                    bins: &report.bins,
-                })
-                .collect();
-            plot::method_reliability(&rivals.0, &methods, &rivals.1)?;
+            let drawn = RivalsDrawn {
+                bins: view.rivals.reports.iter().map(|r| r.bins.clone()).collect(),
+                size: pixel_size(&canvas_element(RIVALS_CANVAS)?)?,
+            };
+            if self.rivals_drawn.as_ref() != Some(&drawn) {
+                let [rivals] = canvases([RIVALS_CANVAS])?;
+                let methods: Vec<plot::MethodPanel> = view
+                    .rivals
+                    .reports
+                    .iter()
+                    .map(|report| plot::MethodPanel {
+                        title: report.method.title(),
+                        bins: &report.bins,
+                    })
+                    .collect();
+                plot::method_reliability(&rivals.0, &methods, &rivals.1)?;
+                self.rivals_drawn = Some(drawn);
+            }
         }
         if let Some(view) = &frame.conformal {
             let target = 1.0 - view.alpha;
@@ -443,22 +465,42 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
 /// A cleared canvas to draw on, with the chart style for its pixel ratio.
 type Chart = (DrawingArea<MeasuredCanvas, Shift>, ChartStyle);
 
+/// The canvas of the rivals' reliability diagrams.
+const RIVALS_CANVAS: &str = "rivals-reliability";
+
+/// The page's canvas with this id.
+fn canvas_element(id: &str) -> Result<HtmlCanvasElement, JsError> {
+    web_sys::window()
+        .ok_or_else(|| JsError::new("no window"))?
+        .document()
+        .ok_or_else(|| JsError::new("no document"))?
+        .get_element_by_id(id)
+        .and_then(|e| e.dyn_into().ok())
+        .ok_or_else(|| JsError::new(&format!("the page has no canvas #{id}")))
+}
+
+/// The size in device pixels a canvas is drawn at: its CSS box times the device pixel ratio.
+fn pixel_size(canvas: &HtmlCanvasElement) -> Result<(u32, u32), JsError> {
+    let ratio = web_sys::window()
+        .ok_or_else(|| JsError::new("no window"))?
+        .device_pixel_ratio();
+    let scaled = |css: i32| (f64::from(css) * ratio).round() as u32;
+    Ok((
+        scaled(canvas.client_width()),
+        scaled(canvas.client_height()),
+    ))
+}
+
 /// The canvases with these ids, each sized to its CSS box times the device pixel ratio and
 /// cleared, with the chart style for that ratio.
 fn canvases<const N: usize>(ids: [&str; N]) -> Result<[Chart; N], JsError> {
-    let window = web_sys::window().ok_or_else(|| JsError::new("no window"))?;
-    let document = window
-        .document()
-        .ok_or_else(|| JsError::new("no document"))?;
-    let ratio = window.device_pixel_ratio();
+    let ratio = web_sys::window()
+        .ok_or_else(|| JsError::new("no window"))?
+        .device_pixel_ratio();
     let mut areas = Vec::with_capacity(N);
     for id in ids {
-        let canvas: HtmlCanvasElement = document
-            .get_element_by_id(id)
-            .and_then(|e| e.dyn_into().ok())
-            .ok_or_else(|| JsError::new(&format!("the page has no canvas #{id}")))?;
-        let width = (f64::from(canvas.client_width()) * ratio).round() as u32;
-        let height = (f64::from(canvas.client_height()) * ratio).round() as u32;
+        let canvas = canvas_element(id)?;
+        let (width, height) = pixel_size(&canvas)?;
         if canvas.width() != width || canvas.height() != height {
             canvas.set_width(width);
             canvas.set_height(height);
