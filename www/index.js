@@ -5,6 +5,7 @@
 import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { Gallery, showOodGalleries } from "./gallery.js";
+import * as logitsCache from "./logits-cache.js";
 
 const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
@@ -23,6 +24,9 @@ window.calibra = {
   // The logits the page computed for model `index` on image set `set`, once all have arrived:
   // the tests compare the page's numbers with the command-line tool's on exactly these.
   logits: (index, set) => Array.from(page.logits(index, set)),
+  // Resolves once the logits last handed to the cache are stored (tests wait for it before
+  // they load the page again).
+  cacheSettled: () => lastKeep,
 };
 
 let limits = null;
@@ -43,6 +47,13 @@ const visible = { temperature: true, conformal: false, gallery: false, ood: fals
 const arrived = new Map();
 // The ODIN scores the τ lab's button would compute (from the last frame).
 let odinNeeds = [];
+// The SHA-256 of each image set's pixels, for the logits cache's keys.
+const imageDigests = {};
+// The cache key of each logits job ("model:set") once known, and when each model's test-set
+// logits were stored, for the models whose logits came from the cache.
+const cacheKeys = new Map();
+const cachedSince = new Map();
+let lastKeep = Promise.resolve();
 
 // Counts every call into the wasm module's Page, for the one-call-per-frame check.
 function counted(target) {
@@ -236,6 +247,7 @@ function wireControls() {
   repetitions.max = String(limits.repetitions.max);
   repetitions.value = String(limits.repetitions.default);
   $("run-experiment").addEventListener("click", runExperiment);
+  $("recompute").addEventListener("click", recompute);
   $("compute-odin").addEventListener("click", () => {
     timings.odinStarted = performance.now();
     for (const { model, set } of odinNeeds) pool.request(model, set, "odin");
@@ -314,6 +326,9 @@ class InferencePool {
     this.requested = new Set();
     this.loaded = new Set();
     this.failed = new Set();
+    // Each loaded model's weights digest, from the first worker that has loaded it.
+    this.digests = new Map();
+    this.digestArrived = new Map();
     for (let i = 0; i < size; i++) {
       const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
       const slot = { worker, busy: 0 };
@@ -330,14 +345,18 @@ class InferencePool {
     this.requested.add(key);
     if (!this.loaded.has(model)) {
       this.loaded.add(model);
+      this.digests.set(model, new Promise((resolve) => this.digestArrived.set(model, resolve)));
       for (const slot of this.workers) slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
     }
     const enqueue = () => {
       for (let start = 0; start < imageCount(set); start += limits.batch) this.queue.push({ model, set, kind, start });
       this.pump();
     };
-    if (images[set]) enqueue();
-    else loadImages(set).then(enqueue, (error) => showError(error.message));
+    // Logits come from the cache when it holds them for these weights and images.
+    const start = () => (kind === "logits" ? fromCache(model, set, this.digests.get(model)) : Promise.resolve(false))
+      .then((cached) => { if (!cached) enqueue(); });
+    if (images[set]) start();
+    else loadImages(set).then(start, (error) => showError(error.message));
   }
 
   // Moves the test-set batches of `model` to the front of the queue.
@@ -362,7 +381,9 @@ class InferencePool {
 
   // A failure stops that model's remaining batches, so its first message is the one shown.
   receive(slot, message) {
-    if (message.status === "logits" || message.status === "odin") {
+    if (message.status === "ready") {
+      this.digestArrived.get(message.model)?.(message.digest);
+    } else if (message.status === "logits" || message.status === "odin") {
       slot.busy -= 1;
       this.onBatch(message);
       this.pump();
@@ -380,6 +401,37 @@ class InferencePool {
 // When each model's inference started, for the images/s figure.
 const started = new Map();
 
+// Feeds the logits of `model` on `set` from the cache when it holds them for these weights
+// (whose digest `weightsDigest` resolves to) and these images; resolves whether it did.
+async function fromCache(model, set, weightsDigest) {
+  if (!logitsCache.available) return false;
+  const weights = await weightsDigest;
+  if (!weights) return false;
+  imageDigests[set] ??= logitsCache.sha256(imageSet(set));
+  const key = logitsCache.cacheKey(weights, await imageDigests[set], limits.classes);
+  cacheKeys.set(`${model}:${set}`, key);
+  const hit = await logitsCache.lookup(key);
+  if (!hit || hit.logits.length !== imageCount(set) * limits.classes) return false;
+  if (set === "test") cachedSince.set(model, hit.stored);
+  onBatch({ status: "logits", model, set, start: 0, count: imageCount(set), logits: hit.logits, cached: true });
+  showCacheNote();
+  return true;
+}
+
+// Says whether the chosen network's numbers come from the cache, and since when.
+function showCacheNote() {
+  const stored = cachedSince.get(modelIndex());
+  $("cache-note").hidden = stored === undefined;
+  if (stored !== undefined) $("cache-date").textContent = new Date(stored).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short" });
+}
+
+// Forgets the chosen network's cached logits and loads the page again, which infers them anew.
+async function recompute() {
+  const prefix = `${modelIndex()}:`;
+  await logitsCache.forget([...cacheKeys].filter(([job]) => job.startsWith(prefix)).map(([, key]) => key));
+  location.reload();
+}
+
 function onBatch(message) {
   let count;
   try {
@@ -391,16 +443,24 @@ function onBatch(message) {
     return;
   }
   if (message.status === "odin" || message.set !== "test") {
+    if (message.status === "logits" && !message.cached && count === imageCount(message.set)) keepLogits(message.model, message.set);
     scheduleRender();
     return;
   }
   arrived.set(message.model, count);
   if (message.model === modelIndex()) scheduleRender();
+  if (count === imageCount() && !message.cached) keepLogits(message.model, "test");
   if (count === imageCount() && !(message.model in timings.inferenceDone)) {
     timings.inferenceDone[message.model] = performance.now();
     performance.mark(`calibra:inference-done:${limits.models[message.model].network}`);
   }
   showProgress(arrived.get(modelIndex()) ?? 0);
+}
+
+// Stores the logits of `model` on `set`, all arrived, in the cache under their job's key.
+function keepLogits(model, set) {
+  const key = cacheKeys.get(`${model}:${set}`);
+  if (key) lastKeep = logitsCache.keep(key, page.logits(model, set));
 }
 
 // The progress row of the chosen model; hidden, and the page marked for tests, once complete.
@@ -424,6 +484,7 @@ function selectModel() {
   pool.request(index, "test");
   pool.prioritise(index);
   showProgress(arrived.get(index) ?? 0);
+  showCacheNote();
 }
 
 // A browser without WebAssembly SIMD cannot run the module: say so instead of failing blankly.

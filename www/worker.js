@@ -5,7 +5,9 @@
 //   page -> worker  {type: "infer" | "odin", model, set, start, pixels}
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
 //                   of image set `set` ("test", "mnist", "gaussian", "uniform")
-//   worker -> page  {status: "ready", model}
+//   worker -> page  {status: "ready", model, digest}
+//                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
+//                   where the browser has no crypto.subtle
 //   worker -> page  {status: "logits", model, set, start, count, logits, millis}
 //                   logits: Float32Array [count, 10] (buffer transferred)
 //   worker -> page  {status: "odin", model, set, start, count, scores, millis}
@@ -13,6 +15,7 @@
 //   worker -> page  {status: "error", model, message}     a readable message, never an object
 // Rows are addressed by `start`, so several workers can share one image set.
 import init, { Model } from "./pkg/calibra.js";
+import { available as cacheAvailable, sha256 } from "./logits-cache.js";
 
 const ready = init();
 const models = new Map();
@@ -42,7 +45,8 @@ async function handle(message) {
     if (!response.ok) throw new Error(`cannot fetch ${message.url}: HTTP ${response.status}`);
     const weights = new Uint8Array(await response.arrayBuffer());
     models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
-    postMessage({ status: "ready", model: message.model });
+    const digest = cacheAvailable ? await sha256(weights) : null;
+    postMessage({ status: "ready", model: message.model, digest });
   } else if (message.type === "infer") {
     const loaded = loadedModel(message.model);
     const started = performance.now();

@@ -422,7 +422,12 @@ pub struct Rejected {
 }
 
 /// The presets the text's buttons show: a few fields set at once.
-const PRESETS: [(&str, &[(&str, &str)]); 2] = [
+/// The "Try this" buttons and the links in the text: each sets the entries it names and keeps
+/// the rest of the state. (The fitted temperature is the `fit` action, not a preset.)
+const PRESETS: [(&str, &[(&str, &str)]); 6] = [
+    ("overconfident", &[("model", "ce"), ("t", "1")]),
+    ("too_cold", &[("model", "ce"), ("t", "0.3")]),
+    ("logitnorm_raw", &[("model", "logitnorm"), ("t", "1")]),
     (
         "aps_raw_t1",
         &[
@@ -440,6 +445,10 @@ const PRESETS: [(&str, &[(&str, &str)]); 2] = [
             ("randomized", "0"),
             ("t", "0.3"),
         ],
+    ),
+    (
+        "mondrian",
+        &[("score", "aps"), ("randomized", "1"), ("mondrian", "1")],
     ),
 ];
 

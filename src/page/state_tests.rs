@@ -181,6 +181,38 @@ fn buttons_and_presets() {
         }
     );
     assert_eq!(state.act("aps_raw_t1", None).unwrap().t, 1.0);
+    // The "Try this" presets set what they name and keep the rest.
+    let cross_entropy_at = |t: f64| PageState {
+        model: ModelKey::Ce,
+        t,
+        ..state.clone()
+    };
+    assert_eq!(
+        state.act("overconfident", None).unwrap(),
+        cross_entropy_at(1.0)
+    );
+    assert_eq!(state.act("too_cold", None).unwrap(), cross_entropy_at(0.3));
+    let cross_entropy = PageState {
+        model: ModelKey::Ce,
+        ..state.clone()
+    };
+    assert_eq!(
+        cross_entropy.act("logitnorm_raw", None).unwrap(),
+        PageState {
+            model: ModelKey::Logitnorm,
+            t: 1.0,
+            ..cross_entropy.clone()
+        }
+    );
+    assert_eq!(
+        state.act("mondrian", None).unwrap(),
+        PageState {
+            score: ScoreKind::Aps,
+            randomized: true,
+            mondrian: true,
+            ..state.clone()
+        }
+    );
     assert_eq!(
         state.act("launch", None).unwrap_err().to_string(),
         "action \"launch\" is not a button of this page"

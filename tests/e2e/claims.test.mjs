@@ -215,6 +215,36 @@ test("8. the coverage experiment's caption follows its numbers", { timeout: 120_
   }
 });
 
-test("9. no console errors, page errors or failed requests", () => {
+test("9. each \"Try this\" button sets the state it names; its line asks the reader to look, stating no number", { timeout: 120_000 }, async () => {
+  await show({ model: "logitnorm", t: 4, score: "lac", randomized: 0, mondrian: 0 });
+  const expected = {
+    overconfident: { model: "ce", t: "1" },
+    fit: { model: "ce", t: String(fitted.ce) },
+    too_cold: { model: "ce", t: "0.3" },
+    logitnorm_raw: { model: "logitnorm", t: "1" },
+    aps_raw_t1: { model: "ce", t: "1", score: "aps", randomized: "0" },
+    mondrian: { score: "aps", randomized: "1", mondrian: "1" },
+  };
+  const buttons = await page.$$eval(".try-this button.preset", (all) => all.map((b) => b.dataset.action));
+  assert.deepEqual(buttons.sort(), Object.keys(expected).sort());
+  for (const [action, entries] of Object.entries(expected)) {
+    await page.click(`.try-this button.preset[data-action="${action}"]`);
+    await nextFrames(page, 3);
+    await page.waitForFunction(() => document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
+    const hash = await page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+    for (const [key, value] of Object.entries(entries)) {
+      // The link writes every field; T as the number it is.
+      const shown = key === "t" ? Number(hash.t) : hash[key];
+      assert.equal(shown, key === "t" ? Number(value) : value, `${action}: ${key}`);
+    }
+  }
+  for (const line of await page.$$eval(".try-this li", (all) => all.map((li) => li.textContent))) {
+    // A setting it names ("the T = 1 column") is not a number it states.
+    const watched = line.slice(line.indexOf(":") + 1).replace(/T = [\d.]+/g, "");
+    assert.doesNotMatch(watched, /\d/, `a "Try this" line states a number: ${line}`);
+  }
+});
+
+test("10. no console errors, page errors or failed requests", () => {
   assert.deepEqual(problems, []);
 });

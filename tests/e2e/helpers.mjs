@@ -57,8 +57,10 @@ const MIME_TYPES = {
 
 // Serves `dir` read-only on 127.0.0.1 at a free port, like `python3 -m http.server` (what
 // scripts/test and scripts/demo use): no compression, no Content-Encoding (the .gz assets arrive
-// as the bytes on disk), Last-Modified with 304 answers, no Cache-Control.
-export async function serveDirectory(dir) {
+// as the bytes on disk), Last-Modified with 304 answers, and no Cache-Control unless
+// `cacheControl` gives one (a test that changes files under the browser's feet asks for
+// "no-cache", so that every load asks the server again).
+export async function serveDirectory(dir, { cacheControl } = {}) {
   const root = path.resolve(dir);
   const server = createServer((request, response) => {
     let pathname;
@@ -89,6 +91,7 @@ export async function serveDirectory(dir) {
       "Content-Type": MIME_TYPES[path.extname(file)] ?? "application/octet-stream",
       "Content-Length": stat.size,
       "Last-Modified": modified.toUTCString(),
+      ...(cacheControl ? { "Cache-Control": cacheControl } : {}),
     });
     if (request.method === "HEAD") response.end();
     else createReadStream(file).pipe(response);

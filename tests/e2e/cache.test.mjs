@@ -1,0 +1,108 @@
+// The logits cache (www/logits-cache.js): a revisit draws the same numbers with no inference and
+// says so; a network whose weights changed under the same address is inferred again, never
+// shown with the old logits; "Compute them again" infers anew.
+//
+// One browser profile (so one IndexedDB) over a copy of the site whose weights the test swaps.
+import assert from "node:assert/strict";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import { SITE_DIR, collectProblems, launchBrowser, readMetrics, serveDirectory, waitForInference } from "./helpers.mjs";
+
+const INFERENCE_TIMEOUT_MS = 180_000;
+const CROSS_ENTROPY = "assets/models/fmnist-ce.safetensors";
+const LOGITNORM = "assets/models/fmnist-logitnorm.safetensors";
+// The readouts compared between visits.
+const COMPARED = ["accuracy", "ece", "nll", "brier", "fitted_temperature"];
+
+let copy;
+let site;
+let browser;
+let problems;
+let page;
+
+// Counts the batches the page sends to its inference workers, per page load.
+function countInference() {
+  window.__inferBatches = 0;
+  const NativeWorker = window.Worker;
+  window.Worker = class extends NativeWorker {
+    postMessage(message, transfer) {
+      if (message?.type === "infer") window.__inferBatches += 1;
+      return super.postMessage(message, transfer);
+    }
+  };
+}
+
+// Loads the page afresh (the server answers "no-cache", so the browser asks it for every file;
+// IndexedDB is kept) and waits for every image.
+async function visit() {
+  await page.goto(site.url);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  await page.evaluate(() => window.calibra.cacheSettled());
+  const metrics = await readMetrics(page);
+  return {
+    metrics: Object.fromEntries(COMPARED.map((name) => [name, metrics[name]])),
+    batches: await page.evaluate(() => window.__inferBatches),
+    note: await page.isVisible("#cache-note"),
+  };
+}
+
+before(async () => {
+  copy = mkdtempSync(path.join(os.tmpdir(), "calibra-cache-site-"));
+  cpSync(SITE_DIR, copy, { recursive: true });
+  site = await serveDirectory(copy, { cacheControl: "no-cache" });
+  browser = await launchBrowser();
+  problems = collectProblems(browser.context);
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  await page.addInitScript(countInference);
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  if (copy) rmSync(copy, { recursive: true, force: true });
+});
+
+test("1. a revisit shows the same numbers from the cache, with no inference, and says so", { timeout: 400_000 }, async () => {
+  const first = await visit();
+  assert.ok(first.batches > 0, "the first visit infers");
+  assert.equal(first.note, false, "no cache note on the first visit");
+  const second = await visit();
+  assert.equal(second.batches, 0, "the revisit infers nothing");
+  assert.equal(second.note, true, "the revisit says its logits come from the cache");
+  assert.deepEqual(second.metrics, first.metrics);
+});
+
+test("2. changed weights under the same address are inferred again, never shown with old logits", { timeout: 400_000 }, async () => {
+  const original = await visit();
+  assert.equal(original.batches, 0);
+  cpSync(path.join(SITE_DIR, LOGITNORM), path.join(copy, CROSS_ENTROPY));
+  try {
+    const swapped = await visit();
+    assert.ok(swapped.batches > 0, "other weights are inferred");
+    assert.equal(swapped.note, false);
+    assert.ok(Math.abs(swapped.metrics.ece - original.metrics.ece) > 0.1, `the other network's ECE: ${swapped.metrics.ece} against ${original.metrics.ece}`);
+  } finally {
+    cpSync(path.join(SITE_DIR, CROSS_ENTROPY), path.join(copy, CROSS_ENTROPY));
+  }
+  const restored = await visit();
+  assert.equal(restored.batches, 0, "the original weights' logits are still cached");
+  assert.deepEqual(restored.metrics, original.metrics);
+});
+
+test("3. \"Compute them again\" forgets the cached logits and infers them anew", { timeout: 400_000 }, async () => {
+  const cached = await visit();
+  assert.equal(cached.note, true);
+  await Promise.all([page.waitForEvent("load"), page.click("#recompute")]);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  assert.ok((await page.evaluate(() => window.__inferBatches)) > 0, "inferred again");
+  assert.equal(await page.isVisible("#cache-note"), false);
+  const metrics = await readMetrics(page);
+  assert.deepEqual(Object.fromEntries(COMPARED.map((name) => [name, metrics[name]])), cached.metrics);
+});
+
+test("4. no console errors, uncaught exceptions or failed requests", () => {
+  assert.deepEqual(problems, []);
+});

@@ -1,0 +1,97 @@
+// The logits cache: a network's logits on an image set, kept in this browser's IndexedDB between
+// visits under the SHA-256 of the network's weights and of the images, so that a revisit draws
+// everything without inference and a changed network or image set never meets old logits. It
+// holds at most ENTRIES sets of logits (about 0.4 MB each), the oldest stored dropped first.
+//
+// Without IndexedDB or crypto.subtle (a page served over plain HTTP from a host other than
+// localhost), or when the browser refuses to store, every lookup misses and nothing is kept:
+// the page then infers as it would without a cache.
+
+const DATABASE = "calibra-logits";
+const STORE = "logits";
+const ENTRIES = 24;
+
+// Whether this browser can keep logits at all.
+export const available = typeof indexedDB === "object" && globalThis.crypto?.subtle !== undefined;
+
+let opened = null;
+
+// The database, opened (and created) once.
+function database() {
+  opened ??= new Promise((resolve, reject) => {
+    const request = indexedDB.open(DATABASE, 1);
+    request.onupgradeneeded = () => request.result.createObjectStore(STORE, { keyPath: "key" }).createIndex("stored", "stored");
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+  return opened;
+}
+
+// Runs `work` on the store in one transaction; resolves with the last request's result once the
+// transaction has committed.
+async function transaction(mode, work) {
+  const db = await database();
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(STORE, mode);
+    let result;
+    const request = work(tx.objectStore(STORE));
+    if (request) request.onsuccess = () => { result = request.result; };
+    tx.oncomplete = () => resolve(result);
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error);
+  });
+}
+
+// The SHA-256 of some bytes, in hex.
+export async function sha256(bytes) {
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(hash, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+// The key of one network's logits on one image set: both digests and the row width.
+export const cacheKey = (weightsDigest, imagesDigest, classes) => `v1:${weightsDigest}:${imagesDigest}:${classes}`;
+
+// The logits stored under `key` ({logits: Float32Array, stored: ms since 1970}), or null.
+export async function lookup(key) {
+  if (!available) return null;
+  try {
+    const entry = await transaction("readonly", (store) => store.get(key));
+    return entry ? { logits: new Float32Array(entry.logits), stored: entry.stored } : null;
+  } catch {
+    return null;
+  }
+}
+
+// Keeps `logits` (Float32Array) under `key`, dropping the oldest entries beyond ENTRIES.
+export async function keep(key, logits) {
+  if (!available) return;
+  try {
+    await transaction("readwrite", (store) => {
+      store.put({ key, logits: logits.slice().buffer, stored: Date.now() });
+      const count = store.count();
+      count.onsuccess = () => {
+        let excess = count.result - ENTRIES;
+        if (excess <= 0) return;
+        store.index("stored").openCursor().onsuccess = (event) => {
+          const cursor = event.target.result;
+          if (cursor && excess-- > 0) {
+            cursor.delete();
+            cursor.continue();
+          }
+        };
+      };
+    });
+  } catch {
+    // A browser that refuses to store (quota, private mode) simply gets no cache.
+  }
+}
+
+// Drops the entries under `keys`.
+export async function forget(keys) {
+  if (!available || !keys.length) return;
+  try {
+    await transaction("readwrite", (store) => { for (const key of keys) store.delete(key); });
+  } catch {
+    // Nothing kept, nothing to drop.
+  }
+}
