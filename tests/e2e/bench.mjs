@@ -183,7 +183,8 @@ async function main() {
     const coldResponses = responses.slice();
     // A revisit in the same profile: the logits come from the cache.
     await page.evaluate(() => window.calibra.cacheSettled());
-    await page.reload();
+    // A new navigation (not a reload, which would restore the conformal lab's scroll position).
+    await page.goto(site.url);
     await waitForInference(page, 600_000);
     const revisit = await page.evaluate(() => ({
       doneMs: window.calibra.timings.inferenceDone[0],
