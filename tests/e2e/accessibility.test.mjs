@@ -24,6 +24,8 @@ let site;
 let browser;
 let problems;
 let page;
+let labWhileLoading;
+let labLoaded;
 
 before(async () => {
   site = await openSite();
@@ -31,7 +33,15 @@ before(async () => {
   problems = collectProblems(browser.context);
   page = browser.context.pages()[0] ?? (await browser.context.newPage());
   await page.goto(site.url);
+  // Where the first lab starts while the images stream in (first chart drawn), and after.
+  const labTop = () => page.evaluate(() => ({
+    top: document.getElementById("temperature-lab").getBoundingClientRect().top + scrollY,
+    inference: document.body.dataset.inference,
+  }));
+  await page.waitForFunction(() => window.calibra?.timings.firstChart !== null, null, { timeout: INFERENCE_TIMEOUT_MS });
+  labWhileLoading = await labTop();
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  labLoaded = await labTop();
 });
 
 after(async () => {
@@ -235,6 +245,12 @@ test("every definition opens from the keyboard and by a click or tap, and none i
     assert.equal(await open(target), true, `a click on "${text}" opens its definition`);
     await page.keyboard.press("Escape");
   }
+});
+
+test("the page does not jump when loading ends: the first lab starts where it started while the images streamed in", () => {
+  assert.equal(labWhileLoading.inference, "running", "measured while inference ran");
+  assert.equal(labLoaded.inference, "done");
+  assert.equal(labLoaded.top, labWhileLoading.top);
 });
 
 test("no console errors, uncaught exceptions or failed requests", () => {
