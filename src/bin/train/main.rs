@@ -60,8 +60,12 @@ const REPRODUCIBILITY: &str = "Weights start from a seeded ChaCha8 draw and batc
     run to the same bits. candle picks its matrix kernels by the processor's vector extensions \
     (training.cpu_features), so on another kind of processor the weights, and with them every \
     figure here, come out different: a full one-thread rerun of fmnist-ce on an AVX-512 machine \
-    gave test accuracy 0.9134 and T 1.683 where this project's card has 0.9120 and 1.759. More \
-    threads also change the summation order; that spread has not been measured.";
+    gave test accuracy 0.9134 and T 1.683 where this project's card has 0.9120 and 1.759. A \
+    second seed measures the spread between runs: fmnist-ce with seed 1 (one thread, an AVX-512 \
+    Xeon; its card is docs/reproducibility/fmnist-ce-seed1.json) gave test accuracy 0.9135, T \
+    1.656 and ECE 0.0414 -> 0.0060 where seed 0 has 0.9120, 1.759 and 0.0430 -> 0.0103, so \
+    another seed moves the figures about as much as another machine. More threads also change \
+    the summation order; that spread has not been measured.";
 /// What the Keras original of this recipe and the LogitNorm paper lead one to expect.
 const CE_EXPECTATIONS: &str = "The Keras original of this network and recipe reaches a test \
     accuracy of about 91-92% and a fitted T of about 1.63. Expect the same accuracy and an \
