@@ -52,6 +52,21 @@ fn rejects_malformed_files_with_their_name() {
 }
 
 #[test]
+fn a_gzip_bomb_is_refused_after_the_limit_not_unzipped_whole() {
+    // 128 MiB of zeros and a header that asks for them all: about 600 KB gzipped.
+    let bomb = gzip(&idx_bytes(&[MAX_IDX_BYTES as u32], &vec![0; MAX_IDX_BYTES]));
+    assert!(bomb.len() < MAX_IDX_BYTES / 100, "{} bytes", bomb.len());
+    let e = parse_idx_labels(&bomb, "bomb.gz").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("bomb.gz: unzips to more than {MAX_IDX_BYTES} bytes, the most an IDX file may hold here")
+    );
+    // A file within the limit is read.
+    let labels = parse_idx_labels(&gzip(&idx_bytes(&[1000], &[4; 1000])), "ok.gz").unwrap();
+    assert_eq!(labels, vec![4; 1000]);
+}
+
+#[test]
 fn missing_data_set_says_how_to_get_it() {
     let e = load_fashion_mnist(Path::new("/nonexistent"), FashionMnistPart::Train);
     assert!(e

@@ -2,8 +2,10 @@
 // Rust for one render per animation frame. Rust owns the state's defaults, ranges and
 // validation (limits(), read_hash, Page.control), every number and every sentence; this file
 // only wires events, workers and the DOM.
-import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash } from "./pkg/calibra.js";
+import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash, view_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
+import { showEmbed } from "./embed.js";
+import { addFigureMenus } from "./figure-menu.js";
 import { Gallery, showOodGalleries } from "./gallery.js";
 import * as logitsCache from "./logits-cache.js";
 
@@ -95,8 +97,32 @@ function apply(next) {
   state = next.state;
   applyPatches(next.patches);
   history.replaceState(null, "", `#${next.hash}`);
+  showView();
   if (pool && previous && state.model !== previous.model) selectModel();
   scheduleRender();
+}
+
+// Shows the article, one figure (the embed view) or presentation mode, as the state says.
+function showView() {
+  showEmbed({ figureId: state.embed, articleHref: `./#${view_hash(state, "none")}`, present: state.present, figures: limits.figures });
+}
+
+// In presentation mode, keys move between figures; a control keeps its own keys (a slider its
+// arrows), and Space on a button presses that button.
+const PRESENTATION_KEYS = {
+  ArrowRight: "next-figure", PageDown: "next-figure", " ": "next-figure",
+  ArrowLeft: "previous-figure", PageUp: "previous-figure", Escape: "end-presentation",
+};
+function onPresentationKey(event) {
+  const action = PRESENTATION_KEYS[event.key];
+  if (!state?.present || !action || event.altKey || event.ctrlKey || event.metaKey) return;
+  if (event.target.closest("input, select, textarea") || (event.key === " " && event.target.closest("button, summary"))) return;
+  event.preventDefault();
+  try {
+    apply(page.action(state, action));
+  } catch (error) {
+    showError(error.message);
+  }
 }
 
 // Reads the hash through Rust; ignored entries are reported, the rest kept.
@@ -518,10 +544,12 @@ async function main() {
   state = first.state;
   history.replaceState(null, "", `#${first.hash}`);
   applyPatches(first.patches);
+  showView();
   images.test = parse_images(await testImages, IMAGES_URL);
   page = counted(new Page(parse_labels(await labels, LABELS_URL)));
   gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
+  addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), onError: showError });
 
   const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
   pool = new InferencePool(workers, onBatch, (message, model) => {
@@ -531,6 +559,7 @@ async function main() {
   selectModel();
   scheduleRender();
 
+  document.addEventListener("keydown", onPresentationKey);
   window.addEventListener("hashchange", () => {
     clearError();
     apply(readHash());

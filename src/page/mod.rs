@@ -4,8 +4,10 @@
 //! One frame is one call: [`render`] applies the state to the [`Lab`] (model, split), computes
 //! the views of the labs on screen, and returns their readouts as a list of [`Patch`]es, each
 //! a text, a number or a control's value for one element, with every number formatted here.
-//! The web facade draws the charts from the same views; JavaScript applies the patches.
+//! The web facade draws the charts from the same views ([`figure`]); JavaScript applies the
+//! patches.
 
+pub mod figure;
 mod ood;
 mod readouts;
 mod state;
@@ -18,6 +20,7 @@ use crate::lab::{
 };
 use crate::model::NUM_CLASSES;
 
+pub use figure::{ExperimentRun, Figure, FigureError, FigureInfo, Sources, FIGURES};
 pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
 pub use readouts::{
     control_patches, experiment_readouts, grouped, ExperimentReadouts, GallerySection, MetricItem,
@@ -86,6 +89,8 @@ pub struct Limits {
     pub class_names: &'static [&'static str],
     pub batch: usize,
     pub repetitions: Repetitions,
+    /// The figures, each with its canvas and the stem of its downloads.
+    pub figures: &'static [FigureInfo],
 }
 
 /// The coverage experiment's input.
@@ -116,6 +121,7 @@ pub fn limits() -> Limits {
             max: REPETITIONS.1,
             default: REPETITIONS.2,
         },
+        figures: &FIGURES,
     }
 }
 
@@ -235,6 +241,9 @@ pub fn render(
     if let Some(row) = visible.explain {
         frame.readouts.explanation = Some(lab.explain(&settings, row)?);
     }
+    let provisional =
+        readouts::provisional(frame.readouts.arrived, lab.rows(), &frame.readouts.drawn);
+    frame.readouts.patches.extend(provisional);
     Ok(frame)
 }
 

@@ -135,6 +135,36 @@ pub struct ExperimentReadouts {
     pub patches: Vec<Patch>,
 }
 
+/// Whether the labs' numbers are provisional: the Fit button's mark, and each drawn lab's line
+/// naming how many of the test images they are computed on (a line of about the same length
+/// once all are in, so that the page does not jump when loading ends).
+pub(super) fn provisional(arrived: usize, rows: usize, labs: &[&'static str]) -> Vec<Patch> {
+    let partial = arrived < rows;
+    let line = if partial {
+        format!(
+            "Provisional: computed on the {} of {} test images classified so far; the numbers \
+             settle once all are in.",
+            grouped(arrived),
+            grouped(rows)
+        )
+    } else {
+        format!("Computed on all {} test images.", grouped(rows))
+    };
+    let mut patches = vec![text(
+        "fit-provisional",
+        if partial { " (provisional)" } else { "" },
+    )];
+    for &lab in labs {
+        let id = match lab {
+            "temperature" => "temperature-provisional",
+            "conformal" => "conformal-provisional",
+            _ => continue,
+        };
+        patches.push(text(id, line.clone()));
+    }
+    patches
+}
+
 pub(super) fn text(id: &'static str, text: impl Into<String>) -> Patch {
     Patch::Text {
         id,

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::figure::{Embed, FIGURES};
 use crate::calibration::{Binning, MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind};
 use crate::ood_view::ScoreKind as OodScore;
@@ -217,6 +218,11 @@ pub struct PageState {
     pub ood: OodSet,
     /// The score whose histogram, threshold and ROC curves the τ lab draws.
     pub ood_score: OodScore,
+    /// The whole page, or one figure alone (the embed view).
+    pub embed: Embed,
+    /// Presentation mode: the embed view in large type, one figure a screen, the keyboard
+    /// moving from figure to figure.
+    pub present: bool,
 }
 
 impl Default for PageState {
@@ -238,6 +244,8 @@ impl Default for PageState {
             tau: Network::Tau004,
             ood: OodSet::Mnist,
             ood_score: OodScore::Energy,
+            embed: Embed::None,
+            present: false,
         }
     }
 }
@@ -297,6 +305,9 @@ const fn number(min: f64, max: f64, integer: bool, slider: Slider) -> FieldKind 
     })
 }
 
+/// The charts' type and line scale in presentation mode.
+const PRESENTATION_TEXT_SCALE: f64 = 1.6;
+
 /// Positions of the temperature slider (log scale over `[0.05, 20]`).
 const TEMPERATURE_POSITIONS: u32 = 1000;
 /// Significant digits of a temperature set by the slider: enough to tell its positions apart,
@@ -304,7 +315,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 16] = [
+pub const FIELDS: [Field; 18] = [
     Field {
         key: "model",
         label: "model",
@@ -407,6 +418,18 @@ pub const FIELDS: [Field; 16] = [
         label: "OOD score",
         control: Some("ood-score"),
         kind: FieldKind::Choice,
+    },
+    Field {
+        key: "embed",
+        label: "embed",
+        control: None,
+        kind: FieldKind::Choice,
+    },
+    Field {
+        key: "present",
+        label: "presentation mode",
+        control: None,
+        kind: FieldKind::Flag,
     },
 ];
 
@@ -549,8 +572,10 @@ impl PageState {
             .try_fold(self.clone(), |state, (key, value)| state.set(key, value))
     }
 
-    /// The state after a button: `fit` (T fitted on the calibration half, once known),
-    /// `reset-temperature` (T = 1), `new-split` (the next split seed), or a preset's name.
+    /// The state after a button or key: `fit` (T fitted on the calibration half, once known),
+    /// `reset-temperature` (T = 1), `new-split` (the next split seed), `present` (presentation
+    /// mode from the first figure), `end-presentation`, `next-figure` and `previous-figure`
+    /// (the embedded figure's neighbours in [`FIGURES`]), or a preset's name.
     ///
     /// # Errors
     /// [`Rejected`] for an unknown action, or `fit` before the fitted T is known.
@@ -575,9 +600,37 @@ impl PageState {
                 split: self.split.wrapping_add(1),
                 ..self.clone()
             }),
+            "present" => Ok(Self {
+                present: true,
+                embed: Embed::Figure(FIGURES[0].id),
+                ..self.clone()
+            }),
+            "end-presentation" => Ok(Self {
+                present: false,
+                embed: Embed::None,
+                ..self.clone()
+            }),
+            "next-figure" => Ok(self.step_figure(1)),
+            "previous-figure" => Ok(self.step_figure(FIGURES.len() - 1)),
             _ => self
                 .preset(action)
                 .map_err(|_| rejected("is not a button of this page")),
+        }
+    }
+
+    /// The state showing the figure `steps` after the embedded one in [`FIGURES`], round the
+    /// end (the first figure when none is embedded).
+    fn step_figure(&self, steps: usize) -> Self {
+        let next = match self.embed {
+            Embed::None => 0,
+            Embed::Figure(figure) => {
+                let index = FIGURES.iter().position(|f| f.id == figure).unwrap_or(0);
+                (index + steps) % FIGURES.len()
+            }
+        };
+        Self {
+            embed: Embed::Figure(FIGURES[next].id),
+            ..self.clone()
         }
     }
 
@@ -590,6 +643,16 @@ impl PageState {
         let mut fields = fields_of(self);
         set_field(&mut fields, field, value).map_err(|reason| field.rejected(raw, reason))?;
         state_of(fields).map_err(|reason| field.rejected(raw, reason))
+    }
+
+    /// How much larger the charts' type and lines are drawn than on the article: presentation
+    /// mode is read from the back of a room.
+    pub fn text_scale(&self) -> f64 {
+        if self.present {
+            PRESENTATION_TEXT_SCALE
+        } else {
+            1.0
+        }
     }
 
     /// The temperature slider's position for this state's T.

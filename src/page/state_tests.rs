@@ -1,10 +1,11 @@
 //! The page state against hand-written hashes: defaults, ranges, messages and round trips.
 
 use super::*;
+use crate::page::Figure;
 
 const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1&score=aps\
 &randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all&tau=0.04&ood=mnist\
-&ood_score=energy";
+&ood_score=energy&embed=none&present=0";
 
 fn messages(rejected: &[Rejected]) -> Vec<String> {
     rejected.iter().map(ToString::to_string).collect()
@@ -261,6 +262,7 @@ fn a_thousand_random_states_survive_their_link() {
             "score" => &["lac", "aps", "raps", "saps"],
             "ood" => &["mnist", "gaussian", "uniform"],
             "ood_score" => &["msp", "max_logit", "energy", "odin"],
+            "embed" => &["none", "reliability", "sweep", "tau-chart"],
             _ => &["all", "misses", "large", "empty", "extremes"],
         }
     };
@@ -290,4 +292,53 @@ fn a_thousand_random_states_survive_their_link() {
         assert!(rejected.is_empty());
         assert_eq!(read, state);
     }
+}
+
+#[test]
+fn the_embed_view_names_a_figure_or_none() {
+    let (state, rejected) = PageState::from_hash("embed=smooth-reliability&t=2");
+    assert!(rejected.is_empty(), "{rejected:?}");
+    assert_eq!(state.embed, Embed::Figure(Figure::SmoothReliability));
+    assert!(state
+        .to_hash()
+        .ends_with("&embed=smooth-reliability&present=0"));
+    let (state, rejected) = PageState::from_hash("embed=pie-chart");
+    assert_eq!(state.embed, Embed::None);
+    assert_eq!(rejected.len(), 1);
+    let message = rejected[0].to_string();
+    assert!(
+        message.starts_with(
+            "embed \"pie-chart\" is not valid: is not none or a figure: reliability, histogram,"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn presentation_mode_steps_through_every_figure_and_back_out() {
+    let start = PageState {
+        t: 0.3,
+        ..PageState::default()
+    };
+    let shown = start.act("present", None).unwrap();
+    assert!(shown.present);
+    assert_eq!(shown.embed, Embed::Figure(Figure::Reliability));
+    assert_eq!(shown.t, 0.3, "the reader's settings stay");
+    let mut state = shown.clone();
+    let mut seen = Vec::new();
+    for _ in 0..crate::page::FIGURES.len() {
+        let Embed::Figure(figure) = state.embed else {
+            panic!("no figure shown")
+        };
+        seen.push(figure);
+        state = state.act("next-figure", None).unwrap();
+    }
+    assert_eq!(state, shown, "round the end, back to the first");
+    let listed: Vec<Figure> = crate::page::FIGURES.iter().map(|f| f.id).collect();
+    assert_eq!(seen, listed);
+    let last = shown.act("previous-figure", None).unwrap();
+    assert_eq!(last.embed, Embed::Figure(Figure::TauChart));
+    let out = last.act("end-presentation", None).unwrap();
+    assert_eq!((out.present, out.embed), (false, Embed::None));
+    assert_eq!(out.t, 0.3);
 }

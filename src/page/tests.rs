@@ -340,3 +340,163 @@ fn a_table_is_sent_again_only_when_its_rows_change() {
     sent.drop_unchanged(&mut third);
     assert_eq!(third, vec![rows("comparison", "x")]);
 }
+
+/// The rows of a CSV text, header first.
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|record| record.unwrap().iter().map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn every_canvas_of_the_page_is_a_figure_and_every_figure_one_canvas() {
+    let html = include_str!("../../www/index.html");
+    let mut canvases: Vec<&str> = html
+        .split("<canvas id=\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    canvases.sort_unstable();
+    let mut figures: Vec<String> = FIGURES.iter().map(|f| f.id.id()).collect();
+    figures.sort_unstable();
+    assert_eq!(canvases, figures);
+    figures.dedup();
+    assert_eq!(figures.len(), FIGURES.len(), "a figure listed twice");
+}
+
+#[test]
+fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
+    let mut lab = lab_with_logits(300, 300);
+    let state = PageState {
+        t: 0.7,
+        bins: 10,
+        ..PageState::default()
+    };
+    let frame = render(&mut lab, &mut store(), &state, &ALL).unwrap();
+    let sources = Sources {
+        frame: &frame,
+        experiment: None,
+    };
+    let view = frame.temperature.as_ref().unwrap();
+    let rows = csv_rows(&figure::csv(Figure::Reliability, &sources).unwrap());
+    assert_eq!(
+        rows[0],
+        [
+            "bin_lower",
+            "bin_upper",
+            "count",
+            "mean_confidence",
+            "accuracy"
+        ]
+    );
+    assert_eq!(rows.len(), 1 + view.at_temperature.bins.len());
+    for (row, bin) in rows[1..].iter().zip(&view.at_temperature.bins) {
+        let read = |i: usize| row[i].parse::<f64>().unwrap();
+        // Shortest round-trip text: the same f64 back, bit for bit.
+        assert_eq!(
+            (
+                read(0),
+                read(1),
+                row[2].parse::<usize>().unwrap(),
+                read(3),
+                read(4)
+            ),
+            (
+                bin.lower,
+                bin.upper,
+                bin.count,
+                bin.confidence,
+                bin.accuracy
+            )
+        );
+    }
+    let conformal = frame.conformal.as_ref().unwrap();
+    let sizes = csv_rows(&figure::csv(Figure::SetSizes, &sources).unwrap());
+    assert_eq!(sizes[0], ["set_size", "count"]);
+    let counted: usize = sizes[1..]
+        .iter()
+        .map(|r| r[1].parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(counted, conformal.n_evaluation);
+    // A class name with a slash is one field; a class without images would be an empty one.
+    let per_class = csv_rows(&figure::csv(Figure::PerClass, &sources).unwrap());
+    assert_eq!(per_class[1][0], "T-shirt/top");
+    assert_eq!(per_class.len(), 1 + NUM_CLASSES);
+    assert_eq!(per_class[1][2].parse::<f64>().unwrap(), 1.0 - state.alpha);
+    // Several diagrams in one table: each bin a row, led by its class.
+    let classwise = csv_rows(&figure::csv(Figure::Classwise, &sources).unwrap());
+    assert_eq!(classwise[0][..2], ["class", "bin_lower"]);
+    let bins: usize = view.classwise_bins.iter().map(Vec::len).sum();
+    assert_eq!(classwise.len(), 1 + bins);
+    assert_eq!(classwise[bins][0], "Ankle boot");
+}
+
+/// `figure` drawn as a 400×300 SVG document, as the page draws a download.
+fn svg(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
+    let mut text = String::new();
+    let backend = plotters::prelude::SVGBackend::with_string(&mut text, (400, 300));
+    figure::render_on(
+        figure,
+        sources,
+        backend,
+        &crate::plot::ChartStyle { scale: 1.0 },
+    )?;
+    Ok(text)
+}
+
+#[test]
+fn a_figure_draws_as_svg_only_once_its_view_is_computed() {
+    let mut lab = lab_with_logits(300, 300);
+    let frame = render(&mut lab, &mut store(), &PageState::default(), &ALL).unwrap();
+    let sources = Sources {
+        frame: &frame,
+        experiment: None,
+    };
+    let drawn = svg(Figure::Reliability, &sources).unwrap();
+    assert!(
+        drawn.starts_with("<svg width=\"400\" height=\"300\""),
+        "{drawn:.80}"
+    );
+    // The reliability diagram's axes, as the canvas shows them.
+    let texts: Vec<&str> = drawn
+        .split("<text ")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('>')?.1.split_once("</text>"))
+        .map(|(content, _)| content.trim())
+        .collect();
+    for axis in ["confidence", "accuracy"] {
+        assert!(texts.contains(&axis), "no {axis} in {texts:?}");
+    }
+    for figure in [Figure::TauChart, Figure::Experiment] {
+        let error = svg(figure, &sources).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("the {} is not computed yet", figure.info().title)
+        );
+        assert!(figure::csv(figure, &sources).is_err());
+    }
+}
+
+#[test]
+fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_are_in() {
+    let text_of = |lab: &mut Lab, id| {
+        let frame = render(lab, &mut store(), &PageState::default(), &ALL).unwrap();
+        text_patch(&frame.readouts.patches, id).to_string()
+    };
+    let mut partial = lab_with_logits(300, 150);
+    assert_eq!(text_of(&mut partial, "fit-provisional"), " (provisional)");
+    let line =
+        "Provisional: computed on the 150 of 300 test images classified so far; the numbers \
+                settle once all are in.";
+    assert_eq!(text_of(&mut partial, "temperature-provisional"), line);
+    assert_eq!(text_of(&mut partial, "conformal-provisional"), line);
+    let mut complete = lab_with_logits(300, 300);
+    assert_eq!(text_of(&mut complete, "fit-provisional"), "");
+    assert_eq!(
+        text_of(&mut complete, "temperature-provisional"),
+        "Computed on all 300 test images."
+    );
+}

@@ -1,11 +1,12 @@
-//! A canvas drawing backend that measures text with the canvas itself.
+//! Drawing backends that measure text with a canvas's 2D context.
 //!
-//! plotters-canvas draws on an `HtmlCanvasElement`, but plotters measures text (for axis label
-//! layout and legends) by inserting a `<span>` into the page and reading its size, which forces
-//! a layout of the whole page for every label: tens of milliseconds per chart on this page.
-//! `measureText` on the canvas's own 2D context gives the same width without touching the
-//! page, so this wrapper answers `estimate_text_size` that way and passes every drawing call
-//! through to [`CanvasBackend`] unchanged.
+//! In the browser plotters measures text (for axis label layout and legends) by inserting a
+//! `<span>` with an inline style into the page and reading its size: that forces a layout of
+//! the whole page for every label (tens of milliseconds per chart on this page), and the page's
+//! Content-Security-Policy (no inline styles) refuses the style, so the size is wrong.
+//! `measureText` on a canvas's own 2D context gives the width without touching the page, so
+//! [`Measured`] answers `estimate_text_size` that way and passes every drawing call through to
+//! the backend it wraps: [`CanvasBackend`] on the page, plotters' SVG backend for a download.
 
 use plotters::prelude::DrawingBackend;
 use plotters_backend::{
@@ -18,29 +19,39 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 /// Line height as a multiple of the font size, as browsers lay out a single line of text.
 const LINE_HEIGHT: f64 = 1.15;
 
-/// [`CanvasBackend`] with text measured by the canvas's 2D context.
-pub struct MeasuredCanvas {
-    inner: CanvasBackend,
+/// A backend with text measured by a canvas's 2D context.
+pub struct Measured<B> {
+    inner: B,
     context: CanvasRenderingContext2d,
 }
 
-impl MeasuredCanvas {
-    /// Wraps `canvas`; `None` when it has no 2D context.
-    pub fn new(canvas: HtmlCanvasElement) -> Option<Self> {
-        let context = canvas
-            .get_context("2d")
-            .ok()??
-            .dyn_into::<CanvasRenderingContext2d>()
-            .ok()?;
+/// The 2D context of `canvas`, if it has one.
+fn context_of(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    canvas.get_context("2d").ok()??.dyn_into().ok()
+}
+
+impl Measured<CanvasBackend> {
+    /// Draws on `canvas`; `None` when it has no 2D context.
+    pub fn canvas(canvas: HtmlCanvasElement) -> Option<Self> {
         Some(Self {
+            context: context_of(&canvas)?,
             inner: CanvasBackend::with_canvas_object(canvas)?,
-            context,
         })
     }
 }
 
-impl DrawingBackend for MeasuredCanvas {
-    type ErrorType = <CanvasBackend as DrawingBackend>::ErrorType;
+impl<B> Measured<B> {
+    /// Draws on `inner`, measuring text with the 2D context of `canvas` (`None` without one).
+    pub fn with(inner: B, canvas: &HtmlCanvasElement) -> Option<Self> {
+        Some(Self {
+            context: context_of(canvas)?,
+            inner,
+        })
+    }
+}
+
+impl<B: DrawingBackend> DrawingBackend for Measured<B> {
+    type ErrorType = B::ErrorType;
 
     fn get_size(&self) -> (u32, u32) {
         self.inner.get_size()

@@ -15,14 +15,14 @@ use wasm_bindgen::JsCast;
 use web_sys::HtmlCanvasElement;
 
 use crate::calibration;
-use crate::data::{self, FASHION_MNIST_CLASSES};
+use crate::data;
 use crate::lab::{self, ImageSet, OodSet, OodStore};
 use crate::model::{Classifier, NUM_CLASSES};
 #[cfg(feature = "odin")]
 use crate::model::{ODIN_EPSILON, ODIN_TEMPERATURE};
-use crate::page::{self, PageState, Visible};
-use crate::plot::{self, ChartStyle};
-use canvas::MeasuredCanvas;
+use crate::page::{self, Figure, PageState, Visible};
+use crate::plot::ChartStyle;
+use canvas::Measured;
 
 /// Installs the panic hook once, when the module is instantiated, so that a bug still reports
 /// its message in the console.
@@ -131,6 +131,13 @@ pub fn read_hash(hash: &str) -> Result<JsValue, JsError> {
     ))
 }
 
+/// The hash of `state` shown as `embed` (`"none"`: the whole page; a figure's id: that figure
+/// alone), for the embed code and the embed view's link back to the article.
+#[wasm_bindgen]
+pub fn view_hash(state: JsValue, embed: &str) -> Result<String, JsError> {
+    Ok(read_state(state)?.set("embed", embed)?.to_hash())
+}
+
 /// One network's evaluation half in the bootstrap worker, which answers interval requests
 /// there, so that the page's frames stay short.
 #[wasm_bindgen]
@@ -174,6 +181,8 @@ pub struct Page {
     rivals_drawn: Option<RivalsDrawn>,
     /// The tables' rows as last sent, so that an unchanged table is not rebuilt.
     tables: page::SentTables,
+    /// The last coverage experiment, which its figure shows until the next run.
+    experiment: Option<page::ExperimentRun>,
 }
 
 /// The rivals' reliability bins as drawn, and the canvas's size in device pixels.
@@ -181,6 +190,7 @@ pub struct Page {
 struct RivalsDrawn {
     bins: Vec<Vec<calibration::Bin>>,
     size: (u32, u32),
+    text_scale: f64,
 }
 
 #[wasm_bindgen]
@@ -197,6 +207,7 @@ impl Page {
             store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
             rivals_drawn: None,
             tables: page::SentTables::default(),
+            experiment: None,
         })
     }
 
@@ -296,74 +307,49 @@ impl Page {
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
         let mut frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
         self.tables.drop_unchanged(&mut frame.readouts.patches);
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: self.experiment.as_ref(),
+        };
+        let mut shown = Vec::new();
         if let Some(view) = &frame.temperature {
-            let [reliability, histogram, smooth, classwise] = canvases([
-                "reliability",
-                "histogram",
-                "smooth-reliability",
-                "classwise",
-            ])?;
-            plot::reliability_diagram(&reliability.0, &view.at_temperature.bins, &reliability.1)?;
-            plot::smooth_reliability_diagram(
-                &smooth.0,
-                &view.smooth.curve,
-                Some(&view.smooth.band),
-                &smooth.1,
-            )?;
-            plot::confidence_histogram(
-                &histogram.0,
-                &view.confidence_counts,
-                view.mean_confidence,
-                view.at_temperature.accuracy,
-                &histogram.1,
-            )?;
-            plot::classwise_reliability(
-                &classwise.0,
-                &view.classwise_bins,
-                &FASHION_MNIST_CLASSES,
-                &classwise.1,
-            )?;
+            shown.extend([
+                Figure::Reliability,
+                Figure::Histogram,
+                Figure::SmoothReliability,
+                Figure::Classwise,
+            ]);
             let drawn = RivalsDrawn {
                 bins: view.rivals.reports.iter().map(|r| r.bins.clone()).collect(),
-                size: pixel_size(&canvas_element(RIVALS_CANVAS)?)?,
+                size: pixel_size(&canvas_element(&Figure::RivalsReliability.id())?)?,
+                text_scale: state.text_scale(),
             };
             if self.rivals_drawn.as_ref() != Some(&drawn) {
-                let [rivals] = canvases([RIVALS_CANVAS])?;
-                let methods: Vec<plot::MethodPanel> = view
-                    .rivals
-                    .reports
-                    .iter()
-                    .map(|report| plot::MethodPanel {
-                        title: report.method.title(),
-                        bins: &report.bins,
-                    })
-                    .collect();
-                plot::method_reliability(&rivals.0, &methods, &rivals.1)?;
+                shown.push(Figure::RivalsReliability);
                 self.rivals_drawn = Some(drawn);
             }
         }
-        if let Some(view) = &frame.conformal {
-            let target = 1.0 - view.alpha;
-            let [sizes, per_class, stratified, sweep] =
-                canvases(["set-sizes", "per-class", "stratified", "sweep"])?;
-            plot::set_size_histogram(&sizes.0, &view.size_counts, &sizes.1)?;
-            plot::per_class_coverage(
-                &per_class.0,
-                &view.metrics.per_class_coverage,
-                &FASHION_MNIST_CLASSES,
-                target,
-                &per_class.1,
-            )?;
-            plot::stratified_coverage(
-                &stratified.0,
-                &view.metrics.size_stratified,
-                target,
-                &stratified.1,
-            )?;
-            plot::alpha_sweep_curves(&sweep.0, &view.sweep, view.alpha, &sweep.1)?;
+        if frame.conformal.is_some() {
+            shown.extend([
+                Figure::SetSizes,
+                Figure::PerClass,
+                Figure::Stratified,
+                Figure::Sweep,
+            ]);
         }
         if let Some(charts) = &frame.ood {
-            draw_ood(charts)?;
+            // The score histogram waits, blank, for ODIN's scores when ODIN is chosen.
+            if charts.score_histogram.is_some() {
+                shown.push(Figure::OodHistogram);
+            } else {
+                canvas_chart(&Figure::OodHistogram.id(), state.text_scale())?;
+            }
+            shown.extend([Figure::OodRoc, Figure::OodNorms, Figure::TauChart]);
+        }
+        for figure in shown {
+            if let Some((area, style)) = canvas_chart(&figure.id(), state.text_scale())? {
+                page::figure::draw(figure, &sources, &area, &style)?;
+            }
         }
         to_js(&frame.readouts)
     }
@@ -394,54 +380,74 @@ impl Page {
             self.lab
                 .coverage_experiment(&settings, repetitions, u64::from(state.split))?;
         let target = 1.0 - settings.alpha;
-        let upper = target + 1.0 / (experiment.summary.n_calibration as f64 + 1.0);
-        let [canvas] = canvases(["experiment"])?;
-        plot::coverage_experiment_histogram(
-            &canvas.0,
-            &experiment.coverages,
-            &experiment.beta_density,
+        let readouts = page::experiment_readouts(&state, &experiment);
+        let run = self.experiment.insert(page::ExperimentRun {
+            upper: target + 1.0 / (experiment.summary.n_calibration as f64 + 1.0),
             target,
-            upper,
-            &canvas.1,
-        )?;
-        to_js(&page::experiment_readouts(&state, &experiment))
+            experiment,
+        });
+        let frame = page::Frame::default();
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: Some(run),
+        };
+        if let Some((area, style)) = canvas_chart(&Figure::Experiment.id(), state.text_scale())? {
+            page::figure::draw(Figure::Experiment, &sources, &area, &style)?;
+        }
+        to_js(&readouts)
+    }
+
+    /// `figure` (a canvas's id) in `state` as an SVG document the size of its canvas on screen,
+    /// drawn by the code that draws the canvas.
+    pub fn figure_svg(&mut self, state: JsValue, figure: &str) -> Result<String, JsError> {
+        let figure: Figure = parse_name("figure", figure)?;
+        let canvas = canvas_element(&figure.id())?;
+        let size = (
+            canvas.client_width().max(1) as u32,
+            canvas.client_height().max(1) as u32,
+        );
+        let frame = self.figure_frame(state, figure)?;
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: self.experiment.as_ref(),
+        };
+        let mut text = String::new();
+        let backend = Measured::with(SVGBackend::with_string(&mut text, size), &canvas)
+            .ok_or_else(|| JsError::new(&format!("canvas #{} has no 2D context", figure.id())))?;
+        page::figure::render_on(figure, &sources, backend, &ChartStyle { scale: 1.0 })?;
+        Ok(text)
+    }
+
+    /// The numbers `figure` (a canvas's id) draws in `state`, as CSV.
+    pub fn figure_csv(&mut self, state: JsValue, figure: &str) -> Result<String, JsError> {
+        let figure: Figure = parse_name("figure", figure)?;
+        let frame = self.figure_frame(state, figure)?;
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: self.experiment.as_ref(),
+        };
+        Ok(page::figure::csv(figure, &sources)?)
     }
 }
 
-/// Draws the τ lab's four charts.
-fn draw_ood(charts: &page::OodCharts) -> Result<(), JsError> {
-    let [histogram, roc, norms, tau] =
-        canvases(["ood-histogram", "ood-roc", "ood-norms", "tau-chart"])?;
-    let labels = |value| plot::HistogramLabels {
-        in_distribution: "Fashion-MNIST",
-        out_of_distribution: charts.set_title,
-        value,
-    };
-    if let Some((scores, threshold, above)) = &charts.score_histogram {
-        plot::score_histogram(
-            &histogram.0,
-            scores,
-            *threshold,
-            *above,
-            &labels(&charts.score_label),
-            &histogram.1,
-        )?;
+impl Page {
+    /// A frame with the view of `figure`'s lab alone.
+    fn figure_frame(&mut self, state: JsValue, figure: Figure) -> Result<page::Frame, JsError> {
+        let state = read_state(state)?;
+        let lab = figure.info().lab;
+        let visible = Visible {
+            temperature: lab == page::figure::FigureLab::Temperature,
+            conformal: lab == page::figure::FigureLab::Conformal,
+            ood: lab == page::figure::FigureLab::Ood,
+            ..Visible::default()
+        };
+        Ok(page::render(
+            &mut self.lab,
+            &mut self.store,
+            &state,
+            &visible,
+        )?)
     }
-    let curves: Vec<plot::RocCurve> = charts
-        .roc
-        .iter()
-        .map(|(label, points)| plot::RocCurve { label, points })
-        .collect();
-    plot::roc_curves(&roc.0, &curves, &roc.1)?;
-    plot::logit_norm_histogram(
-        &norms.0,
-        &charts.norms,
-        &charts.norm_means,
-        &labels("‖z‖₂"),
-        &norms.1,
-    )?;
-    plot::tau_chart(&tau.0, &charts.tau_points, &tau.1)?;
-    Ok(())
 }
 
 /// Reads a name the page gives by its serde name (`"mnist"`, `"test"`), naming the field.
@@ -463,10 +469,10 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
 }
 
 /// A cleared canvas to draw on, with the chart style for its pixel ratio.
-type Chart = (DrawingArea<MeasuredCanvas, Shift>, ChartStyle);
-
-/// The canvas of the rivals' reliability diagrams.
-const RIVALS_CANVAS: &str = "rivals-reliability";
+type Chart = (
+    DrawingArea<Measured<plotters_canvas::CanvasBackend>, Shift>,
+    ChartStyle,
+);
 
 /// The page's canvas with this id.
 fn canvas_element(id: &str) -> Result<HtmlCanvasElement, JsError> {
@@ -491,28 +497,31 @@ fn pixel_size(canvas: &HtmlCanvasElement) -> Result<(u32, u32), JsError> {
     ))
 }
 
-/// The canvases with these ids, each sized to its CSS box times the device pixel ratio and
-/// cleared, with the chart style for that ratio.
-fn canvases<const N: usize>(ids: [&str; N]) -> Result<[Chart; N], JsError> {
+/// The canvas with this id, sized to its CSS box times the device pixel ratio and cleared,
+/// with the chart style for that ratio times `text_scale` (larger type and lines); `None` for a
+/// canvas that is not laid out (hidden, as the embed view hides the figures it does not show).
+fn canvas_chart(id: &str, text_scale: f64) -> Result<Option<Chart>, JsError> {
     let ratio = web_sys::window()
         .ok_or_else(|| JsError::new("no window"))?
         .device_pixel_ratio();
-    let mut areas = Vec::with_capacity(N);
-    for id in ids {
-        let canvas = canvas_element(id)?;
-        let (width, height) = pixel_size(&canvas)?;
-        if canvas.width() != width || canvas.height() != height {
-            canvas.set_width(width);
-            canvas.set_height(height);
-        }
-        let backend = MeasuredCanvas::new(canvas)
-            .ok_or_else(|| JsError::new(&format!("canvas #{id} has no 2D context")))?;
-        let area = backend.into_drawing_area();
-        area.fill(&WHITE)
-            .map_err(|e| JsError::new(&format!("cannot clear canvas #{id}: {e}")))?;
-        areas.push((area, ChartStyle { scale: ratio }));
+    let canvas = canvas_element(id)?;
+    let (width, height) = pixel_size(&canvas)?;
+    if width == 0 || height == 0 {
+        return Ok(None);
     }
-    areas
-        .try_into()
-        .map_err(|_| JsError::new("canvas count mismatch"))
+    if canvas.width() != width || canvas.height() != height {
+        canvas.set_width(width);
+        canvas.set_height(height);
+    }
+    let backend = Measured::canvas(canvas)
+        .ok_or_else(|| JsError::new(&format!("canvas #{id} has no 2D context")))?;
+    let area = backend.into_drawing_area();
+    area.fill(&WHITE)
+        .map_err(|e| JsError::new(&format!("cannot clear canvas #{id}: {e}")))?;
+    Ok(Some((
+        area,
+        ChartStyle {
+            scale: ratio * text_scale,
+        },
+    )))
 }

@@ -222,6 +222,8 @@ test("6. gallery filters show only matching images", { timeout: 60_000 }, async 
   }
   await configure({ score: "lac", alpha: 0.2, gallery: "misses" });
   await page.click("#gallery .tile >> nth=0");
+  // The explanation is drawn on the next animation frame, not by the click itself.
+  await page.locator("#explanation tbody tr").nth(9).waitFor({ state: "attached" });
   const rows = await page.$$eval("#explanation tbody tr", (trs) => trs.map((tr) => tr.className));
   assert.equal(rows.length, 10, "the explanation lists every label");
 });

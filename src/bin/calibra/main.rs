@@ -13,7 +13,6 @@
 #![cfg_attr(target_arch = "wasm32", no_main)]
 #![cfg(not(target_arch = "wasm32"))]
 
-mod input;
 mod ood;
 mod report;
 
@@ -22,9 +21,9 @@ use std::process::ExitCode;
 
 use calibra::calibration::Binning;
 use calibra::conformal::ScoreKind;
-use calibra::data;
 use calibra::model::{Classifier, NUM_CLASSES};
 use calibra::recalibration::Method;
+use calibra::{data, input};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]

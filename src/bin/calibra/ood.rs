@@ -8,8 +8,8 @@ use calibra::calibration::Logits;
 use calibra::ood::{self, DetectionMetrics, OodError};
 use serde::Serialize;
 
-use crate::input::{self, LogitsTable};
 use crate::OodArgs;
+use calibra::input::{self, LogitsTable};
 
 /// The JSON object `--json` prints.
 #[derive(Debug, Serialize)]
@@ -51,8 +51,8 @@ pub fn run(args: &OodArgs) -> Result<(), String> {
     };
     let report = OodReport {
         temperature,
-        n_id: in_distribution.len(),
-        n_ood: out_of_distribution.len(),
+        n_id: in_distribution.rows(),
+        n_ood: out_of_distribution.rows(),
         msp: metrics("msp", &|logits| {
             ood::max_softmax_probability(logits, temperature)
         })?,

@@ -14,8 +14,8 @@ use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration
 use calibra::smooth_calibration;
 use serde::Serialize;
 
-use crate::input::{self, LogitsTable};
 use crate::ReportArgs;
+use calibra::input::{self, LogitsTable};
 
 /// The JSON object `--json` prints.
 #[derive(Debug, Serialize)]
@@ -380,13 +380,13 @@ fn read_pair(
 ) -> Result<(LogitsTable, Vec<u32>), String> {
     let mut logits = input::read_logits(logits_path).map_err(|e| e.to_string())?;
     let labels = input::read_labels(labels_path).map_err(|e| e.to_string())?;
-    if labels.len() != logits.len() {
+    if labels.len() != logits.rows() {
         return Err(format!(
             "{}: {} labels, but {} has {} rows",
             labels_path.display(),
             labels.len(),
             logits_path.display(),
-            logits.len()
+            logits.rows()
         ));
     }
     if let Some((row, &label)) = labels

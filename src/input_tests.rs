@@ -1,0 +1,47 @@
+//! Unit tests of `input.rs` on bytes in memory; tests/cli.rs reads real files through the CLI.
+
+use super::*;
+
+fn logits(text: &str) -> Result<LogitsTable, InputError> {
+    parse_logits(text.as_bytes(), Format::Text, Path::new("l.csv"))
+}
+
+#[test]
+fn text_logits_skip_a_header_a_byte_order_mark_and_blank_lines() {
+    let table = logits("\u{feff}a,b\n1, 2\n\n3,-4.5\n").unwrap();
+    assert_eq!(table.values, vec![1.0, 2.0, 3.0, -4.5]);
+    assert_eq!((table.num_classes, table.rows()), (2, 2));
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_named_by_offset() {
+    let bytes = b"1,2\n3,\xff\n";
+    let e = parse_logits(bytes, Format::Text, Path::new("l.csv")).unwrap_err();
+    assert_eq!(e.to_string(), "l.csv: byte 6: not UTF-8 text");
+    let e = parse_labels(bytes, Format::Text, Path::new("y.txt")).unwrap_err();
+    assert_eq!(e.to_string(), "y.txt: byte 6: not UTF-8 text");
+}
+
+#[test]
+fn a_ragged_row_and_a_non_finite_value_are_named_by_line() {
+    let e = logits("1,2\n3\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "l.csv: line 2: 1 values, expected 2 like the rows before"
+    );
+    let e = logits("1,2\n3,inf\n").unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("l.csv: line 2, column 1: value inf"),
+        "{e}"
+    );
+}
+
+#[test]
+fn idx_labels_are_read_from_bytes_and_idx_logits_refused() {
+    let idx = [0, 0, 8, 1, 0, 0, 0, 2, 7, 3];
+    let labels = parse_labels(&idx, Format::Idx, Path::new("y.idx")).unwrap();
+    assert_eq!(labels, vec![7, 3]);
+    let e = parse_logits(&idx, Format::Idx, Path::new("y.idx")).unwrap_err();
+    assert!(e.to_string().contains("not logits"), "{e}");
+}

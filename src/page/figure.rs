@@ -1,0 +1,607 @@
+//! The page's figures, each drawn by one function from a frame's views whatever the backend
+//! (the page's canvases, the SVG a reader downloads), and each with the CSV of the numbers it
+//! draws: so a downloaded figure and its data are the figure on screen.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::Frame;
+use crate::calibration::Bin;
+use crate::data::FASHION_MNIST_CLASSES;
+use crate::lab::CoverageExperiment;
+use crate::ood_view::PairedHistogram;
+use crate::plot::{self, ChartStyle, PlotError};
+
+/// A figure of the page; its serde name is its canvas's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Figure {
+    Reliability,
+    Histogram,
+    SmoothReliability,
+    Classwise,
+    RivalsReliability,
+    SetSizes,
+    PerClass,
+    Stratified,
+    Sweep,
+    Experiment,
+    OodHistogram,
+    OodRoc,
+    OodNorms,
+    TauChart,
+}
+
+/// What the page shows: the whole article, or one figure alone with its lab's controls (the
+/// embed view, for an `<iframe>` in a blog post). The hash writes `none` or the figure's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Embed {
+    #[default]
+    None,
+    Figure(Figure),
+}
+
+impl Serialize for Embed {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Embed::None => serializer.serialize_str("none"),
+            Embed::Figure(figure) => figure.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Embed {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, IntoDeserializer};
+        let name = String::deserialize(deserializer)?;
+        if name == "none" {
+            return Ok(Embed::None);
+        }
+        Figure::deserialize(name.as_str().into_deserializer())
+            .map(Embed::Figure)
+            .map_err(|_: serde::de::value::Error| {
+                let names: Vec<String> = FIGURES.iter().map(|f| f.id.id()).collect();
+                D::Error::custom(format!("is not none or a figure: {}", names.join(", ")))
+            })
+    }
+}
+
+/// Which lab a figure belongs to: the one whose view must be computed to draw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FigureLab {
+    Temperature,
+    Conformal,
+    Ood,
+}
+
+/// What the page's script needs of a figure: its canvas, the stem of its files, its lab.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FigureInfo {
+    pub id: Figure,
+    /// The start of its downloads' names, e.g. `calibra-reliability`.
+    pub file_stem: &'static str,
+    /// What it shows, for the buttons' accessible names.
+    pub title: &'static str,
+    pub lab: FigureLab,
+}
+
+/// Every figure, in the page's order.
+pub const FIGURES: [FigureInfo; 14] = [
+    info(
+        Figure::Reliability,
+        "calibra-reliability",
+        "reliability diagram",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::Histogram,
+        "calibra-confidence-histogram",
+        "confidence histogram",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::SmoothReliability,
+        "calibra-smooth-reliability",
+        "smooth reliability diagram",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::Classwise,
+        "calibra-classwise",
+        "reliability diagram of each class",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::RivalsReliability,
+        "calibra-recalibration-methods",
+        "reliability diagram of each method",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::SetSizes,
+        "calibra-set-sizes",
+        "set-size histogram",
+        FigureLab::Conformal,
+    ),
+    info(
+        Figure::PerClass,
+        "calibra-coverage-per-class",
+        "coverage per class",
+        FigureLab::Conformal,
+    ),
+    info(
+        Figure::Stratified,
+        "calibra-coverage-by-size",
+        "coverage by set size",
+        FigureLab::Conformal,
+    ),
+    info(
+        Figure::Sweep,
+        "calibra-alpha-sweep",
+        "coverage and set size over α",
+        FigureLab::Conformal,
+    ),
+    info(
+        Figure::Experiment,
+        "calibra-coverage-experiment",
+        "coverage over random splits",
+        FigureLab::Conformal,
+    ),
+    info(
+        Figure::OodHistogram,
+        "calibra-ood-scores",
+        "OOD score histogram",
+        FigureLab::Ood,
+    ),
+    info(
+        Figure::OodRoc,
+        "calibra-ood-roc",
+        "ROC curves",
+        FigureLab::Ood,
+    ),
+    info(
+        Figure::OodNorms,
+        "calibra-logit-norms",
+        "logit-norm histogram",
+        FigureLab::Ood,
+    ),
+    info(Figure::TauChart, "calibra-tau", "τ chart", FigureLab::Ood),
+];
+
+const fn info(
+    id: Figure,
+    file_stem: &'static str,
+    title: &'static str,
+    lab: FigureLab,
+) -> FigureInfo {
+    FigureInfo {
+        id,
+        file_stem,
+        title,
+        lab,
+    }
+}
+
+impl Figure {
+    pub fn info(self) -> &'static FigureInfo {
+        FIGURES
+            .iter()
+            .find(|figure| figure.id == self)
+            .expect("FIGURES lists every figure")
+    }
+
+    /// Its canvas's id.
+    pub fn id(self) -> String {
+        super::serde_name(self)
+    }
+}
+
+/// The last coverage experiment, as its figure draws it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentRun {
+    pub experiment: CoverageExperiment,
+    /// `1 − α` and the guarantee's upper bound `1 − α + 1/(n + 1)`.
+    pub target: f64,
+    pub upper: f64,
+}
+
+/// What the figures are drawn from: a frame's views and the last coverage experiment.
+#[derive(Debug, Clone, Copy)]
+pub struct Sources<'a> {
+    pub frame: &'a Frame,
+    pub experiment: Option<&'a ExperimentRun>,
+}
+
+/// A figure that cannot be drawn or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FigureError {
+    #[error("the {} is not computed yet", .0.info().title)]
+    NotComputed(Figure),
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    /// Writing the CSV text failed (the `csv` crate's message).
+    #[error("cannot write the CSV: {0}")]
+    Csv(String),
+}
+
+/// Draws `figure` from `sources` on `area`.
+///
+/// # Errors
+/// [`FigureError::NotComputed`] when its view is not in the frame (its lab is not shown, its
+/// logits have not arrived, ODIN not computed, no experiment run), or the plot's error.
+pub fn draw<DB: DrawingBackend>(
+    figure: Figure,
+    sources: &Sources,
+    area: &DrawingArea<DB, Shift>,
+    style: &ChartStyle,
+) -> Result<(), FigureError> {
+    let missing = || FigureError::NotComputed(figure);
+    let frame = sources.frame;
+    let temperature = || frame.temperature.as_ref().ok_or_else(missing);
+    let conformal = || frame.conformal.as_ref().ok_or_else(missing);
+    let ood = || frame.ood.as_ref().ok_or_else(missing);
+    match figure {
+        Figure::Reliability => {
+            plot::reliability_diagram(area, &temperature()?.at_temperature.bins, style)?;
+        }
+        Figure::Histogram => {
+            let view = temperature()?;
+            plot::confidence_histogram(
+                area,
+                &view.confidence_counts,
+                view.mean_confidence,
+                view.at_temperature.accuracy,
+                style,
+            )?;
+        }
+        Figure::SmoothReliability => {
+            let smooth = &temperature()?.smooth;
+            plot::smooth_reliability_diagram(area, &smooth.curve, Some(&smooth.band), style)?;
+        }
+        Figure::Classwise => {
+            let bins = &temperature()?.classwise_bins;
+            plot::classwise_reliability(area, bins, &FASHION_MNIST_CLASSES, style)?;
+        }
+        Figure::RivalsReliability => {
+            let methods: Vec<plot::MethodPanel> = temperature()?
+                .rivals
+                .reports
+                .iter()
+                .map(|report| plot::MethodPanel {
+                    title: report.method.title(),
+                    bins: &report.bins,
+                })
+                .collect();
+            plot::method_reliability(area, &methods, style)?;
+        }
+        Figure::SetSizes => plot::set_size_histogram(area, &conformal()?.size_counts, style)?,
+        Figure::PerClass => {
+            let view = conformal()?;
+            plot::per_class_coverage(
+                area,
+                &view.metrics.per_class_coverage,
+                &FASHION_MNIST_CLASSES,
+                1.0 - view.alpha,
+                style,
+            )?;
+        }
+        Figure::Stratified => {
+            let view = conformal()?;
+            plot::stratified_coverage(
+                area,
+                &view.metrics.size_stratified,
+                1.0 - view.alpha,
+                style,
+            )?;
+        }
+        Figure::Sweep => {
+            let view = conformal()?;
+            plot::alpha_sweep_curves(area, &view.sweep, view.alpha, style)?;
+        }
+        Figure::Experiment => {
+            let run = sources.experiment.ok_or_else(missing)?;
+            plot::coverage_experiment_histogram(
+                area,
+                &run.experiment.coverages,
+                &run.experiment.beta_density,
+                run.target,
+                run.upper,
+                style,
+            )?;
+        }
+        Figure::OodHistogram => {
+            let charts = ood()?;
+            let (scores, threshold, above) = charts.score_histogram.as_ref().ok_or_else(missing)?;
+            let labels = ood_labels(charts, &charts.score_label);
+            plot::score_histogram(area, scores, *threshold, *above, &labels, style)?;
+        }
+        Figure::OodRoc => {
+            let curves: Vec<plot::RocCurve> = ood()?
+                .roc
+                .iter()
+                .map(|(label, points)| plot::RocCurve { label, points })
+                .collect();
+            plot::roc_curves(area, &curves, style)?;
+        }
+        Figure::OodNorms => {
+            let charts = ood()?;
+            let labels = ood_labels(charts, "‖z‖₂");
+            plot::logit_norm_histogram(area, &charts.norms, &charts.norm_means, &labels, style)?;
+        }
+        Figure::TauChart => plot::tau_chart(area, &ood()?.tau_points, style)?,
+    }
+    Ok(())
+}
+
+fn ood_labels<'a>(charts: &'a super::OodCharts, value: &'a str) -> plot::HistogramLabels<'a> {
+    plot::HistogramLabels {
+        in_distribution: "Fashion-MNIST",
+        out_of_distribution: charts.set_title,
+        value,
+    }
+}
+
+/// Draws `figure` on the whole of `backend`: cleared to white, drawn, presented.
+///
+/// # Errors
+/// As [`draw`], or the backend's.
+pub fn render_on<DB: DrawingBackend>(
+    figure: Figure,
+    sources: &Sources,
+    backend: DB,
+    style: &ChartStyle,
+) -> Result<(), FigureError> {
+    let area = backend.into_drawing_area();
+    area.fill(&WHITE)
+        .map_err(|e| PlotError::Drawing(e.to_string()))?;
+    draw(figure, sources, &area, style)?;
+    area.present()
+        .map_err(|e| PlotError::Drawing(e.to_string()))?;
+    Ok(())
+}
+
+/// The numbers `figure` draws, as CSV with a header row: every value as Rust writes an `f64`
+/// (the shortest text that reads back to the same number), an empty field where there is none.
+///
+/// # Errors
+/// [`FigureError::NotComputed`] as for [`draw`], [`FigureError::Csv`] if writing fails.
+pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
+    let missing = || FigureError::NotComputed(figure);
+    let frame = sources.frame;
+    let temperature = || frame.temperature.as_ref().ok_or_else(missing);
+    let conformal = || frame.conformal.as_ref().ok_or_else(missing);
+    let ood = || frame.ood.as_ref().ok_or_else(missing);
+    let mut table = Table::default();
+    match figure {
+        Figure::Reliability => {
+            table.header(&BIN_COLUMNS);
+            for bin in &temperature()?.at_temperature.bins {
+                table.row(bin_fields(bin));
+            }
+        }
+        Figure::Histogram => {
+            let view = temperature()?;
+            table.header(&BIN_COLUMNS);
+            let bins = view.confidence_counts.len();
+            for (index, count) in view.confidence_counts.iter().enumerate() {
+                table.row([
+                    number(index as f64 / bins as f64),
+                    number((index + 1) as f64 / bins as f64),
+                    count.to_string(),
+                    number(view.mean_confidence),
+                    number(view.at_temperature.accuracy),
+                ]);
+            }
+        }
+        Figure::SmoothReliability => {
+            let smooth = &temperature()?.smooth;
+            table.header(&[
+                "confidence",
+                "accuracy",
+                "density",
+                "band_lower",
+                "band_upper",
+            ]);
+            let curve = &smooth.curve;
+            for (index, &confidence) in curve.confidence.iter().enumerate() {
+                table.row([
+                    number(confidence),
+                    number(curve.accuracy[index]),
+                    number(curve.density[index]),
+                    number(smooth.band.lower[index]),
+                    number(smooth.band.upper[index]),
+                ]);
+            }
+        }
+        Figure::Classwise => {
+            let bins = &temperature()?.classwise_bins;
+            let classes = FASHION_MNIST_CLASSES.iter().map(ToString::to_string);
+            grouped_bins(
+                &mut table,
+                "class",
+                classes.zip(bins.iter().map(Vec::as_slice)),
+            );
+        }
+        Figure::RivalsReliability => {
+            let reports = &temperature()?.rivals.reports;
+            let methods = reports
+                .iter()
+                .map(|report| (report.method.title().to_string(), report.bins.as_slice()));
+            grouped_bins(&mut table, "method", methods);
+        }
+        Figure::SetSizes => {
+            table.header(&["set_size", "count"]);
+            for (size, count) in conformal()?.size_counts.iter().enumerate() {
+                table.row([size.to_string(), count.to_string()]);
+            }
+        }
+        Figure::PerClass => {
+            let view = conformal()?;
+            table.header(&["class", "coverage", "target"]);
+            let coverage = &view.metrics.per_class_coverage;
+            for (class, value) in FASHION_MNIST_CLASSES.iter().zip(coverage) {
+                table.row([
+                    class.to_string(),
+                    optional(*value),
+                    number(1.0 - view.alpha),
+                ]);
+            }
+        }
+        Figure::Stratified => {
+            let view = conformal()?;
+            table.header(&["min_size", "max_size", "count", "coverage", "target"]);
+            for stratum in &view.metrics.size_stratified {
+                table.row([
+                    stratum.min_size.to_string(),
+                    stratum.max_size.to_string(),
+                    stratum.count.to_string(),
+                    optional(stratum.coverage),
+                    number(1.0 - view.alpha),
+                ]);
+            }
+        }
+        Figure::Sweep => {
+            table.header(&["alpha", "qhat", "coverage", "average_set_size"]);
+            for point in &conformal()?.sweep {
+                table.row([
+                    number(point.alpha),
+                    number(point.qhat),
+                    number(point.coverage),
+                    number(point.average_set_size),
+                ]);
+            }
+        }
+        Figure::Experiment => {
+            let run = sources.experiment.ok_or_else(missing)?;
+            table.header(&["split", "coverage", "target", "upper_bound"]);
+            for (split, &coverage) in run.experiment.coverages.iter().enumerate() {
+                table.row([
+                    split.to_string(),
+                    number(coverage),
+                    number(run.target),
+                    number(run.upper),
+                ]);
+            }
+        }
+        Figure::OodHistogram => {
+            let (scores, threshold, _) = ood()?.score_histogram.as_ref().ok_or_else(missing)?;
+            histogram_table(&mut table, scores, Some(*threshold));
+        }
+        Figure::OodRoc => {
+            table.header(&["curve", "false_positive_rate", "true_positive_rate"]);
+            for (label, points) in &ood()?.roc {
+                for point in points {
+                    table.row([
+                        label.clone(),
+                        number(point.false_positive_rate),
+                        number(point.true_positive_rate),
+                    ]);
+                }
+            }
+        }
+        Figure::OodNorms => histogram_table(&mut table, &ood()?.norms, None),
+        Figure::TauChart => {
+            table.header(&["tau", "accuracy", "ece_t1", "ece_fitted", "fpr95", "auroc"]);
+            for point in &ood()?.tau_points {
+                table.row([
+                    point
+                        .tau
+                        .map_or_else(|| "cross-entropy".to_string(), number),
+                    number(point.accuracy),
+                    number(point.ece_raw),
+                    number(point.ece_fitted),
+                    number(point.fpr95),
+                    number(point.auroc),
+                ]);
+            }
+        }
+    }
+    table.into_text()
+}
+
+/// A paired histogram's bins, with the threshold in each row when there is one.
+fn histogram_table(table: &mut Table, histogram: &PairedHistogram, threshold: Option<f64>) {
+    let mut header = vec!["bin_lower", "bin_upper", "share_fashion_mnist", "share_ood"];
+    if threshold.is_some() {
+        header.push("threshold");
+    }
+    table.header(&header);
+    for (index, edges) in histogram.edges.windows(2).enumerate() {
+        let fields = [
+            number(edges[0]),
+            number(edges[1]),
+            number(histogram.in_distribution[index]),
+            number(histogram.out_of_distribution[index]),
+        ];
+        table.row(fields.into_iter().chain(threshold.map(number)));
+    }
+}
+
+/// The bins of several reliability diagrams, each row led by its diagram's name in `column`.
+fn grouped_bins<'a>(
+    table: &mut Table,
+    column: &str,
+    diagrams: impl IntoIterator<Item = (String, &'a [Bin])>,
+) {
+    table.header(&[&[column][..], &BIN_COLUMNS[..]].concat());
+    for (name, bins) in diagrams {
+        for bin in bins {
+            table.row(std::iter::once(name.clone()).chain(bin_fields(bin)));
+        }
+    }
+}
+
+/// The columns of a reliability bin ([`bin_fields`]).
+const BIN_COLUMNS: [&str; 5] = [
+    "bin_lower",
+    "bin_upper",
+    "count",
+    "mean_confidence",
+    "accuracy",
+];
+
+fn bin_fields(bin: &Bin) -> [String; 5] {
+    [
+        number(bin.lower),
+        number(bin.upper),
+        bin.count.to_string(),
+        number(bin.confidence),
+        number(bin.accuracy),
+    ]
+}
+
+fn number(value: f64) -> String {
+    value.to_string()
+}
+
+fn optional(value: Option<f64>) -> String {
+    value.map(number).unwrap_or_default()
+}
+
+/// A CSV table's rows, header first, written by the `csv` crate (RFC 4180 quoting).
+#[derive(Default)]
+struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn header(&mut self, names: &[&str]) {
+        self.row(names.iter().map(ToString::to_string));
+    }
+
+    fn row(&mut self, fields: impl IntoIterator<Item = String>) {
+        self.rows.push(fields.into_iter().collect());
+    }
+
+    fn into_text(self) -> Result<String, FigureError> {
+        let csv_error = |e: &dyn std::fmt::Display| FigureError::Csv(e.to_string());
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        for row in &self.rows {
+            writer.write_record(row).map_err(|e| csv_error(&e))?;
+        }
+        let bytes = writer.into_inner().map_err(|e| csv_error(&e))?;
+        String::from_utf8(bytes).map_err(|e| csv_error(&e))
+    }
+}

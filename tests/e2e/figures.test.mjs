@@ -1,0 +1,266 @@
+// End-to-end tests of each figure's "Save or share" menu in headless Chromium: the PNG is the
+// canvas as drawn, the SVG the same plot at the canvas's size, the CSV the numbers the figure
+// draws (checked against the native CLI's), and the copied link is the page in this state.
+//
+// Run: bash scripts/test (stage 7), or by hand after bash scripts/build-site:
+//   npm ci --prefix tests/e2e && node --test tests/e2e/figures.test.mjs
+// UPDATE_SCREENSHOT=1 also copies the presentation-mode screenshot to docs/presentation.png.
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import { Native, REPO_ROOT, collectProblems, launchBrowser, nextFrames, openSite, waitForInference } from "./helpers.mjs";
+
+const INFERENCE_TIMEOUT_MS = 180_000;
+// The page's logits (wasm) and the CLI's (native) differ in the last f32 bits; bin means over
+// hundreds of images move by far less than this (temperature.test.mjs measures it).
+const TOLERANCE_BIN = 1e-6;
+
+let site;
+let browser;
+let problems;
+let native;
+let page;
+
+before(async () => {
+  site = await openSite();
+  native = new Native(site.url);
+  browser = await launchBrowser();
+  await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(site.url).origin });
+  problems = collectProblems(browser.context);
+  page = await browser.context.newPage();
+  await page.goto(`${site.url}#model=ce&t=1.5&bins=10&binning=width&split=0`);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  native?.close();
+});
+
+// Clicks `button` of figure `id`'s menu (opened first) and returns the download's name and bytes.
+async function saved(id, kind) {
+  const menu = page.locator("figure", { has: page.locator(`canvas#${id}`) }).locator("details.figure-menu");
+  await menu.scrollIntoViewIfNeeded();
+  await nextFrames(page, 2);
+  if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
+  const title = await page.evaluate((figure) => window.calibra.limits.figures.find((f) => f.id === figure).title, id);
+  const [file] = await Promise.all([
+    page.waitForEvent("download"),
+    menu.getByRole("button", { name: `Download the ${title} as ${kind}` }).click(),
+  ]);
+  return { name: file.suggestedFilename(), bytes: readFileSync(await file.path()) };
+}
+
+// The rows of a CSV file (RFC 4180: a quoted field may hold commas and doubled quotes).
+function csvRows(bytes) {
+  const rows = [];
+  for (const line of bytes.toString("utf8").trim().split(/\r?\n/)) {
+    const fields = [];
+    for (const [, quoted, plain] of line.matchAll(/(?:^|,)(?:"((?:[^"]|"")*)"|([^,]*))/g)) fields.push(quoted === undefined ? plain : quoted.replaceAll('""', '"'));
+    rows.push(fields);
+  }
+  return rows;
+}
+
+test("1. the reliability diagram's CSV holds the CLI's bins at this T", { timeout: 60_000 }, async () => {
+  const { name, bytes } = await saved("reliability", "CSV");
+  assert.equal(name, "calibra-reliability.csv");
+  const [header, ...rows] = csvRows(bytes);
+  assert.deepEqual(header, ["bin_lower", "bin_upper", "count", "mean_confidence", "accuracy"]);
+  const report = await native.report("ce", { temperature: 1.5, bins: 10 });
+  const bins = report.after.bins;
+  assert.equal(rows.length, bins.length);
+  rows.forEach(([lower, upper, count, confidence, accuracy], index) => {
+    const bin = bins[index];
+    assert.equal(Number(lower), bin.lower);
+    assert.equal(Number(upper), bin.upper);
+    assert.equal(Number(count), bin.count, `bin ${index}: count`);
+    assert.ok(Math.abs(Number(confidence) - bin.confidence) < TOLERANCE_BIN, `bin ${index}: confidence ${confidence} vs ${bin.confidence}`);
+    assert.ok(Math.abs(Number(accuracy) - bin.accuracy) < TOLERANCE_BIN, `bin ${index}: accuracy ${accuracy} vs ${bin.accuracy}`);
+  });
+});
+
+test("2. the SVG is the figure at the canvas's size, the PNG the canvas's pixels", { timeout: 60_000 }, async () => {
+  const size = await page.evaluate(() => {
+    const canvas = document.getElementById("reliability");
+    return { css: [canvas.clientWidth, canvas.clientHeight], pixels: [canvas.width, canvas.height] };
+  });
+  const svg = (await saved("reliability", "SVG")).bytes.toString("utf8");
+  assert.ok(svg.startsWith(`<svg width="${size.css[0]}" height="${size.css[1]}"`), svg.slice(0, 80));
+  const texts = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((match) => match[1].trim());
+  for (const axis of ["confidence", "accuracy"]) assert.ok(texts.includes(axis), `no "${axis}" among ${texts.join(" | ")}`);
+  const png = await saved("reliability", "PNG");
+  assert.equal(png.name, "calibra-reliability.png");
+  assert.deepEqual([...png.bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], "PNG signature");
+  // IHDR: width and height, big-endian, at bytes 16 and 20.
+  assert.deepEqual([png.bytes.readUInt32BE(16), png.bytes.readUInt32BE(20)], size.pixels);
+});
+
+test("3. coverage per class in the CSV is the lab's at this α and T", { timeout: 60_000 }, async () => {
+  await page.locator("#conformal-lab").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 10_000 });
+  const [header, ...rows] = csvRows((await saved("per-class", "CSV")).bytes);
+  assert.deepEqual(header, ["class", "coverage", "target"]);
+  const classes = await page.evaluate(() => window.calibra.limits.class_names);
+  assert.deepEqual(rows.map((row) => row[0]), classes);
+  const report = await native.report("ce", { temperature: 1.5, bins: 10, extra: ["--score", "aps", "--alpha", "0.1"] });
+  rows.forEach(([, coverage, target], index) => {
+    assert.equal(Number(target), 0.9);
+    // Coverage is a count over each class's images: the same sets give the same count.
+    assert.equal(Number(coverage), report.conformal.per_class_coverage[index], classes[index]);
+  });
+});
+
+test("4. every figure saves as SVG and CSV once its lab has been shown", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
+  await page.click("#run-experiment");
+  await page.waitForFunction(() => window.calibra.timings.experiment !== undefined, null, { timeout: 30_000 });
+  await page.locator("#ood-lab").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.calibra.timings.oodDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
+  const figures = await page.evaluate(() => window.calibra.limits.figures);
+  assert.equal(figures.length, await page.locator("main figure canvas").count(), "one entry per figure canvas");
+  for (const figure of figures) {
+    const svg = await saved(figure.id, "SVG");
+    assert.equal(svg.name, `${figure.file_stem}.svg`);
+    assert.match(svg.bytes.toString("utf8"), /^<svg width="\d+" height="\d+"/, figure.id);
+    const [header, ...rows] = csvRows((await saved(figure.id, "CSV")).bytes);
+    assert.ok(header.length >= 2 && rows.length > 0, `${figure.id}: ${header} and ${rows.length} rows`);
+    for (const row of rows) assert.equal(row.length, header.length, `${figure.id}: a ragged row ${row}`);
+  }
+  assert.ok(await page.locator("#error").isHidden(), await page.textContent("#error"));
+});
+
+test("5. 'Copy link to this view' copies the address of this state", { timeout: 30_000 }, async () => {
+  const menu = page.locator("figure", { has: page.locator("canvas#reliability") }).locator("details.figure-menu");
+  await menu.scrollIntoViewIfNeeded();
+  if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
+  await menu.getByRole("button", { name: "Copy link to this view" }).click();
+  await page.waitForFunction(() => document.querySelector(".figure-menu-status").textContent === "Link copied.", null, { timeout: 5_000 });
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert.equal(copied, await page.evaluate(() => location.href));
+  assert.match(copied, /#model=ce&t=1\.5&/);
+});
+
+test("6. 'Copy embed code' copies an <iframe> of the embed view of that figure in this state", { timeout: 30_000 }, async () => {
+  const menu = page.locator("figure", { has: page.locator("canvas#sweep") }).locator("details.figure-menu");
+  await menu.scrollIntoViewIfNeeded();
+  if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
+  await menu.getByRole("button", { name: "Copy embed code for the coverage and set size over α" }).click();
+  const code = await page.evaluate(() => navigator.clipboard.readText());
+  const src = code.match(/^<iframe src="([^"]+)" width="720" height="(\d+)" title="calibra: coverage and set size over α"/);
+  assert.ok(src, code);
+  const hash = new URLSearchParams(new URL(src[1]).hash.slice(1));
+  assert.equal(hash.get("embed"), "sweep");
+  assert.equal(hash.get("t"), "1.5");
+  assert.equal(new URL(src[1]).origin + new URL(src[1]).pathname, new URL(site.url).href);
+});
+
+// A figure's embed view: only its canvas shows, drawn, with its lab's slider; the rest of the
+// article is not displayed, and the link back opens the article in the same state.
+async function checkEmbed(view, figure) {
+  const layout = await view.evaluate((id) => {
+    const displayed = (element) => element.getClientRects().length > 0;
+    const canvases = [...document.querySelectorAll("main canvas")].filter((canvas) => canvas.closest("figure")).filter(displayed).map((canvas) => canvas.id);
+    const canvas = document.getElementById(id);
+    const bar = canvas.closest(".lab").querySelector(".slider-bar");
+    return {
+      canvases,
+      width: canvas.getBoundingClientRect().width,
+      viewport: document.documentElement.clientWidth,
+      bar: displayed(bar),
+      masthead: displayed(document.querySelector(".masthead")),
+      headings: [...document.querySelectorAll("main h2, main h3")].filter(displayed).length,
+      back: document.getElementById("embed-article-link").href,
+      backShown: displayed(document.getElementById("embed-article-link")),
+    };
+  }, figure);
+  assert.deepEqual(layout.canvases, [figure], `${figure}: the canvases shown`);
+  assert.ok(layout.bar && layout.backShown && !layout.masthead && layout.headings === 0, `${figure}: ${JSON.stringify(layout)}`);
+  assert.ok(layout.width > 0.9 * layout.viewport - 60 && layout.width <= layout.viewport, `${figure}: ${layout.width} px wide in ${layout.viewport}`);
+  const back = new URLSearchParams(new URL(layout.back).hash.slice(1));
+  assert.equal(back.get("embed"), "none");
+}
+
+test("7. every figure's embed view shows that figure alone, drawn, with its slider", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
+  const figures = await page.evaluate(() => window.calibra.limits.figures);
+  const view = await browser.context.newPage();
+  await view.setViewportSize({ width: 720, height: 640 });
+  for (const figure of figures) {
+    // The logits come from this browser's cache after the first page's inference.
+    await view.goto(`${site.url}#model=ce&t=1.5&embed=${figure.id}`);
+    await view.waitForFunction(() => document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
+    if (figure.id === "experiment") await view.click("#run-experiment");
+    const blank = await view.evaluate((id) => {
+      const canvas = document.getElementById(id);
+      const empty = document.createElement("canvas");
+      [empty.width, empty.height] = [canvas.width, canvas.height];
+      const context = empty.getContext("2d");
+      context.fillStyle = "white";
+      context.fillRect(0, 0, empty.width, empty.height);
+      return empty.toDataURL();
+    }, figure.id);
+    await view.waitForFunction(([id, empty]) => document.getElementById(id).toDataURL() !== empty, [figure.id, blank], { timeout: INFERENCE_TIMEOUT_MS, polling: 250 });
+    await checkEmbed(view, figure.id);
+  }
+  // The embed's own slider redraws its figure.
+  await view.goto(`${site.url}#model=ce&t=1.5&embed=reliability`);
+  await view.waitForFunction(() => document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
+  await nextFrames(view, 3);
+  const before = await view.evaluate(() => document.getElementById("reliability").toDataURL());
+  await view.evaluate(() => {
+    const input = document.getElementById("temperature");
+    input.value = "100";
+    input.dispatchEvent(new Event("input"));
+  });
+  await view.waitForFunction((old) => document.getElementById("reliability").toDataURL() !== old, before, { timeout: 10_000 });
+  assert.notEqual(new URLSearchParams((await view.evaluate(() => location.hash)).slice(1)).get("t"), "1.5");
+  await view.close();
+});
+
+test("8. presentation mode: one figure a screen in large type, keys to move, Esc to leave", { timeout: 60_000 }, async () => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.getByRole("button", { name: "Present the figures" }).click();
+  const shownFigure = () => page.evaluate(() => [...document.querySelectorAll("main figure canvas")].filter((c) => c.getClientRects().length > 0).map((c) => c.id));
+  const position = () => page.textContent("#presentation-position");
+  await page.waitForFunction(() => document.body.classList.contains("present"));
+  assert.deepEqual(await shownFigure(), ["reliability"]);
+  assert.equal(await position(), "Figure 1 of 14: reliability diagram");
+  assert.equal(await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("present")), "1");
+  // Large type: the root font is larger than the article's 17 px.
+  assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).fontSize), "22px");
+  await nextFrames(page, 3);
+  mkdirSync(path.join(REPO_ROOT, "tests/e2e/screenshots"), { recursive: true });
+  const shot = path.join(REPO_ROOT, "tests/e2e/screenshots/presentation.png");
+  await page.screenshot({ path: shot });
+  if (process.env.UPDATE_SCREENSHOT === "1") copyFileSync(shot, path.join(REPO_ROOT, "docs/presentation.png"));
+  await page.keyboard.press("ArrowRight");
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 2 "));
+  assert.deepEqual(await shownFigure(), ["histogram"]);
+  await page.keyboard.press("ArrowLeft");
+  await page.keyboard.press("ArrowLeft");
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 14 "));
+  assert.deepEqual(await shownFigure(), ["tau-chart"]);
+  await page.keyboard.press("PageDown");
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 1 "));
+  // The slider keeps its arrows: T moves, the figure stays.
+  const t = await page.inputValue("#temperature");
+  await page.focus("#temperature");
+  await page.keyboard.press("ArrowRight");
+  assert.equal(Number(await page.inputValue("#temperature")), Number(t) + 1);
+  assert.equal(await position(), "Figure 1 of 14: reliability diagram");
+  await page.evaluate(() => document.activeElement.blur());
+  await page.keyboard.press("Escape");
+  await page.waitForFunction(() => !document.body.classList.contains("present") && !document.body.classList.contains("embed"));
+  assert.ok(await page.locator(".masthead").isVisible());
+  const after = await page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+  assert.equal(after.present, "0");
+  assert.equal(after.embed, "none");
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+test("9. no console errors, uncaught exceptions or failed requests", () => {
+  assert.deepEqual(problems, []);
+});

@@ -1,0 +1,48 @@
+// The embed view (#embed=<figure id>): one figure alone with its lab's slider, sized to the
+// frame, for an <iframe> in a blog post; and presentation mode (#present=1), the same view in
+// large type with buttons and keys to the next figure. Rust's state says which figure (or
+// "none": the whole article) and whether it is presented; this file only shows and hides what
+// the DOM already holds.
+
+let shown = null;
+
+// Shows the whole page for "none", or only `figureId`'s canvas, its caption and menu, its lab's
+// slider bar and the controls marked data-embed-with for it; `articleHref` is the link back to
+// the article in the same state, kept current at every call. `present` adds presentation mode,
+// whose bar names the figure's place among `figures` (Rust's list).
+export function showEmbed({ figureId, articleHref, present, figures }) {
+  const link = document.getElementById("embed-article-link");
+  link.href = articleHref;
+  const view = `${figureId}:${present}`;
+  if (view === shown) return;
+  shown = view;
+  const embedded = figureId !== "none";
+  // Presentation mode presents a figure; with none embedded it is the article.
+  const presenting = present && embedded;
+  document.body.classList.toggle("present", presenting);
+  const nav = document.getElementById("presentation-nav");
+  nav.hidden = !presenting;
+  for (const element of document.querySelectorAll(".embed-keep, .embed-path")) element.classList.remove("embed-keep", "embed-path");
+  document.body.classList.toggle("embed", embedded);
+  link.hidden = !embedded || presenting;
+  if (!embedded) return;
+  if (presenting) {
+    const index = figures.findIndex((figure) => figure.id === figureId);
+    document.getElementById("presentation-position").textContent = `Figure ${index + 1} of ${figures.length}: ${figures[index].title}`;
+    window.scrollTo(0, 0);
+  }
+  const canvas = document.getElementById(figureId);
+  const lab = canvas.closest(".lab");
+  const kept = [
+    presenting ? nav : link.parentElement,
+    canvas,
+    canvas.closest("figure"),
+    document.querySelector(".status"),
+    lab.querySelector(".slider-bar"),
+    ...document.querySelectorAll(`[data-embed-with~="${figureId}"]`),
+  ];
+  for (const element of kept) {
+    element.classList.add("embed-keep");
+    for (let parent = element.parentElement; parent && parent !== document.body; parent = parent.parentElement) parent.classList.add("embed-path");
+  }
+}

@@ -1,0 +1,109 @@
+// Each figure's "Save or share" menu: PNG (the canvas as drawn), SVG and CSV (from Rust: the
+// same plot code on the SVG backend, and the numbers the figure draws), the code of an <iframe>
+// showing the figure alone (the embed view), and a link to this view (the address, whose hash
+// is the page state). Rust lists the figures (limits().figures).
+
+// Width of the <iframe> the embed code writes, in CSS pixels: a blog column's.
+const EMBED_WIDTH = 720;
+// Room above and below the figure in the embed view: its slider bar, caption and menu.
+const EMBED_CHROME_HEIGHT = 260;
+
+// Adds a menu to every <figure> that holds one of the page's canvases. `page` gives the SVG and
+// CSV of a figure in a state, `state()` the current state, `embedHash(id)` the hash of the
+// embed view of figure `id`; failures go to `onError`.
+export function addFigureMenus({ figures, page, state, embedHash, onError }) {
+  const byId = new Map(figures.map((figure) => [figure.id, figure]));
+  for (const element of document.querySelectorAll("main figure")) {
+    const shown = [...element.querySelectorAll("canvas")].map((canvas) => byId.get(canvas.id)).filter(Boolean);
+    if (shown.length) element.append(menu(shown, { page, state, embedHash, onError }));
+  }
+}
+
+function menu(figures, { page, state, embedHash, onError }) {
+  const details = document.createElement("details");
+  details.className = "figure-menu";
+  const summary = document.createElement("summary");
+  summary.textContent = "Save or share";
+  details.append(summary);
+  const status = document.createElement("span");
+  status.className = "figure-menu-status";
+  status.setAttribute("role", "status");
+  for (const figure of figures) {
+    const row = document.createElement("div");
+    row.className = "figure-menu-row";
+    if (figures.length > 1) {
+      const name = document.createElement("span");
+      name.textContent = `${capitalised(figure.title)}:`;
+      row.append(name);
+    }
+    const save = (kind, make) => button(kind, `Download the ${figure.title} as ${kind}`, async () => {
+      download(await make(), `${figure.file_stem}.${kind.toLowerCase()}`);
+    });
+    row.append(
+      save("PNG", () => canvasBlob(document.getElementById(figure.id))),
+      save("SVG", () => new Blob([page.figure_svg(state(), figure.id)], { type: "image/svg+xml" })),
+      save("CSV", () => new Blob([page.figure_csv(state(), figure.id)], { type: "text/csv" })),
+      button("Copy embed code", `Copy embed code for the ${figure.title}`, async () => {
+        await navigator.clipboard.writeText(embedCode(figure, embedHash(figure.id)));
+        status.textContent = "Embed code copied.";
+      }),
+    );
+    details.append(row);
+  }
+  const link = button("Copy link to this view", null, async () => {
+    await navigator.clipboard.writeText(location.href);
+    status.textContent = "Link copied.";
+  });
+  const linkRow = document.createElement("div");
+  linkRow.className = "figure-menu-row";
+  linkRow.append(link, status);
+  details.append(linkRow);
+  // Each button's failure is shown, never thrown away.
+  details.addEventListener("figure-menu-error", (event) => onError(event.detail));
+  return details;
+}
+
+function button(text, label, action) {
+  const element = document.createElement("button");
+  element.type = "button";
+  element.textContent = text;
+  if (label) element.setAttribute("aria-label", label);
+  element.addEventListener("click", () => {
+    Promise.resolve().then(action).catch((error) => {
+      element.dispatchEvent(new CustomEvent("figure-menu-error", { bubbles: true, detail: error.message ?? String(error) }));
+    });
+  });
+  return element;
+}
+
+// An <iframe> of the embed view, as tall as the figure needs at EMBED_WIDTH.
+function embedCode(figure, hash) {
+  const canvas = document.getElementById(figure.id);
+  const ratio = canvas.clientHeight / Math.max(1, canvas.clientWidth);
+  const height = Math.round(EMBED_WIDTH * ratio + EMBED_CHROME_HEIGHT);
+  const src = new URL(`#${hash}`, location.href).href;
+  return `<iframe src="${src}" width="${EMBED_WIDTH}" height="${height}" title="calibra: ${figure.title}" loading="lazy" style="border: 0; max-width: 100%"></iframe>`;
+}
+
+const capitalised = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+
+// The canvas as a PNG, at the pixels it is drawn with.
+function canvasBlob(canvas) {
+  return new Promise((resolve, reject) => {
+    canvas.toBlob((blob) => (blob ? resolve(blob) : reject(new Error(`cannot encode #${canvas.id} as PNG`))), "image/png");
+  });
+}
+
+// Saves a blob under `name` through a temporary link.
+function download(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // Released once the browser has long started the download.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
