@@ -4,8 +4,9 @@
 //!
 //! Logits: `.npy` of f32 or f64 with shape `[n, K]`, or text with one row of K numbers a line
 //! (comma- or whitespace-separated, as NumPy's `savetxt` writes), an optional header row and
-//! blank lines ignored. Labels: `.npy` of any integer dtype with shape `[n]`, or one integer a
-//! line.
+//! blank lines ignored; a first row is a header only when none of its fields is a number.
+//! Labels: `.npy` of any integer dtype with shape `[n]`, or one integer a line (or an integral
+//! float, as `np.savetxt` writes integers).
 //!
 //! A `.npy` header is read here before npyz sees the file, because npyz multiplies the shape's
 //! dimensions unchecked: a header declaring shape `(2**40, 2**40)` makes a debug build panic
@@ -608,8 +609,9 @@ fn parse_text_logits(bytes: &[u8], path: &Path) -> Result<LogitsTable, InputErro
         };
         let parsed = match parsed {
             Ok(parsed) => parsed,
-            // A first row that is not numbers is a header.
-            Err(_) if first_row => {
+            // A first row without a single number is a header; one with some numbers is a data
+            // row with a typo, which must not vanish as a header.
+            Err(_) if first_row && row.iter().all(|f| f.parse::<f64>().is_err()) => {
                 first_row = false;
                 num_classes = Some(row.len());
                 continue;
@@ -655,7 +657,7 @@ fn parse_text_labels(bytes: &[u8], path: &Path) -> Result<Vec<u32>, InputError> 
         if field.is_empty() {
             continue;
         }
-        let label = field.parse::<u32>().map_err(|_| InputError::Text {
+        let label = text_label(field).ok_or_else(|| InputError::Text {
             path: path.to_path_buf(),
             line: index + 1,
             detail: format!("'{field}' is not a label (a non-negative integer)"),
@@ -663,6 +665,16 @@ fn parse_text_labels(bytes: &[u8], path: &Path) -> Result<Vec<u32>, InputError> 
         labels.push(label);
     }
     Ok(labels)
+}
+
+/// A label written as an integer (`3`) or as a float with an integral value, as NumPy's
+/// `savetxt` writes integers by default (`3.000000000000000000e+00`).
+fn text_label(field: &str) -> Option<u32> {
+    field.parse::<u32>().ok().or_else(|| {
+        let value = field.parse::<f64>().ok()?;
+        let integral = value.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&value);
+        integral.then_some(value as u32)
+    })
 }
 
 /// Writes `[n, K]` logits as a float32 `.npy` file.

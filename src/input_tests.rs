@@ -45,3 +45,26 @@ fn idx_labels_are_read_from_bytes_and_idx_logits_refused() {
     let e = parse_logits(&idx, Format::Idx, Path::new("y.idx")).unwrap_err();
     assert!(e.to_string().contains("not logits"), "{e}");
 }
+
+#[test]
+fn a_first_row_with_a_typo_is_an_error_not_a_header() {
+    let e = logits("1.5,2.O,3\n4,5,6\n").unwrap_err();
+    assert_eq!(e.to_string(), "l.csv: line 1: '2.O' is not a number");
+    // A header has no number at all; the data after it keep its width.
+    let table = logits("z0,z1,z2\n4,5,6\n").unwrap();
+    assert_eq!((table.rows(), table.num_classes), (1, 3));
+}
+
+#[test]
+fn labels_written_by_savetxt_as_integral_floats_are_read() {
+    let text = "0.000000000000000000e+00\n9.000000000000000000e+00\n3\n";
+    let labels = parse_labels(text.as_bytes(), Format::Text, Path::new("y.txt")).unwrap();
+    assert_eq!(labels, vec![0, 9, 3]);
+    for bad in ["2.5", "-1", "-1.0e+00", "nan", "4.3e9"] {
+        let e = parse_labels(bad.as_bytes(), Format::Text, Path::new("y.txt")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("y.txt: line 1: '{bad}' is not a label (a non-negative integer)")
+        );
+    }
+}
