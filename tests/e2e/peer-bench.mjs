@@ -1,0 +1,76 @@
+// The side-by-side inference benchmark: calibra's WebAssembly module against TensorFlow.js's
+// WebAssembly backend (XNNPACK), in the same headless Chromium, on the same machine, with the same
+// weights and images, one thread each, batches of 1, 64 and 256. It first checks that the two
+// give the same logits (1e-3), then prints img/s, GFLOP/s and the ratio as a Markdown table.
+// Asserts nothing about speed. Run through scripts/bench --peers (after the site is built).
+//
+//   node tests/e2e/peer-bench.mjs [--json]
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { SITE_DIR, chromiumVersion, launchBrowser, serveDirectory } from "./helpers.mjs";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const TFJS = path.join(HERE, "node_modules/@tensorflow");
+// Multiply-adds of one 28×28 image, counted as 2 FLOP each: conv1 28·28·32·9, conv2
+// 14·14·64·288, dense 3136·128 and 128·10 (biases, ReLU and pooling left out).
+const FLOP_PER_IMAGE = 2 * (28 * 28 * 32 * 9 + 14 * 14 * 64 * 288 + 3136 * 128 + 128 * 10);
+const TOLERANCE_LOGITS = 1e-3;
+
+// A folder served as one site: the bench page, the built site's module and assets, TF.js's files.
+export function benchFolder() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "calibra-peer-"));
+  const links = {
+    "index.html": path.join(HERE, "peer/index.html"),
+    "peer.js": path.join(HERE, "peer/peer.js"),
+    pkg: path.join(SITE_DIR, "pkg"),
+    assets: path.join(SITE_DIR, "assets"),
+    "tf-core.min.js": path.join(TFJS, "tfjs-core/dist/tf-core.min.js"),
+    "tf-backend-wasm.min.js": path.join(TFJS, "tfjs-backend-wasm/dist/tf-backend-wasm.min.js"),
+  };
+  for (const file of ["tfjs-backend-wasm.wasm", "tfjs-backend-wasm-simd.wasm", "tfjs-backend-wasm-threaded-simd.wasm"]) {
+    links[file] = path.join(TFJS, "tfjs-backend-wasm/dist", file);
+  }
+  for (const [name, target] of Object.entries(links)) symlinkSync(target, path.join(dir, name));
+  return dir;
+}
+
+async function main() {
+  const dir = benchFolder();
+  const site = await serveDirectory(dir);
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(site.url);
+    await page.waitForFunction(() => window.peerResults !== undefined, null, { timeout: 600_000, polling: 500 });
+    const results = await page.evaluate(() => window.peerResults);
+    if (results.error) throw new Error(`the benchmark page failed: ${results.error}`);
+    if (!(results.maxLogitDifference <= TOLERANCE_LOGITS)) {
+      throw new Error(`calibra's and TF.js's logits differ by ${results.maxLogitDifference} (more than ${TOLERANCE_LOGITS}): not the same network`);
+    }
+    if (process.argv.includes("--json")) {
+      console.log(JSON.stringify({ ...results, flopPerImage: FLOP_PER_IMAGE, browser: chromiumVersion() }, null, 2));
+      return;
+    }
+    const gflops = (rate) => ((rate * FLOP_PER_IMAGE) / 1e9).toFixed(1);
+    console.log(`Inference side by side: ${chromiumVersion()}, one thread each (the main thread); TF.js ${results.tfBackend} backend with SIMD ${results.tfSimd ? "on" : "off"} and threads ${results.tfThreads ? "on" : "off"}; largest logit difference on 256 images ${results.maxLogitDifference.toExponential(1)}.\n`);
+    console.log("| batch | calibra img/s | calibra GFLOP/s | TF.js wasm img/s | TF.js GFLOP/s | calibra / TF.js |");
+    console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const row of results.rows) {
+      console.log(`| ${row.batch} | ${Math.round(row.calibra).toLocaleString("en")} | ${gflops(row.calibra)} | ${Math.round(row.tfjs).toLocaleString("en")} | ${gflops(row.tfjs)} | ${(row.calibra / row.tfjs).toFixed(2)}× |`);
+    }
+  } finally {
+    await browser.close();
+    await site.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((error) => {
+    console.error(error.message);
+    process.exit(1);
+  });
+}

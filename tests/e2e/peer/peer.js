@@ -1,0 +1,111 @@
+// The side-by-side inference benchmark's page (tests/e2e/peer-bench.mjs serves and drives it):
+// the very same weights and test images through calibra's module (the page's build, Model.logits)
+// and through TensorFlow.js with its WebAssembly backend (XNNPACK, one thread: without
+// cross-origin isolation it runs its non-threaded SIMD build), after checking that both give
+// the same logits. Each engine runs batches of 1, 64 and 256 on one thread, the main one (the
+// call calibra's inference worker makes). With ?check-only the page only compares the logits
+// (tests/e2e/peer.test.mjs: an independent implementation of the network).
+import init, { Model, parse_images } from "./pkg/calibra.js";
+
+const WEIGHTS_URL = "assets/models/fmnist-ce.safetensors";
+const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+const SIDE = 28;
+
+const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
+
+// The tensors of a safetensors file (all F32 here): { name: { shape, data: Float32Array } }.
+function readSafetensors(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLength = Number(view.getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+  const tensors = {};
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === "__metadata__") continue;
+    if (entry.dtype !== "F32") throw new Error(`${name}: ${entry.dtype}, expected F32`);
+    const [start, end] = entry.data_offsets;
+    const data = bytes.slice(8 + headerLength + start, 8 + headerLength + end);
+    tensors[name] = { shape: entry.shape, data: new Float32Array(data.buffer) };
+  }
+  return tensors;
+}
+
+// The network in TF.js ops, NHWC inside: candle's conv filters [out, in, kh, kw] become
+// [kh, kw, in, out], its dense weights [out, in] are multiplied transposed, and the activation is
+// brought back to NCHW before flattening, as candle flattens it.
+function tfNetwork(tensors) {
+  const tensor = (name) => tf.tensor(tensors[name].data, tensors[name].shape);
+  const filter = (name) => tf.transpose(tensor(name), [2, 3, 1, 0]);
+  const w = {
+    conv1: filter("conv1.weight"), b1: tensor("conv1.bias"),
+    conv2: filter("conv2.weight"), b2: tensor("conv2.bias"),
+    dense1: tensor("dense1.weight"), d1: tensor("dense1.bias"),
+    dense2: tensor("dense2.weight"), d2: tensor("dense2.bias"),
+  };
+  return (pixels, n) => tf.tidy(() => {
+    const x = tf.tensor4d(Float32Array.from(pixels, (p) => p / 255), [n, SIDE, SIDE, 1]);
+    // TF.js's fused convolution (convolution, bias and ReLU in one op), as its converter emits
+    // for a trained model. The dense layers are a product, a bias and a ReLU: TF.js 4.22's fused
+    // product with a transposed weight gave other logits here (the check below caught it).
+    const block = (input, filter, bias) => tf.maxPool(tf.fused.conv2d({ x: input, filter, strides: 1, pad: "same", bias, activation: "relu" }), 2, 2, "valid");
+    const features = block(block(x, w.conv1, w.b1), w.conv2, w.b2);
+    const flat = tf.reshape(tf.transpose(features, [0, 3, 1, 2]), [n, -1]);
+    const dense = (input, weight, bias, activation) => {
+      const product = tf.add(tf.matMul(input, weight, false, true), bias);
+      return activation === "relu" ? tf.relu(product) : product;
+    };
+    return dense(dense(flat, w.dense1, w.d1, "relu"), w.dense2, w.d2, "linear").dataSync();
+  });
+}
+
+// Images per second of `run(pixels, n)` over `total` images in batches of `batch`, after one
+// warm-up batch; the best of `rounds` passes (the least disturbed by the machine).
+function throughput(run, images, batch, total, rounds = 3) {
+  const size = SIDE * SIDE;
+  run(images.subarray(0, batch * size), batch);
+  let best = 0;
+  for (let round = 0; round < rounds; round++) {
+    const started = performance.now();
+    for (let start = 0; start + batch <= total; start += batch) run(images.subarray(start * size, (start + batch) * size), batch);
+    best = Math.max(best, (Math.floor(total / batch) * batch) / ((performance.now() - started) / 1000));
+  }
+  return best;
+}
+
+async function main() {
+  const [weights, imageFile] = await Promise.all([bytesOf(WEIGHTS_URL), bytesOf(IMAGES_URL), init()]);
+  const images = parse_images(imageFile, IMAGES_URL);
+  tf.wasm.setWasmPaths(new URL("./", location.href).href);
+  await tf.setBackend("wasm");
+  await tf.ready();
+  const model = new Model(weights);
+  const calibra = (pixels) => model.logits(pixels);
+  const peer = tfNetwork(readSafetensors(weights));
+  // Honest comparison first: the same logits on 256 images.
+  const check = 256;
+  const mine = calibra(images.subarray(0, check * SIDE * SIDE));
+  const theirs = peer(images.subarray(0, check * SIDE * SIDE), check);
+  let largest = 0;
+  for (let i = 0; i < mine.length; i++) largest = Math.max(largest, Math.abs(mine[i] - theirs[i]));
+  const results = {
+    maxLogitDifference: largest,
+    tfBackend: tf.getBackend(),
+    tfSimd: await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"),
+    tfThreads: await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT"),
+    rows: [],
+  };
+  const timed = !new URLSearchParams(location.search).has("check-only");
+  for (const batch of timed ? [1, 64, 256] : []) {
+    const total = batch === 1 ? 256 : 2048;
+    results.rows.push({
+      batch,
+      calibra: throughput(calibra, images, batch, total),
+      tfjs: throughput(peer, images, batch, total),
+    });
+  }
+  window.peerResults = results;
+  document.getElementById("status").textContent = "done";
+}
+
+main().catch((error) => {
+  window.peerResults = { error: error.stack ?? String(error) };
+});
