@@ -5,10 +5,12 @@
 // Asserts nothing about speed. Run through scripts/bench --peers (after the site is built).
 //
 //   node tests/e2e/peer-bench.mjs [--json]
-import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+import wabt from "wabt";
 
 import { SITE_DIR, chromiumVersion, launchBrowser, serveDirectory } from "./helpers.mjs";
 
@@ -19,8 +21,12 @@ const TFJS = path.join(HERE, "node_modules/@tensorflow");
 const FLOP_PER_IMAGE = 2 * (28 * 28 * 32 * 9 + 14 * 14 * 64 * 288 + 3136 * 128 + 128 * 10);
 const TOLERANCE_LOGITS = 1e-3;
 
-// A folder served as one site: the bench page, the built site's module and assets, TF.js's files.
-export function benchFolder() {
+// FLOP of one iteration of peer/peak.wat: 8 chains × 4 lanes × (multiply + add).
+const PEAK_FLOP_PER_ITERATION = 8 * 4 * 2;
+
+// A folder served as one site: the bench page, the built site's module and assets, TF.js's
+// files, and the SIMD128 peak loop compiled from peer/peak.wat (by wabt).
+export async function benchFolder() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "calibra-peer-"));
   const links = {
     "index.html": path.join(HERE, "peer/index.html"),
@@ -34,11 +40,15 @@ export function benchFolder() {
     links[file] = path.join(TFJS, "tfjs-backend-wasm/dist", file);
   }
   for (const [name, target] of Object.entries(links)) symlinkSync(target, path.join(dir, name));
+  const compiler = await wabt();
+  const peak = compiler.parseWat("peak.wat", readFileSync(path.join(HERE, "peer/peak.wat"), "utf8"), { simd: true });
+  writeFileSync(path.join(dir, "peak.wasm"), peak.toBinary({}).buffer);
+  peak.destroy();
   return dir;
 }
 
 async function main() {
-  const dir = benchFolder();
+  const dir = await benchFolder();
   const site = await serveDirectory(dir);
   const browser = await launchBrowser();
   try {
@@ -51,15 +61,18 @@ async function main() {
       throw new Error(`calibra's and TF.js's logits differ by ${results.maxLogitDifference} (more than ${TOLERANCE_LOGITS}): not the same network`);
     }
     if (process.argv.includes("--json")) {
-      console.log(JSON.stringify({ ...results, flopPerImage: FLOP_PER_IMAGE, browser: chromiumVersion() }, null, 2));
+      console.log(JSON.stringify({ ...results, flopPerImage: FLOP_PER_IMAGE, peakFlopPerIteration: PEAK_FLOP_PER_ITERATION, browser: chromiumVersion() }, null, 2));
       return;
     }
     const gflops = (rate) => ((rate * FLOP_PER_IMAGE) / 1e9).toFixed(1);
+    const peak = (results.peakIterationsPerSecond * PEAK_FLOP_PER_ITERATION) / 1e9;
+    const share = (rate) => `${((100 * (rate * FLOP_PER_IMAGE)) / 1e9 / peak).toFixed(0)}%`;
     console.log(`Inference side by side: ${chromiumVersion()}, one thread each (the main thread); TF.js ${results.tfBackend} backend with SIMD ${results.tfSimd ? "on" : "off"} and threads ${results.tfThreads ? "on" : "off"}; largest logit difference on 256 images ${results.maxLogitDifference.toExponential(1)}.\n`);
-    console.log("| batch | calibra img/s | calibra GFLOP/s | TF.js wasm img/s | TF.js GFLOP/s | calibra / TF.js |");
+    console.log(`SIMD128 peak of one thread here (peer/peak.wat, f32x4 multiply and add): ${peak.toFixed(1)} GFLOP/s.\n`);
+    console.log("| batch | calibra img/s | calibra GFLOP/s (of peak) | TF.js wasm img/s | TF.js GFLOP/s (of peak) | calibra / TF.js |");
     console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const row of results.rows) {
-      console.log(`| ${row.batch} | ${Math.round(row.calibra).toLocaleString("en")} | ${gflops(row.calibra)} | ${Math.round(row.tfjs).toLocaleString("en")} | ${gflops(row.tfjs)} | ${(row.calibra / row.tfjs).toFixed(2)}× |`);
+      console.log(`| ${row.batch} | ${Math.round(row.calibra).toLocaleString("en")} | ${gflops(row.calibra)} (${share(row.calibra)}) | ${Math.round(row.tfjs).toLocaleString("en")} | ${gflops(row.tfjs)} (${share(row.tfjs)}) | ${(row.calibra / row.tfjs).toFixed(2)}× |`);
     }
   } finally {
     await browser.close();

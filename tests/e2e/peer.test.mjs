@@ -18,7 +18,7 @@ let browser;
 let problems;
 
 before(async () => {
-  dir = benchFolder();
+  dir = await benchFolder();
   site = await serveDirectory(dir);
   browser = await launchBrowser();
   problems = collectProblems(browser.context);
