@@ -104,7 +104,9 @@ function apply(next) {
 
 // Shows the article, one figure (the embed view) or presentation mode, as the state says.
 function showView() {
-  showEmbed({ figureId: state.embed, articleHref: `./#${view_hash(state, "none")}`, present: state.present, figures: limits.figures });
+  // The link back to the article, only needed (and computed) in the embed view.
+  const articleHref = state.embed === "none" ? "./" : `./#${view_hash(state, "none")}`;
+  showEmbed({ figureId: state.embed, articleHref, present: state.present, figures: limits.figures });
 }
 
 // In presentation mode, keys move between figures; a control keeps its own keys (a slider its

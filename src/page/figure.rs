@@ -6,10 +6,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::Frame;
+use super::{Frame, OodCharts};
 use crate::calibration::Bin;
 use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::CoverageExperiment;
+use crate::lab::{ConformalView, TemperatureView};
 use crate::ood_view::PairedHistogram;
 use crate::plot::{self, ChartStyle, PlotError};
 
@@ -214,6 +215,37 @@ pub struct Sources<'a> {
     pub experiment: Option<&'a ExperimentRun>,
 }
 
+impl<'a> Sources<'a> {
+    /// The temperature lab's view, which `figure` needs.
+    fn temperature(&self, figure: Figure) -> Result<&'a TemperatureView, FigureError> {
+        self.frame
+            .temperature
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The conformal lab's view, which `figure` needs.
+    fn conformal(&self, figure: Figure) -> Result<&'a ConformalView, FigureError> {
+        self.frame
+            .conformal
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The τ lab's charts, which `figure` needs.
+    fn ood(&self, figure: Figure) -> Result<&'a OodCharts, FigureError> {
+        self.frame
+            .ood
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The last coverage experiment, which `figure` needs.
+    fn experiment(&self, figure: Figure) -> Result<&'a ExperimentRun, FigureError> {
+        self.experiment.ok_or(FigureError::NotComputed(figure))
+    }
+}
+
 /// A figure that cannot be drawn or written.
 #[derive(Debug, thiserror::Error)]
 pub enum FigureError {
@@ -237,17 +269,16 @@ pub fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     style: &ChartStyle,
 ) -> Result<(), FigureError> {
-    let missing = || FigureError::NotComputed(figure);
-    let frame = sources.frame;
-    let temperature = || frame.temperature.as_ref().ok_or_else(missing);
-    let conformal = || frame.conformal.as_ref().ok_or_else(missing);
-    let ood = || frame.ood.as_ref().ok_or_else(missing);
     match figure {
         Figure::Reliability => {
-            plot::reliability_diagram(area, &temperature()?.at_temperature.bins, style)?;
+            plot::reliability_diagram(
+                area,
+                &sources.temperature(figure)?.at_temperature.bins,
+                style,
+            )?;
         }
         Figure::Histogram => {
-            let view = temperature()?;
+            let view = sources.temperature(figure)?;
             plot::confidence_histogram(
                 area,
                 &view.confidence_counts,
@@ -257,15 +288,16 @@ pub fn draw<DB: DrawingBackend>(
             )?;
         }
         Figure::SmoothReliability => {
-            let smooth = &temperature()?.smooth;
+            let smooth = &sources.temperature(figure)?.smooth;
             plot::smooth_reliability_diagram(area, &smooth.curve, Some(&smooth.band), style)?;
         }
         Figure::Classwise => {
-            let bins = &temperature()?.classwise_bins;
+            let bins = &sources.temperature(figure)?.classwise_bins;
             plot::classwise_reliability(area, bins, &FASHION_MNIST_CLASSES, style)?;
         }
         Figure::RivalsReliability => {
-            let methods: Vec<plot::MethodPanel> = temperature()?
+            let methods: Vec<plot::MethodPanel> = sources
+                .temperature(figure)?
                 .rivals
                 .reports
                 .iter()
@@ -276,9 +308,11 @@ pub fn draw<DB: DrawingBackend>(
                 .collect();
             plot::method_reliability(area, &methods, style)?;
         }
-        Figure::SetSizes => plot::set_size_histogram(area, &conformal()?.size_counts, style)?,
+        Figure::SetSizes => {
+            plot::set_size_histogram(area, &sources.conformal(figure)?.size_counts, style)?
+        }
         Figure::PerClass => {
-            let view = conformal()?;
+            let view = sources.conformal(figure)?;
             plot::per_class_coverage(
                 area,
                 &view.metrics.per_class_coverage,
@@ -288,7 +322,7 @@ pub fn draw<DB: DrawingBackend>(
             )?;
         }
         Figure::Stratified => {
-            let view = conformal()?;
+            let view = sources.conformal(figure)?;
             plot::stratified_coverage(
                 area,
                 &view.metrics.size_stratified,
@@ -297,11 +331,11 @@ pub fn draw<DB: DrawingBackend>(
             )?;
         }
         Figure::Sweep => {
-            let view = conformal()?;
+            let view = sources.conformal(figure)?;
             plot::alpha_sweep_curves(area, &view.sweep, view.alpha, style)?;
         }
         Figure::Experiment => {
-            let run = sources.experiment.ok_or_else(missing)?;
+            let run = sources.experiment(figure)?;
             plot::coverage_experiment_histogram(
                 area,
                 &run.experiment.coverages,
@@ -312,13 +346,17 @@ pub fn draw<DB: DrawingBackend>(
             )?;
         }
         Figure::OodHistogram => {
-            let charts = ood()?;
-            let (scores, threshold, above) = charts.score_histogram.as_ref().ok_or_else(missing)?;
+            let charts = sources.ood(figure)?;
+            let (scores, threshold, above) = charts
+                .score_histogram
+                .as_ref()
+                .ok_or(FigureError::NotComputed(figure))?;
             let labels = ood_labels(charts, &charts.score_label);
             plot::score_histogram(area, scores, *threshold, *above, &labels, style)?;
         }
         Figure::OodRoc => {
-            let curves: Vec<plot::RocCurve> = ood()?
+            let curves: Vec<plot::RocCurve> = sources
+                .ood(figure)?
                 .roc
                 .iter()
                 .map(|(label, points)| plot::RocCurve { label, points })
@@ -326,16 +364,16 @@ pub fn draw<DB: DrawingBackend>(
             plot::roc_curves(area, &curves, style)?;
         }
         Figure::OodNorms => {
-            let charts = ood()?;
+            let charts = sources.ood(figure)?;
             let labels = ood_labels(charts, "‖z‖₂");
             plot::logit_norm_histogram(area, &charts.norms, &charts.norm_means, &labels, style)?;
         }
-        Figure::TauChart => plot::tau_chart(area, &ood()?.tau_points, style)?,
+        Figure::TauChart => plot::tau_chart(area, &sources.ood(figure)?.tau_points, style)?,
     }
     Ok(())
 }
 
-fn ood_labels<'a>(charts: &'a super::OodCharts, value: &'a str) -> plot::HistogramLabels<'a> {
+fn ood_labels<'a>(charts: &'a OodCharts, value: &'a str) -> plot::HistogramLabels<'a> {
     plot::HistogramLabels {
         in_distribution: "Fashion-MNIST",
         out_of_distribution: charts.set_title,
@@ -368,21 +406,16 @@ pub fn render_on<DB: DrawingBackend>(
 /// # Errors
 /// [`FigureError::NotComputed`] as for [`draw`], [`FigureError::Csv`] if writing fails.
 pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
-    let missing = || FigureError::NotComputed(figure);
-    let frame = sources.frame;
-    let temperature = || frame.temperature.as_ref().ok_or_else(missing);
-    let conformal = || frame.conformal.as_ref().ok_or_else(missing);
-    let ood = || frame.ood.as_ref().ok_or_else(missing);
     let mut table = Table::default();
     match figure {
         Figure::Reliability => {
             table.header(&BIN_COLUMNS);
-            for bin in &temperature()?.at_temperature.bins {
+            for bin in &sources.temperature(figure)?.at_temperature.bins {
                 table.row(bin_fields(bin));
             }
         }
         Figure::Histogram => {
-            let view = temperature()?;
+            let view = sources.temperature(figure)?;
             table.header(&BIN_COLUMNS);
             let bins = view.confidence_counts.len();
             for (index, count) in view.confidence_counts.iter().enumerate() {
@@ -396,7 +429,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             }
         }
         Figure::SmoothReliability => {
-            let smooth = &temperature()?.smooth;
+            let smooth = &sources.temperature(figure)?.smooth;
             table.header(&[
                 "confidence",
                 "accuracy",
@@ -416,7 +449,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             }
         }
         Figure::Classwise => {
-            let bins = &temperature()?.classwise_bins;
+            let bins = &sources.temperature(figure)?.classwise_bins;
             let classes = FASHION_MNIST_CLASSES.iter().map(ToString::to_string);
             grouped_bins(
                 &mut table,
@@ -425,7 +458,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             );
         }
         Figure::RivalsReliability => {
-            let reports = &temperature()?.rivals.reports;
+            let reports = &sources.temperature(figure)?.rivals.reports;
             let methods = reports
                 .iter()
                 .map(|report| (report.method.title().to_string(), report.bins.as_slice()));
@@ -433,12 +466,12 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
         }
         Figure::SetSizes => {
             table.header(&["set_size", "count"]);
-            for (size, count) in conformal()?.size_counts.iter().enumerate() {
+            for (size, count) in sources.conformal(figure)?.size_counts.iter().enumerate() {
                 table.row([size.to_string(), count.to_string()]);
             }
         }
         Figure::PerClass => {
-            let view = conformal()?;
+            let view = sources.conformal(figure)?;
             table.header(&["class", "coverage", "target"]);
             let coverage = &view.metrics.per_class_coverage;
             for (class, value) in FASHION_MNIST_CLASSES.iter().zip(coverage) {
@@ -450,7 +483,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             }
         }
         Figure::Stratified => {
-            let view = conformal()?;
+            let view = sources.conformal(figure)?;
             table.header(&["min_size", "max_size", "count", "coverage", "target"]);
             for stratum in &view.metrics.size_stratified {
                 table.row([
@@ -464,7 +497,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
         }
         Figure::Sweep => {
             table.header(&["alpha", "qhat", "coverage", "average_set_size"]);
-            for point in &conformal()?.sweep {
+            for point in &sources.conformal(figure)?.sweep {
                 table.row([
                     number(point.alpha),
                     number(point.qhat),
@@ -474,7 +507,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             }
         }
         Figure::Experiment => {
-            let run = sources.experiment.ok_or_else(missing)?;
+            let run = sources.experiment(figure)?;
             table.header(&["split", "coverage", "target", "upper_bound"]);
             for (split, &coverage) in run.experiment.coverages.iter().enumerate() {
                 table.row([
@@ -486,12 +519,16 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             }
         }
         Figure::OodHistogram => {
-            let (scores, threshold, _) = ood()?.score_histogram.as_ref().ok_or_else(missing)?;
+            let (scores, threshold, _) = sources
+                .ood(figure)?
+                .score_histogram
+                .as_ref()
+                .ok_or(FigureError::NotComputed(figure))?;
             histogram_table(&mut table, scores, Some(*threshold));
         }
         Figure::OodRoc => {
             table.header(&["curve", "false_positive_rate", "true_positive_rate"]);
-            for (label, points) in &ood()?.roc {
+            for (label, points) in &sources.ood(figure)?.roc {
                 for point in points {
                     table.row([
                         label.clone(),
@@ -501,10 +538,10 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                 }
             }
         }
-        Figure::OodNorms => histogram_table(&mut table, &ood()?.norms, None),
+        Figure::OodNorms => histogram_table(&mut table, &sources.ood(figure)?.norms, None),
         Figure::TauChart => {
             table.header(&["tau", "accuracy", "ece_t1", "ece_fitted", "fpr95", "auroc"]);
-            for point in &ood()?.tau_points {
+            for point in &sources.ood(figure)?.tau_points {
                 table.row([
                     point
                         .tau
