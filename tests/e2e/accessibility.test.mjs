@@ -1,7 +1,9 @@
 // Accessibility of the page in headless Chromium: once every lab has drawn and a gallery
 // explanation is open, axe-core finds no serious or critical violation and the page does not
-// scroll sideways, at 1280 px and 390 px; the sliders announce the value they show; a focused
-// control is never left under a stuck slider bar; every chart has a text alternative.
+// scroll sideways, at 1280 px and 390 px; the first screen holds the temperature slider and the
+// reliability diagram, and nothing moves when loading ends; the sliders announce the value they
+// show; a focused control is never left under a stuck slider bar; every chart has a text
+// alternative.
 //
 // One browser and one page for the file: the cross-entropy inference runs once.
 //
@@ -34,10 +36,21 @@ before(async () => {
   page = browser.context.pages()[0] ?? (await browser.context.newPage());
   await page.goto(site.url);
   // Where the first lab starts while the images stream in (first chart drawn), and after.
-  const labTop = () => page.evaluate(() => ({
-    top: document.getElementById("temperature-lab").getBoundingClientRect().top + scrollY,
-    inference: document.body.dataset.inference,
-  }));
+  // With the first screen's slider and reliability diagram: where they are in the window.
+  const labTop = () => page.evaluate(() => {
+    const box = (id) => {
+      const { top, bottom } = document.getElementById(id).getBoundingClientRect();
+      return { top, bottom };
+    };
+    return {
+      top: document.getElementById("temperature-lab").getBoundingClientRect().top + scrollY,
+      scrollY,
+      windowHeight: innerHeight,
+      slider: box("temperature"),
+      diagram: box("reliability"),
+      inference: document.body.dataset.inference,
+    };
+  });
   await page.waitForFunction(() => window.calibra?.timings.firstChart !== null, null, { timeout: INFERENCE_TIMEOUT_MS });
   labWhileLoading = await labTop();
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
@@ -251,6 +264,18 @@ test("the page does not jump when loading ends: the first lab starts where it st
   assert.equal(labWhileLoading.inference, "running", "measured while inference ran");
   assert.equal(labLoaded.inference, "done");
   assert.equal(labLoaded.top, labWhileLoading.top);
+});
+
+test("the first screen (1280×900) shows the temperature slider and the whole reliability diagram, while loading and after", () => {
+  for (const [when, lab] of [["while loading", labWhileLoading], ["after loading", labLoaded]]) {
+    assert.equal(lab.scrollY, 0, `${when}: measured at the top of the page`);
+    assert.equal(lab.windowHeight, VIEWPORTS.desktop.height);
+    for (const part of ["slider", "diagram"]) {
+      const { top, bottom } = lab[part];
+      assert.ok(top >= 0 && bottom <= lab.windowHeight, `${when}: the ${part} spans ${top}–${bottom} px of a ${lab.windowHeight} px window`);
+    }
+  }
+  assert.deepEqual(labLoaded.diagram, labWhileLoading.diagram, "the diagram does not move when loading ends");
 });
 
 test("no console errors, uncaught exceptions or failed requests", () => {
