@@ -211,11 +211,15 @@ fn smooth_figure(logits: &Logits, labels: &[u32], fitted: f64) -> Result<String>
             (right, fitted, format!("After, T = {fitted:.2}")),
         ] {
             let (confidence, correct) = calibration::confidences(logits, labels, temperature)?;
-            let diagram =
-                bootstrap::smooth_diagram(&confidence, &correct, SMOOTH_CURVE_POINTS, &resamples)?;
+            let diagram = bootstrap::smooth_diagram(
+                &confidence,
+                &correct,
+                SMOOTH_CURVE_POINTS,
+                Some(&resamples),
+            )?;
             let heading = format!("{name}: smooth ECE {:.2}%", 100.0 * diagram.ece.smece);
             let body = panel.titled(&heading, (FontFamily::SansSerif, TITLE_FONT_SIZE))?;
-            plot::smooth_reliability_diagram(&body, &diagram.curve, Some(&diagram.band), &style)?;
+            plot::smooth_reliability_diagram(&body, &diagram.curve, diagram.band.as_ref(), &style)?;
         }
         area.present()?;
     }

@@ -1,5 +1,6 @@
 //! Measures what one frame of the temperature lab costs natively, part by part: the lab's whole
-//! view (`Lab::temperature_view`, what the page's render computes before drawing) and, on the
+//! view with the smooth diagram's band (`Lab::temperature_view`, what the page's render
+//! computes before drawing when that diagram is on screen) and, on the
 //! same evaluation half, each computation inside it, at temperatures across the slider's range.
 //! Prints milliseconds (best of 5 runs each, the least disturbed by other work on the machine)
 //! and each part's share of the view. Asserts nothing; the browser's figures (wasm call and
@@ -65,7 +66,7 @@ fn run() -> Result<()> {
     lab.add_logits(0, 0, &classifier.logits(test.images.pixels())?)?;
     let fitted = lab.fitted_temperature()?.temperature;
     // The first view fits the rivals and the fixed columns once; frames after it do not.
-    lab.temperature_view(1.0, BINS, Binning::Width)?;
+    lab.temperature_view(1.0, BINS, Binning::Width, true)?;
     let (logits, labels) = lab.evaluation_half()?;
     let (logits, labels) = (logits.to_vec(), labels.to_vec());
     let table = Logits::new(&logits, NUM_CLASSES)?;
@@ -75,7 +76,7 @@ fn run() -> Result<()> {
     let resamples = Resamples::draw(labels.len(), &BOOTSTRAP)?;
     let outcomes = calibration::OutcomeDraws::draw(labels.len(), NOISE_FLOOR_DRAWS, 0);
     for temperature in [0.05, 0.3, 1.0, fitted, 5.0, 20.0] {
-        let view = best(|| lab.temperature_view(temperature, BINS, Binning::Width))?;
+        let view = best(|| lab.temperature_view(temperature, BINS, Binning::Width, true))?;
         let full =
             calibration::evaluate_in_full(&table, &labels, temperature, BINS, Binning::Width)?;
         let (f, y) = (&full.confidence, &full.correct);

@@ -128,18 +128,19 @@ pub fn bootstrap_intervals(
 ) -> Result<MetricIntervals, BootstrapError> {
     check_settings(settings)?;
     let (confidence, correct) = calibration::confidences(logits, labels, temperature)?;
-    let mut log_probabilities = vec![0.0; logits.num_classes()];
+    let mut probabilities = vec![0.0; logits.num_classes()];
     let (nll, brier) = logits
         .rows()
         .zip(labels)
         .map(|(row, &label)| {
-            calibration::log_softmax_row(row, temperature, &mut log_probabilities);
-            let brier = log_probabilities
+            let label = label as usize;
+            let (max, log_sum) = calibration::softmax_row(row, temperature, &mut probabilities);
+            let brier = probabilities
                 .iter()
                 .enumerate()
-                .map(|(class, &lp)| (lp.exp() - f64::from(class == label as usize)).powi(2))
+                .map(|(class, &p)| (p - f64::from(class == label)).powi(2))
                 .sum::<f64>();
-            (-log_probabilities[label as usize], brier)
+            (log_sum - (f64::from(row[label]) / temperature - max), brier)
         })
         .unzip();
     let all = Rows {
@@ -319,12 +320,14 @@ pub struct SmoothDiagram {
     pub ece: SmoothEce,
     /// The curve and the density at that bandwidth.
     pub curve: SmoothReliability,
-    /// The bootstrap band around the curve.
-    pub band: ReliabilityBand,
+    /// The bootstrap band around the curve, when resamples were given.
+    pub band: Option<ReliabilityBand>,
 }
 
-/// smECE, the smooth reliability curve at its bandwidth on `points` points, and the band over
-/// `resamples` around it: the one way the page and the figures compute the diagram.
+/// smECE, the smooth reliability curve at its bandwidth on `points` points, and, given
+/// `resamples`, the band over them around it: the one way the page and the figures compute the
+/// diagram. The band is most of the arithmetic (a curve per resample), so the page asks for it
+/// only when the diagram is on screen.
 ///
 /// # Errors
 /// As [`smooth_reliability_band`].
@@ -332,11 +335,15 @@ pub fn smooth_diagram(
     confidence: &[f64],
     correct: &[bool],
     points: usize,
-    resamples: &Resamples,
+    resamples: Option<&Resamples>,
 ) -> Result<SmoothDiagram, BootstrapError> {
     let ece = smooth_calibration::smooth_ece(confidence, correct)?;
     let curve = smooth_calibration::smooth_reliability(confidence, correct, ece.bandwidth, points)?;
-    let band = smooth_reliability_band(confidence, correct, ece.bandwidth, points, resamples)?;
+    let band = resamples
+        .map(|resamples| {
+            smooth_reliability_band(confidence, correct, ece.bandwidth, points, resamples)
+        })
+        .transpose()?;
     Ok(SmoothDiagram { ece, curve, band })
 }
 

@@ -2,9 +2,10 @@
 //!
 //! # What it computes
 //! Probabilities come from logits `z ∈ R^K` through a temperature `T > 0`:
-//! `log p_k = z_k/T − (m + log Σ_j exp(z_j/T − m))` with `m = max_j z_j/T` (stable
-//! log-softmax, evaluated in `f64`). Every metric is computed from these log-probabilities,
-//! and [`softmax`] hands out their `exp` in `f64`: probabilities are never rounded to `f32`.
+//! `p_k = exp(z_k/T − m) / Σ_j exp(z_j/T − m)` with `m = max_j z_j/T`, and
+//! `log p_k = (z_k/T − m) − log Σ_j exp(z_j/T − m)` (the stable softmax and log-softmax,
+//! evaluated in `f64`, [`softmax_row`]). Every metric is computed from these, and [`softmax`]
+//! hands out the probabilities in `f64`: they are never rounded to `f32`.
 //!
 //! * **Temperature scaling** (Guo et al., "On Calibration of Modern Neural Networks", ICML 2017):
 //!   `T* = argmin_T (1/n) Σ_i −log p_{i,y_i}(T)`. The mean negative log-likelihood (NLL) is
@@ -251,9 +252,9 @@ fn check_bin_count(num_bins: usize) -> Result<(), CalibrationError> {
     }
 }
 
-/// For a non-empty row and a positive temperature, returns `(m, log Σ_j exp(z_j/T − m))` with
-/// `m = max_j z_j/T`; the log-sum-exp is their sum. The sum inside the log is at least 1.
-pub(crate) fn shifted_log_sum_exp(row: &[f32], temperature: f64) -> (f64, f64) {
+/// For a non-empty row and a positive temperature, returns `(m, Σ_j exp(z_j/T − m))` with
+/// `m = max_j z_j/T`. The sum is at least 1: the top class contributes `exp(0) = 1` exactly.
+fn shifted_exp_sum(row: &[f32], temperature: f64) -> (f64, f64) {
     // Division by a positive number is monotone, so max(z)/T is exactly max(z/T).
     let max = row
         .iter()
@@ -263,7 +264,21 @@ pub(crate) fn shifted_log_sum_exp(row: &[f32], temperature: f64) -> (f64, f64) {
         .iter()
         .map(|&z| (f64::from(z) / temperature - max).exp())
         .sum();
+    (max, sum)
+}
+
+/// For a non-empty row and a positive temperature, returns `(m, log Σ_j exp(z_j/T − m))` with
+/// `m = max_j z_j/T`; the log-sum-exp is their sum. The sum inside the log is at least 1.
+pub(crate) fn shifted_log_sum_exp(row: &[f32], temperature: f64) -> (f64, f64) {
+    let (max, sum) = shifted_exp_sum(row, temperature);
     (max, sum.ln())
+}
+
+/// The top-label probability `max_k softmax(z/T)_k` of one row: the top class has
+/// `exp(z/T − m) = 1`, so it is `1 / Σ_j exp(z_j/T − m)`, exactly the value [`softmax_row`]
+/// gives that class. The row must be non-empty and the temperature positive and finite.
+pub(crate) fn top_probability(row: &[f32], temperature: f64) -> f64 {
+    1.0 / shifted_exp_sum(row, temperature).1
 }
 
 /// `log Σ_k exp(z_k/T)` of one row, computed stably in `f64`.
@@ -276,26 +291,38 @@ pub fn log_sum_exp(row: &[f32], temperature: f64) -> f64 {
     max + log_sum
 }
 
-/// Writes the stable log-softmax `log softmax(z/T)` of one row into `out`, in `f64`.
+/// Writes `softmax(z/T)` of one row into `out` as `exp(z_k/T − m) / Σ_j exp(z_j/T − m)`, with
+/// `m = max_j z_j/T`, and returns `(m, log Σ_j exp(z_j/T − m))` as [`shifted_log_sum_exp`]
+/// does, so that `log p_k = (z_k/T − m) − log_sum` needs no further `exp`: one `exp` per class
+/// and one `log` per row, where exponentiating the log-softmax takes two `exp` per class (the
+/// `exp` is most of a slider frame's arithmetic in the browser).
 ///
-/// The row must be non-empty and the temperature positive and finite; every output is `≤ 0`
-/// and the largest logit gets exactly `−log Σ_j exp(z_j/T − m)`.
+/// The row must be non-empty and the temperature positive and finite; `out` must be as long
+/// as the row.
 ///
 /// # Panics
-/// If `out.len() != row.len()`.
-pub fn log_softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) {
+/// If `out` is not as long as `row`.
+pub fn softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) -> (f64, f64) {
     assert_eq!(
         row.len(),
         out.len(),
-        "log_softmax_row needs an output buffer as long as the row"
+        "softmax_row needs an output buffer as long as the row"
     );
-    let (max, log_sum) = shifted_log_sum_exp(row, temperature);
-    for (log_probability, &z) in out.iter_mut().zip(row) {
-        *log_probability = (f64::from(z) / temperature - max) - log_sum;
+    let max = row
+        .iter()
+        .fold(f64::NEG_INFINITY, |max, &z| max.max(f64::from(z)))
+        / temperature;
+    for (probability, &z) in out.iter_mut().zip(row) {
+        *probability = (f64::from(z) / temperature - max).exp();
     }
+    let sum: f64 = out.iter().sum();
+    for probability in out.iter_mut() {
+        *probability /= sum;
+    }
+    (max, sum.ln())
 }
 
-/// Row-major probabilities `softmax(z/T)` in `f64`: the `exp` of [`log_softmax_row`].
+/// Row-major probabilities `softmax(z/T)` in `f64`, each row by [`softmax_row`].
 ///
 /// They are not rounded to `f32`: a top probability of `1 − 10⁻¹⁰` stays below 1 (in `f32` it
 /// would be exactly 1), so conformal scores near a threshold keep their order.
@@ -304,11 +331,12 @@ pub fn log_softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) {
 /// [`CalibrationError::InvalidTemperature`] if `temperature` is not positive and finite.
 pub fn softmax(logits: &Logits, temperature: f64) -> Result<Vec<f64>, CalibrationError> {
     check_temperature(temperature)?;
-    let mut log_probabilities = vec![0.0; logits.num_classes()];
-    let mut probabilities = Vec::with_capacity(logits.values().len());
-    for row in logits.rows() {
-        log_softmax_row(row, temperature, &mut log_probabilities);
-        probabilities.extend(log_probabilities.iter().map(|&lp| lp.exp()));
+    let mut probabilities = vec![0.0; logits.values().len()];
+    for (row, out) in logits
+        .rows()
+        .zip(probabilities.chunks_exact_mut(logits.num_classes()))
+    {
+        softmax_row(row, temperature, out);
     }
     Ok(probabilities)
 }
@@ -880,8 +908,8 @@ pub(crate) fn predicted_class(row: &[f32]) -> usize {
         .0
 }
 
-/// All metrics at temperature `temperature`, in one pass over the logits (log-softmax per row
-/// in `f64` into a reused buffer): [`evaluate_in_full`]'s report alone.
+/// All metrics at temperature `temperature`, in one pass over the logits (softmax per row in
+/// `f64` into a reused buffer): [`evaluate_in_full`]'s report alone.
 ///
 /// # Errors
 /// As [`evaluate_in_full`].
@@ -914,8 +942,8 @@ pub struct Evaluation {
     pub classwise_bins: Vec<Vec<Bin>>,
 }
 
-/// The [`Evaluation`] at temperature `temperature`, in one pass over the logits (log-softmax per
-/// row in `f64` into a reused buffer). Equal-width binning is linear in `n`; equal-mass binning
+/// The [`Evaluation`] at temperature `temperature`, in one pass over the logits (softmax per row
+/// in `f64` into a reused buffer, one `exp` per class). Equal-width binning is linear in `n`; equal-mass binning
 /// sorts, `O(n·K·log n)`.
 ///
 /// # Errors
@@ -932,7 +960,7 @@ pub fn evaluate_in_full(
     check_bin_count(num_bins)?;
     check_labels(logits, labels)?;
     let rows = logits.len();
-    let mut log_probabilities = vec![0.0; logits.num_classes()];
+    let mut probabilities = vec![0.0; logits.num_classes()];
     let mut top_label = BinCollector::new(binning, num_bins, rows);
     let mut per_class = class_collectors(logits.num_classes(), binning, num_bins, rows);
     let mut confidence = Vec::with_capacity(rows);
@@ -940,19 +968,18 @@ pub fn evaluate_in_full(
     let (mut correct_count, mut nll_sum, mut brier_sum) = (0_usize, 0.0, 0.0);
     for (row, &label) in logits.rows().zip(labels) {
         let label = label as usize;
-        log_softmax_row(row, temperature, &mut log_probabilities);
-        nll_sum -= log_probabilities[label];
+        let (max, log_sum) = softmax_row(row, temperature, &mut probabilities);
+        nll_sum -= (f64::from(row[label]) / temperature - max) - log_sum;
         let predicted = predicted_class(row);
         let is_correct = predicted == label;
         correct_count += usize::from(is_correct);
-        let top = log_probabilities[predicted].exp();
+        let top = probabilities[predicted];
         top_label.add(top, f64::from(is_correct));
         confidence.push(top);
         correct.push(is_correct);
-        for (class, (&log_probability, collector)) in
-            log_probabilities.iter().zip(&mut per_class).enumerate()
+        for (class, (&probability, collector)) in
+            probabilities.iter().zip(&mut per_class).enumerate()
         {
-            let probability = log_probability.exp();
             let target = f64::from(class == label);
             brier_sum += (probability - target).powi(2);
             collector.add(probability, target);
@@ -1000,9 +1027,10 @@ pub fn confidences(
         .rows()
         .zip(labels)
         .map(|(row, &label)| {
-            // The top class has z/T − m = 0, so its probability is exp(−log Σ exp(z/T − m)).
-            let (_, log_sum) = shifted_log_sum_exp(row, temperature);
-            ((-log_sum).exp(), predicted_class(row) == label as usize)
+            (
+                top_probability(row, temperature),
+                predicted_class(row) == label as usize,
+            )
         })
         .unzip())
 }

@@ -33,7 +33,7 @@ mod inference;
 use candle_core::{DType, Device, Module, Tensor, Var};
 use candle_nn::{Conv2d, Conv2dConfig, Linear, VarBuilder};
 
-use crate::calibration::shifted_log_sum_exp;
+use crate::calibration::top_probability;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
 use inference::InferenceNetwork;
 
@@ -227,11 +227,11 @@ impl Classifier {
                 .and_then(|perturbed| self.cnn.forward(&perturbed))
                 .and_then(|logits| logits.flatten_all()?.to_vec1::<f32>())
                 .map_err(ModelError::Inference)?;
-            scores.extend(logits.chunks_exact(NUM_CLASSES).map(|row| {
-                // The top class has z/T − m = 0: its probability is exp(−log Σ exp(z/T − m)).
-                let (_, log_sum) = shifted_log_sum_exp(row, temperature);
-                (-log_sum).exp()
-            }));
+            scores.extend(
+                logits
+                    .chunks_exact(NUM_CLASSES)
+                    .map(|row| top_probability(row, temperature)),
+            );
         }
         Ok(scores)
     }

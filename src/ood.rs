@@ -32,7 +32,7 @@ use std::fmt;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::calibration::{is_valid_temperature, log_sum_exp, shifted_log_sum_exp, Logits};
+use crate::calibration::{is_valid_temperature, log_sum_exp, top_probability, Logits};
 
 /// FPR95 looks at the threshold that keeps this percentage of in-distribution inputs.
 pub(crate) const TARGET_TRUE_POSITIVE_PERCENT: usize = 95;
@@ -85,11 +85,7 @@ pub fn max_softmax_probability(logits: &Logits, temperature: f64) -> Result<Vec<
     check_temperature(temperature)?;
     Ok(logits
         .rows()
-        .map(|row| {
-            // The top class has z/T − m = 0, so its probability is exp(−log Σ exp(z/T − m)).
-            let (_, log_sum) = shifted_log_sum_exp(row, temperature);
-            (-log_sum).exp()
-        })
+        .map(|row| top_probability(row, temperature))
         .collect())
 }
 

@@ -51,7 +51,7 @@
 use serde::Serialize;
 
 use crate::calibration::{
-    self, check_labels, fit_temperature, log_softmax_row, predicted_class, Bin, Binning,
+    self, check_labels, fit_temperature, predicted_class, softmax_row, Bin, Binning,
     CalibrationError, Logits,
 };
 use crate::smooth_calibration::smooth_ece;
@@ -545,21 +545,32 @@ impl Recalibration {
     /// prediction, the NLL and the Brier score (conventions in the module documentation).
     pub fn predict(&self, data: &Labelled) -> Predictions {
         let k = data.logits.num_classes();
-        let mut log_p = vec![0.0; k];
+        let (mut p, mut log_p) = (vec![0.0; k], vec![0.0; k]);
         let rows = data.logits.len();
         let (mut confidence, mut correct) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
         let (mut changed, mut nll, mut brier) = (0, 0.0, 0.0);
         for (row, &label) in data.logits.rows().zip(data.labels) {
             let label = label as usize;
             let original = predicted_class(row);
-            // Only vector scaling can move the arg-max; the others keep the logits' own.
-            match self {
-                Recalibration::Uncalibrated => log_softmax_row(row, 1.0, &mut log_p),
-                Recalibration::Temperature(t) => log_softmax_row(row, *t, &mut log_p),
+            // Only vector scaling can move the arg-max; the others keep the logits' own. The
+            // others' probabilities are `calibration::softmax_row`'s, so that temperature
+            // scaling here gives `calibration::evaluate`'s numbers to the last digit.
+            let temperature = match self {
+                Recalibration::Uncalibrated | Recalibration::TopLabel(_) => Some(1.0),
+                Recalibration::Temperature(t) => Some(*t),
                 Recalibration::Vector(fit) => {
-                    scaled_log_softmax(row, &fit.scales, &fit.biases, &mut log_p)
+                    scaled_log_softmax(row, &fit.scales, &fit.biases, &mut log_p);
+                    for (p, &lp) in p.iter_mut().zip(&log_p) {
+                        *p = lp.exp();
+                    }
+                    None
                 }
-                Recalibration::TopLabel(_) => log_softmax_row(row, 1.0, &mut log_p),
+            };
+            if let Some(t) = temperature {
+                let (max, log_sum) = softmax_row(row, t, &mut p);
+                for (lp, &z) in log_p.iter_mut().zip(row) {
+                    *lp = (f64::from(z) / t - max) - log_sum;
+                }
             }
             let predicted = match self {
                 Recalibration::Vector(_) => arg_max(&log_p),
@@ -567,7 +578,7 @@ impl Recalibration {
             };
             let (top, label_log_p, row_brier) = match self {
                 Recalibration::TopLabel(map) => {
-                    let top = map.at(log_p[original].exp());
+                    let top = map.at(p[original]);
                     let log_rest = log_sum_exp_except(&log_p, original);
                     let share = |j: usize| (log_p[j] - log_rest).exp();
                     let label_log_p = if label == original {
@@ -583,12 +594,12 @@ impl Recalibration {
                     (top, label_log_p, row_brier)
                 }
                 _ => {
-                    let row_brier: f64 = log_p
+                    let row_brier: f64 = p
                         .iter()
                         .enumerate()
-                        .map(|(j, &lp)| (lp.exp() - f64::from(j == label)).powi(2))
+                        .map(|(j, &pj)| (pj - f64::from(j == label)).powi(2))
                         .sum();
-                    (log_p[predicted].exp(), log_p[label], row_brier)
+                    (p[predicted], log_p[label], row_brier)
                 }
             };
             changed += usize::from(predicted != original);

@@ -123,7 +123,8 @@ fn count_colour(
 }
 
 /// The page's own path: a Page fed with logits renders one frame, drawing the reliability
-/// diagram on a real canvas and returning the readouts. Every example is confident (logit gap
+/// diagram on a real canvas (and leaving a figure said to be off screen as it is) and returning
+/// the readouts. Every example is confident (logit gap
 /// 8 → confidence ≈ 1) so every bar stands in the right half of the diagram and the left half,
 /// where the bins are empty, has no bar.
 #[wasm_bindgen_test]
@@ -144,7 +145,7 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
     let ratio = web_sys::window().expect("a window").device_pixel_ratio();
     let reliability = canvas("reliability", 560, 500);
     canvas("histogram", 560, 180);
-    canvas("smooth-reliability", 560, 500);
+    let smooth = canvas("smooth-reliability", 560, 500);
     canvas("classwise", 900, 400);
     canvas("rivals-reliability", 900, 240);
     let state = PageState {
@@ -152,9 +153,11 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
         ..PageState::default()
     };
     let state = serde_wasm_bindgen::to_value(&state).expect("a state object");
-    let visible =
-        js_sys::JSON::parse(r#"{"temperature": true, "conformal": false, "gallery": false}"#)
-            .expect("an object");
+    let visible = js_sys::JSON::parse(
+        r#"{"temperature": true, "conformal": false, "gallery": false,
+            "figures": ["reliability", "histogram"]}"#,
+    )
+    .expect("an object");
     let waiting = page
         .render(state.clone(), visible.clone())
         .expect("renders");
@@ -165,6 +168,7 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
     );
     page.add_logits(0, "test", 0, &logits)
         .expect("logits accepted");
+    let width_before = smooth.width();
     let readouts = page.render(state, visible.clone()).expect("the page draws");
     assert_eq!(field(&readouts, "waiting").as_bool(), Some(false));
     let patches: js_sys::Array = field(&readouts, "patches").dyn_into().expect("an array");
@@ -192,6 +196,11 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
         "a tall blue bar on the right: {right} pixels"
     );
     assert_eq!(left, 0, "no bar where the bins are empty");
+    assert_eq!(
+        smooth.width(),
+        width_before,
+        "the smooth diagram, off screen, is not drawn"
+    );
     // A state outside the ranges is refused with a message, not a panic.
     let bad = js_sys::JSON::parse(r#"{"t": 50}"#).expect("an object");
     assert!(page.render(bad, visible).is_err());

@@ -594,11 +594,11 @@ impl Lab {
         } else {
             (&cache.evaluation, &table.evaluation)
         };
-        let mut log_probabilities = vec![0.0; k];
-        calibration::log_softmax_row(
+        let mut probabilities = vec![0.0; k];
+        calibration::softmax_row(
             &part.logits[index * k..(index + 1) * k],
             settings.temperature,
-            &mut log_probabilities,
+            &mut probabilities,
         );
         let scores = scores[index * k..(index + 1) * k].to_vec();
         let per_label: Vec<f64> = (0..k)
@@ -610,7 +610,6 @@ impl Lab {
             .map(|(&s, &q)| sentences::score_against_threshold(s, q))
             .unzip();
         let label = part.labels[index];
-        let probabilities: Vec<f64> = log_probabilities.iter().map(|lp| lp.exp()).collect();
         Ok(Explanation {
             row,
             title: format!(

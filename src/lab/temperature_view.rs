@@ -73,7 +73,9 @@ pub(super) struct FixedReports {
 }
 
 impl Lab {
-    /// Everything the temperature lab shows at `temperature` with `bins` bins.
+    /// Everything the temperature lab shows at `temperature` with `bins` bins; the smooth
+    /// diagram's bootstrap band only with `smooth_band` (the page asks for it when the diagram
+    /// is on screen: it is a third of the view's arithmetic).
     ///
     /// # Errors
     /// [`LabError::TemperatureOutOfRange`] outside `[0.05, 20]`, [`LabError::NotReady`], and
@@ -83,6 +85,7 @@ impl Lab {
         temperature: f64,
         bins: usize,
         binning: Binning,
+        smooth_band: bool,
     ) -> Result<TemperatureView, LabError> {
         if !(calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
             return Err(LabError::TemperatureOutOfRange(temperature));
@@ -123,9 +126,13 @@ impl Lab {
             correct,
             classwise_bins,
         } = calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?;
-        let resamples = match &mut cache.band_resamples {
-            Some(resamples) => resamples,
-            empty => empty.insert(Resamples::draw(labels.len(), &BOOTSTRAP)?),
+        let resamples = if smooth_band {
+            Some(match &mut cache.band_resamples {
+                Some(resamples) => &*resamples,
+                empty => empty.insert(Resamples::draw(labels.len(), &BOOTSTRAP)?),
+            })
+        } else {
+            None
         };
         let smooth =
             bootstrap::smooth_diagram(&confidences, &correct, SMOOTH_CURVE_POINTS, resamples)?;

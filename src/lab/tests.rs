@@ -46,11 +46,11 @@ fn not_ready_until_both_halves_have_rows() {
     let (logits, labels) = synthetic(10, 2);
     let mut lab = Lab::new(labels, K, 1).unwrap();
     assert_eq!(
-        lab.temperature_view(1.0, 10, Binning::Width),
+        lab.temperature_view(1.0, 10, Binning::Width, true),
         Err(LabError::NotReady)
     );
     lab.add_logits(0, 0, &logits).unwrap();
-    assert!(lab.temperature_view(1.0, 10, Binning::Width).is_ok());
+    assert!(lab.temperature_view(1.0, 10, Binning::Width, true).is_ok());
 }
 
 #[test]
@@ -65,8 +65,12 @@ fn batches_in_any_order_equal_one_batch() {
     // A repeated batch does not count twice.
     streamed.add_logits(0, 0, &logits[..250 * K]).unwrap();
     assert_eq!(streamed.arrived(0), Ok(1_000));
-    let a = whole.temperature_view(1.5, 15, Binning::Width).unwrap();
-    let b = streamed.temperature_view(1.5, 15, Binning::Width).unwrap();
+    let a = whole
+        .temperature_view(1.5, 15, Binning::Width, true)
+        .unwrap();
+    let b = streamed
+        .temperature_view(1.5, 15, Binning::Width, true)
+        .unwrap();
     assert_eq!(a, b);
 }
 
@@ -87,7 +91,7 @@ fn view_matches_the_library_on_the_gathered_halves() {
     let (eval_logits, eval_labels) = gather(&evaluation_rows);
     let fit =
         calibration::fit_temperature(&Logits::new(&cal_logits, K).unwrap(), &cal_labels).unwrap();
-    let view = lab.temperature_view(0.7, 12, Binning::Mass).unwrap();
+    let view = lab.temperature_view(0.7, 12, Binning::Mass, true).unwrap();
     assert_eq!(view.fitted_temperature, fit.temperature);
     // The planted T = 3 within 15% on 1,000 calibration rows, about 3 standard errors (see
     // `planted_temperature_is_recovered_within_two_percent` for the law and a 2% check).
@@ -118,14 +122,19 @@ fn view_matches_the_library_on_the_gathered_halves() {
     assert_eq!(view.smooth_at_fitted, smooth(fit.temperature));
     assert_eq!(view.smooth.curve.bandwidth, view.smooth.ece.bandwidth);
     assert_eq!(view.smooth.curve.confidence.len(), 201);
-    assert_eq!(view.smooth.band.lower.len(), 201);
+    assert_eq!(view.smooth.band.as_ref().unwrap().lower.len(), 201);
+    // Without the band (the smooth diagram off screen) the view is the same but for it.
+    let mut without = lab.temperature_view(0.7, 12, Binning::Mass, false).unwrap();
+    assert_eq!(without.smooth.band, None);
+    without.smooth.band.clone_from(&view.smooth.band);
+    assert_eq!(without, view);
 }
 
 #[test]
 fn temperature_moves_confidence_not_accuracy() {
     let (mut lab, _, _) = full_lab(2_000);
-    let cold = lab.temperature_view(0.5, 15, Binning::Width).unwrap();
-    let hot = lab.temperature_view(5.0, 15, Binning::Width).unwrap();
+    let cold = lab.temperature_view(0.5, 15, Binning::Width, true).unwrap();
+    let hot = lab.temperature_view(5.0, 15, Binning::Width, true).unwrap();
     assert_eq!(cold.at_temperature.accuracy, hot.at_temperature.accuracy);
     assert!(cold.mean_confidence > hot.mean_confidence);
     assert_ne!(cold.at_temperature.ece, hot.at_temperature.ece);
@@ -135,8 +144,8 @@ fn temperature_moves_confidence_not_accuracy() {
 fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
     use crate::recalibration::Method;
     let (mut lab, _, _) = full_lab(2_000);
-    let cold = lab.temperature_view(0.5, 12, Binning::Mass).unwrap();
-    let hot = lab.temperature_view(5.0, 12, Binning::Mass).unwrap();
+    let cold = lab.temperature_view(0.5, 12, Binning::Mass, true).unwrap();
+    let hot = lab.temperature_view(5.0, 12, Binning::Mass, true).unwrap();
     assert_eq!(cold.rivals, hot.rivals, "the slider moves no rival");
     let rivals = &cold.rivals;
     let methods: Vec<Method> = rivals.reports.iter().map(|r| r.method).collect();
@@ -153,7 +162,7 @@ fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
         assert!((report.brier - column.brier).abs() <= TOLERANCE);
     }
     assert_eq!(rivals.reports[1].smece, cold.smooth_at_fitted.smece);
-    let other_bins = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    let other_bins = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
     assert_ne!(
         other_bins.rivals.reports, rivals.reports,
         "bins reach the rivals"
@@ -164,9 +173,9 @@ fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
 #[test]
 fn split_and_model_changes_are_seen() {
     let (mut lab, logits, _) = full_lab(2_000);
-    let first = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    let first = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
     lab.set_split(1);
-    let resplit = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    let resplit = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
     // Another 1,000 calibration rows: another fit, but within sampling error of the first. The
     // fitted T has a relative standard error of about 4.6% here (see the test below); two splits
     // that share half their rows differ by about 4.6% too, so 15% is about 3 of those.
@@ -177,7 +186,7 @@ fn split_and_model_changes_are_seen() {
     let cooler: Vec<f32> = logits.iter().map(|z| z / 3.0).collect();
     lab.add_logits(1, 0, &cooler).unwrap();
     lab.select_model(1).unwrap();
-    let second = lab.temperature_view(1.0, 15, Binning::Width).unwrap();
+    let second = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
     let ratio = resplit.fitted_temperature / second.fitted_temperature;
     assert!((ratio - 3.0).abs() < 1e-4, "ratio {ratio}");
 }
@@ -203,11 +212,11 @@ fn bad_requests_are_refused_with_reasons() {
         Err(LabError::Calibration(_))
     ));
     assert_eq!(
-        lab.temperature_view(25.0, 15, Binning::Width),
+        lab.temperature_view(25.0, 15, Binning::Width, true),
         Err(LabError::TemperatureOutOfRange(25.0))
     );
     assert!(matches!(
-        lab.temperature_view(1.0, 0, Binning::Width),
+        lab.temperature_view(1.0, 0, Binning::Width, true),
         Err(LabError::Calibration(_))
     ));
     assert_eq!(
@@ -415,11 +424,11 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     let mut lab = Lab::new(labels, K, 2).unwrap();
     // Half the rows: the metrics are provisional, so no interval is asked for.
     lab.add_logits(0, 0, &logits[..200 * K]).unwrap();
-    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     assert!(view.interval_requests.is_empty());
     assert!(lab.evaluation_half().is_err());
     lab.add_logits(0, 200, &logits[200 * K..]).unwrap();
-    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     let temperatures: Vec<f64> = view
         .interval_requests
         .iter()
@@ -445,10 +454,10 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     assert_eq!(answer, direct);
     assert_eq!(answer.ece.estimate, view.at_temperature.ece);
     lab.add_intervals(request, answer);
-    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     assert_eq!(view.intervals[0], Some(answer));
     assert_eq!(view.interval_requests.len(), 2);
-    let view = lab.temperature_view(0.8, 10, Binning::Width).unwrap();
+    let view = lab.temperature_view(0.8, 10, Binning::Width, true).unwrap();
     assert_eq!(view.intervals[0], None);
     // An answer for another network or split is dropped.
     for stale in [
@@ -463,9 +472,9 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     ] {
         lab.add_intervals(stale, answer);
     }
-    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     assert_eq!(view.intervals[0], Some(answer));
     lab.set_split(9);
-    let view = lab.temperature_view(0.7, 10, Binning::Width).unwrap();
+    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     assert_eq!(view.intervals[0], None);
 }

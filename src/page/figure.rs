@@ -7,6 +7,7 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::{Frame, OodCharts};
+use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
 use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::CoverageExperiment;
@@ -224,6 +225,20 @@ impl<'a> Sources<'a> {
             .ok_or(FigureError::NotComputed(figure))
     }
 
+    /// The smooth reliability diagram with its band, which `figure` needs: the band is computed
+    /// only in a frame that shows or saves the figure.
+    fn smooth(
+        &self,
+        figure: Figure,
+    ) -> Result<(&'a SmoothDiagram, &'a ReliabilityBand), FigureError> {
+        let smooth = &self.temperature(figure)?.smooth;
+        let band = smooth
+            .band
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))?;
+        Ok((smooth, band))
+    }
+
     /// The conformal lab's view, which `figure` needs.
     fn conformal(&self, figure: Figure) -> Result<&'a ConformalView, FigureError> {
         self.frame
@@ -288,8 +303,8 @@ pub fn draw<DB: DrawingBackend>(
             )?;
         }
         Figure::SmoothReliability => {
-            let smooth = &sources.temperature(figure)?.smooth;
-            plot::smooth_reliability_diagram(area, &smooth.curve, Some(&smooth.band), style)?;
+            let (smooth, band) = sources.smooth(figure)?;
+            plot::smooth_reliability_diagram(area, &smooth.curve, Some(band), style)?;
         }
         Figure::Classwise => {
             let bins = &sources.temperature(figure)?.classwise_bins;
@@ -429,7 +444,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             }
         }
         Figure::SmoothReliability => {
-            let smooth = &sources.temperature(figure)?.smooth;
+            let (smooth, band) = sources.smooth(figure)?;
             table.header(&[
                 "confidence",
                 "accuracy",
@@ -443,8 +458,8 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                     number(confidence),
                     number(curve.accuracy[index]),
                     number(curve.density[index]),
-                    number(smooth.band.lower[index]),
-                    number(smooth.band.upper[index]),
+                    number(band.lower[index]),
+                    number(band.upper[index]),
                 ]);
             }
         }

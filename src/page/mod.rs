@@ -126,7 +126,7 @@ pub fn limits() -> Limits {
 }
 
 /// Which parts of the page are on screen (and so recomputed this frame).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Visible {
     pub temperature: bool,
@@ -136,6 +136,9 @@ pub struct Visible {
     pub ood: bool,
     /// The test image whose explanation is open, if one is.
     pub explain: Option<usize>,
+    /// The figures on screen: the page draws only these, and computes the smooth diagram's
+    /// bootstrap band only when that diagram is among them.
+    pub figures: Vec<Figure>,
 }
 
 /// What one frame puts into the DOM.
@@ -214,7 +217,8 @@ pub fn render(
         Err(e) => return Err(e),
     }
     if visible.temperature {
-        let view = lab.temperature_view(state.t, state.bins, state.binning)?;
+        let smooth_band = visible.figures.contains(&Figure::SmoothReliability);
+        let view = lab.temperature_view(state.t, state.bins, state.binning, smooth_band)?;
         frame.readouts.patches.extend(readouts::temperature(&view));
         frame.readouts.interval_requests = view.interval_requests.clone();
         frame.readouts.drawn.push("temperature");

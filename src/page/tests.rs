@@ -66,6 +66,7 @@ const ALL: Visible = Visible {
     gallery: true,
     ood: false,
     explain: Some(1),
+    figures: Vec::new(),
 };
 
 #[test]
@@ -97,7 +98,7 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
     assert_eq!(lab.split_seed(), 4);
     assert_eq!(frame.readouts.drawn, ["temperature", "conformal"]);
     assert_eq!(frame.readouts.arrived, 300);
-    let view = lab.temperature_view(1.5, 10, Binning::Mass).unwrap();
+    let view = lab.temperature_view(1.5, 10, Binning::Mass, true).unwrap();
     let patches = &frame.readouts.patches;
     let (value, text) = metric_patch(patches, "accuracy");
     assert_eq!(*value, Some(view.at_temperature.accuracy));
@@ -148,6 +149,7 @@ fn only_the_labs_on_screen_are_computed() {
         gallery: false,
         ood: false,
         explain: None,
+        figures: Vec::new(),
     };
     let frame = render(&mut lab, &mut store(), &PageState::default(), &visible).unwrap();
     assert_eq!(frame.readouts.drawn, ["conformal"]);

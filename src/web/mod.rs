@@ -298,13 +298,18 @@ impl Page {
         to_js(&Next::of(next, Vec::new()))
     }
 
-    /// The frame's one call: applies `state`, redraws the charts of the labs `visible` says
-    /// are on screen (`{temperature, conformal, gallery, explain}`), and returns the readouts
-    /// ([`page::Readouts`]).
+    /// The frame's one call: applies `state`, recomputes the labs `visible` says are on screen
+    /// (`{temperature, conformal, gallery, ood, explain, figures}`), redraws those of their
+    /// figures it names (canvas ids), and returns the readouts ([`page::Readouts`]).
+    ///
+    /// A lab's figures off screen are left as they are: drawing is most of a slider frame's
+    /// time, and the temperature lab's five figures span several screens. The page asks for a
+    /// frame with the lab recomputed when one of them scrolls into view.
     pub fn render(&mut self, state: JsValue, visible: JsValue) -> Result<JsValue, JsError> {
         let state = read_state(state)?;
         let visible: Visible = serde_wasm_bindgen::from_value(visible)
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
+        let on_screen = &visible.figures;
         let mut frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
         self.tables.drop_unchanged(&mut frame.readouts.patches);
         let sources = page::Sources {
@@ -319,14 +324,17 @@ impl Page {
                 Figure::SmoothReliability,
                 Figure::Classwise,
             ]);
-            let drawn = RivalsDrawn {
-                bins: view.rivals.reports.iter().map(|r| r.bins.clone()).collect(),
-                size: pixel_size(&canvas_element(&Figure::RivalsReliability.id())?)?,
-                text_scale: state.text_scale(),
-            };
-            if self.rivals_drawn.as_ref() != Some(&drawn) {
-                shown.push(Figure::RivalsReliability);
-                self.rivals_drawn = Some(drawn);
+            // The rivals do not depend on T: redrawn only when their fits, bins or canvas change.
+            if on_screen.contains(&Figure::RivalsReliability) {
+                let drawn = RivalsDrawn {
+                    bins: view.rivals.reports.iter().map(|r| r.bins.clone()).collect(),
+                    size: pixel_size(&canvas_element(&Figure::RivalsReliability.id())?)?,
+                    text_scale: state.text_scale(),
+                };
+                if self.rivals_drawn.as_ref() != Some(&drawn) {
+                    shown.push(Figure::RivalsReliability);
+                    self.rivals_drawn = Some(drawn);
+                }
             }
         }
         if frame.conformal.is_some() {
@@ -341,12 +349,12 @@ impl Page {
             // The score histogram waits, blank, for ODIN's scores when ODIN is chosen.
             if charts.score_histogram.is_some() {
                 shown.push(Figure::OodHistogram);
-            } else {
+            } else if on_screen.contains(&Figure::OodHistogram) {
                 canvas_chart(&Figure::OodHistogram.id(), state.text_scale())?;
             }
             shown.extend([Figure::OodRoc, Figure::OodNorms, Figure::TauChart]);
         }
-        for figure in shown {
+        for figure in shown.into_iter().filter(|f| on_screen.contains(f)) {
             if let Some((area, style)) = canvas_chart(&figure.id(), state.text_scale())? {
                 page::figure::draw(figure, &sources, &area, &style)?;
             }
@@ -439,6 +447,7 @@ impl Page {
             temperature: lab == page::figure::FigureLab::Temperature,
             conformal: lab == page::figure::FigureLab::Conformal,
             ood: lab == page::figure::FigureLab::Ood,
+            figures: vec![figure],
             ..Visible::default()
         };
         Ok(page::render(

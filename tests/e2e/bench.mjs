@@ -10,7 +10,9 @@
 //   - slider: N programmatic moves across the range (value set + `input` dispatched, one per
 //     frame), each timed twice: timings.draws (the wasm call and the canvas drawing) and input
 //     event -> the next frame has painted (a rAF callback queued after the page's redraw, then a
-//     task posted from it, which runs once the frame is committed);
+//     task posted from it, which runs once the frame is committed); the same sweep again with
+//     the smooth reliability diagram scrolled into view (a frame draws only the figures on
+//     screen, and computes that diagram's bootstrap band only when it is);
 //   - bytes: the .wasm on disk (raw, gzip -9) and every response the browser received on the
 //     cold visit, workers included (playwright's request sizes: headers + body as transferred);
 //   - revisit: the page loaded again, its logits from the cache: timings.inferenceDone[0].
@@ -167,6 +169,15 @@ async function main() {
       pageRate: document.getElementById("progress-text").textContent,
     }));
     const sweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
+    // The same sweep with the smooth reliability diagram on screen (and its bootstrap band
+    // computed), the slider in its sticky bar above it.
+    await page.locator("#smooth-reliability").scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => window.calibra.timings.draws.length > 0 && document.getElementById("smooth-reliability").width > 300, null, { timeout: 30_000 });
+    const onScreen = await page.evaluate(() => [...document.querySelectorAll("canvas")]
+      .filter((canvas) => { const { top, bottom } = canvas.getBoundingClientRect(); return bottom > 0 && top < innerHeight; })
+      .map((canvas) => canvas.id));
+    const smoothSweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
+    await page.evaluate(() => scrollTo(0, 0));
     // The conformal lab draws only on screen: bring it in, then move α (0.01 to 0.30).
     await page.locator("#conformal-lab").scrollIntoViewIfNeeded();
     await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 30_000 });
@@ -206,6 +217,7 @@ async function main() {
       imagesPerSecondSteady: (10_000 - 250) / ((visit.bench.lastLogits - visit.bench.firstLogits) / 1000),
       workers: visit.bench.workers,
       slider: sliderFigures(sweep),
+      smoothSlider: { ...sliderFigures(smoothSweep), onScreen },
       alphaSlider: sliderFigures(alphaSweep),
       revisit,
       experiment: { runs: experiments.length, medianMs: quantile(experiments, 0.5), maxMs: Math.max(...experiments) },
@@ -233,12 +245,14 @@ async function main() {
     }
     const s = results.slider;
     const a = results.alphaSlider;
+    const m = results.smoothSlider;
     const rows = [
       ["time to first chart (from navigation start)", ms(results.firstChartMs)],
       ["all 10,000 images inferred (from navigation start)", ms(results.inferenceDoneMs)],
       ["inference throughput", `${group(results.imagesPerSecond)} images/s over ${(inferenceMs / 1000).toFixed(1)} s from the model request to the last logits; ${group(results.imagesPerSecondSteady)} images/s after the first batch (${results.workers} worker${results.workers === 1 ? "" : "s"})`],
       [`slider redraw, wasm call + drawing (${s.redraws} redraws, ${s.moves} moves)`, `median ${ms(s.drawMedianMs)}, p95 ${ms(s.drawP95Ms)}`],
       ["slider input event → next painted frame", `median ${ms(s.paintMedianMs)}, p95 ${ms(s.paintP95Ms)}`],
+      [`the same with the smooth diagram on screen (canvases in view: ${m.onScreen.join(", ")}; ${m.redraws} redraws)`, `median ${ms(m.drawMedianMs)}, p95 ${ms(m.drawP95Ms)}; to the painted frame: median ${ms(m.paintMedianMs)}, p95 ${ms(m.paintP95Ms)}`],
       [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
       ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
       ["revisit (same profile): all 10,000 images' numbers drawn (from navigation start)", `${ms(results.revisit.doneMs)}, first chart ${ms(results.revisit.firstChartMs)}; ${results.revisit.fromCache && !results.revisit.inferred ? "from the logits cache, no inference" : "inferred again (the cache did not answer)"}`],

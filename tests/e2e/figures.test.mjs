@@ -1,16 +1,18 @@
 // End-to-end tests of each figure's "Save or share" menu in headless Chromium: the PNG is the
 // canvas as drawn, the SVG the same plot at the canvas's size, the CSV the numbers the figure
-// draws (checked against the native CLI's), and the copied link is the page in this state.
+// draws (checked against the native CLI's), and the copied link is the page in this state; the
+// footer's source-code link serves this checkout's source.
 //
 // Run: bash scripts/test (stage 7), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/figures.test.mjs
 // UPDATE_SCREENSHOT=1 also copies the presentation-mode screenshot to docs/presentation.png.
 import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
-import { Native, REPO_ROOT, collectProblems, launchBrowser, nextFrames, openSite, waitForInference } from "./helpers.mjs";
+import { Native, REPO_ROOT, collectProblems, drawnCanvasData, launchBrowser, nextFrames, openSite, waitForInference } from "./helpers.mjs";
 
 const INFERENCE_TIMEOUT_MS = 180_000;
 // The page's logits (wasm) and the CLI's (native) differ in the last f32 bits; bin means over
@@ -192,16 +194,7 @@ test("7. every figure's embed view shows that figure alone, drawn, with its slid
     await view.goto(`${site.url}#model=ce&t=1.5&embed=${figure.id}`);
     await view.waitForFunction(() => document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
     if (figure.id === "experiment") await view.click("#run-experiment");
-    const blank = await view.evaluate((id) => {
-      const canvas = document.getElementById(id);
-      const empty = document.createElement("canvas");
-      [empty.width, empty.height] = [canvas.width, canvas.height];
-      const context = empty.getContext("2d");
-      context.fillStyle = "white";
-      context.fillRect(0, 0, empty.width, empty.height);
-      return empty.toDataURL();
-    }, figure.id);
-    await view.waitForFunction(([id, empty]) => document.getElementById(id).toDataURL() !== empty, [figure.id, blank], { timeout: INFERENCE_TIMEOUT_MS, polling: 250 });
+    await drawnCanvasData(view, figure.id, INFERENCE_TIMEOUT_MS);
     await checkEmbed(view, figure.id);
   }
   // The embed's own slider redraws its figure.
@@ -261,6 +254,44 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 
-test("9. no console errors, uncaught exceptions or failed requests", () => {
+// The entries of a gzipped tar archive, by name (GNU tar's long names included): their bytes.
+function tarEntries(gzipped) {
+  const bytes = gunzipSync(gzipped);
+  const entries = new Map();
+  let longName = null;
+  for (let at = 0; at + 512 <= bytes.length; ) {
+    const header = bytes.subarray(at, at + 512);
+    if (header.every((b) => b === 0)) break;
+    const field = (from, length) => header.subarray(from, from + length).toString("latin1").replace(/\0.*$/s, "");
+    const size = parseInt(field(124, 12).trim(), 8);
+    const type = field(156, 1);
+    const data = bytes.subarray(at + 512, at + 512 + size);
+    const prefix = field(345, 155);
+    const name = longName ?? (prefix ? `${prefix}/${field(0, 100)}` : field(0, 100));
+    longName = null;
+    if (type === "L") longName = data.toString("utf8").replace(/\0.*$/s, "");
+    else if (type === "0" || type === "") entries.set(name, data);
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+  return entries;
+}
+
+test("9. the footer's source-code link downloads this checkout's source, without weights or images", { timeout: 60_000 }, async () => {
+  const link = page.locator("#source-code a");
+  const href = await link.evaluate((a) => a.href);
+  const response = await fetch(href);
+  assert.equal(response.status, 200, `${href} answers`);
+  const entries = tarEntries(Buffer.from(await response.arrayBuffer()));
+  for (const file of ["src/lib.rs", "www/index.html", "Cargo.toml", "README.md", "docs/definitions.md"]) {
+    const packed = entries.get(`calibra/${file}`);
+    assert.ok(packed, `the archive holds calibra/${file}`);
+    assert.ok(packed.equals(readFileSync(path.join(REPO_ROOT, file))), `calibra/${file} is the checkout's ${file}`);
+  }
+  const names = [...entries.keys()];
+  assert.deepEqual(names.filter((name) => !name.startsWith("calibra/")), [], "every entry is under calibra/");
+  assert.deepEqual(names.filter((name) => /\.safetensors$|^calibra\/assets\/(fashion-mnist|mnist-ood-)/.test(name)), [], "no weights or images");
+});
+
+test("10. no console errors, uncaught exceptions or failed requests", () => {
   assert.deepEqual(problems, []);
 });

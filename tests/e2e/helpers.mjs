@@ -244,6 +244,22 @@ export async function afterRedraw(page, action, timeout = 10_000) {
   await nextFrames(page, 1);
 }
 
+// The data URL of canvas `id` once something is drawn on it (it differs from a white canvas of
+// its size): a figure is drawn only while it is on screen.
+export async function drawnCanvasData(page, id, timeout = 10_000) {
+  const blank = await page.evaluate((canvasId) => {
+    const canvas = document.getElementById(canvasId);
+    const empty = document.createElement("canvas");
+    [empty.width, empty.height] = [canvas.width, canvas.height];
+    const context = empty.getContext("2d");
+    context.fillStyle = "white";
+    context.fillRect(0, 0, empty.width, empty.height);
+    return empty.toDataURL();
+  }, id);
+  await page.waitForFunction(([canvasId, empty]) => document.getElementById(canvasId).toDataURL() !== empty, [id, blank], { timeout, polling: 250 });
+  return canvasData(page, id);
+}
+
 // Every readout with a data-metric attribute: { name: number } (NaN for an empty data-value).
 export function readMetrics(page) {
   return page.evaluate(() => {
