@@ -12,7 +12,8 @@
 //     event -> the next frame has painted (a rAF callback queued after the page's redraw, then a
 //     task posted from it, which runs once the frame is committed); the same sweep again with
 //     the smooth reliability diagram scrolled into view (a frame draws only the figures on
-//     screen, and computes that diagram's bootstrap band only when it is);
+//     screen, and computes that diagram's bootstrap band only when it is); and once more on a
+//     phone-class device (CDP: 390×844 at device scale 3, CPU throttled 4×);
 //   - bytes: the .wasm on disk (raw, gzip -9) and every response the browser received on the
 //     cold visit, workers included (playwright's request sizes: headers + body as transferred);
 //   - revisit: the page loaded again, its logits from the cache: timings.inferenceDone[0].
@@ -130,6 +131,13 @@ function sweepSlider({ id, values, timingsKey }) {
   });
 }
 
+// The ids of the canvases in the window.
+function canvasesInView() {
+  return [...document.querySelectorAll("canvas")]
+    .filter((canvas) => { const { top, bottom } = canvas.getBoundingClientRect(); return bottom > 0 && top < innerHeight; })
+    .map((canvas) => canvas.id);
+}
+
 // Summary of one slider sweep.
 function sliderFigures(sweep) {
   return {
@@ -173,9 +181,7 @@ async function main() {
     // computed), the slider in its sticky bar above it.
     await page.locator("#smooth-reliability").scrollIntoViewIfNeeded();
     await page.waitForFunction(() => window.calibra.timings.draws.length > 0 && document.getElementById("smooth-reliability").width > 300, null, { timeout: 30_000 });
-    const onScreen = await page.evaluate(() => [...document.querySelectorAll("canvas")]
-      .filter((canvas) => { const { top, bottom } = canvas.getBoundingClientRect(); return bottom > 0 && top < innerHeight; })
-      .map((canvas) => canvas.id));
+    const onScreen = await page.evaluate(canvasesInView);
     const smoothSweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
     await page.evaluate(() => scrollTo(0, 0));
     // The conformal lab draws only on screen: bring it in, then move α (0.01 to 0.30).
@@ -189,6 +195,18 @@ async function main() {
       await page.click("#run-experiment");
       experiments.push(await page.evaluate(() => window.calibra.timings.experiment));
     }
+    // A phone-class device: 390×844 CSS px at device scale 3, the CPU slowed 4× (CDP), the
+    // reliability diagram in view; then the desktop again.
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Emulation.setDeviceMetricsOverride", { width: 390, height: 844, deviceScaleFactor: 3, mobile: true });
+    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 4 });
+    await page.evaluate(() => document.getElementById("reliability").scrollIntoView({ block: "center" }));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const phoneOnScreen = await page.evaluate(canvasesInView);
+    const phoneSweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
+    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
+    await cdp.send("Emulation.clearDeviceMetricsOverride");
+    await cdp.detach();
     // Let the last requestfinished handlers record their sizes; the revisit's are not counted.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const coldResponses = responses.slice();
@@ -218,6 +236,7 @@ async function main() {
       workers: visit.bench.workers,
       slider: sliderFigures(sweep),
       smoothSlider: { ...sliderFigures(smoothSweep), onScreen },
+      phoneSlider: { ...sliderFigures(phoneSweep), onScreen: phoneOnScreen },
       alphaSlider: sliderFigures(alphaSweep),
       revisit,
       experiment: { runs: experiments.length, medianMs: quantile(experiments, 0.5), maxMs: Math.max(...experiments) },
@@ -246,6 +265,7 @@ async function main() {
     const s = results.slider;
     const a = results.alphaSlider;
     const m = results.smoothSlider;
+    const p = results.phoneSlider;
     const rows = [
       ["time to first chart (from navigation start)", ms(results.firstChartMs)],
       ["all 10,000 images inferred (from navigation start)", ms(results.inferenceDoneMs)],
@@ -253,6 +273,7 @@ async function main() {
       [`slider redraw, wasm call + drawing (${s.redraws} redraws, ${s.moves} moves)`, `median ${ms(s.drawMedianMs)}, p95 ${ms(s.drawP95Ms)}`],
       ["slider input event → next painted frame", `median ${ms(s.paintMedianMs)}, p95 ${ms(s.paintP95Ms)}`],
       [`the same with the smooth diagram on screen (canvases in view: ${m.onScreen.join(", ")}; ${m.redraws} redraws)`, `median ${ms(m.drawMedianMs)}, p95 ${ms(m.drawP95Ms)}; to the painted frame: median ${ms(m.paintMedianMs)}, p95 ${ms(m.paintP95Ms)}`],
+      [`the same on a phone-class device: 390×844 at device scale 3, CPU throttled 4× (canvases in view: ${p.onScreen.join(", ")}; ${p.redraws} redraws)`, `median ${ms(p.drawMedianMs)}, p95 ${ms(p.drawP95Ms)}; to the painted frame: median ${ms(p.paintMedianMs)}, p95 ${ms(p.paintP95Ms)}`],
       [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
       ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
       ["revisit (same profile): all 10,000 images' numbers drawn (from navigation start)", `${ms(results.revisit.doneMs)}, first chart ${ms(results.revisit.firstChartMs)}; ${results.revisit.fromCache && !results.revisit.inferred ? "from the logits cache, no inference" : "inferred again (the cache did not answer)"}`],
