@@ -17,6 +17,9 @@
 //   - bytes: the .wasm on disk (raw, gzip -9) and every response the browser received on the
 //     cold visit, workers included (playwright's request sizes: headers + body as transferred);
 //   - revisit: the page loaded again, its logits from the cache: timings.inferenceDone[0].
+//   - worker scaling: two more cold visits, each in a fresh profile, with the browser reporting 2
+//     and then 4 logical cores (navigator.hardwareConcurrency, overridden by an init script): the
+//     page starts floor(cores / 2) inference workers, so one and then two on the same machine.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import os from "node:os";
@@ -152,6 +155,26 @@ function sliderFigures(sweep) {
 
 const EXPERIMENT_RUNS = 5;
 
+// One cold visit (a fresh profile: no cache) with the browser reporting `cores` logical cores,
+// from which the page picks its number of inference workers: how inference scales with them.
+async function coldInference(site, cores) {
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.context.newPage();
+    await page.addInitScript((reported) => {
+      Object.defineProperty(Navigator.prototype, "hardwareConcurrency", { get: () => reported });
+    }, cores);
+    await page.addInitScript(instrumentWorkers);
+    await page.goto(site.url);
+    await waitForInference(page, 600_000);
+    const { timings, bench } = await page.evaluate(() => ({ timings: window.calibra.timings, bench: window.__bench }));
+    const windowMs = timings.inferenceDone[0] - bench.firstRequest;
+    return { cores, workers: bench.workers, windowMs, imagesPerSecond: 10_000 / (windowMs / 1000), doneMs: timings.inferenceDone[0] };
+  } finally {
+    await browser.close();
+  }
+}
+
 async function main() {
   const site = await openSite();
   const browser = await launchBrowser();
@@ -223,6 +246,9 @@ async function main() {
     }));
     await page.close();
 
+    // Worker scaling: the page picks floor(cores / 2) workers (at least one, at most four).
+    const scaling = [];
+    for (const cores of [2, 4]) scaling.push(await coldInference(site, cores));
     const wasm = readFileSync(path.join(SITE_DIR, "pkg/calibra_bg.wasm"));
     const inferenceMs = visit.inferenceDone[0] - visit.bench.firstRequest;
     const transferred = coldResponses.reduce((sum, r) => sum + r.body + r.headers, 0);
@@ -239,6 +265,7 @@ async function main() {
       phoneSlider: { ...sliderFigures(phoneSweep), onScreen: phoneOnScreen },
       alphaSlider: sliderFigures(alphaSweep),
       revisit,
+      scaling,
       experiment: { runs: experiments.length, medianMs: quantile(experiments, 0.5), maxMs: Math.max(...experiments) },
       wasm: { raw: wasm.length, gzip: gzipSync(wasm, { level: 9 }).length },
       transfer: {
@@ -276,6 +303,8 @@ async function main() {
       [`the same on a phone-class device: 390×844 at device scale 3, CPU throttled 4× (canvases in view: ${p.onScreen.join(", ")}; ${p.redraws} redraws)`, `median ${ms(p.drawMedianMs)}, p95 ${ms(p.drawP95Ms)}; to the painted frame: median ${ms(p.paintMedianMs)}, p95 ${ms(p.paintP95Ms)}`],
       [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
       ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
+      ...results.scaling.map((run) => [`cold visit with ${run.cores} cores reported: ${run.workers} inference worker${run.workers === 1 ? "" : "s"}`, `${group(run.imagesPerSecond)} images/s over ${(run.windowMs / 1000).toFixed(1)} s; all 10,000 images ${ms(run.doneMs)} from navigation start`]),
+      [`inference, two workers against one`, `${(results.scaling[1].imagesPerSecond / results.scaling[0].imagesPerSecond).toFixed(2)}× the images/s`],
       ["revisit (same profile): all 10,000 images' numbers drawn (from navigation start)", `${ms(results.revisit.doneMs)}, first chart ${ms(results.revisit.firstChartMs)}; ${results.revisit.fromCache && !results.revisit.inferred ? "from the logits cache, no inference" : "inferred again (the cache did not answer)"}`],
       [`coverage experiment, 1,000 random splits + chart (${results.experiment.runs} runs)`, `median ${ms(results.experiment.medianMs)}, max ${ms(results.experiment.maxMs)}`],
       ["wasm module (`pkg/calibra_bg.wasm`)", `${bytes(results.wasm.raw)} raw, ${bytes(results.wasm.gzip)} gzip -9`],
