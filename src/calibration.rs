@@ -269,7 +269,7 @@ fn shifted_exp_sum(row: &[f32], temperature: f64) -> (f64, f64) {
 
 /// For a non-empty row and a positive temperature, returns `(m, log Σ_j exp(z_j/T − m))` with
 /// `m = max_j z_j/T`; the log-sum-exp is their sum. The sum inside the log is at least 1.
-pub(crate) fn shifted_log_sum_exp(row: &[f32], temperature: f64) -> (f64, f64) {
+fn shifted_log_sum_exp(row: &[f32], temperature: f64) -> (f64, f64) {
     let (max, sum) = shifted_exp_sum(row, temperature);
     (max, sum.ln())
 }
