@@ -134,13 +134,13 @@ pub fn bootstrap_intervals(
         .zip(labels)
         .map(|(row, &label)| {
             let label = label as usize;
-            let (max, log_sum) = calibration::softmax_row(row, temperature, &mut probabilities);
+            let normaliser = calibration::softmax_row(row, temperature, &mut probabilities);
             let brier = probabilities
                 .iter()
                 .enumerate()
                 .map(|(class, &p)| (p - f64::from(class == label)).powi(2))
                 .sum::<f64>();
-            (log_sum - (f64::from(row[label]) / temperature - max), brier)
+            (-normaliser.log_probability(row[label]), brier)
         })
         .unzip();
     let all = Rows {

@@ -252,14 +252,18 @@ fn check_bin_count(num_bins: usize) -> Result<(), CalibrationError> {
     }
 }
 
+/// `max_j z_j/T` of a row, for a positive temperature. Division by a positive number is
+/// monotone, so `max(z)/T` is exactly `max(z/T)`.
+fn scaled_max(row: &[f32], temperature: f64) -> f64 {
+    row.iter()
+        .fold(f64::NEG_INFINITY, |max, &z| max.max(f64::from(z)))
+        / temperature
+}
+
 /// For a non-empty row and a positive temperature, returns `(m, Σ_j exp(z_j/T − m))` with
 /// `m = max_j z_j/T`. The sum is at least 1: the top class contributes `exp(0) = 1` exactly.
 fn shifted_exp_sum(row: &[f32], temperature: f64) -> (f64, f64) {
-    // Division by a positive number is monotone, so max(z)/T is exactly max(z/T).
-    let max = row
-        .iter()
-        .fold(f64::NEG_INFINITY, |max, &z| max.max(f64::from(z)))
-        / temperature;
+    let max = scaled_max(row, temperature);
     let sum: f64 = row
         .iter()
         .map(|&z| (f64::from(z) / temperature - max).exp())
@@ -291,27 +295,39 @@ pub fn log_sum_exp(row: &[f32], temperature: f64) -> f64 {
     max + log_sum
 }
 
+/// One row's softmax normaliser at a temperature, as [`softmax_row`] found it: `m = max_j z_j/T`
+/// and `log Σ_j exp(z_j/T − m)`. Any class's log-probability follows without another `exp`.
+#[derive(Clone, Copy, Debug)]
+pub struct Normaliser {
+    temperature: f64,
+    max: f64,
+    log_sum: f64,
+}
+
+impl Normaliser {
+    /// `log p_k = (z_k/T − m) − log Σ_j exp(z_j/T − m)` for the class whose logit is `logit`.
+    pub fn log_probability(&self, logit: f32) -> f64 {
+        (f64::from(logit) / self.temperature - self.max) - self.log_sum
+    }
+}
+
 /// Writes `softmax(z/T)` of one row into `out` as `exp(z_k/T − m) / Σ_j exp(z_j/T − m)`, with
-/// `m = max_j z_j/T`, and returns `(m, log Σ_j exp(z_j/T − m))` as [`shifted_log_sum_exp`]
-/// does, so that `log p_k = (z_k/T − m) − log_sum` needs no further `exp`: one `exp` per class
-/// and one `log` per row, where exponentiating the log-softmax takes two `exp` per class (the
-/// `exp` is most of a slider frame's arithmetic in the browser).
+/// `m = max_j z_j/T`, and returns the row's [`Normaliser`], from which the log-probabilities
+/// follow without another `exp`: one `exp` per class and one `log` per row, where
+/// exponentiating the log-softmax took two `exp` per class.
 ///
 /// The row must be non-empty and the temperature positive and finite; `out` must be as long
 /// as the row.
 ///
 /// # Panics
 /// If `out` is not as long as `row`.
-pub fn softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) -> (f64, f64) {
+pub fn softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) -> Normaliser {
     assert_eq!(
         row.len(),
         out.len(),
         "softmax_row needs an output buffer as long as the row"
     );
-    let max = row
-        .iter()
-        .fold(f64::NEG_INFINITY, |max, &z| max.max(f64::from(z)))
-        / temperature;
+    let max = scaled_max(row, temperature);
     for (probability, &z) in out.iter_mut().zip(row) {
         *probability = (f64::from(z) / temperature - max).exp();
     }
@@ -319,7 +335,11 @@ pub fn softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) -> (f64, f64)
     for probability in out.iter_mut() {
         *probability /= sum;
     }
-    (max, sum.ln())
+    Normaliser {
+        temperature,
+        max,
+        log_sum: sum.ln(),
+    }
 }
 
 /// Row-major probabilities `softmax(z/T)` in `f64`, each row by [`softmax_row`].
@@ -968,8 +988,8 @@ pub fn evaluate_in_full(
     let (mut correct_count, mut nll_sum, mut brier_sum) = (0_usize, 0.0, 0.0);
     for (row, &label) in logits.rows().zip(labels) {
         let label = label as usize;
-        let (max, log_sum) = softmax_row(row, temperature, &mut probabilities);
-        nll_sum -= (f64::from(row[label]) / temperature - max) - log_sum;
+        let normaliser = softmax_row(row, temperature, &mut probabilities);
+        nll_sum -= normaliser.log_probability(row[label]);
         let predicted = predicted_class(row);
         let is_correct = predicted == label;
         correct_count += usize::from(is_correct);

@@ -567,9 +567,9 @@ impl Recalibration {
                 }
             };
             if let Some(t) = temperature {
-                let (max, log_sum) = softmax_row(row, t, &mut p);
+                let normaliser = softmax_row(row, t, &mut p);
                 for (lp, &z) in log_p.iter_mut().zip(row) {
-                    *lp = (f64::from(z) / t - max) - log_sum;
+                    *lp = normaliser.log_probability(z);
                 }
             }
             let predicted = match self {
