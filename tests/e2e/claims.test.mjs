@@ -245,6 +245,24 @@ test("9. each \"Try this\" button sets the state it names; its line asks the rea
   }
 });
 
-test("10. no console errors, page errors or failed requests", () => {
+test("10. the temperature lab's numbers are the evaluation half's, but for the one rivals column headed \"calibration half\"", async () => {
+  const intro = await text("#temperature-lab .results-first .readouts > p:nth-of-type(2)");
+  assert.match(intro, /measured on the other, evaluation half, but for the one column of the rivals table below that is headed "calibration half"/);
+  const tables = await page.$$eval("#temperature-lab table", (all) => all.map((table) => ({
+    caption: table.caption?.textContent ?? "",
+    headers: [...table.tHead.rows[0].cells].map((cell) => cell.textContent),
+  })));
+  assert.ok(tables.length >= 2, `the lab's tables: ${tables.length}`);
+  for (const { caption } of tables) assert.match(caption, /^Evaluation half/, `a table of the lab says which half: ${caption}`);
+  const calibrationColumns = tables.flatMap(({ headers }, table) => headers
+    .map((header, column) => ({ header, table, column, last: column === headers.length - 1 }))
+    .filter(({ header }) => /calibration half/i.test(header)));
+  assert.equal(calibrationColumns.length, 1, `one column names the calibration half: ${JSON.stringify(calibrationColumns)}`);
+  assert.ok(calibrationColumns[0].last, "it is its table's last column");
+  const rivals = await page.$eval("#temperature-lab table:has(#def-calibration-ece)", (table) => [...table.tHead.rows[0].cells].length);
+  assert.ok(rivals > 0, "it is the rivals table's");
+});
+
+test("11. no console errors, page errors or failed requests", () => {
   assert.deepEqual(problems, []);
 });
