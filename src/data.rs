@@ -131,6 +131,18 @@ impl Images {
     }
 }
 
+/// Whole images of `pixels` (`[n, 28, 28]` row-major; a partial last image is left out) as an
+/// uncompressed IDX images file, the format [`parse_idx_images`] reads.
+pub fn idx_images_file(pixels: &[u8]) -> Vec<u8> {
+    let count = pixels.len() / IMAGE_PIXELS;
+    let mut bytes = vec![0, 0, 0x08, 3];
+    for dimension in [count, IMAGE_SIDE, IMAGE_SIDE] {
+        bytes.extend((dimension as u32).to_be_bytes());
+    }
+    bytes.extend_from_slice(&pixels[..count * IMAGE_PIXELS]);
+    bytes
+}
+
 /// A labelled set of images.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dataset {

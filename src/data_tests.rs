@@ -33,6 +33,27 @@ fn reads_plain_and_gzipped_idx_alike() {
 }
 
 #[test]
+fn written_idx_images_are_the_bytes_read_back() {
+    let pixels: Vec<u8> = (0..2 * IMAGE_PIXELS).map(|i| (i % 253) as u8).collect();
+    // The header by hand: 0, 0, unsigned byte, 3 dimensions, then 2, 28, 28 big-endian.
+    let file = idx_images_file(&pixels);
+    assert_eq!(
+        file[..16],
+        [0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 28, 0, 0, 0, 28]
+    );
+    assert_eq!(file, idx_bytes(&[2, 28, 28], &pixels));
+    assert_eq!(
+        parse_idx_images(&file, "written").unwrap().pixels(),
+        &pixels[..]
+    );
+    // A partial last image is left out.
+    assert_eq!(
+        idx_images_file(&pixels[..IMAGE_PIXELS + 5]),
+        idx_bytes(&[1, 28, 28], &pixels[..IMAGE_PIXELS])
+    );
+}
+
+#[test]
 fn rejects_malformed_files_with_their_name() {
     let message = |e: DataError| e.to_string();
     let short = idx_bytes(&[2, 28, 28], &[0; 100]);

@@ -8,6 +8,9 @@
 //! Labels: `.npy` of any integer dtype with shape `[n]`, or one integer a line (or an integral
 //! float, as `np.savetxt` writes integers).
 //!
+//! Pictures: a PNG (recognised by its signature) is decoded to RGBA and prepared as the page
+//! prepares a reader's picture ([`crate::own_image::prepare`]), into one 28×28 image.
+//!
 //! A `.npy` header is read here before npyz sees the file, because npyz multiplies the shape's
 //! dimensions unchecked: a header declaring shape `(2**40, 2**40)` makes a debug build panic
 //! and a release build wrap. The header must be the dictionary NumPy writes,
@@ -50,6 +53,47 @@ pub enum InputError {
     Empty { path: PathBuf },
     #[error("{path}: {num_classes} column(s): logits need at least 2 classes")]
     TooFewClasses { path: PathBuf, num_classes: usize },
+    #[error("{path}: not a PNG this tool can decode: {detail}")]
+    Picture { path: PathBuf, detail: String },
+    #[error("{path}: {error}")]
+    OwnImage {
+        path: PathBuf,
+        error: crate::own_image::OwnImageError,
+    },
+}
+
+/// The eight bytes every PNG file starts with.
+const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
+
+/// Whether `bytes` are a PNG file, by its signature.
+pub fn is_png(bytes: &[u8]) -> bool {
+    bytes.starts_with(&PNG_SIGNATURE)
+}
+
+/// The 28×28 image (`[1, 28, 28]` bytes) the page makes of the PNG picture `bytes`, negated as
+/// `invert` says.
+///
+/// # Errors
+/// [`InputError::Picture`] for a file the PNG decoder refuses, [`InputError::OwnImage`] for a
+/// picture too large or blank.
+pub fn parse_png_picture(
+    bytes: &[u8],
+    invert: crate::own_image::Invert,
+    path: &Path,
+) -> Result<Vec<u8>, InputError> {
+    let picture = image::load_from_memory_with_format(bytes, image::ImageFormat::Png)
+        .map_err(|e| InputError::Picture {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?
+        .to_rgba8();
+    let (width, height) = (picture.width() as usize, picture.height() as usize);
+    crate::own_image::prepare(picture.as_raw(), width, height, invert)
+        .map(|prepared| prepared.pixels)
+        .map_err(|error| InputError::OwnImage {
+            path: path.to_path_buf(),
+            error,
+        })
 }
 
 /// Row-major `[n, K]` logits.

@@ -1,7 +1,7 @@
 //! calibra: see and fix an overconfident classifier.
 //!
 //! A pure numerical core (`data`, `model`, `calibration`, `smooth_calibration`,
-//! `bootstrap`, `conformal`, `ood`, `plot`, and natively `input` for the CLI's files) that
+//! `bootstrap`, `conformal`, `ood`, `own_image`, `plot`, and natively `input` for the CLI's files) that
 //! compiles and is tested natively, plus one thin `#[wasm_bindgen]` facade (`web`) for the page.
 
 pub mod bootstrap;
@@ -14,6 +14,7 @@ pub mod lab;
 pub mod model;
 pub mod ood;
 pub mod ood_view;
+pub mod own_image;
 pub mod page;
 pub mod plot;
 pub mod recalibration;

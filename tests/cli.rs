@@ -2306,3 +2306,62 @@ fn ood_table_output_names_every_score() {
         "a table, not JSON"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// `calibra logits` on a picture
+
+#[test]
+fn a_png_picture_gives_the_logits_of_the_28x28_the_page_makes_of_it() {
+    use calibra::own_image::{self, Invert};
+    let dir = TempDir::new("png");
+    let model = Path::new("assets/models/fmnist-ce.safetensors");
+    // Test image 0 as ink on paper, blown up four times on a wider sheet.
+    let images =
+        calibra::data::load_images(Path::new("assets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+            .unwrap();
+    let side = 28 * 4 + 20;
+    let mut picture = image::RgbaImage::from_pixel(side, side, image::Rgba([255, 255, 255, 255]));
+    for y in 0..28 * 4 {
+        for x in 0..28 * 4 {
+            let ink = 255 - images.image(0)[(y as usize / 4) * 28 + x as usize / 4];
+            picture.put_pixel(x + 10, y + 10, image::Rgba([ink, ink, ink, 255]));
+        }
+    }
+    let png = dir.path("picture.png");
+    picture.save(&png).unwrap();
+    let prepared =
+        own_image::prepare(picture.as_raw(), side as usize, side as usize, Invert::Auto).unwrap();
+    let idx = dir.write(
+        "picture-idx3-ubyte",
+        calibra::data::idx_images_file(&prepared.pixels),
+    );
+    let logits_of = |images: &Path, out: &str, extra: &[&str]| {
+        let out = dir.path(out);
+        let mut args = vec![
+            OsStr::new("logits"),
+            OsStr::new("--model"),
+            model.as_os_str(),
+            OsStr::new("--images"),
+            images.as_os_str(),
+            OsStr::new("--out"),
+            out.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        let output = calibra(&args);
+        (output, out)
+    };
+    let (output, from_png) = logits_of(&png, "png.npy", &[]);
+    assert_success(&output);
+    let (output, from_idx) = logits_of(&idx, "idx.npy", &[]);
+    assert_success(&output);
+    let png_logits = calibra::input::read_logits(&from_png).unwrap();
+    assert_eq!(png_logits.values.len(), 10);
+    assert_eq!(png_logits, calibra::input::read_logits(&from_idx).unwrap());
+    // Negating it (auto guesses so: the border is white) is what makes it readable: left as it
+    // is, the white sheet is both the background and the brightest shade.
+    let (output, _) = logits_of(&png, "off.npy", &["--invert", "off"]);
+    assert_refused(&output, &["picture.png", "blank"]);
+    let broken = dir.write("broken.png", &std::fs::read(&png).unwrap()[..40]);
+    let (output, _) = logits_of(&broken, "broken.npy", &[]);
+    assert_refused(&output, &["broken.png", "not a PNG this tool can decode"]);
+}

@@ -51,6 +51,7 @@ function applyPatch(element, p) {
     case "style": element.style.setProperty(p.property, p.value); break;
     case "metrics": element.replaceChildren(...joined(p.items.map(metricSpan))); break;
     case "rows": element.tBodies[0].replaceChildren(...p.rows.map(tableRow)); break;
+    case "bars": element.tBodies[0].replaceChildren(...p.rows.map(barRow)); break;
     default: throw new Error(`unknown patch kind ${p.kind}`);
   }
 }
@@ -73,6 +74,26 @@ function tableRow(row) {
     const td = document.createElement("td");
     if (cell.metric) setMetric(td, cell.metric, cell.value, cell.text);
     else td.textContent = cell.text;
+    tr.append(td);
+  }
+  return tr;
+}
+
+// A bar chart's row: its label, then each readout as a bar as long as its value (a share)
+// with its text beside it.
+function barRow(row) {
+  const tr = document.createElement("tr");
+  const th = document.createElement("th");
+  th.scope = "row";
+  th.textContent = row.label;
+  tr.append(th);
+  for (const item of row.bars) {
+    const td = document.createElement("td");
+    const bar = document.createElement("span");
+    bar.className = "bar";
+    bar.setAttribute("aria-hidden", "true");
+    bar.style.setProperty("--share", String(item.value));
+    td.append(bar, metricSpan(item));
     tr.append(td);
   }
   return tr;

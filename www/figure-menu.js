@@ -95,7 +95,7 @@ function canvasBlob(canvas) {
 }
 
 // Saves a blob under `name` through a temporary link.
-function download(blob, name) {
+export function download(blob, name) {
   const url = URL.createObjectURL(blob);
   const link = document.createElement("a");
   link.href = url;

@@ -3,15 +3,19 @@
 
 import { $ } from "./dom.js";
 
-// Image `row` of `pixels` ([n, side, side]) on a canvas, dark on light.
-function thumbnail(pixels, row, side) {
+// Image `row` of `pixels` ([n, side, side]) on a canvas, dark on light, or bright on black as
+// the network reads it (`asRead`).
+export function thumbnail(pixels, row, side, { asRead = false } = {}) {
   const canvas = document.createElement("canvas");
   canvas.width = side;
   canvas.height = side;
   const context = canvas.getContext("2d");
   const image = context.createImageData(side, side);
   const source = pixels.subarray(row * side * side, (row + 1) * side * side);
-  source.forEach((value, i) => image.data.set([255 - value, 255 - value, 255 - value, 255], i * 4));
+  source.forEach((value, i) => {
+    const shade = asRead ? value : 255 - value;
+    image.data.set([shade, shade, shade, 255], i * 4);
+  });
   context.putImageData(image, 0, 0);
   return canvas;
 }

@@ -5,9 +5,10 @@
 import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash, view_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
-import { addFigureMenus } from "./figure-menu.js";
-import { Gallery, showOodGalleries } from "./gallery.js";
+import { addFigureMenus, download } from "./figure-menu.js";
+import { Gallery, showOodGalleries, thumbnail } from "./gallery.js";
 import * as logitsCache from "./logits-cache.js";
+import { OwnImageInput } from "./own-image.js";
 
 const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
@@ -25,6 +26,8 @@ window.calibra = {
   calls,
   get state() { return state; },
   get limits() { return limits; },
+  // The 28×28 the networks read of the reader's picture, once there is one.
+  get ownPixels() { return ownPixels && Array.from(ownPixels); },
   // The logits the page computed for model `index` on image set `set`, once all have arrived:
   // the tests compare the page's numbers with the command-line tool's on exactly these.
   logits: (index, set) => Array.from(page.logits(index, set)),
@@ -46,8 +49,8 @@ let intervalTimer = null;
 let renderPending = false;
 // Which labs need a redraw. A lab off screen stays dirty and is redrawn when it scrolls into
 // view, so a slider costs only the charts the reader can see.
-const dirty = { temperature: false, conformal: false, gallery: false, ood: false };
-const visible = { temperature: true, conformal: false, gallery: false, ood: false };
+const dirty = { temperature: false, conformal: false, gallery: false, ood: false, own: false };
+const visible = { temperature: true, conformal: false, gallery: false, ood: false, own: false };
 // The figures on screen (canvas ids): a frame draws only these, and one scrolling into view
 // asks for its lab again.
 const figuresOnScreen = new Set();
@@ -62,6 +65,12 @@ const imageDigests = {};
 const cacheKeys = new Map();
 const cachedSince = new Map();
 let lastKeep = Promise.resolve();
+// The reader's own picture as they gave it (prepared again when the invert choice changes), the
+// 28×28 Rust made of it, and the networks' logits asked for on it, by request number.
+let ownPicture = null;
+let ownPixels = null;
+const ownRequests = new Map();
+let ownRequestCount = 0;
 
 // Counts every call into the wasm module's Page, for the one-call-per-frame check.
 function counted(target) {
@@ -144,7 +153,7 @@ function readHash() {
 
 // Asks for one render on the next animation frame; repeated asks in a frame collapse.
 function scheduleRender() {
-  dirty.temperature = dirty.conformal = dirty.gallery = dirty.ood = true;
+  dirty.temperature = dirty.conformal = dirty.gallery = dirty.ood = dirty.own = true;
   if (renderPending) return;
   renderPending = true;
   requestAnimationFrame(render);
@@ -160,6 +169,7 @@ function render() {
     conformal: dirty.conformal && visible.conformal,
     gallery: dirty.gallery && visible.gallery,
     ood: dirty.ood && visible.ood,
+    own_image: dirty.own && visible.own,
     explain: gallery.selectedRow,
     figures: [...figuresOnScreen],
   };
@@ -176,6 +186,10 @@ function render() {
   const millis = performance.now() - started;
   applyPatches(readouts.patches);
   showProgress(readouts.arrived);
+  if (wanted.own_image) {
+    dirty.own = false;
+    if (readouts.own_image) showOwnAnswers(readouts.own_image);
+  }
   if (wanted.ood) {
     for (const { model, set } of readouts.needs) pool.request(model, set);
     odinNeeds = readouts.odin_needs;
@@ -235,7 +249,7 @@ function onIntervals(request, intervals) {
 // Tracks which labs and figures are on screen (with a margin, so charts are ready as they
 // scroll in).
 function observeVisibility() {
-  const parts = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "ood-lab": "ood" };
+  const parts = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "ood-lab": "ood", "own-image": "own" };
   const figureLabs = new Map(limits.figures.map(({ id, lab }) => [id, lab]));
   const observer = new IntersectionObserver((entries) => {
     for (const { target, isIntersecting } of entries) {
@@ -318,6 +332,84 @@ function wireControls() {
   });
 }
 
+// The "your own image" section: its inputs, the invert choice and the IDX download.
+function wireOwnImage() {
+  new OwnImageInput({ onPicture: takeOwnPicture, onError: showOwnProblem });
+  $("own-invert").addEventListener("change", () => {
+    if (ownPicture) takeOwnPicture(ownPicture);
+  });
+  $("own-download").addEventListener("click", () => {
+    try {
+      download(new Blob([page.own_image_idx()]), "calibra-own-image-idx3-ubyte");
+    } catch (error) {
+      showOwnProblem(error.message);
+    }
+  });
+}
+
+// Makes a picture the reader's image through Rust; one it refuses leaves the last one shown.
+function takeOwnPicture(picture) {
+  let pixels;
+  try {
+    pixels = page.set_own_image(picture.rgba, picture.width, picture.height, $("own-invert").value, images.test);
+  } catch (error) {
+    showOwnProblem(`Cannot use ${picture.name}: ${error.message}.`);
+    return;
+  }
+  ownPicture = picture;
+  ownPixels = pixels;
+  ownRequests.clear();
+  $("own-status").textContent = `Showing ${picture.name}.`;
+  $("own-download").disabled = false;
+  $("own-seen").replaceChildren(thumbnailAsRead(pixels, 0));
+  scheduleRender();
+}
+
+// Says what went wrong with a picture, where the reader is looking.
+function showOwnProblem(message) {
+  $("own-status").textContent = message;
+}
+
+// A 28×28 image as the network reads it, bright on black.
+const thumbnailAsRead = (pixels, row) => thumbnail(pixels, row, limits.image_side, { asRead: true });
+
+// Asks for the networks' logits the section still needs, and shows the closest test images.
+function showOwnAnswers({ needs, neighbours }) {
+  for (const model of needs) {
+    if ([...ownRequests.values()].some((request) => request.model === model && request.pixels === ownPixels)) continue;
+    ownRequestCount += 1;
+    ownRequests.set(ownRequestCount, { model, pixels: ownPixels });
+    pool.classifyOwn(model, ownPixels, ownRequestCount);
+  }
+  const key = neighbours.map((n) => n.row).join(",");
+  const strip = $("own-neighbours");
+  if (strip.dataset.rows === key) return;
+  strip.dataset.rows = key;
+  strip.replaceChildren(...neighbours.map(({ row, caption }) => {
+    const figure = document.createElement("figure");
+    const canvas = thumbnailAsRead(images.test, row);
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", `test image ${row}`);
+    const text = document.createElement("figcaption");
+    text.textContent = `#${row}: ${caption}`;
+    figure.append(canvas, text);
+    return figure;
+  }));
+}
+
+// Keeps a network's logits on the reader's picture (Rust drops those of a picture replaced).
+function onOwnLogits(message) {
+  const request = ownRequests.get(message.start);
+  if (!request) return;
+  try {
+    page.add_own_logits(request.model, request.pixels, message.logits);
+  } catch (error) {
+    showOwnProblem(`Inference returned bad values: ${error.message}`);
+    return;
+  }
+  scheduleRender();
+}
+
 // R random splits against the Beta law, drawn on demand (well under a second).
 function runExperiment() {
   const started = performance.now();
@@ -375,8 +467,9 @@ class BootstrapWorker {
 // A pool of inference workers sharing the image sets: batches go to whichever worker is free.
 // A job is one model's logits (or ODIN scores) on one image set.
 class InferencePool {
-  constructor(size, onBatch, onError) {
+  constructor(size, onBatch, onOwn, onError) {
     this.onBatch = onBatch;
+    this.onOwn = onOwn;
     this.onError = onError;
     this.workers = [];
     this.queue = [];
@@ -416,6 +509,15 @@ class InferencePool {
     else loadImages(set).then(start, (error) => showError(error.message));
   }
 
+  // Asks the least busy worker for the logits of `model` (loaded: its test logits are in) on
+  // the reader's 28×28 `pixels`; the answer comes back to onOwn with `start` = `request`.
+  classifyOwn(model, pixels, request) {
+    const slot = this.workers.reduce((best, candidate) => (candidate.busy < best.busy ? candidate : best));
+    const copy = pixels.slice();
+    slot.worker.postMessage({ type: "infer", model, set: "own", start: request, pixels: copy }, [copy.buffer]);
+    slot.busy += 1;
+  }
+
   // Moves the test-set batches of `model` to the front of the queue.
   prioritise(model) {
     const first = (job) => job.model === model && job.set === "test" && job.kind === "logits";
@@ -440,6 +542,10 @@ class InferencePool {
   receive(slot, message) {
     if (message.status === "ready") {
       this.digestArrived.get(message.model)?.(message.digest);
+    } else if (message.set === "own") {
+      slot.busy -= 1;
+      this.onOwn(message);
+      this.pump();
     } else if (message.status === "logits" || message.status === "odin") {
       slot.busy -= 1;
       this.onBatch(message);
@@ -581,9 +687,10 @@ async function main() {
   gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
   addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), onError: showError });
+  wireOwnImage();
 
   const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
-  pool = new InferencePool(workers, onBatch, (message, model) => {
+  pool = new InferencePool(workers, onBatch, onOwnLogits, (message, model) => {
     showError(message);
     if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
   });

@@ -197,7 +197,7 @@ fn argmax(row: &[f32]) -> u32 {
 }
 
 /// True-label scores picked from `[n, K]` all-label scores.
-fn true_label(label_scores: &[f64], labels: &[u32], num_classes: usize) -> Vec<f64> {
+pub(super) fn true_label(label_scores: &[f64], labels: &[u32], num_classes: usize) -> Vec<f64> {
     label_scores
         .chunks_exact(num_classes)
         .zip(labels)
@@ -267,20 +267,31 @@ fn thresholds(
     class_conditional: bool,
 ) -> Result<Thresholds, LabError> {
     let scores = true_label(&table.calibration, calibration_labels, k);
+    thresholds_of(&scores, calibration_labels, k, alpha, class_conditional)
+}
+
+/// Thresholds from the calibration half's true-label scores.
+pub(super) fn thresholds_of(
+    scores: &[f64],
+    calibration_labels: &[u32],
+    k: usize,
+    alpha: f64,
+    class_conditional: bool,
+) -> Result<Thresholds, LabError> {
     Ok(if class_conditional {
         Thresholds::ClassConditional(conformal::class_conditional_thresholds(
-            &scores,
+            scores,
             calibration_labels,
             k,
             alpha,
         )?)
     } else {
-        Thresholds::Marginal(conformal::conformal_threshold(&scores, alpha)?)
+        Thresholds::Marginal(conformal::conformal_threshold(scores, alpha)?)
     })
 }
 
 impl Lab {
-    fn check_temperature(temperature: f64) -> Result<(), LabError> {
+    pub(super) fn check_temperature(temperature: f64) -> Result<(), LabError> {
         if (calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
             Ok(())
         } else {

@@ -21,11 +21,13 @@ use crate::smooth_calibration::SmoothEce;
 mod conformal_view;
 mod intervals;
 mod ood_store;
+mod own_image;
 mod rivals;
 mod streamed;
 mod temperature_view;
 
 pub use ood_store::{ImageSet, OodSet, OodStore};
+pub use own_image::OwnImageSet;
 pub use rivals::RivalsView;
 pub use streamed::Streamed;
 
@@ -160,6 +162,8 @@ pub struct Lab {
     cache: Option<Cache>,
     /// Each model's [`NetworkSummary`] on this split, with the bins it was computed with.
     summaries: Vec<Option<(usize, Binning, NetworkSummary)>>,
+    /// Each model's calibration scores behind the sets of a reader's own image.
+    own_image_scores: Vec<Option<own_image::CalibrationScores>>,
 }
 
 impl Lab {
@@ -193,6 +197,7 @@ impl Lab {
             row_uniforms: Vec::new(),
             cache: None,
             summaries: vec![None; model_count],
+            own_image_scores: vec![None; model_count],
         };
         lab.set_split(0);
         Ok(lab)
@@ -201,6 +206,11 @@ impl Lab {
     /// Number of test rows.
     pub fn rows(&self) -> usize {
         self.labels.len()
+    }
+
+    /// The label of test row `row`, if there is one.
+    pub fn label(&self, row: usize) -> Option<u32> {
+        self.labels.get(row).copied()
     }
 
     /// Rows whose logits have arrived for `model`.

@@ -478,3 +478,51 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     assert_eq!(view.intervals[0], None);
 }
+
+#[test]
+fn a_test_images_logits_given_as_a_readers_image_get_its_explained_set() {
+    // Without randomization the set depends on the logits and thresholds alone, so a test
+    // image's logits given as a new image get the set the lab explains for that image, under
+    // the active model and under one that is not (selected afterwards for the check).
+    let (mut lab, logits, _) = full_lab(2_000);
+    let (second, _) = synthetic(2_000, 7);
+    lab.add_logits(1, 0, &second).unwrap();
+    for score in ScoreKind::ALL {
+        for class_conditional in [false, true] {
+            let chosen = ConformalSettings {
+                randomized: false,
+                class_conditional,
+                ..settings(score)
+            };
+            for (model, values) in [(0, &logits), (1, &second)] {
+                lab.select_model(1 - model).unwrap();
+                let sets: Vec<OwnImageSet> = (0..40)
+                    .map(|row| {
+                        lab.own_image_set(model, &chosen, &values[row * K..(row + 1) * K])
+                            .unwrap()
+                    })
+                    .collect();
+                lab.select_model(model).unwrap();
+                for (row, set) in sets.iter().enumerate() {
+                    let explanation = lab.explain(&chosen, row).unwrap();
+                    let expected: Vec<usize> = (0..K).filter(|&y| explanation.in_set[y]).collect();
+                    assert_eq!(set.labels, expected, "{score:?} model {model} row {row}");
+                    assert_eq!(set.thresholds, explanation.thresholds);
+                    assert_eq!(set.scores, explanation.scores);
+                }
+            }
+        }
+    }
+    // The randomized scores draw the (n + 1)-th uniform of the split's stream.
+    let randomized = settings(ScoreKind::Aps);
+    let set = lab.own_image_set(0, &randomized, &logits[..K]).unwrap();
+    assert_eq!(set.uniform, conformal::uniforms(2_001, 0)[2_000]);
+    assert!(matches!(
+        lab.own_image_set(0, &randomized, &logits[..K - 1]),
+        Err(LabError::Calibration(_))
+    ));
+    assert_eq!(
+        lab.own_image_set(5, &randomized, &logits[..K]),
+        Err(LabError::UnknownModel { index: 5, count: 2 })
+    );
+}

@@ -9,6 +9,7 @@
 
 pub mod figure;
 mod ood;
+pub mod own_image;
 mod readouts;
 mod state;
 
@@ -23,8 +24,8 @@ use crate::model::NUM_CLASSES;
 pub use figure::{ExperimentRun, Figure, FigureError, FigureInfo, Sources, FIGURES};
 pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
 pub use readouts::{
-    control_patches, experiment_readouts, grouped, ExperimentReadouts, GallerySection, MetricItem,
-    Patch, SentTables, TableCell, TableRow,
+    control_patches, experiment_readouts, grouped, BarRow, ExperimentReadouts, GallerySection,
+    MetricItem, Patch, SentTables, TableCell, TableRow,
 };
 pub use state::{
     serde_name, Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange,
@@ -134,6 +135,8 @@ pub struct Visible {
     pub gallery: bool,
     /// The τ lab.
     pub ood: bool,
+    /// The "your own image" section.
+    pub own_image: bool,
     /// The test image whose explanation is open, if one is.
     pub explain: Option<usize>,
     /// The figures on screen: the page draws only these, and computes the smooth diagram's
@@ -166,6 +169,8 @@ pub struct Readouts {
     pub ood_galleries: Vec<OodGallery>,
     /// Bootstrap intervals the temperature lab shows and a worker has not computed yet.
     pub interval_requests: Vec<IntervalRequest>,
+    /// The "your own image" section, when it is on screen and holds a picture.
+    pub own_image: Option<own_image::OwnImageReadouts>,
 }
 
 /// The views one frame draws, with its readouts.

@@ -67,6 +67,19 @@ pub enum Patch {
         id: &'static str,
         rows: Vec<TableRow>,
     },
+    /// The rows of a bar chart drawn as a table: a label, then bars whose lengths are their
+    /// readouts' values (shares in `[0, 1]`), each with its readout beside it.
+    Bars {
+        id: &'static str,
+        rows: Vec<BarRow>,
+    },
+}
+
+/// One row of a [`Patch::Bars`] chart.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BarRow {
+    pub label: String,
+    pub bars: Vec<MetricItem>,
 }
 
 /// The rows each table was last sent with. Only [`Patch::Rows`] writes a table's body, so a

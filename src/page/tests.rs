@@ -65,6 +65,7 @@ const ALL: Visible = Visible {
     conformal: true,
     gallery: true,
     ood: false,
+    own_image: false,
     explain: Some(1),
     figures: Vec::new(),
 };
@@ -148,6 +149,7 @@ fn only_the_labs_on_screen_are_computed() {
         conformal: true,
         gallery: false,
         ood: false,
+        own_image: false,
         explain: None,
         figures: Vec::new(),
     };

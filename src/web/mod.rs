@@ -20,6 +20,8 @@ use crate::lab::{self, ImageSet, OodSet, OodStore};
 use crate::model::{Classifier, NUM_CLASSES};
 #[cfg(feature = "odin")]
 use crate::model::{ODIN_EPSILON, ODIN_TEMPERATURE};
+use crate::own_image;
+use crate::page::own_image::{OodThresholds, OwnImage};
 use crate::page::{self, Figure, PageState, Visible};
 use crate::plot::ChartStyle;
 use canvas::Measured;
@@ -90,6 +92,14 @@ pub fn noise_pixels(set: &str) -> Result<Vec<u8>, JsError> {
 #[wasm_bindgen]
 pub fn parse_mnist(bytes: &[u8], name: &str) -> Result<Vec<u8>, JsError> {
     Ok(page::mnist_pixels(bytes, name)?)
+}
+
+/// The size `[width, height]` at which the page draws a picture of `width`×`height` before
+/// [`Page::set_own_image`] ([`own_image::page_picture_size`]).
+#[wasm_bindgen]
+pub fn own_picture_size(width: u32, height: u32) -> Vec<u32> {
+    let (width, height) = own_image::page_picture_size(width, height);
+    vec![width, height]
 }
 
 /// Every constant the page's script needs ([`page::Limits`]).
@@ -183,6 +193,9 @@ pub struct Page {
     tables: page::SentTables,
     /// The last coverage experiment, which its figure shows until the next run.
     experiment: Option<page::ExperimentRun>,
+    /// The reader's own picture, once they have drawn or chosen one.
+    own_image: Option<OwnImage>,
+    own_image_thresholds: OodThresholds,
 }
 
 /// The rivals' reliability bins as drawn, and the canvas's size in device pixels.
@@ -208,7 +221,51 @@ impl Page {
             rivals_drawn: None,
             tables: page::SentTables::default(),
             experiment: None,
+            own_image: None,
+            own_image_thresholds: OodThresholds::default(),
         })
+    }
+
+    /// Makes the reader's picture (`rgba`: `width`×`height` RGBA bytes, row-major) the 28×28
+    /// the networks read, with `invert` (`"auto"`, `"on"`, `"off"`), finds its closest images
+    /// among `test_pixels` (`[n, 28, 28]`), and returns the 28×28 (`Uint8Array`). The logits
+    /// of the picture before are dropped; a picture refused leaves it as it was.
+    pub fn set_own_image(
+        &mut self,
+        rgba: &[u8],
+        width: usize,
+        height: usize,
+        invert: &str,
+        test_pixels: &[u8],
+    ) -> Result<Vec<u8>, JsError> {
+        let invert: own_image::Invert = parse_name("invert", invert)?;
+        let prepared = own_image::prepare(rgba, width, height, invert)?;
+        let image = OwnImage::new(prepared, test_pixels, page::MODELS.len())?;
+        let pixels = image.pixels().to_vec();
+        self.own_image = Some(image);
+        Ok(pixels)
+    }
+
+    /// Keeps the logits (`Float32Array [10]`) of `model` on the reader's picture `pixels` (the
+    /// 28×28 they were computed from: logits of a picture since replaced are dropped).
+    pub fn add_own_logits(
+        &mut self,
+        model: usize,
+        pixels: &[u8],
+        logits: &[f32],
+    ) -> Result<(), JsError> {
+        match &mut self.own_image {
+            Some(image) if image.pixels() == pixels => Ok(image.add_logits(model, logits)?),
+            _ => Ok(()),
+        }
+    }
+
+    /// The reader's 28×28 as an IDX images file of one image (what `calibra logits` reads).
+    pub fn own_image_idx(&self) -> Result<Vec<u8>, JsError> {
+        self.own_image
+            .as_ref()
+            .map(OwnImage::idx_file)
+            .ok_or_else(|| JsError::new("there is no picture yet: draw or choose one first"))
     }
 
     /// Stores a batch of logits of `model` on `set` (`"test"` or an OOD set's name) for rows
@@ -311,6 +368,16 @@ impl Page {
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
         let on_screen = &visible.figures;
         let mut frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
+        if let (true, Some(image)) = (visible.own_image, &self.own_image) {
+            let (patches, readouts) = page::own_image::render(
+                &mut self.lab,
+                &mut self.own_image_thresholds,
+                &state,
+                image,
+            )?;
+            frame.readouts.patches.extend(patches);
+            frame.readouts.own_image = Some(readouts);
+        }
         self.tables.drop_unchanged(&mut frame.readouts.patches);
         let sources = page::Sources {
             frame: &frame,

@@ -23,7 +23,7 @@ use calibra::calibration::Binning;
 use calibra::conformal::ScoreKind;
 use calibra::model::{Classifier, NUM_CLASSES};
 use calibra::recalibration::Method;
-use calibra::{data, input};
+use calibra::{data, input, own_image};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -131,12 +131,34 @@ struct LogitsArgs {
     /// Model weights (.safetensors), e.g. assets/models/fmnist-ce.safetensors.
     #[arg(long)]
     model: PathBuf,
-    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz.
+    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz, or
+    /// a PNG picture, made into one 28×28 image as the page makes a reader's picture.
     #[arg(long)]
     images: PathBuf,
     /// Output .npy file.
     #[arg(long)]
     out: PathBuf,
+    /// For a PNG picture: negate it when its border is light (auto), always (on) or never (off).
+    #[arg(long, value_enum, default_value_t = InvertArg::Auto)]
+    invert: InvertArg,
+}
+
+/// `--invert`'s values, those of the page's control.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum InvertArg {
+    Auto,
+    On,
+    Off,
+}
+
+impl From<InvertArg> for own_image::Invert {
+    fn from(choice: InvertArg) -> Self {
+        match choice {
+            InvertArg::Auto => Self::Auto,
+            InvertArg::On => Self::On,
+            InvertArg::Off => Self::Off,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -197,14 +219,24 @@ fn logits(args: &LogitsArgs) -> Result<(), String> {
         std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
     let classifier = Classifier::from_safetensors(weights)
         .map_err(|e| format!("{}: {e}", args.model.display()))?;
-    let images = data::load_images(&args.images).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(&args.images)
+        .map_err(|e| format!("{}: cannot read: {e}", args.images.display()))?;
+    let pixels = if input::is_png(&bytes) {
+        input::parse_png_picture(&bytes, args.invert.into(), &args.images)
+            .map_err(|e| e.to_string())?
+    } else {
+        data::parse_idx_images(&bytes, &args.images.display().to_string())
+            .map_err(|e| e.to_string())?
+            .pixels()
+            .to_vec()
+    };
     let logits = classifier
-        .logits(images.pixels())
+        .logits(&pixels)
         .map_err(|e| format!("{}: {e}", args.images.display()))?;
     input::write_npy_logits(&args.out, &logits, NUM_CLASSES).map_err(|e| e.to_string())?;
     println!(
         "wrote logits of {} images to {}",
-        images.len(),
+        logits.len() / NUM_CLASSES,
         args.out.display()
     );
     Ok(())

@@ -1,0 +1,396 @@
+//! The "your own image" section: a reader's picture as the networks see it (28×28, prepared by
+//! [`crate::own_image::prepare`]), what every network on the page says of it, and the test
+//! images closest to it.
+//!
+//! A network is on the page once its logits on all the test images have arrived: its
+//! calibration half gives the conformal set's thresholds, and all its test images the OOD
+//! threshold. For each, at the page's T (the temperature lab's slider, which the conformal and
+//! τ labs use too) and at T = 1: the probabilities, the conformal set at the conformal lab's α
+//! and score ([`Lab::own_image_set`]), and the τ lab's OOD score (energy in its place when that
+//! is ODIN, which needs a backward pass per image) against the threshold that keeps 95% of the
+//! test images, the τ lab's FPR95 threshold (`ood_view::threshold_at_95_tpr`).
+
+use serde::Serialize;
+
+use super::readouts::{score_name, BarRow, MetricItem, Patch, TableCell, TableRow};
+use super::state::{serde_name, PageState, MODELS};
+use crate::calibration::{self, Logits};
+use crate::data::{self, FASHION_MNIST_CLASSES};
+use crate::lab::{Lab, LabError};
+use crate::ood;
+use crate::ood_view::{self, ScoreKind as OodScore};
+use crate::own_image::{self, Invert, Neighbour, OwnImageError, Prepared};
+use crate::sentences::{confidence_text, percent, score_against_threshold};
+
+/// A reader's image and what the networks have answered so far.
+#[derive(Debug, Clone)]
+pub struct OwnImage {
+    prepared: Prepared,
+    neighbours: Vec<Neighbour>,
+    /// Each model's logits on the image, `K` values, once computed.
+    logits: Vec<Option<Vec<f32>>>,
+}
+
+/// Why the section refused an input.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum OwnImageViewError {
+    #[error(transparent)]
+    Image(#[from] OwnImageError),
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    #[error("unknown model index {0}")]
+    UnknownModel(usize),
+    #[error("the logits of one image must be {expected} finite numbers, got {found}")]
+    BadLogits { expected: usize, found: usize },
+    #[error(transparent)]
+    Ood(#[from] ood::OodError),
+}
+
+/// The OOD thresholds computed so far: `(model, score, T)` → threshold. They depend on the test
+/// images only, so a new picture reuses them.
+#[derive(Debug, Clone, Default)]
+pub struct OodThresholds(Vec<((usize, OodScore, u64), f64)>);
+
+/// One test image close to the reader's, for the section's strip of thumbnails.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NeighbourItem {
+    pub row: usize,
+    /// "Sneaker · distance 812".
+    pub caption: String,
+}
+
+/// What the section puts on the page besides its patches.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OwnImageReadouts {
+    /// Models whose logits on the reader's image the page should compute.
+    pub needs: Vec<usize>,
+    pub neighbours: Vec<NeighbourItem>,
+}
+
+impl OwnImage {
+    /// A prepared picture, with its [`own_image::NEIGHBOURS`] closest images among
+    /// `test_pixels` (`[n, 28, 28]`), for `models` networks.
+    ///
+    /// # Errors
+    /// [`OwnImageError::RaggedImages`] for pixels that are not whole images.
+    pub fn new(
+        prepared: Prepared,
+        test_pixels: &[u8],
+        models: usize,
+    ) -> Result<Self, OwnImageError> {
+        let neighbours =
+            own_image::nearest_images(test_pixels, &prepared.pixels, own_image::NEIGHBOURS)?;
+        Ok(Self {
+            prepared,
+            neighbours,
+            logits: vec![None; models],
+        })
+    }
+
+    /// The 28×28 the networks read.
+    pub fn pixels(&self) -> &[u8] {
+        &self.prepared.pixels
+    }
+
+    /// The 28×28 as an IDX images file of one image, for `calibra logits`.
+    pub fn idx_file(&self) -> Vec<u8> {
+        data::idx_images_file(&self.prepared.pixels)
+    }
+
+    /// Keeps `model`'s logits on the image.
+    ///
+    /// # Errors
+    /// [`OwnImageViewError::UnknownModel`], [`OwnImageViewError::BadLogits`] unless `logits`
+    /// are `K` finite numbers.
+    pub fn add_logits(&mut self, model: usize, logits: &[f32]) -> Result<(), OwnImageViewError> {
+        let expected = FASHION_MNIST_CLASSES.len();
+        let slot = self
+            .logits
+            .get_mut(model)
+            .ok_or(OwnImageViewError::UnknownModel(model))?;
+        if logits.len() != expected || !logits.iter().all(|z| z.is_finite()) {
+            return Err(OwnImageViewError::BadLogits {
+                expected,
+                found: logits.len(),
+            });
+        }
+        *slot = Some(logits.to_vec());
+        Ok(())
+    }
+}
+
+impl OodThresholds {
+    /// The threshold that keeps 95% of `model`'s test images by `score` at `temperature`.
+    fn get(
+        &mut self,
+        model: usize,
+        score: OodScore,
+        temperature: f64,
+        test_logits: &Logits,
+    ) -> Result<f64, OwnImageViewError> {
+        let key = (model, score, temperature.to_bits());
+        if let Some((_, threshold)) = self.0.iter().find(|(k, _)| *k == key) {
+            return Ok(*threshold);
+        }
+        let threshold = ood_view::threshold_at_95_tpr(&scores(score, test_logits, temperature)?)?;
+        // Thresholds at other temperatures go stale as the slider moves.
+        self.0.retain(|((_, _, t), _)| *t == key.2);
+        self.0.push((key, threshold));
+        Ok(threshold)
+    }
+}
+
+/// `score` of every row of `logits` at `temperature` (ODIN is not one of them).
+fn scores(score: OodScore, logits: &Logits, temperature: f64) -> Result<Vec<f64>, ood::OodError> {
+    match score {
+        OodScore::Msp => ood::max_softmax_probability(logits, temperature),
+        OodScore::MaxLogit => Ok(ood::max_logit(logits)),
+        OodScore::Energy | OodScore::Odin => ood::energy_score(logits, temperature),
+    }
+}
+
+/// The models on the page, the temperature lab's first, then the others in the lab's order.
+fn models_on_page(lab: &Lab, state: &PageState) -> Result<Vec<usize>, LabError> {
+    let chosen = state.model.index();
+    let mut models = vec![chosen];
+    models.extend((0..MODELS.len()).filter(|&m| m != chosen));
+    let mut complete = Vec::new();
+    for model in models {
+        if lab.complete_logits(model)?.is_some() {
+            complete.push(model);
+        }
+    }
+    Ok(complete)
+}
+
+/// The section's patches and readouts for `image` in `state`: the networks table, the lab
+/// network's probabilities, and the sentence, once that network's logits on the image are in.
+///
+/// # Errors
+/// [`OwnImageViewError`] from the lab, the OOD scores or the conformal sets.
+pub fn render(
+    lab: &mut Lab,
+    thresholds: &mut OodThresholds,
+    state: &PageState,
+    image: &OwnImage,
+) -> Result<(Vec<Patch>, OwnImageReadouts), OwnImageViewError> {
+    let k = FASHION_MNIST_CLASSES.len();
+    let t = state.t;
+    let models = models_on_page(lab, state)?;
+    let readouts = OwnImageReadouts {
+        needs: models
+            .iter()
+            .copied()
+            .filter(|&m| image.logits[m].is_none())
+            .collect(),
+        neighbours: image
+            .neighbours
+            .iter()
+            .map(|n| NeighbourItem {
+                row: n.index,
+                caption: format!(
+                    "{} · distance {:.0}",
+                    lab.label(n.index)
+                        .and_then(|l| FASHION_MNIST_CLASSES.get(l as usize))
+                        .unwrap_or(&"?"),
+                    n.distance
+                ),
+            })
+            .collect(),
+    };
+    let ood_score = match state.ood_score {
+        OodScore::Odin => OodScore::Energy,
+        other => other,
+    };
+    let settings = state.conformal_settings();
+    let mut rows = Vec::new();
+    let mut patches = vec![
+        Patch::Hidden {
+            id: "own-results",
+            hidden: false,
+        },
+        Patch::Metric {
+            id: Some("own-inverted"),
+            metric: "own_inverted".to_string(),
+            value: Some(f64::from(u8::from(image.prepared.inverted))),
+            text: match (image.prepared.choice, image.prepared.inverted) {
+                (Invert::Auto, true) => "negated, since its border is light",
+                (Invert::Auto, false) => "kept as it is, since its border is dark",
+                (_, true) => "negated, as chosen",
+                (_, false) => "kept as it is, as chosen",
+            }
+            .to_string(),
+            title: None,
+        },
+        Patch::Text {
+            id: "own-bars-t-header",
+            text: format!("p at T = {t:.3}"),
+        },
+        Patch::Text {
+            id: "own-probabilities-caption",
+            text: format!(
+                "What the {} network (the first lab's) gives each class for your image",
+                MODELS[state.model.index()].title
+            ),
+        },
+        Patch::Text {
+            id: "own-score-header",
+            text: if state.ood_score == OodScore::Odin {
+                format!(
+                    "{} (ODIN needs a backward pass)",
+                    score_name_of(ood_score, t)
+                )
+            } else {
+                score_name_of(ood_score, t)
+            },
+        },
+        Patch::Text {
+            id: "own-t-header",
+            text: format!("p at T = {t:.3}"),
+        },
+        Patch::Text {
+            id: "own-set-header",
+            text: format!(
+                "{} set ({}, α = {})",
+                percent(1.0 - settings.alpha, 0),
+                score_name(settings.score),
+                settings.alpha
+            ),
+        },
+    ];
+    let mut sentence = None;
+    let mut bars = None;
+    for &model in &models {
+        let Some(row) = image.logits[model].as_deref() else {
+            continue;
+        };
+        let info = &MODELS[model];
+        let key = serde_name(info.network);
+        let (mut raw, mut scaled) = (vec![0.0; k], vec![0.0; k]);
+        calibration::softmax_row(row, 1.0, &mut raw);
+        calibration::softmax_row(row, t, &mut scaled);
+        let top = argmax(&raw);
+        let set = lab.own_image_set(model, &settings, row)?;
+        let test_logits = Logits::new(lab.complete_logits(model)?.unwrap_or_default(), k)
+            .map_err(LabError::from)?;
+        let threshold = thresholds.get(model, ood_score, t, &test_logits)?;
+        let own_score = scores(ood_score, &Logits::new(row, k).map_err(LabError::from)?, t)?[0];
+        let in_distribution = own_score >= threshold;
+        let (score_text, threshold_text) = score_against_threshold(own_score, threshold);
+        let set_names: Vec<&str> = set
+            .labels
+            .iter()
+            .map(|&y| FASHION_MNIST_CLASSES[y])
+            .collect();
+        let set_text = if set_names.is_empty() {
+            "∅ (empty)".to_string()
+        } else {
+            format!("{{{}}}", set_names.join(", "))
+        };
+        let metric = |name: &str, value: f64, text: String| TableCell {
+            text,
+            metric: Some(format!("own_{name}_{key}")),
+            value: Some(value),
+        };
+        let verdict = if in_distribution {
+            "passes as Fashion-MNIST"
+        } else {
+            "flagged as OOD"
+        };
+        rows.push(TableRow {
+            current: model == state.model.index(),
+            cells: vec![
+                TableCell {
+                    text: info.title.to_string(),
+                    metric: None,
+                    value: None,
+                },
+                metric("top", top as f64, FASHION_MNIST_CLASSES[top].to_string()),
+                metric("p_raw", raw[top], confidence_text(raw[top])),
+                metric("p_t", scaled[top], confidence_text(scaled[top])),
+                metric("set", set.labels.len() as f64, set_text.clone()),
+                metric("ood_score", own_score, score_text.clone()),
+                metric("ood_threshold", threshold, threshold_text.clone()),
+                metric(
+                    "ood_in",
+                    f64::from(u8::from(in_distribution)),
+                    verdict.to_string(),
+                ),
+            ],
+        });
+        if model == state.model.index() {
+            sentence = Some(format!(
+                "The {} network takes your image for a {} ({} at T = 1, {} at T = {t:.3}). Its {} set is {}. \
+                 By its {} score it {}: {} is {} the threshold {} that keeps 95% of the test images.",
+                info.title,
+                FASHION_MNIST_CLASSES[top],
+                confidence_text(raw[top]),
+                confidence_text(scaled[top]),
+                percent(1.0 - settings.alpha, 0),
+                set_text,
+                score_name_of(ood_score, t),
+                if in_distribution {
+                    "passes for a Fashion-MNIST image"
+                } else {
+                    "is flagged as out-of-distribution"
+                },
+                score_text,
+                if in_distribution { "at or above" } else { "below" },
+                threshold_text,
+            ));
+            bars = Some((raw, scaled));
+        }
+    }
+    patches.push(Patch::Rows {
+        id: "own-networks",
+        rows,
+    });
+    patches.push(Patch::Text {
+        id: "own-sentence",
+        text: sentence.unwrap_or_else(|| {
+            "Waiting for the temperature lab's network to classify your image…".to_string()
+        }),
+    });
+    if let Some((raw, scaled)) = bars {
+        patches.push(Patch::Bars {
+            id: "own-probabilities",
+            rows: FASHION_MNIST_CLASSES
+                .iter()
+                .enumerate()
+                .map(|(class, name)| BarRow {
+                    label: (*name).to_string(),
+                    bars: vec![
+                        MetricItem {
+                            metric: format!("own_probability_raw_{class}"),
+                            value: Some(raw[class]),
+                            text: percent(raw[class], 1),
+                        },
+                        MetricItem {
+                            metric: format!("own_probability_t_{class}"),
+                            value: Some(scaled[class]),
+                            text: percent(scaled[class], 1),
+                        },
+                    ],
+                })
+                .collect(),
+        });
+    }
+    Ok((patches, readouts))
+}
+
+/// "energy at T = 1.759", "max-logit".
+fn score_name_of(score: OodScore, temperature: f64) -> String {
+    match score {
+        OodScore::MaxLogit => super::ood_score_name(score).to_string(),
+        _ => format!("{} at T = {temperature:.3}", super::ood_score_name(score)),
+    }
+}
+
+/// Index of the largest value, the lowest on ties.
+fn argmax(values: &[f64]) -> usize {
+    (0..values.len()).fold(0, |best, k| if values[k] > values[best] { k } else { best })
+}
+
+#[cfg(test)]
+#[path = "own_image_tests.rs"]
+mod tests;
