@@ -361,7 +361,7 @@ function takeOwnPicture(picture) {
   ownRequests.clear();
   $("own-status").textContent = `Showing ${picture.name}.`;
   $("own-download").disabled = false;
-  $("own-seen").replaceChildren(thumbnailAsRead(pixels, 0));
+  $("own-seen").replaceChildren(thumbnailAsRead(pixels, 0, `the 28×28 the networks read of ${picture.name}`));
   scheduleRender();
 }
 
@@ -370,8 +370,13 @@ function showOwnProblem(message) {
   $("own-status").textContent = message;
 }
 
-// A 28×28 image as the network reads it, bright on black.
-const thumbnailAsRead = (pixels, row) => thumbnail(pixels, row, limits.image_side, { asRead: true });
+// Image `row` of `pixels` as the network reads it, bright on black, named `label`.
+function thumbnailAsRead(pixels, row, label) {
+  const canvas = thumbnail(pixels, row, limits.image_side, { asRead: true });
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", label);
+  return canvas;
+}
 
 // Asks for the networks' logits the section still needs, and shows the closest test images.
 function showOwnAnswers({ needs, neighbours }) {
@@ -387,9 +392,7 @@ function showOwnAnswers({ needs, neighbours }) {
   strip.dataset.rows = key;
   strip.replaceChildren(...neighbours.map(({ row, caption }) => {
     const figure = document.createElement("figure");
-    const canvas = thumbnailAsRead(images.test, row);
-    canvas.setAttribute("role", "img");
-    canvas.setAttribute("aria-label", `test image ${row}`);
+    const canvas = thumbnailAsRead(images.test, row, `test image ${row}`);
     const text = document.createElement("figcaption");
     text.textContent = `#${row}: ${caption}`;
     figure.append(canvas, text);

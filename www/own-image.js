@@ -135,6 +135,9 @@ export class OwnImageInput {
     const context = canvas.getContext("2d");
     context.drawImage(bitmap, 0, 0, width, height);
     bitmap.close();
+    // The pad no longer shows the picture classified.
+    this.strokes = [];
+    this.paint();
     const { data } = context.getImageData(0, 0, width, height);
     this.onPicture({ rgba: new Uint8Array(data.buffer), width, height, name: `“${file.name}”` });
   }

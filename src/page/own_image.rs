@@ -348,7 +348,12 @@ pub fn render(
     patches.push(Patch::Text {
         id: "own-sentence",
         text: sentence.unwrap_or_else(|| {
-            "Waiting for the temperature lab's network to classify your image…".to_string()
+            if models.contains(&state.model.index()) {
+                "Waiting for the first lab's network to classify your image…"
+            } else {
+                "Waiting for the first lab's network to classify the test images…"
+            }
+            .to_string()
         }),
     });
     if let Some((raw, scaled)) = bars {

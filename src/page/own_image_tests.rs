@@ -8,7 +8,11 @@ const K: usize = 10;
 
 /// Row i favours class i mod 10 by 2 (every third row the next class), the rest small.
 fn row_logits(i: usize) -> Vec<f32> {
-    let favoured = if i.is_multiple_of(3) { (i + 1) % K } else { i % K };
+    let favoured = if i.is_multiple_of(3) {
+        (i + 1) % K
+    } else {
+        i % K
+    };
     (0..K)
         .map(|k| if k == favoured { 2.0 } else { k as f32 * 0.01 })
         .collect()
