@@ -264,7 +264,8 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
         .map_err(|error| format!("cannot read {}: {error}", digits_path.display()))?;
     let digits = page::mnist_pixels(&digits, MNIST_IMAGES)?;
     let labels = test.labels.iter().map(|&l| u32::from(l)).collect();
-    let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len())?;
+    let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len())?
+        .with_class_names(calibra::data::fashion_mnist_class_names())?;
     let mut store = OodStore::new(NUM_CLASSES, MODELS.len(), test.len(), [page::OOD_IMAGES; 3]);
     for (index, model) in MODELS.iter().enumerate() {
         let path = root.join(model.url);
@@ -279,7 +280,14 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
         ood: true,
         ..Visible::default()
     };
-    let frame = page::render(&mut lab, &mut store, &state, &visible)?;
+    let frame = page::render(
+        page::LabData::Bundled {
+            lab: &mut lab,
+            store: &mut store,
+        },
+        &state,
+        &visible,
+    )?;
     let charts = frame
         .ood
         .ok_or("the τ lab did not draw: a network's logits are missing")?;

@@ -62,7 +62,8 @@ fn run() -> Result<()> {
     let classifier = Classifier::from_safetensors(weights)?;
     let test = Dataset::load(&root.join(TEST_IMAGES), &root.join(TEST_LABELS))?;
     let labels: Vec<u32> = test.labels.iter().map(|&label| u32::from(label)).collect();
-    let mut lab = Lab::new(labels, NUM_CLASSES, 1)?;
+    let mut lab = Lab::new(labels, NUM_CLASSES, 1)?
+        .with_class_names(calibra::data::fashion_mnist_class_names())?;
     lab.add_logits(0, 0, &classifier.logits(test.images.pixels())?)?;
     let fitted = lab.fitted_temperature()?.temperature;
     // The first view fits the rivals and the fixed columns once; frames after it do not.

@@ -41,6 +41,11 @@ pub const FASHION_MNIST_CLASSES: [&str; 10] = [
     "Ankle boot",
 ];
 
+/// [`FASHION_MNIST_CLASSES`] as owned names, as a [`crate::lab::Lab`] holds them.
+pub fn fashion_mnist_class_names() -> Vec<String> {
+    FASHION_MNIST_CLASSES.map(String::from).to_vec()
+}
+
 /// Where Debian's `dataset-fashion-mnist` package puts the data set.
 pub const DEBIAN_FASHION_MNIST_DIR: &str = "/usr/share/datasets/fashion-mnist";
 

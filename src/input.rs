@@ -1,6 +1,7 @@
 //! Reading logits and labels from `.npy` or text files, with messages that name the file and,
-//! for text, the line. The parsers take the file's bytes, so the CLI and the fuzz targets
-//! (`fuzz/`, run by `scripts/fuzz`) run the same code.
+//! for text, the line. The parsers take the file's bytes, so the CLI, the page (a reader's own
+//! logits, [`crate::page::own_logits`]) and the fuzz targets (`fuzz/`, run by `scripts/fuzz`)
+//! run the same code.
 //!
 //! Logits: `.npy` of f32 or f64 with shape `[n, K]`, or text with one row of K numbers a line
 //! (comma- or whitespace-separated, as NumPy's `savetxt` writes), an optional header row and
@@ -8,8 +9,9 @@
 //! Labels: `.npy` of any integer dtype with shape `[n]`, or one integer a line (or an integral
 //! float, as `np.savetxt` writes integers).
 //!
-//! Pictures: a PNG (recognised by its signature) is decoded to RGBA and prepared as the page
-//! prepares a reader's picture ([`crate::own_image::prepare`]), into one 28×28 image.
+//! Pictures (natively; the page decodes them with the browser): a PNG (recognised by its
+//! signature) is decoded to RGBA and prepared as the page prepares a reader's picture
+//! ([`crate::own_image::prepare`]), into one 28×28 image.
 //!
 //! A `.npy` header is read here before npyz sees the file, because npyz multiplies the shape's
 //! dimensions unchecked: a header declaring shape `(2**40, 2**40)` makes a debug build panic
@@ -60,6 +62,32 @@ pub enum InputError {
         path: PathBuf,
         error: crate::own_image::OwnImageError,
     },
+    #[error("{path}: {labels} labels, but {logits_path} has {rows} rows")]
+    LabelCount {
+        path: PathBuf,
+        labels: usize,
+        logits_path: PathBuf,
+        rows: usize,
+    },
+    #[error("{path}: label {label} at row {row} is outside [0, {num_classes})")]
+    LabelOutOfRange {
+        path: PathBuf,
+        label: u32,
+        row: usize,
+        num_classes: usize,
+    },
+    #[error("{path}: every row is non-negative and sums to 1, so these look like probabilities, not logits")]
+    Probabilities { path: PathBuf },
+    #[error(
+        "{path}: {names} class names, but the logits have {num_classes} classes (one name a line)"
+    )]
+    ClassNameCount {
+        path: PathBuf,
+        names: usize,
+        num_classes: usize,
+    },
+    #[error("{path}: line {line}: an empty class name")]
+    EmptyClassName { path: PathBuf, line: usize },
 }
 
 /// The eight bytes every PNG file starts with.
@@ -76,6 +104,7 @@ pub fn is_png(bytes: &[u8]) -> bool {
 /// # Errors
 /// [`InputError::Picture`] for a file the PNG decoder refuses, [`InputError::OwnImage`] for a
 /// picture too large or blank.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn parse_png_picture(
     bytes: &[u8],
     invert: crate::own_image::Invert,
@@ -233,6 +262,100 @@ pub fn parse_labels(bytes: &[u8], format: Format, path: &Path) -> Result<Vec<u32
         });
     }
     Ok(labels)
+}
+
+/// Checks that `labels` (read from `labels_path`) label the rows of `logits` (read from
+/// `logits_path`): one label a row, each in `[0, K)`.
+///
+/// # Errors
+/// [`InputError::LabelCount`], [`InputError::LabelOutOfRange`] (the first such row), both
+/// naming the labels file.
+pub fn check_labels(
+    logits: &LogitsTable,
+    logits_path: &Path,
+    labels: &[u32],
+    labels_path: &Path,
+) -> Result<(), InputError> {
+    if labels.len() != logits.rows() {
+        return Err(InputError::LabelCount {
+            path: labels_path.to_path_buf(),
+            labels: labels.len(),
+            logits_path: logits_path.to_path_buf(),
+            rows: logits.rows(),
+        });
+    }
+    match labels
+        .iter()
+        .enumerate()
+        .find(|(_, &label)| label as usize >= logits.num_classes)
+    {
+        Some((row, &label)) => Err(InputError::LabelOutOfRange {
+            path: labels_path.to_path_buf(),
+            label,
+            row,
+            num_classes: logits.num_classes,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses logits that look like probabilities ([`crate::calibration::looks_like_probabilities`]):
+/// every metric here would be computed on the softmax of probabilities, which is not what
+/// anyone wants. The caller may offer the conversion `log p`.
+///
+/// # Errors
+/// [`InputError::Probabilities`].
+pub fn check_not_probabilities(logits: &LogitsTable, path: &Path) -> Result<(), InputError> {
+    let view =
+        crate::calibration::Logits::new(&logits.values, logits.num_classes).map_err(|e| {
+            InputError::Npy {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            }
+        })?;
+    if crate::calibration::looks_like_probabilities(&view) {
+        return Err(InputError::Probabilities {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Parses a class-names file: UTF-8 text, one name a line (surrounding spaces and a final
+/// newline ignored), exactly one line per class.
+///
+/// # Errors
+/// [`InputError::NotText`], [`InputError::EmptyClassName`] (with its line),
+/// [`InputError::ClassNameCount`].
+pub fn parse_class_names(
+    bytes: &[u8],
+    path: &Path,
+    num_classes: usize,
+) -> Result<Vec<String>, InputError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| InputError::NotText {
+        path: path.to_path_buf(),
+        offset: e.valid_up_to(),
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let names: Vec<String> = text
+        .split('\n')
+        .map(|line| line.trim().to_string())
+        .collect();
+    if names.len() != num_classes {
+        return Err(InputError::ClassNameCount {
+            path: path.to_path_buf(),
+            names: names.len(),
+            num_classes,
+        });
+    }
+    if let Some(index) = names.iter().position(String::is_empty) {
+        return Err(InputError::EmptyClassName {
+            path: path.to_path_buf(),
+            line: index + 1,
+        });
+    }
+    Ok(names)
 }
 
 /// Opens the bytes of a `.npy` file whose header has been checked (see the module doc): npyz

@@ -1,14 +1,14 @@
 //! calibra: see and fix an overconfident classifier.
 //!
 //! A pure numerical core (`data`, `model`, `calibration`, `smooth_calibration`,
-//! `bootstrap`, `conformal`, `ood`, `own_image`, `plot`, and natively `input` for the CLI's files) that
+//! `bootstrap`, `conformal`, `ood`, `own_image`, `plot`, and `input` for the files of the CLI and of
+//! a reader's own logits) that
 //! compiles and is tested natively, plus one thin `#[wasm_bindgen]` facade (`web`) for the page.
 
 pub mod bootstrap;
 pub mod calibration;
 pub mod conformal;
 pub mod data;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod input;
 pub mod lab;
 pub mod model;

@@ -2,9 +2,9 @@
 // temperature) off the page's thread, so that a slider frame stays short.
 //
 // Protocol (module worker; every message is a plain object):
-//   page -> worker  {type: "data", model, split, logits, labels}
-//                   the shown network's evaluation half: logits Float32Array [n, 10], labels
-//                   Uint32Array [n] (both buffers transferred)
+//   page -> worker  {type: "data", model, split, classes, logits, labels}
+//                   the shown network's evaluation half: logits Float32Array [n, classes],
+//                   labels Uint32Array [n] (both buffers transferred)
 //   page -> worker  {type: "intervals", request}   request: {model, split, temperature, bins,
 //                   binning}, for the data last sent for that model and split
 //   worker -> page  {status: "intervals", request, intervals}
@@ -19,7 +19,7 @@ let data = null;
 async function handle(message) {
   await ready;
   if (message.type === "data") {
-    data = { model: message.model, split: message.split, rows: new Bootstrap(message.logits, message.labels) };
+    data = { model: message.model, split: message.split, rows: new Bootstrap(message.logits, message.labels, message.classes) };
   } else if (message.type === "intervals") {
     const { request } = message;
     if (!data || data.model !== request.model || data.split !== request.split) {

@@ -67,6 +67,8 @@ const cachedSince = new Map();
 let lastKeep = Promise.resolve();
 // The reader's own picture as they gave it (prepared again when the invert choice changes), the
 // 28×28 Rust made of it, and the networks' logits asked for on it, by request number.
+// The sentence describing the reader's own logits while the first two labs show them.
+let ownData = null;
 let ownPicture = null;
 let ownPixels = null;
 const ownRequests = new Map();
@@ -185,7 +187,8 @@ function render() {
   }
   const millis = performance.now() - started;
   applyPatches(readouts.patches);
-  showProgress(readouts.arrived);
+  // With the reader's logits shown, the labs' rows are theirs; the bar follows the test images.
+  if (!ownData) showProgress(readouts.arrived);
   if (wanted.own_image) {
     dirty.own = false;
     if (readouts.own_image) showOwnAnswers(readouts.own_image);
@@ -202,6 +205,7 @@ function render() {
   if (readouts.waiting) return;
   for (const lab of readouts.drawn) dirty[lab] = false;
   if (readouts.drawn.includes("temperature")) {
+    if (ownData && timings.ownLogits && !timings.ownLogits.drawn) timings.ownLogits.drawn = performance.now();
     if (readouts.interval_requests.length) requestIntervalsAtRest(readouts.interval_requests);
     timings.draws.push(millis);
     if (timings.firstChart === null && figuresOnScreen.has("reliability")) {
@@ -345,6 +349,62 @@ function wireOwnImage() {
       showOwnProblem(error.message);
     }
   });
+}
+
+// "Your own model": the logits, labels and names inputs, and the way back to the test images.
+function wireOwnLogits() {
+  for (const id of ["own-logits-file", "own-labels-file", "own-names-file"]) $(id).addEventListener("change", loadOwnLogits);
+  for (const button of document.querySelectorAll(".own-logits-back")) button.addEventListener("click", showTestImages);
+}
+
+// Reads the chosen files through Rust once logits and labels are both chosen; files it refuses
+// leave the labs as they were, and its message (which file, which line, what) is shown.
+async function loadOwnLogits() {
+  const [logits, labels, names] = ["own-logits-file", "own-labels-file", "own-names-file"].map((id) => $(id).files[0]);
+  const status = $("own-logits-status");
+  if (!logits || !labels) {
+    status.textContent = `Choose ${logits ? "a labels" : "a logits"} file too.`;
+    return;
+  }
+  status.textContent = `Reading ${[logits, labels, names].filter(Boolean).map((file) => file.name).join(", ")}…`;
+  const started = performance.now();
+  let description;
+  try {
+    const read = async (file) => file && new Uint8Array(await file.arrayBuffer());
+    const [logitBytes, labelBytes, nameBytes] = await Promise.all([read(logits), read(labels), read(names)]);
+    const readAt = performance.now();
+    description = page.load_own_logits(logitBytes, logits.name, labelBytes, labels.name, nameBytes, names?.name);
+    timings.ownLogits = { started, read: readAt, parsed: performance.now(), drawn: null };
+  } catch (error) {
+    status.textContent = `Cannot use these files: ${error.message ?? error}`;
+    return;
+  }
+  showData(description);
+}
+
+// Shows the test images again in the first two labs.
+function showTestImages() {
+  page.show_test_images();
+  for (const id of ["own-logits-file", "own-labels-file", "own-names-file"]) $(id).value = "";
+  showData(null);
+}
+
+// Switches the first two labs between the test images (null) and the reader's logits.
+function showData(description) {
+  ownData = description;
+  document.body.classList.toggle("own-data", Boolean(description));
+  for (const note of document.querySelectorAll(".own-data-note")) note.hidden = !description;
+  for (const button of document.querySelectorAll(".own-logits-back")) button.hidden = !description;
+  for (const span of document.querySelectorAll(".own-data-description")) span.textContent = description ?? "";
+  $("own-logits-status").textContent = description ? `Showing ${description}.` : "No files yet: the labs show the test images.";
+  // The bootstrap worker holds the evaluation half of the data shown before: a new one starts
+  // with the next request, and no interval computed on the old data can arrive.
+  clearTimeout(intervalTimer);
+  bootstrap?.worker.terminate();
+  bootstrap = null;
+  $("explanation").hidden = true;
+  if (!description) showProgress(arrived.get(modelIndex()) ?? 0);
+  scheduleRender();
 }
 
 // Makes a picture the reader's image through Rust; one it refuses leaves the last one shown.
@@ -691,6 +751,7 @@ async function main() {
   wireControls();
   addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), onError: showError });
   wireOwnImage();
+  wireOwnLogits();
 
   const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
   pool = new InferencePool(workers, onBatch, onOwnLogits, (message, model) => {

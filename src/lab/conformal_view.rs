@@ -6,7 +6,6 @@ use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
 use crate::bootstrap::{self, MetricInterval};
 use crate::calibration::{self, Logits};
 use crate::conformal::{self, Score, ScoreKind, SetMetrics, SweepPoint, Thresholds};
-use crate::data;
 use crate::sentences::{self, CoverageVerdict, ExperimentSummary};
 
 /// Sizes at or above this count as a "large" prediction set in the gallery.
@@ -155,24 +154,16 @@ fn class_counts(labels: &[u32], num_classes: usize) -> Vec<usize> {
     counts
 }
 
-/// The name of class `k`: Fashion-MNIST's when the lab has its ten classes.
-fn class_name(k: usize, num_classes: usize) -> String {
-    match data::FASHION_MNIST_CLASSES.get(k) {
-        Some(name) if num_classes == data::FASHION_MNIST_CLASSES.len() => (*name).to_string(),
-        _ => format!("class {k}"),
-    }
-}
-
 /// The per-class chart's sentence, with the typical per-class spread of one split under
 /// Mondrian thresholds (the mean over classes of each class's Beta-Binomial deviation).
 fn per_class_sentence(
+    class_names: &[String],
     per_class_coverage: &[Option<f64>],
     calibration_counts: &[usize],
     evaluation_counts: &[usize],
     alpha: f64,
     mondrian: bool,
 ) -> String {
-    let k = per_class_coverage.len();
     let spreads: Vec<f64> = calibration_counts
         .iter()
         .zip(evaluation_counts)
@@ -180,8 +171,7 @@ fn per_class_sentence(
         .map(|law| law.split_standard_deviation)
         .collect();
     let class_sd = spreads.iter().sum::<f64>() / spreads.len().max(1) as f64;
-    let names: Vec<String> = (0..k).map(|c| class_name(c, k)).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let names: Vec<&str> = class_names.iter().map(String::as_str).collect();
     sentences::per_class_sentence(&names, per_class_coverage, 1.0 - alpha, mondrian, class_sd)
 }
 
@@ -333,6 +323,7 @@ impl Lab {
     ) -> Result<ConformalView, LabError> {
         Self::check_temperature(settings.temperature)?;
         let k = self.num_classes;
+        let class_names = self.class_names.clone();
         let alpha = settings.alpha;
         conformal::quantile_rank(1, alpha)?;
         let cache = self.prepared()?;
@@ -417,6 +408,7 @@ impl Lab {
             )
         };
         let per_class_sentence = per_class_sentence(
+            &class_names,
             &metrics.per_class_coverage,
             &calibration_counts,
             &class_counts(&cache.evaluation.labels, k),
@@ -593,6 +585,7 @@ impl Lab {
         row: usize,
     ) -> Result<Explanation, LabError> {
         let k = self.num_classes;
+        let names = self.class_names.clone();
         let (cache, table, thresholds) = self.chosen_score(settings)?;
         let find = |part: &Part| part.rows.binary_search(&row).ok();
         let (calibration, index) = match (find(&cache.calibration), find(&cache.evaluation)) {
@@ -630,7 +623,7 @@ impl Lab {
                 } else {
                     "evaluation"
                 },
-                class_name(label as usize, k)
+                names[label as usize]
             ),
             calibration,
             label,

@@ -61,6 +61,8 @@ pub enum LabError {
     },
     #[error("the lab needs at least 2 classes and 2 rows")]
     TooSmall,
+    #[error("{names} class names for {num_classes} classes")]
+    ClassNameCount { names: usize, num_classes: usize },
     #[error("no logits yet on both halves of the split: wait for inference")]
     NotReady,
     #[error("temperature {0} is outside [{min}, {max}]", min = calibration::MIN_TEMPERATURE, max = calibration::MAX_TEMPERATURE)]
@@ -151,6 +153,8 @@ struct ScoreTable {
 pub struct Lab {
     labels: Vec<u32>,
     num_classes: usize,
+    /// What the readouts and charts call each class.
+    class_names: Vec<String>,
     /// Each model's test-set logits, `[rows, K]`.
     models: Vec<Streamed<f32>>,
     active: usize,
@@ -190,6 +194,7 @@ impl Lab {
         let mut lab = Self {
             labels,
             num_classes,
+            class_names: (0..num_classes).map(|k| format!("class {k}")).collect(),
             models: vec![Streamed::new(rows, num_classes); model_count],
             active: 0,
             split_seed: 0,
@@ -201,6 +206,31 @@ impl Lab {
         };
         lab.set_split(0);
         Ok(lab)
+    }
+
+    /// The lab with these names for its classes instead of "class 0", "class 1", ….
+    ///
+    /// # Errors
+    /// [`LabError::ClassNameCount`] unless there is one name per class.
+    pub fn with_class_names(mut self, names: Vec<String>) -> Result<Self, LabError> {
+        if names.len() != self.num_classes {
+            return Err(LabError::ClassNameCount {
+                names: names.len(),
+                num_classes: self.num_classes,
+            });
+        }
+        self.class_names = names;
+        Ok(self)
+    }
+
+    /// What the readouts and charts call each class.
+    pub fn class_names(&self) -> &[String] {
+        &self.class_names
+    }
+
+    /// Number of classes.
+    pub fn num_classes(&self) -> usize {
+        self.num_classes
     }
 
     /// Number of test rows.

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use super::{Frame, OodCharts};
 use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
-use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::CoverageExperiment;
 use crate::lab::{ConformalView, TemperatureView};
 use crate::ood_view::PairedHistogram;
@@ -217,6 +216,11 @@ pub struct Sources<'a> {
 }
 
 impl<'a> Sources<'a> {
+    /// The names of the classes, as the plots take them.
+    fn class_names(&self) -> Vec<&'a str> {
+        self.frame.class_names.iter().map(String::as_str).collect()
+    }
+
     /// The temperature lab's view, which `figure` needs.
     fn temperature(&self, figure: Figure) -> Result<&'a TemperatureView, FigureError> {
         self.frame
@@ -308,7 +312,7 @@ pub fn draw<DB: DrawingBackend>(
         }
         Figure::Classwise => {
             let bins = &sources.temperature(figure)?.classwise_bins;
-            plot::classwise_reliability(area, bins, &FASHION_MNIST_CLASSES, style)?;
+            plot::classwise_reliability(area, bins, &sources.class_names(), style)?;
         }
         Figure::RivalsReliability => {
             let methods: Vec<plot::MethodPanel> = sources
@@ -331,7 +335,7 @@ pub fn draw<DB: DrawingBackend>(
             plot::per_class_coverage(
                 area,
                 &view.metrics.per_class_coverage,
-                &FASHION_MNIST_CLASSES,
+                &sources.class_names(),
                 1.0 - view.alpha,
                 style,
             )?;
@@ -465,7 +469,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
         }
         Figure::Classwise => {
             let bins = &sources.temperature(figure)?.classwise_bins;
-            let classes = FASHION_MNIST_CLASSES.iter().map(ToString::to_string);
+            let classes = sources.frame.class_names.iter().cloned();
             grouped_bins(
                 &mut table,
                 "class",
@@ -489,7 +493,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             let view = sources.conformal(figure)?;
             table.header(&["class", "coverage", "target"]);
             let coverage = &view.metrics.per_class_coverage;
-            for (class, value) in FASHION_MNIST_CLASSES.iter().zip(coverage) {
+            for (class, value) in sources.frame.class_names.iter().zip(coverage) {
                 table.row([
                     class.to_string(),
                     optional(*value),

@@ -10,6 +10,7 @@
 pub mod figure;
 mod ood;
 pub mod own_image;
+pub mod own_logits;
 mod readouts;
 mod state;
 
@@ -176,33 +177,49 @@ pub struct Readouts {
 /// The views one frame draws, with its readouts.
 #[derive(Debug, Clone, Default)]
 pub struct Frame {
+    /// What the charts call each class.
+    pub class_names: Vec<String>,
     pub temperature: Option<TemperatureView>,
     pub conformal: Option<ConformalView>,
     pub ood: Option<OodCharts>,
     pub readouts: Readouts,
 }
 
-/// One frame: applies `state` to `lab` (model and split), computes the views of the `visible`
-/// labs and their readouts. The controls' patches are always there; the labs' only once the
-/// chosen model's logits reach both halves of the split.
+/// The data the labs show.
+pub enum LabData<'a> {
+    /// The bundled networks on the test images, with their OOD logits: every lab.
+    Bundled {
+        lab: &'a mut Lab,
+        store: &'a mut OodStore,
+    },
+    /// The reader's own logits and labels (one "model", no images): the temperature and
+    /// conformal labs only.
+    Own(&'a mut Lab),
+}
+
+/// One frame: applies `state` to the lab of `data` (model, split), computes the views of the
+/// `visible` labs and their readouts. The controls' patches are always there; the labs' only
+/// once the chosen model's logits reach both halves of the split. With the reader's own data
+/// the OOD lab, the gallery and the explanations are not computed: they need the test images.
 ///
 /// # Errors
 /// [`LabError`] for a state the lab cannot compute (which [`PageState`]'s ranges rule out).
-pub fn render(
-    lab: &mut Lab,
-    store: &mut OodStore,
-    state: &PageState,
-    visible: &Visible,
-) -> Result<Frame, LabError> {
-    let model = state.model.index();
+pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Frame, LabError> {
+    let (lab, mut store, model) = match data {
+        LabData::Bundled { lab, store } => (lab, Some(store), state.model.index()),
+        LabData::Own(lab) => (lab, None, 0),
+    };
     lab.select_model(model)?;
     if lab.split_seed() != u64::from(state.split) {
         lab.set_split(u64::from(state.split));
     }
-    let mut frame = Frame::default();
+    let mut frame = Frame {
+        class_names: lab.class_names().to_vec(),
+        ..Frame::default()
+    };
     frame.readouts.patches = control_patches(state);
     frame.readouts.arrived = lab.arrived(model)?;
-    if visible.ood {
+    if let (true, Some(store)) = (visible.ood, store.as_deref_mut()) {
         let ood = ood::render(lab, store, state)?;
         frame.readouts.patches.extend(ood.patches);
         frame.readouts.needs = ood.needs;
@@ -235,11 +252,11 @@ pub fn render(
         frame
             .readouts
             .patches
-            .extend(readouts::conformal(&view, state.score));
+            .extend(readouts::conformal(&view, state.score, &frame.class_names));
         frame.readouts.drawn.push("conformal");
         frame.conformal = Some(view);
     }
-    if visible.gallery {
+    if visible.gallery && store.is_some() {
         let sections = gallery(lab, state)?;
         frame
             .readouts
@@ -247,7 +264,7 @@ pub fn render(
             .push(readouts::gallery_count(&sections, state.gallery));
         frame.readouts.gallery = Some(sections);
     }
-    if let Some(row) = visible.explain {
+    if let (Some(row), true) = (visible.explain, store.is_some()) {
         frame.readouts.explanation = Some(lab.explain(&settings, row)?);
     }
     let provisional =

@@ -6,7 +6,6 @@ use serde::Serialize;
 use super::state::{serde_name, temperature_fraction, Network, PageState, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
-use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::{
     ConformalView, CoverageExperiment, GalleryItem, RivalsView, ScoreKind, TemperatureView,
     SWEEP_STEP, SWEEP_STEPS,
@@ -539,7 +538,11 @@ fn rivals_rows(rivals: &RivalsView) -> Patch {
 }
 
 /// The conformal lab's readouts.
-pub(super) fn conformal(view: &ConformalView, chosen: ScoreKind) -> Vec<Patch> {
+pub(super) fn conformal(
+    view: &ConformalView,
+    chosen: ScoreKind,
+    class_names: &[String],
+) -> Vec<Patch> {
     let m = &view.metrics;
     let qhat = if let [q] = view.qhat[..] {
         Patch::Metric {
@@ -561,7 +564,7 @@ pub(super) fn conformal(view: &ConformalView, chosen: ScoreKind) -> Vec<Patch> {
             .qhat_text
             .iter()
             .enumerate()
-            .map(|(k, q)| format!("{}: {q}", class_name(k)))
+            .map(|(k, q)| format!("{}: {q}", class_names[k]))
             .collect();
         Patch::Metric {
             id: Some("qhat"),
@@ -618,7 +621,7 @@ pub(super) fn conformal(view: &ConformalView, chosen: ScoreKind) -> Vec<Patch> {
                     value: *c,
                     text: format!(
                         "{} {}",
-                        class_name(k),
+                        class_names[k],
                         c.map_or("—".to_string(), |c| percent(c, 1))
                     ),
                 })
@@ -705,11 +708,4 @@ pub fn experiment_readouts(
             text("experiment-caption", experiment.caption.clone()),
         ],
     }
-}
-
-/// Fashion-MNIST's name for class `k`.
-fn class_name(k: usize) -> String {
-    FASHION_MNIST_CLASSES
-        .get(k)
-        .map_or_else(|| format!("class {k}"), |name| (*name).to_string())
 }

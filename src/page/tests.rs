@@ -6,7 +6,9 @@ use crate::sentences::percent;
 
 fn lab_with_logits(rows: usize, arrived: usize) -> Lab {
     let labels: Vec<u32> = (0..rows).map(|i| (i % NUM_CLASSES) as u32).collect();
-    let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len()).unwrap();
+    let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len())
+        .and_then(|lab| lab.with_class_names(crate::data::fashion_mnist_class_names()))
+        .unwrap();
     // Row i favours its own label by 2 (every third row another one), so accuracy is 2/3.
     let logits: Vec<f32> = (0..arrived)
         .flat_map(|i| {
@@ -73,7 +75,7 @@ const ALL: Visible = Visible {
 #[test]
 fn before_any_logits_the_frame_waits_and_still_shows_the_controls() {
     let mut lab = lab_with_logits(200, 0);
-    let frame = render(&mut lab, &mut store(), &PageState::default(), &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &PageState::default(), &ALL).unwrap();
     assert!(frame.readouts.waiting);
     assert!(frame.readouts.drawn.is_empty());
     assert_eq!(frame.readouts.fitted_temperature, None);
@@ -95,7 +97,7 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
         binning: Binning::Mass,
         ..PageState::default()
     };
-    let frame = render(&mut lab, &mut store(), &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
     assert_eq!(lab.split_seed(), 4);
     assert_eq!(frame.readouts.drawn, ["temperature", "conformal"]);
     assert_eq!(frame.readouts.arrived, 300);
@@ -134,7 +136,7 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
         ..state
     };
     assert!(
-        render(&mut lab, &mut store(), &logitnorm, &ALL)
+        render_bundled(&mut lab, &logitnorm, &ALL)
             .unwrap()
             .readouts
             .waiting
@@ -153,7 +155,7 @@ fn only_the_labs_on_screen_are_computed() {
         explain: None,
         figures: Vec::new(),
     };
-    let frame = render(&mut lab, &mut store(), &PageState::default(), &visible).unwrap();
+    let frame = render_bundled(&mut lab, &PageState::default(), &visible).unwrap();
     assert_eq!(frame.readouts.drawn, ["conformal"]);
     assert!(frame.temperature.is_none() && frame.conformal.is_some());
     assert!(frame.readouts.gallery.is_none() && frame.readouts.explanation.is_none());
@@ -162,7 +164,7 @@ fn only_the_labs_on_screen_are_computed() {
 #[test]
 fn the_gallery_line_counts_its_images() {
     let mut lab = lab_with_logits(300, 300);
-    let frame = render(&mut lab, &mut store(), &PageState::default(), &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &PageState::default(), &ALL).unwrap();
     let sections = frame.readouts.gallery.unwrap();
     assert_eq!(sections.len(), 1);
     assert_eq!(sections[0].items.len(), GALLERY_LIMIT);
@@ -174,7 +176,7 @@ fn the_gallery_line_counts_its_images() {
         gallery: GalleryChoice::Extremes,
         ..PageState::default()
     };
-    let frame = render(&mut lab, &mut store(), &extremes, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &extremes, &ALL).unwrap();
     let sections = frame.readouts.gallery.unwrap();
     assert_eq!(
         sections.iter().map(|s| s.items.len()).collect::<Vec<_>>(),
@@ -211,7 +213,15 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     let state = PageState::default();
     let chosen = state.tau.index().unwrap();
     let ce = Network::Ce.index().unwrap();
-    let frame = render(&mut lab, &mut store, &state, &visible).unwrap();
+    let frame = render(
+        LabData::Bundled {
+            lab: &mut lab,
+            store: &mut store,
+        },
+        &state,
+        &visible,
+    )
+    .unwrap();
     let needs: Vec<(usize, crate::lab::ImageSet)> = frame
         .readouts
         .needs
@@ -241,7 +251,15 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     for model in [chosen, ce] {
         store.add_logits(model, OodSet::Mnist, 0, &flat).unwrap();
     }
-    let frame = render(&mut lab, &mut store, &state, &visible).unwrap();
+    let frame = render(
+        LabData::Bundled {
+            lab: &mut lab,
+            store: &mut store,
+        },
+        &state,
+        &visible,
+    )
+    .unwrap();
     assert!(frame.readouts.needs.is_empty());
     assert_eq!(frame.readouts.drawn, ["ood"]);
     let charts = frame.ood.unwrap();
@@ -383,7 +401,7 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
         bins: 10,
         ..PageState::default()
     };
-    let frame = render(&mut lab, &mut store(), &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
     let sources = Sources {
         frame: &frame,
         experiment: None,
@@ -442,6 +460,18 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
     assert_eq!(classwise[bins][0], "Ankle boot");
 }
 
+/// One frame of the bundled lab with an empty OOD store.
+fn render_bundled(lab: &mut Lab, state: &PageState, visible: &Visible) -> Result<Frame, LabError> {
+    render(
+        LabData::Bundled {
+            lab,
+            store: &mut store(),
+        },
+        state,
+        visible,
+    )
+}
+
 /// `figure` drawn as a 400×300 SVG document, as the page draws a download.
 fn svg(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
     let mut text = String::new();
@@ -458,7 +488,7 @@ fn svg(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
 #[test]
 fn a_figure_draws_as_svg_only_once_its_view_is_computed() {
     let mut lab = lab_with_logits(300, 300);
-    let frame = render(&mut lab, &mut store(), &PageState::default(), &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &PageState::default(), &ALL).unwrap();
     let sources = Sources {
         frame: &frame,
         experiment: None,
@@ -491,7 +521,15 @@ fn a_figure_draws_as_svg_only_once_its_view_is_computed() {
 #[test]
 fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_are_in() {
     let text_of = |lab: &mut Lab, id| {
-        let frame = render(lab, &mut store(), &PageState::default(), &ALL).unwrap();
+        let frame = render(
+            LabData::Bundled {
+                lab,
+                store: &mut store(),
+            },
+            &PageState::default(),
+            &ALL,
+        )
+        .unwrap();
         text_patch(&frame.readouts.patches, id).to_string()
     };
     let mut partial = lab_with_logits(300, 150);

@@ -537,7 +537,8 @@ fn reliability_panels<DB: DrawingBackend>(
 
 /// Draws one small reliability diagram per class into `area`, titled with the class name: two
 /// rows of panels when the area is at least as wide as tall (2 × 5 for ten classes), two
-/// columns otherwise (5 × 2). Panels have compact axes (ticks at 0, 0.5 and 1) and share one
+/// columns otherwise (5 × 2); with many classes, about √(K × short side / long side) rows (or
+/// columns), so that the panels stay about square. Panels have compact axes (ticks at 0, 0.5 and 1) and share one
 /// legend and one pair of axis descriptions. `per_class_bins[k]` holds class `k`'s bins from
 /// `calibration::Evaluation::classwise_bins`.
 ///
@@ -563,11 +564,16 @@ pub fn classwise_reliability<DB: DrawingBackend>(
     }
     let panels: Vec<&[Bin]> = per_class_bins.iter().map(Vec::as_slice).collect();
     check_panels(&panels)?;
+    // Two rows (two columns on a tall area) for ten classes; more classes wrap into as many as
+    // keep the panels about square.
+    let (width, height) = area.dim_in_pixel();
+    let aspect = f64::from(width.min(height).max(1)) / f64::from(width.max(height).max(1));
+    let max_rows = ((panels.len() as f64 * aspect).sqrt().round() as usize).max(2);
     let text = PanelText {
         bar_label: "observed frequency",
         x_description: "predicted probability of the class",
         y_description: "observed frequency",
-        max_rows: 2,
+        max_rows,
     };
     reliability_panels(area, &panels, class_names, &text, style)
 }

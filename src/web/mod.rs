@@ -154,16 +154,21 @@ pub fn view_hash(state: JsValue, embed: &str) -> Result<String, JsError> {
 pub struct Bootstrap {
     logits: Vec<f32>,
     labels: Vec<u32>,
+    classes: usize,
 }
 
 #[wasm_bindgen]
 impl Bootstrap {
-    /// The rows: `logits` `[n, 10]` row-major and their `labels`.
+    /// The rows: `logits` `[n, classes]` row-major and their `labels`.
     #[wasm_bindgen(constructor)]
-    pub fn new(logits: Vec<f32>, labels: Vec<u32>) -> Result<Bootstrap, JsError> {
-        let table = calibration::Logits::new(&logits, NUM_CLASSES)?;
+    pub fn new(logits: Vec<f32>, labels: Vec<u32>, classes: usize) -> Result<Bootstrap, JsError> {
+        let table = calibration::Logits::new(&logits, classes)?;
         calibration::check_labels(&table, &labels)?;
-        Ok(Bootstrap { logits, labels })
+        Ok(Bootstrap {
+            logits,
+            labels,
+            classes,
+        })
     }
 
     /// The intervals of `request` (an [`lab::IntervalRequest`]): `{ece, smece, nll, brier}`,
@@ -174,7 +179,7 @@ impl Bootstrap {
         to_js(&lab::compute_intervals(
             &self.logits,
             &self.labels,
-            NUM_CLASSES,
+            self.classes,
             &request,
         )?)
     }
@@ -185,6 +190,9 @@ impl Bootstrap {
 #[wasm_bindgen]
 pub struct Page {
     lab: lab::Lab,
+    /// The reader's own logits and labels, which the temperature and conformal labs show
+    /// instead of the test images while they are loaded.
+    own_logits: Option<lab::Lab>,
     store: OodStore,
     /// What the rivals' canvas shows: their diagrams do not depend on the slider's T, so a
     /// temperature frame redraws them only when these change.
@@ -216,7 +224,9 @@ impl Page {
         let models = page::MODELS.len();
         let ood = page::OOD_IMAGES;
         Ok(Page {
-            lab: lab::Lab::new(labels, NUM_CLASSES, models)?,
+            lab: lab::Lab::new(labels, NUM_CLASSES, models)?
+                .with_class_names(data::fashion_mnist_class_names())?,
+            own_logits: None,
             store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
             rivals_drawn: None,
             tables: page::SentTables::default(),
@@ -258,6 +268,38 @@ impl Page {
             Some(image) if image.pixels() == pixels => Ok(image.add_logits(model, logits)?),
             _ => Ok(()),
         }
+    }
+
+    /// Reads the reader's `logits` and `labels` files and, if given, the class `names` (one a
+    /// line), each with its file name, which tells its format as on the command line; the
+    /// temperature and conformal labs then show them. Returns the sentence that says what they
+    /// are. Files refused leave the data shown before as it was; the message is the
+    /// command-line tool's (which file, which line, what is wrong).
+    pub fn load_own_logits(
+        &mut self,
+        logits: &[u8],
+        logits_name: &str,
+        labels: &[u8],
+        labels_name: &str,
+        names: Option<Vec<u8>>,
+        names_name: Option<String>,
+    ) -> Result<String, JsError> {
+        let file = |name, bytes| page::own_logits::OwnFile { name, bytes };
+        let names = match (&names, &names_name) {
+            (Some(bytes), Some(name)) => Some(file(name.as_str(), bytes.as_slice())),
+            _ => None,
+        };
+        let loaded =
+            page::own_logits::load(file(logits_name, logits), file(labels_name, labels), names)?;
+        self.own_logits = Some(loaded.lab);
+        self.data_changed();
+        Ok(loaded.description)
+    }
+
+    /// Shows the test images again in the temperature and conformal labs.
+    pub fn show_test_images(&mut self) {
+        self.own_logits = None;
+        self.data_changed();
     }
 
     /// The reader's 28×28 as an IDX images file of one image (what `calibra logits` reads).
@@ -312,13 +354,17 @@ impl Page {
     }
 
     /// The shown network's evaluation half once all its rows have arrived, for the bootstrap
-    /// worker: `{model, split, logits: Float32Array [n, 10], labels: Uint32Array [n]}`.
+    /// worker: `{model, split, classes, logits: Float32Array [n, classes], labels: Uint32Array
+    /// [n]}`.
     pub fn evaluation_half(&mut self, state: JsValue) -> Result<JsValue, JsError> {
         let state = read_state(state)?;
-        let (logits, labels) = self.lab.evaluation_half()?;
+        let lab = self.shown_lab();
+        let classes = lab.num_classes();
+        let (logits, labels) = lab.evaluation_half()?;
         let object = js_sys::Object::new();
         for (key, value) in [
             ("model", JsValue::from(state.model.index())),
+            ("classes", JsValue::from(classes)),
             ("split", JsValue::from(state.split)),
             ("logits", js_sys::Float32Array::from(logits).into()),
             ("labels", js_sys::Uint32Array::from(labels).into()),
@@ -336,7 +382,7 @@ impl Page {
             .map_err(|e| JsError::new(&format!("bad interval request: {e}")))?;
         let intervals = serde_wasm_bindgen::from_value(intervals)
             .map_err(|e| JsError::new(&format!("bad intervals: {e}")))?;
-        self.lab.add_intervals(request, intervals);
+        self.shown_lab().add_intervals(request, intervals);
         Ok(())
     }
 
@@ -350,7 +396,11 @@ impl Page {
     /// `{state, hash, patches}` after the button `action` (`fit`, `reset-temperature`, `new-split`, a
     /// preset's name).
     pub fn action(&mut self, state: JsValue, action: &str) -> Result<JsValue, JsError> {
-        let fitted = self.lab.fitted_temperature().ok().map(|f| f.temperature);
+        let fitted = self
+            .shown_lab()
+            .fitted_temperature()
+            .ok()
+            .map(|f| f.temperature);
         let next = read_state(state)?.act(action, fitted)?;
         to_js(&Next::of(next, Vec::new()))
     }
@@ -367,7 +417,14 @@ impl Page {
         let visible: Visible = serde_wasm_bindgen::from_value(visible)
             .map_err(|e| JsError::new(&format!("bad visibility object: {e}")))?;
         let on_screen = &visible.figures;
-        let mut frame = page::render(&mut self.lab, &mut self.store, &state, &visible)?;
+        let data = match &mut self.own_logits {
+            Some(lab) => page::LabData::Own(lab),
+            None => page::LabData::Bundled {
+                lab: &mut self.lab,
+                store: &mut self.store,
+            },
+        };
+        let mut frame = page::render(data, &state, &visible)?;
         if let (true, Some(image)) = (visible.own_image, &self.own_image) {
             let (patches, readouts) = page::own_image::render(
                 &mut self.lab,
@@ -452,7 +509,7 @@ impl Page {
             })?;
         let settings = state.conformal_settings();
         let experiment =
-            self.lab
+            self.shown_lab()
                 .coverage_experiment(&settings, repetitions, u64::from(state.split))?;
         let target = 1.0 - settings.alpha;
         let readouts = page::experiment_readouts(&state, &experiment);
@@ -517,12 +574,26 @@ impl Page {
             figures: vec![figure],
             ..Visible::default()
         };
-        Ok(page::render(
-            &mut self.lab,
-            &mut self.store,
-            &state,
-            &visible,
-        )?)
+        let data = match &mut self.own_logits {
+            Some(lab) => page::LabData::Own(lab),
+            None => page::LabData::Bundled {
+                lab: &mut self.lab,
+                store: &mut self.store,
+            },
+        };
+        Ok(page::render(data, &state, &visible)?)
+    }
+
+    /// The lab the temperature and conformal labs show: the reader's logits when loaded.
+    fn shown_lab(&mut self) -> &mut lab::Lab {
+        self.own_logits.as_mut().unwrap_or(&mut self.lab)
+    }
+
+    /// Forgets what was drawn from the data shown before: the coverage experiment and the
+    /// rivals' diagrams.
+    fn data_changed(&mut self) {
+        self.experiment = None;
+        self.rivals_drawn = None;
     }
 }
 

@@ -380,37 +380,13 @@ fn read_pair(
 ) -> Result<(LogitsTable, Vec<u32>), String> {
     let mut logits = input::read_logits(logits_path).map_err(|e| e.to_string())?;
     let labels = input::read_labels(labels_path).map_err(|e| e.to_string())?;
-    if labels.len() != logits.rows() {
-        return Err(format!(
-            "{}: {} labels, but {} has {} rows",
-            labels_path.display(),
-            labels.len(),
-            logits_path.display(),
-            logits.rows()
-        ));
-    }
-    if let Some((row, &label)) = labels
-        .iter()
-        .enumerate()
-        .find(|(_, &label)| label as usize >= logits.num_classes)
-    {
-        return Err(format!(
-            "{}: label {label} at row {row} is outside [0, {})",
-            labels_path.display(),
-            logits.num_classes
-        ));
-    }
-    let view = Logits::new(&logits.values, logits.num_classes)
-        .map_err(|e| format!("{}: {e}", logits_path.display()))?;
+    input::check_labels(&logits, logits_path, &labels, labels_path).map_err(|e| e.to_string())?;
     if from_probabilities {
         logits.values = calibration::logits_from_probabilities(&logits.values, logits.num_classes)
             .map_err(|e| format!("{}: {e}", logits_path.display()))?;
-    } else if calibration::looks_like_probabilities(&view) {
-        return Err(format!(
-            "{}: every row is non-negative and sums to 1, so these look like probabilities, not \
-             logits; pass --from-probabilities to use log p as logits",
-            logits_path.display()
-        ));
+    } else {
+        input::check_not_probabilities(&logits, logits_path)
+            .map_err(|e| format!("{e}; pass --from-probabilities to use log p as logits"))?;
     }
     Ok((logits, labels))
 }

@@ -1,0 +1,246 @@
+// "Your own model": a reader's logits and labels (K = 4), as np.save and np.savetxt write them,
+// give in the temperature and conformal labs the numbers `calibra report` prints for the same
+// files on the same split (1e-9); each bad file shows the command-line tool's one-line message
+// and keeps the data shown; "Back to Fashion-MNIST" brings back the test images' numbers; the
+// link never holds the files. UPDATE_SCREENSHOT=1 also copies the screenshot of the labs on the
+// reader's logits to docs/own-logits.png.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { promisify } from "node:util";
+
+import { buildCalibra, collectProblems, hashParams, launchBrowser, nextFrames, openSite, readMetrics, REPO_ROOT, waitForInference } from "./helpers.mjs";
+
+const run = promisify(execFile);
+
+const ROWS = 3000;
+const K = 4;
+const NAMES = ["cat", "dog", "bird", "fish"];
+// The page's state: the split, the slider's T and the conformal settings `calibra report` gets.
+const SPLIT = 3;
+const T = 1.5;
+const HASH = `split=${SPLIT}&t=${T}&score=lac&alpha=0.1`;
+// The page and the CLI run the same f64 code on the same f32 logits.
+const TOLERANCE = 1e-9;
+const TEMPERATURE_METRICS = ["accuracy", "ece", "nll", "brier"];
+const CONFORMAL_METRICS = ["qhat", "coverage", "average_set_size", "singleton_rate", "empty_rate", "covgap"];
+
+let site;
+let browser;
+let page;
+let problems;
+let scratch;
+let testSetMetrics;
+const requests = [];
+
+// A deterministic overconfident classifier: the true class usually gets the largest logit,
+// by a margin that varies, and about one row in five favours another class.
+function syntheticData() {
+  let seed = 12345;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed / 2147483648;
+  };
+  const logits = [];
+  const labels = [];
+  for (let i = 0; i < ROWS; i++) {
+    const label = Math.floor(random() * K);
+    const favoured = random() < 0.2 ? Math.floor(random() * K) : label;
+    const row = Array.from({ length: K }, () => random() * 2 - 1);
+    row[favoured] += 2 + random() * 6;
+    logits.push(row);
+    labels.push(label);
+  }
+  return { logits, labels };
+}
+
+// A version 1.0 .npy file of `descr` values with `shape`.
+function npy(descr, shape, data) {
+  const dictionary = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape.join(", ")}${shape.length === 1 ? "," : ""}), }`;
+  const unpadded = 10 + dictionary.length + 1;
+  const header = `${dictionary}${" ".repeat((64 - (unpadded % 64)) % 64)}\n`;
+  const preamble = Buffer.alloc(10);
+  Buffer.from([0x93, ...Buffer.from("NUMPY"), 1, 0]).copy(preamble);
+  preamble.writeUInt16LE(header.length, 8);
+  return Buffer.concat([preamble, Buffer.from(header, "latin1"), Buffer.from(data.buffer)]);
+}
+
+// What np.savetxt writes by default: "%.18e".
+const savetxt = (value) => value.toExponential(18).replace(/e([+-])(\d)$/, "e$10$2");
+
+// The reader's files in `scratch`: .npy (float64 logits, int64 labels) and text (a header row,
+// labels as floats, class names).
+function writeFiles() {
+  const { logits, labels } = syntheticData();
+  const files = {
+    npyLogits: path.join(scratch, "logits.npy"),
+    npyLabels: path.join(scratch, "labels.npy"),
+    csvLogits: path.join(scratch, "logits.csv"),
+    txtLabels: path.join(scratch, "labels.txt"),
+    names: path.join(scratch, "names.txt"),
+  };
+  writeFileSync(files.npyLogits, npy("<f8", [ROWS, K], Float64Array.from(logits.flat())));
+  writeFileSync(files.npyLabels, npy("<i8", [ROWS], BigInt64Array.from(labels.map(BigInt))));
+  writeFileSync(files.csvLogits, `# ${NAMES.join(",")}\n${logits.map((row) => row.map(savetxt).join(",")).join("\n")}\n`);
+  writeFileSync(files.txtLabels, `${labels.map(savetxt).join("\n")}\n`);
+  writeFileSync(files.names, `${NAMES.join("\n")}\n`);
+  return files;
+}
+
+let files;
+
+before(async () => {
+  site = await openSite();
+  browser = await launchBrowser();
+  problems = collectProblems(browser.context);
+  scratch = mkdtempSync(path.join(os.tmpdir(), "calibra-e2e-own-logits-"));
+  files = writeFiles();
+  page = await browser.context.newPage();
+  await page.goto(`${site.url}#${HASH}`);
+  await waitForInference(page);
+  testSetMetrics = await labMetrics();
+  browser.context.on("request", (request) => requests.push({ method: request.method(), url: request.url() }));
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+// Both labs' readouts, read once each lab has been scrolled into view and redrawn (only the
+// labs on screen are redrawn; a lab scrolled away keeps what it drew).
+async function labMetrics() {
+  for (const lab of ["#temperature-lab table", "#conformal-lab table"]) {
+    await page.locator(lab).first().scrollIntoViewIfNeeded();
+    await nextFrames(page, 3);
+  }
+  return readMetrics(page);
+}
+
+// Chooses the files (by their paths; `names` optional) and waits for the labs drawn on them.
+async function choose(logits, labels, names) {
+  await page.evaluate(() => { document.getElementById("own-logits").open = true; });
+  await page.locator("#own-logits").scrollIntoViewIfNeeded();
+  const drawnBefore = await page.evaluate(() => window.calibra.timings.ownLogits?.drawn ?? null);
+  await page.setInputFiles("#own-names-file", names ? [names] : []);
+  await page.setInputFiles("#own-labels-file", [labels]);
+  await page.setInputFiles("#own-logits-file", [logits]);
+  await page.waitForFunction((before) => {
+    const own = window.calibra.timings.ownLogits;
+    return own && own.drawn !== null && own.drawn !== before;
+  }, drawnBefore, { timeout: 30_000, polling: 100 });
+}
+
+// `calibra report --json` on files, with the page's split, bins and conformal settings.
+async function report(logits, labels, extra = []) {
+  const binary = await buildCalibra();
+  const args = ["report", "--logits", logits, "--labels", labels, "--cal-fraction", "0.5", "--seed", String(SPLIT), "--bins", "15",
+    "--score", "lac", "--alpha", "0.1", "--json", ...extra];
+  return JSON.parse((await run(binary, args, { maxBuffer: 16 << 20 })).stdout);
+}
+
+// The page's readouts against `calibra report` on the same files: T = 1 and fitted T columns,
+// the slider's T column and the conformal sets at that T.
+async function assertLikeTheCli(metrics, logits, labels) {
+  const fitted = await report(logits, labels);
+  const atT = await report(logits, labels, ["--temperature", String(T)]);
+  const close = (name, actual, expected) => assert.ok(Math.abs(actual - expected) <= TOLERANCE, `${name}: page ${actual}, CLI ${expected}`);
+  close("fitted T", metrics.fitted_temperature, fitted.temperature);
+  for (const name of TEMPERATURE_METRICS) {
+    close(`${name} at T = 1`, metrics[`${name}_t1`], fitted.before[name]);
+    close(`${name} at the fitted T`, metrics[`${name}_fitted`], fitted.after[name]);
+    close(`${name} at T = ${T}`, metrics[name], atT.after[name]);
+  }
+  for (const name of CONFORMAL_METRICS) close(`${name} (LAC, α = 0.1, T = ${T})`, metrics[name], atT.conformal[name]);
+  NAMES.forEach((_, k) => close(`coverage of class ${k}`, metrics[`coverage_class_${k}`], atT.conformal.per_class_coverage[k]));
+}
+
+test("1. .npy logits and labels: the labs show `calibra report`'s numbers for them, and only the labs that need no images", { timeout: 180_000 }, async () => {
+  const hash = await hashParams(page);
+  await choose(files.npyLogits, files.npyLabels);
+  const metrics = await labMetrics();
+  await assertLikeTheCli(metrics, files.npyLogits, files.npyLabels);
+  assert.ok(!("coverage_class_4" in metrics) || Number.isNaN(metrics.coverage_class_4), "four classes, four per-class coverages");
+  assert.match(await page.textContent("#own-logits-status"), /^Showing 3,000 rows of 4 classes: logits from logits\.npy, labels from labels\.npy\.$/);
+  for (const note of await page.locator(".own-data-note").all()) assert.ok(await note.isVisible(), "each lab says whose numbers it shows");
+  for (const id of ["#gallery", "#model", "#cache-note"]) assert.ok(!(await page.locator(id).isVisible()), `${id} needs the test images and is hidden`);
+  assert.match(await page.textContent("#per-class-values"), /class 0 .*class 3/);
+  assert.deepEqual(await hashParams(page), hash, "the link never holds the reader's files");
+  // The bootstrap worker restarts on the new data (fetching the page's own module again); no
+  // request goes anywhere else, and none carries data.
+  for (const { method, url } of requests) assert.ok(method === "GET" && url.startsWith(site.url), `${method} ${url}`);
+});
+
+test("2. text files as np.savetxt writes them (a header, labels as floats) with class names give the same numbers", { timeout: 180_000 }, async () => {
+  const fromNpy = await labMetrics();
+  await choose(files.csvLogits, files.txtLabels, files.names);
+  const metrics = await labMetrics();
+  await assertLikeTheCli(metrics, files.csvLogits, files.txtLabels);
+  for (const name of [...TEMPERATURE_METRICS, ...CONFORMAL_METRICS]) assert.equal(metrics[name], fromNpy[name], `${name}: .csv as .npy`);
+  const perClass = await page.textContent("#per-class-values");
+  for (const name of NAMES) assert.ok(perClass.includes(name), `the per-class readout names ${name}: ${perClass}`);
+  assert.match(await page.textContent("#own-logits-status"), /the classes named in names\.txt\.$/);
+  // The lab's top on screen: its note, the slider and the first charts and table.
+  await page.evaluate(() => document.getElementById("temperature-lab").scrollIntoView({ block: "start" }));
+  await nextFrames(page, 3);
+  const shot = path.join(REPO_ROOT, "tests/e2e/screenshots/own-logits.png");
+  mkdirSync(path.dirname(shot), { recursive: true });
+  await page.screenshot({ path: shot });
+  if (process.env.UPDATE_SCREENSHOT) copyFileSync(shot, path.join(REPO_ROOT, "docs/own-logits.png"));
+});
+
+test("3. each bad file shows the command-line tool's message and keeps the numbers shown", { timeout: 180_000 }, async () => {
+  const shown = await labMetrics();
+  const bad = (name, text) => {
+    const file = path.join(scratch, name);
+    writeFileSync(file, text);
+    return file;
+  };
+  const typo = bad("typo.csv", `0.5,1.2,x3,0.1\n${"1,2,3,4\n".repeat(ROWS - 1)}`);
+  const shortLabels = bad("short.txt", "0\n1\n2\n");
+  const outOfRange = bad("range.txt", `${"1\n".repeat(ROWS - 1)}4\n`);
+  const probabilities = bad("probabilities.csv", "0.25,0.25,0.25,0.25\n".repeat(ROWS));
+  const unknown = bad("logits.json", "[]");
+  const binary = await buildCalibra();
+  const cli = async (logits, labels) => {
+    const failure = await run(binary, ["report", "--logits", logits, "--labels", labels]).then(() => null, (error) => error);
+    assert.ok(failure, `calibra report refuses ${path.basename(logits)} with ${path.basename(labels)}`);
+    return failure.stderr.trim().replace(/^calibra: /, "");
+  };
+  const cases = [
+    [typo, files.txtLabels, undefined, await cli(typo, files.txtLabels)],
+    [files.csvLogits, shortLabels, undefined, await cli(files.csvLogits, shortLabels)],
+    [files.csvLogits, outOfRange, undefined, await cli(files.csvLogits, outOfRange)],
+    [probabilities, files.txtLabels, undefined, (await cli(probabilities, files.txtLabels)).replace(/; pass --from-probabilities.*$/, "")],
+    [unknown, files.txtLabels, undefined, await cli(unknown, files.txtLabels)],
+    [files.csvLogits, files.txtLabels, bad("three.txt", "a\nb\nc\n"), "three.txt: 3 class names, but the logits have 4 classes (one name a line)"],
+  ];
+  for (const [logits, labels, names, message] of cases) {
+    await page.setInputFiles("#own-names-file", names ? [names] : []);
+    await page.setInputFiles("#own-labels-file", [labels]);
+    await page.setInputFiles("#own-logits-file", [logits]);
+    await page.waitForFunction(() => document.getElementById("own-logits-status").textContent.startsWith("Cannot use"), null, { timeout: 10_000 });
+    // The page knows a file by its name, the CLI by its path.
+    const expected = `Cannot use these files: ${message.replaceAll(scratch + path.sep, "")}`;
+    assert.equal(await page.textContent("#own-logits-status"), expected);
+    assert.ok(await page.evaluate(() => document.body.classList.contains("own-data")), "the reader's data stays");
+    const now = await labMetrics();
+    for (const name of [...TEMPERATURE_METRICS, ...CONFORMAL_METRICS]) assert.equal(now[name], shown[name], `${path.basename(logits)}: ${name} unchanged`);
+    await page.evaluate(() => { document.getElementById("own-logits-status").textContent = ""; });
+  }
+});
+
+test("4. 'Back to Fashion-MNIST' brings back the test images' numbers", { timeout: 60_000 }, async () => {
+  await page.locator("#temperature-lab .own-logits-back").click();
+  await nextFrames(page, 3);
+  const metrics = await labMetrics();
+  for (const name of [...TEMPERATURE_METRICS, ...CONFORMAL_METRICS, "fitted_temperature"]) assert.equal(metrics[name], testSetMetrics[name], name);
+  assert.ok(!(await page.evaluate(() => document.body.classList.contains("own-data"))));
+  assert.ok(await page.locator("#model").isVisible(), "the model control is back");
+  assert.equal(await page.textContent("#own-logits-status"), "No files yet: the labs show the test images.");
+  assert.deepEqual(problems, [], "no page errors");
+});
