@@ -69,6 +69,8 @@ let lastKeep = Promise.resolve();
 // 28×28 Rust made of it, and the networks' logits asked for on it, by request number.
 // The sentence describing the reader's own logits while the first two labs show them.
 let ownData = null;
+// Counts the reader's file choices: a read that a later choice overtook is dropped.
+let ownLoads = 0;
 let ownPicture = null;
 let ownPixels = null;
 const ownRequests = new Map();
@@ -355,6 +357,10 @@ function wireOwnImage() {
 function wireOwnLogits() {
   for (const id of ["own-logits-file", "own-labels-file", "own-names-file"]) $(id).addEventListener("change", loadOwnLogits);
   for (const button of document.querySelectorAll(".own-logits-back")) button.addEventListener("click", showTestImages);
+  $("own-logits-show").addEventListener("click", () => {
+    $("temperature-lab").scrollIntoView({ block: "start" });
+    $("temperature").focus({ preventScroll: true });
+  });
 }
 
 // Reads the chosen files through Rust once logits and labels are both chosen; files it refuses
@@ -368,10 +374,12 @@ async function loadOwnLogits() {
   }
   status.textContent = `Reading ${[logits, labels, names].filter(Boolean).map((file) => file.name).join(", ")}…`;
   const started = performance.now();
+  const load = ++ownLoads;
   let description;
   try {
     const read = async (file) => file && new Uint8Array(await file.arrayBuffer());
     const [logitBytes, labelBytes, nameBytes] = await Promise.all([read(logits), read(labels), read(names)]);
+    if (load !== ownLoads) return;
     const readAt = performance.now();
     description = page.load_own_logits(logitBytes, logits.name, labelBytes, labels.name, nameBytes, names?.name);
     timings.ownLogits = { started, read: readAt, parsed: performance.now(), drawn: null };
@@ -384,6 +392,7 @@ async function loadOwnLogits() {
 
 // Shows the test images again in the first two labs.
 function showTestImages() {
+  ownLoads++;
   page.show_test_images();
   for (const id of ["own-logits-file", "own-labels-file", "own-names-file"]) $(id).value = "";
   showData(null);
@@ -395,6 +404,7 @@ function showData(description) {
   document.body.classList.toggle("own-data", Boolean(description));
   for (const note of document.querySelectorAll(".own-data-note")) note.hidden = !description;
   for (const button of document.querySelectorAll(".own-logits-back")) button.hidden = !description;
+  $("own-logits-show").hidden = !description;
   for (const span of document.querySelectorAll(".own-data-description")) span.textContent = description ?? "";
   $("own-logits-status").textContent = description ? `Showing ${description}.` : "No files yet: the labs show the test images.";
   // The bootstrap worker holds the evaluation half of the data shown before: a new one starts

@@ -267,8 +267,17 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
     if let (Some(row), true) = (visible.explain, store.is_some()) {
         frame.readouts.explanation = Some(lab.explain(&settings, row)?);
     }
-    let provisional =
-        readouts::provisional(frame.readouts.arrived, lab.rows(), &frame.readouts.drawn);
+    let what = if store.is_some() {
+        "test images"
+    } else {
+        "rows of your files"
+    };
+    let provisional = readouts::provisional(
+        frame.readouts.arrived,
+        lab.rows(),
+        what,
+        &frame.readouts.drawn,
+    );
     frame.readouts.patches.extend(provisional);
     Ok(frame)
 }

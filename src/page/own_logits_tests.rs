@@ -6,6 +6,7 @@ use super::*;
 use crate::calibration::{self, Binning, Logits};
 use crate::conformal::{self, Score};
 use crate::data;
+use crate::page::readouts::Patch;
 use crate::page::{render, LabData, PageState, Visible};
 
 const ROWS: usize = 400;
@@ -143,6 +144,12 @@ fn the_labs_equal_the_functions_the_command_line_tool_calls_on_the_same_split() 
     assert!(frame.readouts.gallery.is_none());
     assert!(frame.readouts.explanation.is_none());
     assert_eq!(frame.class_names, ["cat", "dog", "bird"]);
+    // The line under each lab counts the reader's rows, never "test images".
+    let line = frame.readouts.patches.iter().find_map(|patch| match patch {
+        Patch::Text { id, text } if *id == "temperature-provisional" => Some(text.as_str()),
+        _ => None,
+    });
+    assert_eq!(line, Some("Computed on all 400 rows of your files."));
 }
 
 /// The message of loading these files.

@@ -148,19 +148,25 @@ pub struct ExperimentReadouts {
 }
 
 /// Whether the labs' numbers are provisional: the Fit button's mark, and each drawn lab's line
-/// naming how many of the test images they are computed on (a line of about the same length
-/// once all are in, so that the page does not jump when loading ends).
-pub(super) fn provisional(arrived: usize, rows: usize, labs: &[&'static str]) -> Vec<Patch> {
+/// naming how many of the `rows` (the test images, or the rows of the reader's files) they are
+/// computed on (a line of about the same length once all are in, so that the page does not
+/// jump when loading ends).
+pub(super) fn provisional(
+    arrived: usize,
+    rows: usize,
+    what: &str,
+    labs: &[&'static str],
+) -> Vec<Patch> {
     let partial = arrived < rows;
     let line = if partial {
         format!(
-            "Provisional: computed on the {} of {} test images classified so far; the numbers \
-             settle once all are in.",
+            "Provisional: computed on the {} of {} {what} classified so far; the numbers settle \
+             once all are in.",
             grouped(arrived),
             grouped(rows)
         )
     } else {
-        format!("Computed on all {} test images.", grouped(rows))
+        format!("Computed on all {} {what}.", grouped(rows))
     };
     let mut patches = vec![text(
         "fit-provisional",

@@ -4,8 +4,8 @@
 //
 // For each file set: read (File -> bytes), parse and build the lab (Page.load_own_logits: the
 // parsers of `calibra report`, the checks, the split), the temperature lab's first frame (the
-// fit, every metric, the rivals' fits, the charts on screen), then the conformal lab's first
-// frame once scrolled into view. The peer, in the same page: the same bytes decoded by plain
+// fit, every metric, the rivals' fits, the charts on screen) once "Go to the temperature lab"
+// brings it on screen, then the conformal lab's first frame once scrolled into view. The peer, in the same page: the same bytes decoded by plain
 // JavaScript (a Float32Array over the .npy data; split and Number for text), which checks
 // nothing and only reads the numbers.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -80,20 +80,26 @@ async function main() {
   const rows = [];
   try {
     const page = await browser.context.newPage();
+    page.on("crash", () => console.error("own-logits bench: the page crashed"));
+    page.on("console", (message) => { if (message.type() === "error") console.error(`own-logits bench: console: ${message.text()}`); });
+    page.on("pageerror", (error) => console.error(`own-logits bench: page error: ${error.message}`));
     await page.goto(site.url);
     await waitForInference(page);
     for (const testCase of CASES) {
       console.error(`own-logits bench: ${testCase.rows} × ${testCase.classes} .${testCase.format}`);
       const files = writeCase(dir, testCase);
-      await page.evaluate(() => { document.getElementById("own-logits").open = true; window.scrollTo(0, 0); });
-      const before = await page.evaluate(() => window.calibra.timings.ownLogits?.drawn ?? null);
+      await page.locator("#own-logits").scrollIntoViewIfNeeded();
+      const before = await page.evaluate(() => window.calibra.timings.ownLogits?.parsed ?? null);
       await page.setInputFiles("#own-labels-file", [files.labels]);
       await page.setInputFiles("#own-logits-file", [files.logits]);
-      await page.waitForFunction((previous) => {
-        const own = window.calibra.timings.ownLogits;
-        return own && own.drawn !== null && own.drawn !== previous;
-      }, before, { timeout: 600_000, polling: 50 });
+      await page.waitForFunction((previous) => (window.calibra.timings.ownLogits?.parsed ?? null) !== previous, before, { timeout: 600_000, polling: 50 });
+      const status = await page.textContent("#own-logits-status");
+      if (!status.startsWith("Showing")) throw new Error(`the page refused the ${testCase.rows}x${testCase.classes} case: ${status}`);
+      const draws = await page.evaluate(() => window.calibra.timings.draws.length);
+      await page.locator("#own-logits-show").click();
+      await page.waitForFunction((count) => window.calibra.timings.draws.length > count, draws, { timeout: 600_000, polling: 50 });
       const own = await page.evaluate(() => window.calibra.timings.ownLogits);
+      const temperature = await page.evaluate(() => window.calibra.timings.draws.at(-1));
       const conformalBefore = await page.evaluate(() => window.calibra.timings.conformalDraws.length);
       await page.locator("#conformal-lab table").first().scrollIntoViewIfNeeded();
       await page.waitForFunction((count) => window.calibra.timings.conformalDraws.length > count, conformalBefore, { timeout: 600_000, polling: 50 });
@@ -114,15 +120,13 @@ async function main() {
         }
         return { ms: performance.now() - started, sum };
       }, testCase.format);
-      const status = await page.textContent("#own-logits-status");
-      if (!status.startsWith("Showing")) throw new Error(`the page refused the ${testCase.rows}x${testCase.classes} case: ${status}`);
       rows.push({
         ...testCase,
         read: own.read - own.started,
         parse: own.parsed - own.read,
-        temperature: own.drawn - own.parsed,
+        temperature,
         conformal,
-        total: own.drawn - own.started + conformal,
+        total: own.parsed - own.started + temperature + conformal,
         peer: peer.ms,
       });
       await nextFrames(page, 2);

@@ -121,18 +121,24 @@ async function labMetrics() {
   return readMetrics(page);
 }
 
-// Chooses the files (by their paths; `names` optional) and waits for the labs drawn on them.
+// Chooses the files (by their paths; `names` optional) in the last section, goes to the
+// temperature lab by its button and waits for the lab drawn on them.
 async function choose(logits, labels, names) {
-  await page.evaluate(() => { document.getElementById("own-logits").open = true; });
   await page.locator("#own-logits").scrollIntoViewIfNeeded();
-  const drawnBefore = await page.evaluate(() => window.calibra.timings.ownLogits?.drawn ?? null);
   await page.setInputFiles("#own-names-file", names ? [names] : []);
   await page.setInputFiles("#own-labels-file", [labels]);
   await page.setInputFiles("#own-logits-file", [logits]);
-  await page.waitForFunction((before) => {
-    const own = window.calibra.timings.ownLogits;
-    return own && own.drawn !== null && own.drawn !== before;
-  }, drawnBefore, { timeout: 30_000, polling: 100 });
+  // Each choice reads the files chosen so far: wait for the sentence naming the last ones.
+  const shown = [`logits from ${path.basename(logits)}`, `labels from ${path.basename(labels)}`, ...(names ? [`named in ${path.basename(names)}`] : [])];
+  await page.waitForFunction((parts) => {
+    const status = document.getElementById("own-logits-status").textContent;
+    return status.startsWith("Showing") && parts.every((part) => status.includes(part));
+  }, shown, { timeout: 30_000, polling: 100 });
+  await page.locator("#own-logits-show").click();
+  await page.waitForFunction(() => window.calibra.timings.ownLogits.drawn !== null, null, { timeout: 30_000, polling: 100 });
+  const top = await page.evaluate(() => document.getElementById("temperature-lab").getBoundingClientRect().top);
+  assert.ok(Math.abs(top) <= 1, `"Go to the temperature lab" leaves the lab at ${top} px`);
+  assert.equal(await page.evaluate(() => document.activeElement.id), "temperature", "the slider takes the focus");
 }
 
 // `calibra report --json` on files, with the page's split, bins and conformal settings.
