@@ -1,14 +1,17 @@
 //! Writes the README's figures: reliability diagrams of the bundled cross-entropy model on the
 //! Fashion-MNIST test set before and after temperature scaling (binned, and smooth), its
-//! classwise reliability after, and the τ chart of the LogitNorm lab (every trained network against the MNIST digits,
-//! energy score at T = 1), computed by the page's own `page::render`.
+//! classwise reliability after, the τ chart of the LogitNorm lab (every trained network against the MNIST digits,
+//! energy score at T = 1), and the shift lab's metrics over the severity of rotation (the
+//! cross-entropy network, randomized APS at α = 0.1), the last two computed by the page's own
+//! `page::render`.
 //!
 //! `cargo run --release --example figures` (from any folder; paths are relative to the crate).
 //! The committed test set's 10,000 images are split in half with
 //! `data::seeded_split(n, 0.5, 0)`: the temperature is fitted on the first half (calibration),
 //! and every figure shows the second half (evaluation), with 15 equal-width bins. Writes
 //! `docs/figures/reliability-before.svg`, `reliability-after.svg`, `smooth-reliability.svg`,
-//! `classwise-after.svg` and `tau-chart.svg`.
+//! `classwise-after.svg`, `tau-chart.svg` and `shift-rotation.svg`, and prints the shift lab's
+//! severity table.
 //! Exits with status 2 and a message when the model or the data is missing or unreadable.
 
 use std::error::Error;
@@ -18,7 +21,7 @@ use std::process::ExitCode;
 use calibra::bootstrap::{self, Resamples};
 use calibra::calibration::{self, Binning, Logits, TemperatureFit, DEFAULT_NUM_BINS};
 use calibra::data::{self, Dataset, FASHION_MNIST_CLASSES};
-use calibra::lab::{Lab, OodSet, OodStore};
+use calibra::lab::{Lab, OodSet, OodStore, ShiftStore, ShiftedSet};
 use calibra::lab::{BOOTSTRAP, SMOOTH_CURVE_POINTS};
 use calibra::model::{Classifier, NUM_CLASSES};
 use calibra::page::{self, PageState, Visible, MODELS};
@@ -141,6 +144,7 @@ fn write_figures() -> Result<Vec<PathBuf>> {
             smooth_figure(&evaluation, labels, fit.temperature)?,
         ),
         ("tau-chart.svg", tau_figure(root, &test)?),
+        ("shift-rotation.svg", shift_figure(&classifier, &test)?),
     ];
     let mut written = Vec::with_capacity(figures.len());
     for (name, svg) in figures {
@@ -284,6 +288,7 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
         page::LabData::Bundled {
             lab: &mut lab,
             store: &mut store,
+            shifts: &ShiftStore::new(NUM_CLASSES, MODELS.len(), test.len()),
         },
         &state,
         &visible,
@@ -301,6 +306,61 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
         );
         let body = area.titled(&heading, (FontFamily::SansSerif, TITLE_FONT_SIZE))?;
         plot::tau_chart(&body, &charts.tau_points, &ChartStyle::default())?;
+        area.present()?;
+    }
+    Ok(svg)
+}
+
+/// The shift lab's chart of the cross-entropy network on rotated test images, every severity
+/// classified, from the page's own frame; prints its CSV (the severity table).
+fn shift_figure(classifier: &Classifier, test: &Dataset) -> Result<String> {
+    let labels = test.labels.iter().map(|&l| u32::from(l)).collect();
+    let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len())?
+        .with_class_names(calibra::data::fashion_mnist_class_names())?;
+    lab.add_logits(0, 0, &classifier.logits(test.images.pixels())?)?;
+    let mut shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), test.len());
+    let corruption = calibra::shift::Corruption::Rotation;
+    for severity in 1..=corruption.max_severity() {
+        let set = ShiftedSet::new(corruption, severity)?;
+        let logits = classifier.logits(&set.pixels(test.images.pixels())?)?;
+        shifts.add_logits(0, set, 0, &logits)?;
+    }
+    let state = PageState::from_hash("shift=rotation&severity=5").0;
+    let visible = Visible {
+        shift: true,
+        ..Visible::default()
+    };
+    let frame = page::render(
+        page::LabData::Bundled {
+            lab: &mut lab,
+            store: &mut OodStore::new(NUM_CLASSES, MODELS.len(), test.len(), [page::OOD_IMAGES; 3]),
+            shifts: &shifts,
+        },
+        &state,
+        &visible,
+    )?;
+    let sources = page::Sources {
+        frame: &frame,
+        experiment: None,
+    };
+    print!(
+        "{}",
+        page::figure::csv(page::Figure::ShiftSeverity, &sources)?
+    );
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, TAU_CHART_SIZE).into_drawing_area();
+        area.fill(&WHITE)?;
+        let body = area.titled(
+            "Cross-entropy on rotated images: T and q̂ kept from the clean images, or refitted",
+            (FontFamily::SansSerif, TITLE_FONT_SIZE),
+        )?;
+        page::figure::draw(
+            page::Figure::ShiftSeverity,
+            &sources,
+            &body,
+            &ChartStyle::default(),
+        )?;
         area.present()?;
     }
     Ok(svg)

@@ -1,7 +1,7 @@
 //! calibra: see and fix an overconfident classifier.
 //!
 //! A pure numerical core (`data`, `model`, `calibration`, `smooth_calibration`,
-//! `bootstrap`, `conformal`, `ood`, `own_image`, `plot`, and `input` for the files of the CLI and of
+//! `bootstrap`, `conformal`, `ood`, `own_image`, `shift`, `plot`, and `input` for the files of the CLI and of
 //! a reader's own logits) that
 //! compiles and is tested natively, plus one thin `#[wasm_bindgen]` facade (`web`) for the page.
 
@@ -19,6 +19,7 @@ pub mod page;
 pub mod plot;
 pub mod recalibration;
 pub mod sentences;
+pub mod shift;
 pub mod smooth_calibration;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -127,6 +127,52 @@ pub fn coverage_verdict(
     }
 }
 
+/// The shift lab's judgement of a coverage against the band `[lower, upper]` (`split_sd` as in
+/// [`coverage_verdict`]), when the calibration rows are `exchangeable` with the evaluated ones
+/// (T and q̂ refitted on the corrupted copy) or not (kept from the clean images, where the
+/// guarantee does not apply whatever the number).
+pub fn shift_coverage_verdict(
+    coverage: f64,
+    lower: f64,
+    upper: f64,
+    split_sd: f64,
+    exchangeable: bool,
+) -> String {
+    let verdict = coverage_verdict(coverage, lower, upper, split_sd, 0);
+    let covered = percent(coverage, 2);
+    let position = if verdict.deviations == 0.0 {
+        format!("Coverage {covered} lies inside the guarantee band")
+    } else {
+        let side = if verdict.deviations < 0.0 {
+            "below"
+        } else {
+            "above"
+        };
+        let chance = if verdict.explained_by_chance {
+            "within what chance gives for one split"
+        } else {
+            "more than chance gives for one split"
+        };
+        format!(
+            "Coverage {covered} is {:.1} standard deviations {side} the band, {chance}",
+            verdict.deviations.abs()
+        )
+    };
+    if exchangeable {
+        let rest = if verdict.explained_by_chance {
+            "."
+        } else {
+            " (the guarantee holds on average over splits: try another split)."
+        };
+        format!("{position}{rest}")
+    } else {
+        format!(
+            "{position}; the corrupted images are not exchangeable with the clean calibration \
+             images, so the guarantee does not cover them."
+        )
+    }
+}
+
 /// The numbers the coverage experiment's caption talks about.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ExperimentSummary {

@@ -329,3 +329,36 @@ fn rivals_binning_sentence_names_which_method_fits_its_half_better() {
         "{isotonic_only}"
     );
 }
+
+#[test]
+fn shift_verdicts_say_where_coverage_lies_and_whether_the_guarantee_applies() {
+    // sd 0.006, band [0.9, 0.9002].
+    assert_eq!(
+        shift_coverage_verdict(0.9001, 0.9, 0.9002, 0.006, true),
+        "Coverage 90.01% lies inside the guarantee band."
+    );
+    // (0.8882 − 0.9) / 0.006 = −1.97.
+    assert_eq!(
+        shift_coverage_verdict(0.8882, 0.9, 0.9002, 0.006, true),
+        "Coverage 88.82% is 2.0 standard deviations below the band, within what chance gives \
+         for one split."
+    );
+    // (0.88 − 0.9) / 0.006 = −3.33.
+    assert_eq!(
+        shift_coverage_verdict(0.88, 0.9, 0.9002, 0.006, true),
+        "Coverage 88.00% is 3.3 standard deviations below the band, more than chance gives for \
+         one split (the guarantee holds on average over splits: try another split)."
+    );
+    // (0.148 − 0.9) / 0.006 = −125.3.
+    assert_eq!(
+        shift_coverage_verdict(0.148, 0.9, 0.9002, 0.006, false),
+        "Coverage 14.80% is 125.3 standard deviations below the band, more than chance gives \
+         for one split; the corrupted images are not exchangeable with the clean calibration \
+         images, so the guarantee does not cover them."
+    );
+    assert_eq!(
+        shift_coverage_verdict(0.9001, 0.9, 0.9002, 0.006, false),
+        "Coverage 90.01% lies inside the guarantee band; the corrupted images are not \
+         exchangeable with the clean calibration images, so the guarantee does not cover them."
+    );
+}

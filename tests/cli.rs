@@ -2365,3 +2365,75 @@ fn a_png_picture_gives_the_logits_of_the_28x28_the_page_makes_of_it() {
     let (output, _) = logits_of(&broken, "broken.npy", &[]);
     assert_refused(&output, &["broken.png", "not a PNG this tool can decode"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// `calibra logits` on corrupted images
+
+#[test]
+fn corrupted_images_give_the_logits_of_the_shift_labs_copy_and_bad_severities_are_refused() {
+    use calibra::lab::ShiftedSet;
+    use calibra::shift::Corruption;
+    let dir = TempDir::new("shift");
+    let model = Path::new("assets/models/fmnist-ce.safetensors");
+    let images =
+        calibra::data::load_images(Path::new("assets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+            .unwrap();
+    // The first 40 test images, as a file of their own.
+    let first = &images.pixels()[..40 * 784];
+    let idx = dir.write("first-idx3-ubyte", calibra::data::idx_images_file(first));
+    let logits = |extra: &[&str], out: &str| {
+        let out = dir.path(out);
+        let mut args = vec![
+            OsStr::new("logits"),
+            OsStr::new("--model"),
+            model.as_os_str(),
+            OsStr::new("--images"),
+            idx.as_os_str(),
+            OsStr::new("--out"),
+            out.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        (calibra(&args), out)
+    };
+    // The CLI's corrupted images are the page's: their logits equal those of the copy made by
+    // the library and written as IDX.
+    let corrupted = ShiftedSet::new(Corruption::Noise, 3)
+        .unwrap()
+        .pixels(first)
+        .unwrap();
+    assert_ne!(corrupted, first);
+    let corrupted_idx = dir.write(
+        "noise-idx3-ubyte",
+        calibra::data::idx_images_file(&corrupted),
+    );
+    let (output, from_cli) = logits(&["--corruption", "noise", "--severity", "3"], "cli.npy");
+    assert_success(&output);
+    let expected = dir.path("expected.npy");
+    assert_success(&calibra(&[
+        OsStr::new("logits"),
+        OsStr::new("--model"),
+        model.as_os_str(),
+        OsStr::new("--images"),
+        corrupted_idx.as_os_str(),
+        OsStr::new("--out"),
+        expected.as_os_str(),
+    ]));
+    assert_eq!(
+        calibra::input::read_logits(&from_cli).unwrap(),
+        calibra::input::read_logits(&expected).unwrap()
+    );
+    let (output, _) = logits(&["--corruption", "inversion", "--severity", "2"], "bad.npy");
+    assert_refused(
+        &output,
+        &["--severity", "Inversion has severities 0 to 1, not 2"],
+    );
+    let (output, _) = logits(&["--corruption", "rotation", "--severity", "0"], "zero.npy");
+    assert_refused(
+        &output,
+        &["--severity", "Rotation has severities 0 to 5, not 0"],
+    );
+    let (output, _) = logits(&["--corruption", "tilt", "--severity", "1"], "tilt.npy");
+    assert_refused(&output, &["--corruption", "tilt"]);
+    let (output, _) = logits(&["--corruption", "blur"], "alone.npy");
+    assert_refused(&output, &["--severity"]);
+}

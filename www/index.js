@@ -2,7 +2,7 @@
 // Rust for one render per animation frame. Rust owns the state's defaults, ranges and
 // validation (limits(), read_hash, Page.control), every number and every sentence; this file
 // only wires events, workers and the DOM.
-import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash, view_hash } from "./pkg/calibra.js";
+import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash, shifted_pixels, shifted_rows, view_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
 import { addFigureMenus, download } from "./figure-menu.js";
@@ -13,13 +13,15 @@ import { OwnImageInput } from "./own-image.js";
 const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
 const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
+// Test images corrupted per call when the shift lab makes a corrupted copy (about 10–20 ms).
+const CORRUPTION_CHUNK = 1000;
 // How long the slider rests before its bootstrap intervals are asked for (requestIntervalsAtRest).
 const INTERVAL_REST_MS = 250;
 
 // Benchmarks and tests read timings and wasm call counts from here (see scripts/bench):
 // calls.frames holds the number of wasm calls each animation frame made, calls.named the calls
 // of each method.
-const timings = { draws: [], conformalDraws: [], oodDraws: [], intervals: [], firstChart: null, inferenceDone: {} };
+const timings = { draws: [], conformalDraws: [], oodDraws: [], shiftDraws: [], corruptions: [], intervals: [], firstChart: null, inferenceDone: {} };
 const calls = { total: 0, frames: [], named: {} };
 window.calibra = {
   timings,
@@ -49,8 +51,8 @@ let intervalTimer = null;
 let renderPending = false;
 // Which labs need a redraw. A lab off screen stays dirty and is redrawn when it scrolls into
 // view, so a slider costs only the charts the reader can see.
-const dirty = { temperature: false, conformal: false, gallery: false, ood: false, own: false };
-const visible = { temperature: true, conformal: false, gallery: false, ood: false, own: false };
+const dirty = { temperature: false, conformal: false, gallery: false, ood: false, shift: false, own: false };
+const visible = { temperature: true, conformal: false, gallery: false, ood: false, shift: false, own: false };
 // The figures on screen (canvas ids): a frame draws only these, and one scrolling into view
 // asks for its lab again.
 const figuresOnScreen = new Set();
@@ -92,21 +94,43 @@ function counted(target) {
 }
 
 const modelIndex = () => limits.model_index[state.model];
-const imageCount = (set = "test") => imageSet(set).length / limits.image_side ** 2;
+// A corrupted copy holds as many images as the test set, also once its pixels are released.
+const imageCount = (set = "test") => (imageSet(set) ?? images.test).length / limits.image_side ** 2;
+const isShifted = (set) => set.startsWith("shift-");
 
 // The pixels of an image set that has been loaded.
 const imageSet = (set) => images[set];
 
-// Loads an OOD set the first time a job needs it: the MNIST digits are fetched (so a reader who
-// never opens the τ lab never downloads them), a noise set is drawn in Rust from its seed.
+// Loads an image set the first time a job needs it: the MNIST digits are fetched (so a reader
+// who never opens the τ lab never downloads them), a noise set is drawn in Rust from its seed,
+// a corrupted copy of the test images is made in Rust.
 function loadImages(set) {
+  const make = () => (isShifted(set) ? corruptedCopy(set) : noise_pixels(set));
   loadingImages[set] ??= (set === "mnist"
     ? fetchBytes(MNIST_URL).then((bytes) => parse_mnist(bytes, MNIST_URL))
-    : Promise.resolve().then(() => noise_pixels(set))
+    : Promise.resolve().then(make)
   ).then((pixels) => {
     images[set] = pixels;
   });
   return loadingImages[set];
+}
+
+// The corrupted copy `set` of the test images, made in Rust CORRUPTION_CHUNK images at a time
+// with the page's thread given back in between (the whole copy takes 100–200 ms).
+async function corruptedCopy(set) {
+  const size = limits.image_side ** 2;
+  const count = imageCount();
+  const copy = new Uint8Array(images.test.length);
+  let busy = 0;
+  for (let first = 0; first < count; first += CORRUPTION_CHUNK) {
+    const end = Math.min(first + CORRUPTION_CHUNK, count);
+    const started = performance.now();
+    copy.set(shifted_pixels(images.test.subarray(first * size, end * size), first, set), first * size);
+    busy += performance.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  timings.corruptions.push({ set, millis: busy });
+  return copy;
 }
 
 // Takes a state Rust returned ({state, hash, patches}): shows its controls at once, writes the
@@ -157,7 +181,7 @@ function readHash() {
 
 // Asks for one render on the next animation frame; repeated asks in a frame collapse.
 function scheduleRender() {
-  dirty.temperature = dirty.conformal = dirty.gallery = dirty.ood = dirty.own = true;
+  dirty.temperature = dirty.conformal = dirty.gallery = dirty.ood = dirty.shift = dirty.own = true;
   if (renderPending) return;
   renderPending = true;
   requestAnimationFrame(render);
@@ -173,6 +197,7 @@ function render() {
     conformal: dirty.conformal && visible.conformal,
     gallery: dirty.gallery && visible.gallery,
     ood: dirty.ood && visible.ood,
+    shift: dirty.shift && visible.shift,
     own_image: dirty.own && visible.own,
     explain: gallery.selectedRow,
     figures: [...figuresOnScreen],
@@ -202,6 +227,14 @@ function render() {
       dirty.ood = false;
       timings.oodDraws.push(millis);
       showOodGalleries(readouts.ood_galleries, imageSet, limits.image_side);
+    }
+  }
+  if (wanted.shift) {
+    for (const { model, set } of readouts.shift_needs) pool.request(model, set);
+    if (readouts.drawn.includes("shift")) {
+      dirty.shift = false;
+      timings.shiftDraws.push(millis);
+      showShiftThumbnails(readouts.shift_thumbnails);
     }
   }
   if (readouts.waiting) return;
@@ -255,7 +288,7 @@ function onIntervals(request, intervals) {
 // Tracks which labs and figures are on screen (with a margin, so charts are ready as they
 // scroll in).
 function observeVisibility() {
-  const parts = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "ood-lab": "ood", "own-image": "own" };
+  const parts = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "shift-lab": "shift", "ood-lab": "ood", "own-image": "own" };
   const figureLabs = new Map(limits.figures.map(({ id, lab }) => [id, lab]));
   const observer = new IntersectionObserver((entries) => {
     for (const { target, isIntersecting } of entries) {
@@ -438,6 +471,21 @@ function takeOwnPicture(picture) {
 // Says what went wrong with a picture, where the reader is looking.
 function showOwnProblem(message) {
   $("own-status").textContent = message;
+}
+
+// The shift lab's evaluation images, clean and as the shown severity corrupts them (made in
+// Rust for these rows alone, as they are in the corrupted copy the network classifies).
+function showShiftThumbnails({ rows, set }) {
+  const key = `${rows.join(",")}:${set}`;
+  if ($("shift-clean").dataset.key === key) return;
+  $("shift-clean").dataset.key = key;
+  const side = limits.image_side;
+  const strip = (pixels, label) => rows.map((row, index) => thumbnailAsRead(pixels, index, `${label} test image ${row}`));
+  const clean = new Uint8Array(rows.length * side * side);
+  rows.forEach((row, index) => clean.set(images.test.subarray(row * side * side, (row + 1) * side * side), index * side * side));
+  $("shift-clean").replaceChildren(...strip(clean, "clean"));
+  $("shift-corrupted").replaceChildren(...(set ? strip(shifted_rows(images.test, new Uint32Array(rows), set), "corrupted") : []));
+  $("shift-corrupted-row").hidden = !set;
 }
 
 // Image `row` of `pixels` as the network reads it, bright on black, named `label`.
@@ -679,7 +727,13 @@ function onBatch(message) {
     return;
   }
   if (message.status === "odin" || message.set !== "test") {
-    if (message.status === "logits" && !message.cached && count === imageCount(message.set)) keepLogits(message.model, message.set);
+    const complete = message.status === "logits" && count === imageCount(message.set);
+    if (complete && !message.cached) keepLogits(message.model, message.set);
+    // A corrupted copy's pixels (31 MB for a few copies) are made again if ever needed.
+    if (complete && isShifted(message.set) && !pool.queue.some((batch) => batch.set === message.set)) {
+      delete images[message.set];
+      delete loadingImages[message.set];
+    }
     scheduleRender();
     return;
   }

@@ -1,7 +1,9 @@
 // The logits cache: a network's logits on an image set, kept in this browser's IndexedDB between
 // visits under the SHA-256 of the network's weights and of the images, so that a revisit draws
 // everything without inference and a changed network or image set never meets old logits. It
-// holds at most ENTRIES sets of logits (about 0.4 MB each), the oldest stored dropped first.
+// holds at most ENTRIES sets of logits (about 0.4 MB each, 26 MB in all), the oldest stored
+// dropped first: room for every network on the test images and the OOD sets (28) and for the
+// corrupted copies of a few sweeps of the shift lab, each a set of its own.
 //
 // Without IndexedDB or crypto.subtle (a page served over plain HTTP from a host other than
 // localhost), or when the browser refuses to store, every lookup misses and nothing is kept:
@@ -9,7 +11,7 @@
 
 const DATABASE = "calibra-logits";
 const STORE = "logits";
-const ENTRIES = 24;
+const ENTRIES = 64;
 
 // Whether this browser can keep logits at all.
 export const available = typeof indexedDB === "object" && globalThis.crypto?.subtle !== undefined;

@@ -4,7 +4,8 @@
 //   page -> worker  {type: "load", model, url, classes}   fetch and load a .safetensors model
 //   page -> worker  {type: "infer" | "odin", model, set, start, pixels}
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
-//                   of image set `set` ("test", "mnist", "gaussian", "uniform")
+//                   of image set `set` ("test", "mnist", "gaussian", "uniform", or a corrupted
+//                   copy of the test images such as "shift-rotation-3")
 //   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
 //                   where the browser has no crypto.subtle

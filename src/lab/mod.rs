@@ -23,12 +23,16 @@ mod intervals;
 mod ood_store;
 mod own_image;
 mod rivals;
+mod shift_store;
+mod shift_view;
 mod streamed;
 mod temperature_view;
 
 pub use ood_store::{ImageSet, OodSet, OodStore};
 pub use own_image::OwnImageSet;
 pub use rivals::RivalsView;
+pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
+pub use shift_view::{ShiftMetrics, ShiftPoint, ShiftView, SHIFT_THUMBNAILS};
 pub use streamed::Streamed;
 
 pub use conformal_view::{

@@ -10,7 +10,7 @@ use super::{Frame, OodCharts};
 use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
 use crate::lab::CoverageExperiment;
-use crate::lab::{ConformalView, TemperatureView};
+use crate::lab::{ConformalView, ShiftMetrics, ShiftView, TemperatureView};
 use crate::ood_view::PairedHistogram;
 use crate::plot::{self, ChartStyle, PlotError};
 
@@ -28,6 +28,8 @@ pub enum Figure {
     Stratified,
     Sweep,
     Experiment,
+    ShiftReliability,
+    ShiftSeverity,
     OodHistogram,
     OodRoc,
     OodNorms,
@@ -74,6 +76,7 @@ impl<'de> Deserialize<'de> for Embed {
 pub enum FigureLab {
     Temperature,
     Conformal,
+    Shift,
     Ood,
 }
 
@@ -89,7 +92,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 14] = [
+pub const FIGURES: [FigureInfo; 16] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -149,6 +152,18 @@ pub const FIGURES: [FigureInfo; 14] = [
         "calibra-coverage-experiment",
         "coverage over random splits",
         FigureLab::Conformal,
+    ),
+    info(
+        Figure::ShiftReliability,
+        "calibra-shift-reliability",
+        "reliability diagram of the corrupted images",
+        FigureLab::Shift,
+    ),
+    info(
+        Figure::ShiftSeverity,
+        "calibra-shift-severity",
+        "metrics over severity",
+        FigureLab::Shift,
     ),
     info(
         Figure::OodHistogram,
@@ -257,6 +272,28 @@ impl<'a> Sources<'a> {
             .ood
             .as_ref()
             .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The shift lab's view, which `figure` needs.
+    fn shift(&self, figure: Figure) -> Result<&'a ShiftView, FigureError> {
+        self.frame
+            .shift
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The shown severity's metrics as the shift lab's diagram draws them: T and q̂ refitted
+    /// on the corrupted images when the reader asks for it, kept from the clean ones otherwise.
+    fn shift_metrics(&self, figure: Figure) -> Result<&'a ShiftMetrics, FigureError> {
+        let point = self
+            .shift(figure)?
+            .current()
+            .ok_or(FigureError::NotComputed(figure))?;
+        Ok(if self.frame.recalibrate {
+            &point.refit
+        } else {
+            &point.kept
+        })
     }
 
     /// The last coverage experiment, which `figure` needs.
@@ -388,6 +425,20 @@ pub fn draw<DB: DrawingBackend>(
             plot::logit_norm_histogram(area, &charts.norms, &charts.norm_means, &labels, style)?;
         }
         Figure::TauChart => plot::tau_chart(area, &sources.ood(figure)?.tau_points, style)?,
+        Figure::ShiftReliability => {
+            plot::reliability_diagram(area, &sources.shift_metrics(figure)?.bins, style)?;
+        }
+        Figure::ShiftSeverity => {
+            let view = sources.shift(figure)?;
+            plot::severity_chart(
+                area,
+                &severity_points(view),
+                view.corruption.max_severity(),
+                1.0 - view.alpha,
+                view.severity,
+                style,
+            )?;
+        }
     }
     Ok(())
 }
@@ -573,8 +624,64 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                 ]);
             }
         }
+        Figure::ShiftReliability => {
+            table.header(&BIN_COLUMNS);
+            for bin in &sources.shift_metrics(figure)?.bins {
+                table.row(bin_fields(bin));
+            }
+        }
+        Figure::ShiftSeverity => {
+            let view = sources.shift(figure)?;
+            table.header(&[
+                "severity",
+                "accuracy",
+                "ece_clean_fit",
+                "nll_clean_fit",
+                "brier_clean_fit",
+                "coverage_clean_fit",
+                "average_set_size_clean_fit",
+                "coverage_refit",
+                "average_set_size_refit",
+                "target",
+            ]);
+            for point in &view.points {
+                let (kept, refit) = (&point.kept, &point.refit);
+                table.row(
+                    std::iter::once(point.severity.to_string()).chain(
+                        [
+                            kept.accuracy,
+                            kept.ece,
+                            kept.nll,
+                            kept.brier,
+                            kept.coverage,
+                            kept.average_set_size,
+                            refit.coverage,
+                            refit.average_set_size,
+                            1.0 - view.alpha,
+                        ]
+                        .map(number),
+                    ),
+                );
+            }
+        }
     }
     table.into_text()
+}
+
+/// The shift view's severities as its chart draws them.
+fn severity_points(view: &ShiftView) -> Vec<plot::SeverityPoint> {
+    view.points
+        .iter()
+        .map(|point| plot::SeverityPoint {
+            severity: point.severity,
+            accuracy: point.kept.accuracy,
+            ece: point.kept.ece,
+            coverage_kept: point.kept.coverage,
+            size_kept: point.kept.average_set_size,
+            coverage_refit: point.refit.coverage,
+            size_refit: point.refit.average_set_size,
+        })
+        .collect()
 }
 
 /// A paired histogram's bins, with the threshold in each row when there is one.

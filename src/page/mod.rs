@@ -12,13 +12,15 @@ mod ood;
 pub mod own_image;
 pub mod own_logits;
 mod readouts;
+mod shift;
 mod state;
 
 use serde::Serialize;
 
 use crate::data::{DataError, FASHION_MNIST_CLASSES, IMAGE_SIDE};
 use crate::lab::{
-    ConformalView, Explanation, IntervalRequest, Lab, LabError, OodSet, OodStore, TemperatureView,
+    ConformalView, Explanation, IntervalRequest, Lab, LabError, OodSet, OodStore, ShiftStore,
+    ShiftView, TemperatureView,
 };
 use crate::model::NUM_CLASSES;
 
@@ -28,6 +30,7 @@ pub use readouts::{
     control_patches, experiment_readouts, grouped, BarRow, ExperimentReadouts, GallerySection,
     MetricItem, Patch, SentTables, TableCell, TableRow,
 };
+pub use shift::{ShiftJob, ShiftThumbnails};
 pub use state::{
     serde_name, Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange,
     PageState, Rejected, Slider, FIELDS, MODELS,
@@ -136,6 +139,8 @@ pub struct Visible {
     pub gallery: bool,
     /// The τ lab.
     pub ood: bool,
+    /// The shift lab.
+    pub shift: bool,
     /// The "your own image" section.
     pub own_image: bool,
     /// The test image whose explanation is open, if one is.
@@ -172,6 +177,10 @@ pub struct Readouts {
     pub interval_requests: Vec<IntervalRequest>,
     /// The "your own image" section, when it is on screen and holds a picture.
     pub own_image: Option<own_image::OwnImageReadouts>,
+    /// The next corrupted copy the shift lab needs, if any: the shown severity first.
+    pub shift_needs: Vec<ShiftJob>,
+    /// The shift lab's thumbnails, once it is drawn.
+    pub shift_thumbnails: Option<ShiftThumbnails>,
 }
 
 /// The views one frame draws, with its readouts.
@@ -182,15 +191,20 @@ pub struct Frame {
     pub temperature: Option<TemperatureView>,
     pub conformal: Option<ConformalView>,
     pub ood: Option<OodCharts>,
+    pub shift: Option<ShiftView>,
+    /// Whether the shift lab's reliability diagram shows T refitted on the corrupted images.
+    pub recalibrate: bool,
     pub readouts: Readouts,
 }
 
 /// The data the labs show.
 pub enum LabData<'a> {
-    /// The bundled networks on the test images, with their OOD logits: every lab.
+    /// The bundled networks on the test images, with their OOD logits and their logits on
+    /// corrupted copies: every lab.
     Bundled {
         lab: &'a mut Lab,
         store: &'a mut OodStore,
+        shifts: &'a ShiftStore,
     },
     /// The reader's own logits and labels (one "model", no images): the temperature and
     /// conformal labs only.
@@ -205,9 +219,11 @@ pub enum LabData<'a> {
 /// # Errors
 /// [`LabError`] for a state the lab cannot compute (which [`PageState`]'s ranges rule out).
 pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Frame, LabError> {
-    let (lab, mut store, model) = match data {
-        LabData::Bundled { lab, store } => (lab, Some(store), state.model.index()),
-        LabData::Own(lab) => (lab, None, 0),
+    let (lab, mut store, shifts, model) = match data {
+        LabData::Bundled { lab, store, shifts } => {
+            (lab, Some(store), Some(shifts), state.model.index())
+        }
+        LabData::Own(lab) => (lab, None, None, 0),
     };
     lab.select_model(model)?;
     if lab.split_seed() != u64::from(state.split) {
@@ -229,6 +245,17 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             frame.readouts.drawn.push("ood");
         }
         frame.ood = ood.charts;
+    }
+    if let (true, Some(shifts)) = (visible.shift, shifts) {
+        let shift = shift::render(lab, shifts, state)?;
+        frame.readouts.patches.extend(shift.patches);
+        frame.readouts.shift_needs = shift.needs;
+        frame.readouts.shift_thumbnails = shift.thumbnails;
+        if shift.view.is_some() {
+            frame.readouts.drawn.push("shift");
+        }
+        frame.shift = shift.view;
+        frame.recalibrate = state.recalibrate;
     }
     match lab.fitted_temperature() {
         Ok(fit) => frame.readouts.fitted_temperature = Some(fit.temperature),

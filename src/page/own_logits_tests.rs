@@ -60,6 +60,7 @@ const BOTH_LABS: Visible = Visible {
     conformal: true,
     gallery: true,
     ood: true,
+    shift: false,
     own_image: false,
     explain: Some(3),
     figures: Vec::new(),

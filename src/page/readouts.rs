@@ -50,6 +50,12 @@ pub enum Patch {
         id: &'static str,
         hidden: bool,
     },
+    /// A slider's largest value, where it depends on another control (inversion's severity
+    /// is 0 or 1).
+    Max {
+        id: &'static str,
+        max: String,
+    },
     /// A CSS custom property of the element.
     Style {
         id: &'static str,
@@ -345,6 +351,43 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
             ),
         ),
     ];
+    let severity = state.severity.to_string();
+    let parameter = state.shift.parameter(state.severity);
+    patches.extend([
+        select("shift-corruption", state.shift),
+        Patch::Max {
+            id: "severity",
+            max: state.shift.max_severity().to_string(),
+        },
+    ]);
+    patches.extend(slider(
+        "severity",
+        severity.clone(),
+        "severity-value",
+        format!("{severity} ({parameter})"),
+        format!("severity {severity} ({parameter})"),
+    ));
+    patches.push(Patch::Checked {
+        id: "recalibrate",
+        checked: state.recalibrate,
+    });
+    let thresholds = if state.mondrian {
+        "class-conditional thresholds"
+    } else {
+        "one threshold"
+    };
+    let randomized = if state.randomized && !lac {
+        " randomized"
+    } else {
+        ""
+    };
+    patches.push(text(
+        "shift-settings",
+        format!(
+            "{}{randomized}, α = {alpha}, {thresholds}",
+            score_name(state.score)
+        ),
+    ));
     let networks = Network::trained();
     let tau_position = networks.iter().position(|&n| n == state.tau).unwrap_or(0);
     patches.extend(slider(

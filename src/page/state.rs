@@ -13,6 +13,7 @@ use super::figure::{Embed, FIGURES};
 use crate::calibration::{Binning, MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind};
 use crate::ood_view::ScoreKind as OodScore;
+use crate::shift::{Corruption, MAX_SEVERITY};
 
 /// The bundled networks, in the order the lab stores their logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -218,6 +219,12 @@ pub struct PageState {
     pub ood: OodSet,
     /// The score whose histogram, threshold and ROC curves the τ lab draws.
     pub ood_score: OodScore,
+    /// The shift lab's corruption of the test images.
+    pub shift: Corruption,
+    /// Its severity: 0 is the clean images, at most [`Corruption::max_severity`].
+    pub severity: u8,
+    /// The shift lab refits T and q̂ on the corrupted calibration half.
+    pub recalibrate: bool,
     /// The whole page, or one figure alone (the embed view).
     pub embed: Embed,
     /// Presentation mode: the embed view in large type, one figure a screen, the keyboard
@@ -244,6 +251,9 @@ impl Default for PageState {
             tau: Network::Tau004,
             ood: OodSet::Mnist,
             ood_score: OodScore::Energy,
+            shift: Corruption::Rotation,
+            severity: 3,
+            recalibrate: false,
             embed: Embed::None,
             present: false,
         }
@@ -315,7 +325,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 18] = [
+pub const FIELDS: [Field; 21] = [
     Field {
         key: "model",
         label: "model",
@@ -418,6 +428,24 @@ pub const FIELDS: [Field; 18] = [
         label: "OOD score",
         control: Some("ood-score"),
         kind: FieldKind::Choice,
+    },
+    Field {
+        key: "shift",
+        label: "corruption",
+        control: Some("shift-corruption"),
+        kind: FieldKind::Choice,
+    },
+    Field {
+        key: "severity",
+        label: "severity",
+        control: Some("severity"),
+        kind: number(0.0, MAX_SEVERITY as f64, true, Slider::Linear { step: 1.0 }),
+    },
+    Field {
+        key: "recalibrate",
+        label: "recalibrate on shifted data",
+        control: Some("recalibrate"),
+        kind: FieldKind::Flag,
     },
     Field {
         key: "embed",
@@ -794,9 +822,14 @@ fn fields_of(state: &PageState) -> Map<String, Value> {
     }
 }
 
-/// The state a map describes; serde's message when a choice is not one of its enum's names.
+/// The state a map describes; serde's message when a choice is not one of its enum's names. A
+/// severity above the corruption's maximum becomes that maximum (inversion is on or off), so
+/// that choosing inversion after a rotation of severity 3 shows inversion on.
 fn state_of(fields: Map<String, Value>) -> Result<PageState, String> {
-    serde_json::from_value(Value::Object(fields)).map_err(|e| format!("is not valid: {e}"))
+    let mut state: PageState =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| format!("is not valid: {e}"))?;
+    state.severity = state.severity.min(state.shift.max_severity());
+    Ok(state)
 }
 
 /// Sets one field in the map if the whole state still parses; the map is unchanged otherwise.

@@ -5,7 +5,7 @@ use crate::page::Figure;
 
 const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1&score=aps\
 &randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all&tau=0.04&ood=mnist\
-&ood_score=energy&embed=none&present=0";
+&ood_score=energy&shift=rotation&severity=3&recalibrate=0&embed=none&present=0";
 
 fn messages(rejected: &[Rejected]) -> Vec<String> {
     rejected.iter().map(ToString::to_string).collect()
@@ -262,7 +262,21 @@ fn a_thousand_random_states_survive_their_link() {
             "score" => &["lac", "aps", "raps", "saps"],
             "ood" => &["mnist", "gaussian", "uniform"],
             "ood_score" => &["msp", "max_logit", "energy", "odin"],
-            "embed" => &["none", "reliability", "sweep", "tau-chart"],
+            "embed" => &[
+                "none",
+                "reliability",
+                "sweep",
+                "shift-severity",
+                "tau-chart",
+            ],
+            "shift" => &[
+                "rotation",
+                "blur",
+                "noise",
+                "contrast",
+                "translation",
+                "inversion",
+            ],
             _ => &["all", "misses", "large", "empty", "extremes"],
         }
     };
@@ -341,4 +355,28 @@ fn presentation_mode_steps_through_every_figure_and_back_out() {
     let out = last.act("end-presentation", None).unwrap();
     assert_eq!((out.present, out.embed), (false, Embed::None));
     assert_eq!(out.t, 0.3);
+}
+
+#[test]
+fn inversion_is_on_or_off_and_a_corruption_change_keeps_a_severity_it_has() {
+    let (state, rejected) = PageState::from_hash("shift=inversion&severity=4");
+    assert!(rejected.is_empty());
+    assert_eq!((state.shift, state.severity), (Corruption::Inversion, 1));
+    let rotated = PageState::default().set_control("severity", "5").unwrap();
+    assert_eq!(rotated.severity, 5);
+    let inverted = rotated
+        .set_control("shift-corruption", "inversion")
+        .unwrap();
+    assert_eq!(inverted.severity, 1);
+    assert!(inverted.to_hash().contains("shift=inversion&severity=1&"));
+    let (state, rejected) = PageState::from_hash("severity=6&shift=tilt");
+    assert_eq!(state.severity, 3);
+    assert_eq!(
+        messages(&rejected),
+        [
+            "severity \"6\" is not a whole number from 0 to 5",
+            "corruption \"tilt\" is not valid: unknown variant `tilt`, expected one of \
+             `rotation`, `blur`, `noise`, `contrast`, `translation`, `inversion`",
+        ]
+    );
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::calibration::Binning;
+use crate::lab::ShiftStore;
 use crate::sentences::percent;
 
 fn lab_with_logits(rows: usize, arrived: usize) -> Lab {
@@ -67,6 +68,7 @@ const ALL: Visible = Visible {
     conformal: true,
     gallery: true,
     ood: false,
+    shift: false,
     own_image: false,
     explain: Some(1),
     figures: Vec::new(),
@@ -151,6 +153,7 @@ fn only_the_labs_on_screen_are_computed() {
         conformal: true,
         gallery: false,
         ood: false,
+        shift: false,
         own_image: false,
         explain: None,
         figures: Vec::new(),
@@ -217,6 +220,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
         LabData::Bundled {
             lab: &mut lab,
             store: &mut store,
+            shifts: &ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
         },
         &state,
         &visible,
@@ -255,6 +259,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
         LabData::Bundled {
             lab: &mut lab,
             store: &mut store,
+            shifts: &ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
         },
         &state,
         &visible,
@@ -462,10 +467,12 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
 
 /// One frame of the bundled lab with an empty OOD store.
 fn render_bundled(lab: &mut Lab, state: &PageState, visible: &Visible) -> Result<Frame, LabError> {
+    let shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), lab.rows());
     render(
         LabData::Bundled {
             lab,
             store: &mut store(),
+            shifts: &shifts,
         },
         state,
         visible,
@@ -521,10 +528,12 @@ fn a_figure_draws_as_svg_only_once_its_view_is_computed() {
 #[test]
 fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_are_in() {
     let text_of = |lab: &mut Lab, id| {
+        let shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), lab.rows());
         let frame = render(
             LabData::Bundled {
                 lab,
                 store: &mut store(),
+                shifts: &shifts,
             },
             &PageState::default(),
             &ALL,
@@ -545,4 +554,154 @@ fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_
         text_of(&mut complete, "temperature-provisional"),
         "Computed on all 300 test images."
     );
+}
+
+#[test]
+fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judges_them() {
+    let rows = 400;
+    let mut lab = lab_with_logits(rows, rows);
+    let mut shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), rows);
+    let visible = Visible {
+        shift: true,
+        figures: vec![Figure::ShiftReliability, Figure::ShiftSeverity],
+        ..Visible::default()
+    };
+    let state = PageState::from_hash("shift=blur&severity=2").0;
+    let frame_of = |lab: &mut Lab, shifts: &ShiftStore| {
+        render(
+            LabData::Bundled {
+                lab,
+                store: &mut store(),
+                shifts,
+            },
+            &state,
+            &visible,
+        )
+        .unwrap()
+    };
+    let needs = |frame: &Frame| -> Vec<String> {
+        frame
+            .readouts
+            .shift_needs
+            .iter()
+            .map(|j| j.set.clone())
+            .collect()
+    };
+    let frame = frame_of(&mut lab, &shifts);
+    assert_eq!(
+        needs(&frame),
+        ["shift-blur-2"],
+        "the shown severity first, one copy at a time"
+    );
+    assert!(frame.readouts.shift_needs.iter().all(|j| j.model == 0));
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "shift-progress"),
+        "Running the cross-entropy network on the corrupted images: 0 of 400 classified…"
+    );
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "shift-verdict"),
+        "The corrupted images are being classified: the numbers follow."
+    );
+    assert_eq!(
+        metric_patch(&frame.readouts.patches, "shift_kept_coverage").0,
+        &None
+    );
+    assert_eq!(frame.readouts.drawn, ["shift"]);
+
+    // Severity 2: every row favours the next class, with logits twice as large.
+    let wrong: Vec<f32> = (0..rows)
+        .flat_map(|i| {
+            (0..NUM_CLASSES).map(move |k| if k == (i + 1) % NUM_CLASSES { 4.0 } else { 0.0 })
+        })
+        .collect();
+    let set = crate::lab::ShiftedSet::parse("shift-blur-2").unwrap();
+    shifts.add_logits(0, set, 0, &wrong).unwrap();
+    let frame = frame_of(&mut lab, &shifts);
+    assert_eq!(
+        needs(&frame),
+        ["shift-blur-1"],
+        "then the lowest severity not yet classified"
+    );
+    let view = frame.shift.as_ref().unwrap();
+    let point = view.current().unwrap();
+    assert_eq!(point.kept.accuracy, 0.0);
+    for (column, metrics) in [
+        ("clean", &view.clean().unwrap().kept),
+        ("kept", &point.kept),
+        ("refit", &point.refit),
+    ] {
+        let (value, text) =
+            metric_patch(&frame.readouts.patches, &format!("shift_{column}_coverage"));
+        assert_eq!(*value, Some(metrics.coverage));
+        assert_eq!(text, &percent(metrics.coverage, 2));
+    }
+    let verdict = text_patch(&frame.readouts.patches, "shift-verdict");
+    assert!(
+        verdict.starts_with(&format!(
+            "Gaussian blur at severity 2 (σ = 1.0 px): accuracy 0.00% (clean: {}). With T and q̂ \
+             from the clean calibration half: Coverage {} is ",
+            percent(view.clean().unwrap().kept.accuracy, 2),
+            percent(point.kept.coverage, 2)
+        )),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("below the band, more than chance gives for one split; the corrupted"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.ends_with(&format!(
+            "The refitted sets hold {:.3} labels on average (clean: {:.3}).",
+            point.refit.average_set_size,
+            view.clean().unwrap().kept.average_set_size
+        )),
+        "{verdict}"
+    );
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "shift-progress"),
+        "Severities evaluated for the cross-entropy network: 0, 2 of 0–5."
+    );
+    let Some(Patch::Rows { rows: table, .. }) = frame.readouts.patches.iter().find(|p| {
+        matches!(
+            p,
+            Patch::Rows {
+                id: "shift-severities",
+                ..
+            }
+        )
+    }) else {
+        panic!("no severity table");
+    };
+    assert_eq!(table.len(), 2);
+    assert!(!table[0].current && table[1].current);
+    assert_eq!(table[1].cells[0].text, "2 (σ = 1.0 px)");
+    // Both figures draw from the frame, and their CSVs carry its numbers.
+    let sources = Sources {
+        frame: &frame,
+        experiment: None,
+    };
+    let severities = csv_rows(&figure::csv(Figure::ShiftSeverity, &sources).unwrap());
+    assert_eq!(severities.len(), 3);
+    assert_eq!(severities[2][0], "2");
+    assert_eq!(
+        severities[2][5].parse::<f64>().unwrap(),
+        point.kept.coverage
+    );
+    assert_eq!(
+        severities[2][7].parse::<f64>().unwrap(),
+        point.refit.coverage
+    );
+    let bins = csv_rows(&figure::csv(Figure::ShiftReliability, &sources).unwrap());
+    assert_eq!(bins.len(), 1 + point.kept.bins.len());
+    for figure in [Figure::ShiftReliability, Figure::ShiftSeverity] {
+        let mut svg = String::new();
+        figure::render_on(
+            figure,
+            &sources,
+            plotters::prelude::SVGBackend::with_string(&mut svg, (600, 400)),
+            &crate::plot::ChartStyle::default(),
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg"), "{figure:?}");
+    }
 }

@@ -20,6 +20,7 @@
 mod calibration;
 mod conformal;
 mod ood;
+mod shift;
 #[cfg(test)]
 mod test_support;
 
@@ -35,6 +36,7 @@ pub use ood::{
     logit_norm_histogram, roc_curves, score_histogram, tau_chart, HistogramLabels, RocCurve,
     TauPoint,
 };
+pub use shift::{severity_chart, SeverityPoint};
 
 use std::f64::consts::SQRT_2;
 use std::ops::Range;

@@ -16,7 +16,7 @@ use web_sys::HtmlCanvasElement;
 
 use crate::calibration;
 use crate::data;
-use crate::lab::{self, ImageSet, OodSet, OodStore};
+use crate::lab::{self, ImageSet, OodSet, OodStore, ShiftStore, ShiftedSet};
 use crate::model::{Classifier, NUM_CLASSES};
 #[cfg(feature = "odin")]
 use crate::model::{ODIN_EPSILON, ODIN_TEMPERATURE};
@@ -85,6 +85,21 @@ impl Model {
 pub fn noise_pixels(set: &str) -> Result<Vec<u8>, JsError> {
     let set: OodSet = parse_name("OOD set", set)?;
     page::noise_pixels(set).ok_or_else(|| JsError::new(&format!("{set:?} is not a noise set")))
+}
+
+/// Test images `first_row..` (`pixels`, `[n, 28, 28]`) as they are in the corrupted copy `set`
+/// (`shift-rotation-3`): the page makes a copy a part at a time, between frames.
+#[wasm_bindgen]
+pub fn shifted_pixels(pixels: &[u8], first_row: usize, set: &str) -> Result<Vec<u8>, JsError> {
+    Ok(ShiftedSet::parse(set)?.pixels_from(pixels, first_row)?)
+}
+
+/// Test images `rows` of `test_pixels` as they are in the corrupted copy `set`
+/// (`Uint8Array [rows, 28, 28]`): the shift lab's thumbnails.
+#[wasm_bindgen]
+pub fn shifted_rows(test_pixels: &[u8], rows: &[u32], set: &str) -> Result<Vec<u8>, JsError> {
+    let rows: Vec<usize> = rows.iter().map(|&row| row as usize).collect();
+    Ok(ShiftedSet::parse(set)?.rows_pixels(test_pixels, &rows)?)
 }
 
 /// The pixels (`Uint8Array [n, 28, 28]`) of the MNIST digits' IDX file, checked to hold as
@@ -194,6 +209,8 @@ pub struct Page {
     /// instead of the test images while they are loaded.
     own_logits: Option<lab::Lab>,
     store: OodStore,
+    /// Each network's logits on the corrupted copies of the test images.
+    shifts: ShiftStore,
     /// What the rivals' canvas shows: their diagrams do not depend on the slider's T, so a
     /// temperature frame redraws them only when these change.
     rivals_drawn: Option<RivalsDrawn>,
@@ -228,6 +245,7 @@ impl Page {
                 .with_class_names(data::fashion_mnist_class_names())?,
             own_logits: None,
             store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
+            shifts: ShiftStore::new(NUM_CLASSES, models, rows),
             rivals_drawn: None,
             tables: page::SentTables::default(),
             experiment: None,
@@ -310,8 +328,8 @@ impl Page {
             .ok_or_else(|| JsError::new("there is no picture yet: draw or choose one first"))
     }
 
-    /// Stores a batch of logits of `model` on `set` (`"test"` or an OOD set's name) for rows
-    /// `start..`; returns how many rows of that model and set have arrived.
+    /// Stores a batch of logits of `model` on `set` (`"test"`, an OOD set's name or a corrupted
+    /// copy's) for rows `start..`; returns how many rows of that model and set have arrived.
     pub fn add_logits(
         &mut self,
         model: usize,
@@ -319,6 +337,9 @@ impl Page {
         start: usize,
         logits: &[f32],
     ) -> Result<usize, JsError> {
+        if let Ok(shifted) = ShiftedSet::parse(set) {
+            return Ok(self.shifts.add_logits(model, shifted, start, logits)?);
+        }
         let set: ImageSet = parse_name("image set", set)?;
         Ok(match set.ood() {
             None => {
@@ -345,6 +366,13 @@ impl Page {
     /// The logits of `model` on `set` (`Float32Array [n, 10]`), once all have arrived: what the
     /// page computed, for a download or a check against the command-line tool.
     pub fn logits(&self, model: usize, set: &str) -> Result<Vec<f32>, JsError> {
+        if let Ok(shifted) = ShiftedSet::parse(set) {
+            return self
+                .shifts
+                .complete_logits(model, shifted)
+                .map(<[f32]>::to_vec)
+                .ok_or_else(|| JsError::new("these logits have not all arrived yet"));
+        }
         let set: ImageSet = parse_name("image set", set)?;
         let logits = match set.ood() {
             None => self.lab.complete_logits(model)?.map(<[f32]>::to_vec),
@@ -422,6 +450,7 @@ impl Page {
             None => page::LabData::Bundled {
                 lab: &mut self.lab,
                 store: &mut self.store,
+                shifts: &self.shifts,
             },
         };
         let mut frame = page::render(data, &state, &visible)?;
@@ -477,6 +506,15 @@ impl Page {
                 canvas_chart(&Figure::OodHistogram.id(), state.text_scale())?;
             }
             shown.extend([Figure::OodRoc, Figure::OodNorms, Figure::TauChart]);
+        }
+        if let Some(view) = &frame.shift {
+            // The diagram waits, blank, for the shown severity's logits.
+            if view.current().is_some() {
+                shown.push(Figure::ShiftReliability);
+            } else if on_screen.contains(&Figure::ShiftReliability) {
+                canvas_chart(&Figure::ShiftReliability.id(), state.text_scale())?;
+            }
+            shown.push(Figure::ShiftSeverity);
         }
         for figure in shown.into_iter().filter(|f| on_screen.contains(f)) {
             if let Some((area, style)) = canvas_chart(&figure.id(), state.text_scale())? {
@@ -571,6 +609,7 @@ impl Page {
             temperature: lab == page::figure::FigureLab::Temperature,
             conformal: lab == page::figure::FigureLab::Conformal,
             ood: lab == page::figure::FigureLab::Ood,
+            shift: lab == page::figure::FigureLab::Shift,
             figures: vec![figure],
             ..Visible::default()
         };
@@ -579,6 +618,7 @@ impl Page {
             None => page::LabData::Bundled {
                 lab: &mut self.lab,
                 store: &mut self.store,
+                shifts: &self.shifts,
             },
         };
         Ok(page::render(data, &state, &visible)?)

@@ -65,6 +65,8 @@ after(async () => {
 // Every lab drawn, the gallery filled and one image's explanation open: the page's fullest state.
 async function showEverything() {
   await scrollThrough(page);
+  await page.locator("#shift-lab").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.calibra.timings.shiftDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   await page.locator("#ood-lab").scrollIntoViewIfNeeded();
   await page.waitForFunction(() => window.calibra.timings.oodDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   const tile = page.locator("#gallery .tile").first();
@@ -117,9 +119,10 @@ const SLIDERS = [
   { id: "raps-lambda", score: "raps", spoken: (shown) => `λ = ${shown["raps-lambda-value"]}` },
   { id: "k-reg", score: "raps", spoken: (shown) => `k reg = ${shown["k-reg-value"]}` },
   { id: "saps-lambda", score: "saps", spoken: (shown) => `λ = ${shown["saps-lambda-value"]}` },
+  { id: "severity", spoken: (shown) => `severity ${shown["severity-value"]}` },
   { id: "tau", spoken: (shown) => shown["tau-value"] },
 ];
-const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "tau-value"];
+const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value"];
 
 // What the page shows beside its sliders ({ output id: text }) and what each slider says.
 const sliderTexts = () => page.evaluate((outputs) => ({
@@ -148,7 +151,7 @@ test("every slider's aria-valuetext says the value shown beside it, before and a
 });
 
 // The focusable controls after each lab's slider bar, one of each kind (the first of a selector).
-const FOCUS_TARGETS = ["#model", "#new-split", "#score", "button.preset", "#repetitions", "#gallery-filter", "#gallery .tile"];
+const FOCUS_TARGETS = ["#model", "#new-split", "#score", "button.preset", "#repetitions", "#gallery-filter", "#gallery .tile", "#shift-corruption"];
 
 for (const [name, viewport] of Object.entries(VIEWPORTS)) {
   test(`a control that takes focus under a stuck slider bar scrolls clear of it at ${viewport.width}×${viewport.height} (${name})`, { timeout: 60_000 }, async () => {
@@ -196,7 +199,7 @@ async function accessibleNames(selector) {
   }
 }
 
-const CHARTS = ["reliability", "histogram", "smooth-reliability", "classwise", "rivals-reliability", "set-sizes", "per-class", "stratified", "sweep", "experiment", "ood-histogram", "ood-roc", "ood-norms", "tau-chart"];
+const CHARTS = ["reliability", "histogram", "smooth-reliability", "classwise", "rivals-reliability", "set-sizes", "per-class", "stratified", "sweep", "experiment", "shift-reliability", "shift-severity", "ood-histogram", "ood-roc", "ood-norms", "tau-chart"];
 
 test("every chart has a name and a description that its figure's caption gives; the gallery is not a live region", { timeout: 30_000 }, async () => {
   const charts = await page.$$eval("figure canvas", (canvases) => canvases.map((canvas) => {

@@ -119,6 +119,9 @@ test("3. coverage per class in the CSV is the lab's at this α and T", { timeout
 test("4. every figure saves as SVG and CSV once its lab has been shown", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
   await page.click("#run-experiment");
   await page.waitForFunction(() => window.calibra.timings.experiment !== undefined, null, { timeout: 30_000 });
+  // The shift lab's diagram waits for the shown severity's corrupted images to be classified.
+  await page.locator("#shift-lab").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelector('[data-metric="shift_kept_coverage"]').dataset.value, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   await page.locator("#ood-lab").scrollIntoViewIfNeeded();
   await page.waitForFunction(() => window.calibra.timings.oodDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   const figures = await page.evaluate(() => window.calibra.limits.figures);
@@ -220,7 +223,7 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   const position = () => page.textContent("#presentation-position");
   await page.waitForFunction(() => document.body.classList.contains("present"));
   assert.deepEqual(await shownFigure(), ["reliability"]);
-  assert.equal(await position(), "Figure 1 of 14: reliability diagram");
+  assert.equal(await position(), "Figure 1 of 16: reliability diagram");
   assert.equal(await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("present")), "1");
   // Large type: the root font is larger than the article's 17 px.
   assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).fontSize), "22px");
@@ -234,7 +237,7 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   assert.deepEqual(await shownFigure(), ["histogram"]);
   await page.keyboard.press("ArrowLeft");
   await page.keyboard.press("ArrowLeft");
-  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 14 "));
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 16 "));
   assert.deepEqual(await shownFigure(), ["tau-chart"]);
   await page.keyboard.press("PageDown");
   await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 1 "));
@@ -243,7 +246,7 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   await page.focus("#temperature");
   await page.keyboard.press("ArrowRight");
   assert.equal(Number(await page.inputValue("#temperature")), Number(t) + 1);
-  assert.equal(await position(), "Figure 1 of 14: reliability diagram");
+  assert.equal(await position(), "Figure 1 of 16: reliability diagram");
   await page.evaluate(() => document.activeElement.blur());
   await page.keyboard.press("Escape");
   await page.waitForFunction(() => !document.body.classList.contains("present") && !document.body.classList.contains("embed"));

@@ -6,7 +6,8 @@
 //! and runs split conformal prediction with the scaled
 //! probabilities (one threshold, or one per class with `--mondrian`); `calibra ood` compares
 //! in-distribution and out-of-distribution logits with the MSP, max-logit and energy scores
-//! (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits` runs a bundled model on IDX images. Bad
+//! (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits` runs a bundled model on IDX images, or on
+//! the corrupted copy the page's shift lab classifies (`--corruption`, `--severity`). Bad
 //! input exits with status 2 and a one-line message naming the file and the problem.
 
 // The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
@@ -21,8 +22,10 @@ use std::process::ExitCode;
 
 use calibra::calibration::Binning;
 use calibra::conformal::ScoreKind;
+use calibra::lab::ShiftedSet;
 use calibra::model::{Classifier, NUM_CLASSES};
 use calibra::recalibration::Method;
+use calibra::shift::Corruption;
 use calibra::{data, input, own_image};
 use clap::{Parser, Subcommand};
 
@@ -141,6 +144,20 @@ struct LogitsArgs {
     /// For a PNG picture: negate it when its border is light (auto), always (on) or never (off).
     #[arg(long, value_enum, default_value_t = InvertArg::Auto)]
     invert: InvertArg,
+    /// Corrupt the images first, as the page's shift lab does (same seed): rotation, blur,
+    /// noise, contrast, translation or inversion.
+    #[arg(long, value_parser = parse_corruption, requires = "severity")]
+    corruption: Option<Corruption>,
+    /// The corruption's severity, from 1 to 5 (inversion: 1).
+    #[arg(long, requires = "corruption")]
+    severity: Option<u8>,
+}
+
+/// A `--corruption` value, by the name the page's link uses.
+fn parse_corruption(name: &str) -> Result<Corruption, String> {
+    use serde::{de::IntoDeserializer, Deserialize};
+    Corruption::deserialize(name.into_deserializer())
+        .map_err(|e: serde::de::value::Error| e.to_string())
 }
 
 /// `--invert`'s values, those of the page's control.
@@ -229,6 +246,12 @@ fn logits(args: &LogitsArgs) -> Result<(), String> {
             .map_err(|e| e.to_string())?
             .pixels()
             .to_vec()
+    };
+    let pixels = match (args.corruption, args.severity) {
+        (Some(corruption), Some(severity)) => ShiftedSet::new(corruption, severity)
+            .and_then(|set| set.pixels(&pixels))
+            .map_err(|e| format!("--severity: {e}"))?,
+        _ => pixels,
     };
     let logits = classifier
         .logits(&pixels)

@@ -1,0 +1,176 @@
+//! The shift lab's data: each network's logits on corrupted copies of the test images, one
+//! copy per corruption and severity ([`ShiftedSet`]), as inference streams them in.
+//!
+//! A copy holds every test image, corrupted by [`crate::shift::corrupt`] with [`SHIFT_SEED`],
+//! so that the page's split cuts it into the same calibration and evaluation halves as the
+//! clean images: the evaluation half is where every metric is measured, the calibration half
+//! is where "recalibrate on shifted data" fits T and q̂ again.
+
+use std::collections::HashMap;
+
+use super::{LabError, Streamed};
+use crate::calibration::Logits;
+use crate::shift::{Corruption, ShiftError};
+
+/// The seed of every corrupted copy's random draws (rotation signs, noise, directions).
+pub const SHIFT_SEED: u64 = 2019;
+
+/// A corrupted copy of the test images: a corruption at a severity from 1 to its maximum.
+/// Its name, `shift-<corruption>-<severity>` (`shift-rotation-3`), is how the page's script and
+/// its workers address it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ShiftedSet {
+    pub corruption: Corruption,
+    pub severity: u8,
+}
+
+/// A name that is not a corrupted copy's.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("\"{0}\" is not a corrupted copy of the test images (shift-<corruption>-<severity>)")]
+pub struct UnknownShiftedSet(pub String);
+
+impl ShiftedSet {
+    /// The copy of `corruption` at `severity`.
+    ///
+    /// # Errors
+    /// [`ShiftError`] for severity 0 (the clean images are not a copy) or above the maximum.
+    pub fn new(corruption: Corruption, severity: u8) -> Result<Self, ShiftError> {
+        if severity == 0 || severity > corruption.max_severity() {
+            return Err(ShiftError::SeverityOutOfRange {
+                corruption,
+                severity,
+                max: corruption.max_severity(),
+            });
+        }
+        Ok(Self {
+            corruption,
+            severity,
+        })
+    }
+
+    /// `shift-<corruption>-<severity>`.
+    pub fn name(self) -> String {
+        format!(
+            "shift-{}-{}",
+            crate::page::serde_name(self.corruption),
+            self.severity
+        )
+    }
+
+    /// The copy a name written by [`ShiftedSet::name`] addresses.
+    ///
+    /// # Errors
+    /// [`UnknownShiftedSet`] for any other text.
+    pub fn parse(name: &str) -> Result<Self, UnknownShiftedSet> {
+        let unknown = || UnknownShiftedSet(name.to_string());
+        let rest = name.strip_prefix("shift-").ok_or_else(unknown)?;
+        let (corruption, severity) = rest.rsplit_once('-').ok_or_else(unknown)?;
+        let corruption = Corruption::ALL
+            .into_iter()
+            .find(|c| crate::page::serde_name(*c) == corruption)
+            .ok_or_else(unknown)?;
+        let severity: u8 = severity.parse().map_err(|_| unknown())?;
+        Self::new(corruption, severity).map_err(|_| unknown())
+    }
+
+    /// The corrupted pixels of `test_pixels` (`[n, 28, 28]`).
+    ///
+    /// # Errors
+    /// [`ShiftError`] for pixels that are not whole images.
+    pub fn pixels(self, test_pixels: &[u8]) -> Result<Vec<u8>, ShiftError> {
+        self.pixels_from(test_pixels, 0)
+    }
+
+    /// The corrupted pixels of test images `first_row..`, given as `pixels`: the copy made a
+    /// part at a time.
+    ///
+    /// # Errors
+    /// [`ShiftError`] for pixels that are not whole images.
+    pub fn pixels_from(self, pixels: &[u8], first_row: usize) -> Result<Vec<u8>, ShiftError> {
+        crate::shift::corrupt_from(
+            pixels,
+            first_row,
+            self.corruption,
+            self.severity,
+            SHIFT_SEED,
+        )
+    }
+
+    /// Test images `rows` of `test_pixels`, as they are in the corrupted copy.
+    ///
+    /// # Errors
+    /// [`ShiftError`] for pixels that are not whole images or a row past the last.
+    pub fn rows_pixels(self, test_pixels: &[u8], rows: &[usize]) -> Result<Vec<u8>, ShiftError> {
+        crate::shift::corrupt_rows(
+            test_pixels,
+            rows,
+            self.corruption,
+            self.severity,
+            SHIFT_SEED,
+        )
+    }
+}
+
+/// Each network's logits on each corrupted copy it was asked for.
+#[derive(Debug, Clone)]
+pub struct ShiftStore {
+    num_classes: usize,
+    models: usize,
+    rows: usize,
+    logits: HashMap<(usize, ShiftedSet), Streamed<f32>>,
+}
+
+impl ShiftStore {
+    /// Room for `models` networks of `num_classes` on copies of `rows` test images.
+    pub fn new(num_classes: usize, models: usize, rows: usize) -> Self {
+        Self {
+            num_classes,
+            models,
+            rows,
+            logits: HashMap::new(),
+        }
+    }
+
+    /// Stores a batch of `model`'s logits on `set`, rows `start..`; returns the rows of that
+    /// copy that have arrived.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`], [`LabError::BatchOutOfRange`], and the non-finite-logit
+    /// error of [`Logits::new`].
+    pub fn add_logits(
+        &mut self,
+        model: usize,
+        set: ShiftedSet,
+        start: usize,
+        logits: &[f32],
+    ) -> Result<usize, LabError> {
+        if model >= self.models {
+            return Err(LabError::UnknownModel {
+                index: model,
+                count: self.models,
+            });
+        }
+        let (rows, width) = (self.rows, self.num_classes);
+        let streamed = self
+            .logits
+            .entry((model, set))
+            .or_insert_with(|| Streamed::new(rows, width));
+        streamed.check_batch(start, logits.len())?;
+        Logits::new(logits, width)?;
+        streamed.add(start, logits)?;
+        Ok(streamed.arrived())
+    }
+
+    /// `model`'s logits on `set` once every row has arrived (`[rows, K]`).
+    pub fn complete_logits(&self, model: usize, set: ShiftedSet) -> Option<&[f32]> {
+        self.logits
+            .get(&(model, set))
+            .filter(|logits| logits.is_complete())
+            .map(Streamed::values)
+    }
+
+    /// Rows of `model`'s logits on `set` that have arrived.
+    pub fn arrived(&self, model: usize, set: ShiftedSet) -> usize {
+        self.logits.get(&(model, set)).map_or(0, Streamed::arrived)
+    }
+}

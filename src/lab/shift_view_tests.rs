@@ -1,0 +1,217 @@
+//! The shift lab against the calibration and conformal functions on the split's halves, and
+//! the corrupted copies' names and store.
+
+use super::*;
+use crate::calibration::{evaluate, fit_temperature, softmax};
+use crate::conformal::{split_conformal, ScoreKind};
+use crate::data::seeded_split;
+use crate::lab::{ConformalSettings, Lab, ShiftStore, ShiftedSet, UnknownShiftedSet};
+use crate::shift::Corruption;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const K: usize = 4;
+const ROWS: usize = 1_200;
+const SPLIT: u64 = 5;
+
+/// Logits whose largest entry is the label's in most rows, scaled by `sharpness`; `noise`
+/// rows in a hundred favour a random class instead.
+fn logits(labels: &[u32], sharpness: f32, noise: u32, seed: u64) -> Vec<f32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(labels.len() * K);
+    for &label in labels {
+        let favoured = if rng.random_range(0..100) < noise {
+            rng.random_range(0..K as u32)
+        } else {
+            label
+        };
+        for k in 0..K as u32 {
+            let base: f32 = rng.random_range(-1.0..1.0);
+            out.push(sharpness * (base + if k == favoured { 2.0 } else { 0.0 }));
+        }
+    }
+    out
+}
+
+fn settings() -> ConformalSettings {
+    ConformalSettings {
+        temperature: 1.0,
+        alpha: 0.1,
+        score: ScoreKind::Aps,
+        randomized: true,
+        raps_lambda: 0.1,
+        raps_k_reg: 1,
+        saps_lambda: 0.2,
+        class_conditional: false,
+    }
+}
+
+/// The rows of `values` (`[ROWS, K]`) at `rows`, and their labels.
+fn take(values: &[f32], labels: &[u32], rows: &[usize]) -> (Vec<f32>, Vec<u32>) {
+    let logits = rows
+        .iter()
+        .flat_map(|&r| values[r * K..(r + 1) * K].iter().copied())
+        .collect();
+    (logits, rows.iter().map(|&r| labels[r]).collect())
+}
+
+#[test]
+fn kept_and_refitted_equal_the_functions_on_the_halves() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let labels: Vec<u32> = (0..ROWS).map(|_| rng.random_range(0..K as u32)).collect();
+    let clean = logits(&labels, 3.0, 10, 2);
+    // The corrupted copy: a network still sure of itself, wrong far more often.
+    let shifted = logits(&labels, 3.0, 45, 3);
+    let mut lab = Lab::new(labels.clone(), K, 1).unwrap();
+    lab.set_split(SPLIT);
+    lab.add_logits(0, 0, &clean).unwrap();
+    let mut store = ShiftStore::new(K, 1, ROWS);
+    let set = ShiftedSet::new(Corruption::Blur, 2).unwrap();
+    store.add_logits(0, set, 0, &shifted[..600 * K]).unwrap();
+    let view = lab
+        .shift_view(&store, Corruption::Blur, 2, &settings(), 15, Binning::Width)
+        .unwrap();
+    // Half a copy is not evaluated: only severity 0 is in.
+    assert_eq!(view.points.len(), 1);
+    assert!(view.current().is_none());
+    store.add_logits(0, set, 600, &shifted[600 * K..]).unwrap();
+    let view = lab
+        .shift_view(&store, Corruption::Blur, 2, &settings(), 15, Binning::Width)
+        .unwrap();
+    assert_eq!(
+        view.points.iter().map(|p| p.severity).collect::<Vec<_>>(),
+        [0, 2]
+    );
+
+    // The page's split (rows in increasing order), computed here from the data module.
+    let (calibration_rows, evaluation_rows) = seeded_split(ROWS, 0.5, SPLIT);
+    let uniforms = conformal::uniforms(ROWS, SPLIT);
+    let pick = |rows: &[usize]| rows.iter().map(|&r| uniforms[r]).collect::<Vec<f64>>();
+    let (clean_calibration, calibration_labels) = take(&clean, &labels, &calibration_rows);
+    let (shifted_calibration, _) = take(&shifted, &labels, &calibration_rows);
+    let (shifted_evaluation, evaluation_labels) = take(&shifted, &labels, &evaluation_rows);
+    let expected = |calibration: &[f32]| {
+        let cal = Logits::new(calibration, K).unwrap();
+        let eval = Logits::new(&shifted_evaluation, K).unwrap();
+        let t = fit_temperature(&cal, &calibration_labels)
+            .unwrap()
+            .temperature;
+        let report = evaluate(&eval, &evaluation_labels, t, 15, Binning::Width).unwrap();
+        let sets = split_conformal(
+            &softmax(&cal, t).unwrap(),
+            &calibration_labels,
+            &softmax(&eval, t).unwrap(),
+            &evaluation_labels,
+            K,
+            &settings().score_of(ScoreKind::Aps),
+            0.1,
+            false,
+            &pick(&calibration_rows),
+            &pick(&evaluation_rows),
+        )
+        .unwrap();
+        (t, report, sets.metrics)
+    };
+    let point = view.current().unwrap();
+    for (metrics, calibration) in [
+        (&point.kept, &clean_calibration),
+        (&point.refit, &shifted_calibration),
+    ] {
+        let (t, report, sets) = expected(calibration);
+        assert_eq!(metrics.temperature, t);
+        assert_eq!(
+            [metrics.accuracy, metrics.ece, metrics.nll, metrics.brier],
+            [report.accuracy, report.ece, report.nll, report.brier]
+        );
+        assert_eq!(metrics.bins, report.bins);
+        assert_eq!(
+            [metrics.coverage, metrics.average_set_size],
+            [sets.coverage, sets.average_set_size]
+        );
+    }
+    // Kept, the sets still hold about 1 − α of the clean images' labels but far fewer of the
+    // corrupted ones'; refitted, they are back near 1 − α.
+    assert!(view.clean().unwrap().kept.coverage > 0.87);
+    assert!(point.kept.coverage < 0.8, "{}", point.kept.coverage);
+    assert!(
+        (point.refit.coverage - 0.9).abs() < 0.04,
+        "{}",
+        point.refit.coverage
+    );
+    assert_eq!(view.n_calibration + view.n_evaluation, ROWS);
+    assert_eq!(
+        view.guarantee_upper,
+        0.9 + 1.0 / (view.n_calibration as f64 + 1.0)
+    );
+    assert_eq!(view.thumbnails, evaluation_rows[..SHIFT_THUMBNAILS]);
+}
+
+#[test]
+fn waits_for_the_clean_logits() {
+    let labels = vec![0, 1, 2, 3];
+    let mut lab = Lab::new(labels.clone(), K, 1).unwrap();
+    lab.add_logits(0, 0, &logits(&labels, 1.0, 0, 1)[..2 * K])
+        .unwrap();
+    let store = ShiftStore::new(K, 1, 4);
+    assert_eq!(
+        lab.shift_view(
+            &store,
+            Corruption::Noise,
+            1,
+            &settings(),
+            15,
+            Binning::Width
+        ),
+        Err(LabError::NotReady)
+    );
+}
+
+#[test]
+fn copies_are_named_and_parsed_back_and_bad_names_refused() {
+    for corruption in Corruption::ALL {
+        for severity in 1..=corruption.max_severity() {
+            let set = ShiftedSet::new(corruption, severity).unwrap();
+            assert_eq!(ShiftedSet::parse(&set.name()), Ok(set));
+        }
+    }
+    assert_eq!(
+        ShiftedSet::new(Corruption::Rotation, 3).unwrap().name(),
+        "shift-rotation-3"
+    );
+    for bad in [
+        "shift-rotation-0",
+        "shift-rotation-6",
+        "shift-inversion-2",
+        "shift-tilt-1",
+        "rotation-3",
+        "shift-rotation-x",
+        "test",
+    ] {
+        assert_eq!(
+            ShiftedSet::parse(bad),
+            Err(UnknownShiftedSet(bad.to_string())),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn the_store_counts_rows_and_refuses_bad_batches() {
+    let set = ShiftedSet::new(Corruption::Contrast, 1).unwrap();
+    let mut store = ShiftStore::new(K, 2, 3);
+    assert_eq!(store.add_logits(1, set, 2, &[0.0; K]), Ok(1));
+    assert_eq!(store.arrived(1, set), 1);
+    assert_eq!(store.arrived(0, set), 0);
+    assert!(store.complete_logits(1, set).is_none());
+    assert_eq!(
+        store.add_logits(2, set, 0, &[0.0; K]),
+        Err(LabError::UnknownModel { index: 2, count: 2 })
+    );
+    assert!(matches!(
+        store.add_logits(1, set, 2, &[0.0; 2 * K]),
+        Err(LabError::BatchOutOfRange { .. })
+    ));
+    assert!(store.add_logits(1, set, 0, &[f32::NAN; K]).is_err());
+    assert_eq!(store.add_logits(1, set, 0, &[1.0; 2 * K]), Ok(3));
+    assert_eq!(store.complete_logits(1, set).map(<[f32]>::len), Some(3 * K));
+}

@@ -1,0 +1,196 @@
+// "When the test images shift": the cross-entropy network on rotated test images. The page's
+// logits of the corrupted copy equal `calibra logits --corruption` on the same images (1e-3:
+// candle's kernels differ between wasm and native); its clean and refitted columns equal
+// `calibra report` on the page's own logits (1e-9), and the kept column's T-dependent metrics
+// `calibra report --temperature <clean T>`; the verdict states the numbers shown and says on
+// which side of the guarantee band each coverage lies; a severity sweep fills the chart and
+// the severity table; the recalibrate switch redraws the diagram at the refitted T; inversion
+// has severities 0 and 1 only. UPDATE_SCREENSHOT=1 copies the lab's screenshot to
+// docs/shift.png.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { promisify } from "node:util";
+
+import { buildCalibra, canvasData, collectProblems, download, hashParams, LABELS_URL, launchBrowser, MODEL_URLS, IMAGES_URL, Native, nextFrames, openSite, readMetrics, REPO_ROOT, waitForInference } from "./helpers.mjs";
+
+const run = promisify(execFile);
+
+const SPLIT = 0;
+const ALPHA = 0.1;
+const HASH = `model=ce&split=${SPLIT}&score=aps&alpha=${ALPHA}&shift=rotation&severity=5`;
+const SAME_LOGITS = 1e-9;
+const NATIVE_LOGITS = 1e-3;
+const SHIFT_TIMEOUT_MS = 180_000;
+const METRICS = ["temperature", "accuracy", "ece", "nll", "brier", "coverage", "set_size"];
+
+let site;
+let browser;
+let page;
+let problems;
+let native;
+
+before(async () => {
+  site = await openSite();
+  native = new Native(site.url);
+  buildCalibra().catch(() => {});
+  browser = await launchBrowser();
+  problems = collectProblems(browser.context);
+  page = await browser.context.newPage();
+  await page.goto(`${site.url}#${HASH}`);
+  await waitForInference(page);
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  native?.close();
+});
+
+// Scrolls to the shift lab and waits until the shown severity's column is filled.
+async function shownSeverity() {
+  await page.locator("#shift-lab").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => {
+    const cell = document.querySelector('[data-metric="shift_kept_coverage"]');
+    return cell && cell.dataset.value !== undefined && cell.dataset.value !== "";
+  }, null, { timeout: SHIFT_TIMEOUT_MS, polling: 250 });
+  await nextFrames(page, 2);
+  return readMetrics(page);
+}
+
+// The page's logits of model 0 on `set`, as a CSV file for `calibra report`.
+async function pageLogitsCsv(set) {
+  const values = await page.evaluate((name) => window.calibra.logits(0, name), set);
+  const rows = [];
+  for (let r = 0; r < values.length / 10; r++) rows.push(values.slice(r * 10, (r + 1) * 10).join(","));
+  const file = path.join(native.dir, `${set}.csv`);
+  writeFileSync(file, `${rows.join("\n")}\n`);
+  return { file, values };
+}
+
+// `calibra report --json` with the page's split, bins and conformal settings.
+async function report(logits, extra = []) {
+  const binary = await buildCalibra();
+  const labels = path.join(native.dir, "labels.gz");
+  await download(site.url, LABELS_URL, labels);
+  const args = ["report", "--logits", logits, "--labels", labels, "--cal-fraction", "0.5", "--seed", String(SPLIT),
+    "--bins", "15", "--score", "aps", "--alpha", String(ALPHA), "--json", ...extra];
+  return JSON.parse((await run(binary, args, { maxBuffer: 64 << 20 })).stdout);
+}
+
+// The float32 values of a .npy file `calibra logits` wrote.
+function readNpy(file) {
+  const bytes = readFileSync(file);
+  const headerLength = bytes.readUInt16LE(8);
+  const data = bytes.subarray(10 + headerLength);
+  return new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength));
+}
+
+const close = (name, actual, expected, tolerance = SAME_LOGITS) =>
+  assert.ok(Math.abs(actual - expected) <= tolerance, `${name}: page ${actual}, expected ${expected}`);
+
+test("1. rotated images: the page's logits are `calibra logits --corruption`'s, and the table is `calibra report`'s on them", { timeout: SHIFT_TIMEOUT_MS + 120_000 }, async () => {
+  const metrics = await shownSeverity();
+  const shifted = await pageLogitsCsv("shift-rotation-5");
+  const clean = await pageLogitsCsv("test");
+
+  const binary = await buildCalibra();
+  const images = path.join(native.dir, "images.gz");
+  const weights = path.join(native.dir, "ce.safetensors");
+  await Promise.all([download(site.url, IMAGES_URL, images), download(site.url, MODEL_URLS.ce, weights)]);
+  const out = path.join(native.dir, "rotation-5.npy");
+  await run(binary, ["logits", "--model", weights, "--images", images, "--corruption", "rotation", "--severity", "5", "--out", out]);
+  const expected = readNpy(out);
+  assert.equal(expected.length, shifted.values.length);
+  let largest = 0;
+  expected.forEach((value, i) => { largest = Math.max(largest, Math.abs(value - shifted.values[i])); });
+  assert.ok(largest <= NATIVE_LOGITS, `the page's logits of the rotated images differ from the CLI's by ${largest}`);
+
+  const cleanReport = await report(clean.file);
+  const refitReport = await report(shifted.file);
+  const keptReport = await report(shifted.file, ["--temperature", String(metrics.shift_clean_temperature)]);
+  for (const [column, r] of [["clean", cleanReport], ["refit", refitReport]]) {
+    close(`${column} T`, metrics[`shift_${column}_temperature`], r.temperature);
+    for (const name of ["accuracy", "ece", "nll", "brier"]) close(`${column} ${name}`, metrics[`shift_${column}_${name}`], r.after[name]);
+    close(`${column} coverage`, metrics[`shift_${column}_coverage`], r.conformal.coverage);
+    close(`${column} set size`, metrics[`shift_${column}_set_size`], r.conformal.average_set_size);
+  }
+  close("kept T", metrics.shift_kept_temperature, cleanReport.temperature);
+  for (const name of ["accuracy", "ece", "nll", "brier"]) close(`kept ${name}`, metrics[`shift_kept_${name}`], keptReport.after[name]);
+  // Severity 5 is the last row of the severity table once evaluated; the shown one is marked.
+  close("severity 5 coverage, kept", metrics.shift_severity_5_coverage_kept, metrics.shift_kept_coverage, 0);
+  close("severity 5 coverage, refitted", metrics.shift_severity_5_coverage_refit, metrics.shift_refit_coverage, 0);
+  close("severity 0 coverage", metrics.shift_severity_0_coverage_kept, metrics.shift_clean_coverage, 0);
+});
+
+test("2. the verdict states the numbers shown and on which side of the band each coverage lies", { timeout: 60_000 }, async () => {
+  const metrics = await shownSeverity();
+  const verdict = await page.textContent("#shift-verdict");
+  const percent = (value) => `${(100 * value).toFixed(2)}%`;
+  assert.ok(verdict.startsWith("Rotation at severity 5 (±30°): "), verdict);
+  assert.ok(verdict.includes(`accuracy ${percent(metrics.shift_kept_accuracy)} (clean: ${percent(metrics.shift_clean_accuracy)})`), verdict);
+  const [kept, rest] = verdict.split(" Refitted on the corrupted calibration half: ");
+  const [refit, sizes] = rest.split(" The refitted sets hold ");
+  assert.equal(sizes, `${metrics.shift_refit_set_size.toFixed(3)} labels on average (clean: ${metrics.shift_clean_set_size.toFixed(3)}).`);
+  // The band: [1 − α, 1 − α + 1/(n + 1)] with n = 5,000 calibration images (one threshold).
+  const lower = 1 - ALPHA;
+  const upper = lower + 1 / 5001;
+  for (const [part, coverage, name] of [[kept, metrics.shift_kept_coverage, "kept"], [refit, metrics.shift_refit_coverage, "refitted"]]) {
+    assert.ok(part.includes(`Coverage ${percent(coverage)} `), `${name}: ${part}`);
+    if (coverage < lower) assert.match(part, /standard deviations below the band/, `${name} ${coverage}: ${part}`);
+    else if (coverage > upper) assert.match(part, /standard deviations above the band/, `${name} ${coverage}: ${part}`);
+    else assert.match(part, /lies inside the guarantee band/, `${name} ${coverage}: ${part}`);
+  }
+  assert.match(kept, /the corrupted images are not exchangeable with the clean calibration images, so the guarantee does not cover them\.$/, kept);
+  assert.doesNotMatch(refit, /not exchangeable/, refit);
+  // What this network and corruption really do: with q̂ from the clean images, coverage falls
+  // under 1 − α at severity 5 by more than chance; refitted, it is back within chance of the band.
+  assert.ok(metrics.shift_kept_coverage < lower, `kept coverage ${metrics.shift_kept_coverage}`);
+  assert.match(kept, /more than chance gives for one split/, kept);
+  assert.match(refit, /inside the guarantee band|within what chance gives for one split/, refit);
+});
+
+test("3. the sweep: every severity of the corruption is evaluated, the chart and the table fill in, the diagram follows the recalibrate switch", { timeout: 6 * SHIFT_TIMEOUT_MS }, async (t) => {
+  await shownSeverity();
+  await page.waitForFunction(() => document.querySelectorAll("#shift-severities tbody tr").length === 6, null, { timeout: 5 * SHIFT_TIMEOUT_MS, polling: 500 });
+  await nextFrames(page, 2);
+  const metrics = await readMetrics(page);
+  const rows = await page.$$eval("#shift-severities tbody tr", (trs) => trs.map((tr) => tr.cells[0].textContent));
+  assert.deepEqual(rows.map((row) => row.split(" ")[0]), ["0", "1", "2", "3", "4", "5"]);
+  assert.match(await page.textContent("#shift-progress"), /^Severities evaluated for the cross-entropy network: 0, 1, 2, 3, 4, 5 of 0–5\.$/);
+  // What making each corrupted copy took on the page's thread, in ten parts between frames (a
+  // diagnostic, not a limit).
+  for (const { set, millis } of await page.evaluate(() => window.calibra.timings.corruptions)) t.diagnostic(`${set}: made in ${millis.toFixed(0)} ms`);
+  // Accuracy falls as the rotation grows.
+  for (let s = 1; s <= 5; s++) assert.ok(metrics[`shift_severity_${s}_accuracy`] < metrics[`shift_severity_0_accuracy`], `severity ${s}`);
+
+  const diagram = await canvasData(page, "shift-reliability");
+  await page.locator("#recalibrate").check();
+  await page.waitForFunction((old) => document.getElementById("shift-reliability").toDataURL() !== old, diagram, { timeout: 10_000 });
+  assert.equal((await hashParams(page)).recalibrate, "1");
+
+  // The lab's screenshot, with the sweep drawn.
+  await page.locator("#shift-lab").evaluate((lab) => lab.scrollIntoView({ block: "start" }));
+  await nextFrames(page, 3);
+  const shot = path.join(REPO_ROOT, "tests/e2e/screenshots/shift.png");
+  mkdirSync(path.dirname(shot), { recursive: true });
+  await page.locator("#shift-lab").screenshot({ path: shot });
+  if (process.env.UPDATE_SCREENSHOT) copyFileSync(shot, path.join(REPO_ROOT, "docs/shift.png"));
+});
+
+test("4. inversion is on or off: its slider has two positions, and a link asking for more shows it on", { timeout: SHIFT_TIMEOUT_MS + 30_000 }, async () => {
+  await page.goto(`${site.url}#${HASH.replace("shift=rotation&severity=5", "shift=inversion&severity=4")}`);
+  await waitForInference(page);
+  assert.equal((await hashParams(page)).severity, "1");
+  assert.equal(await page.getAttribute("#severity", "max"), "1");
+  assert.equal(await page.textContent("#severity-value"), "1 (inverted)");
+  const metrics = await shownSeverity();
+  assert.ok(Number.isFinite(metrics.shift_kept_accuracy));
+  assert.equal(await page.locator("#shift-corrupted canvas").count(), 8);
+});
+
+test("5. no console errors, uncaught exceptions or failed requests", () => {
+  assert.deepEqual(problems, []);
+});
