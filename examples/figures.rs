@@ -288,7 +288,7 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
         page::LabData::Bundled {
             lab: &mut lab,
             store: &mut store,
-            shifts: &ShiftStore::new(NUM_CLASSES, MODELS.len(), test.len()),
+            shifts: &mut ShiftStore::new(NUM_CLASSES, MODELS.len(), test.len()),
         },
         &state,
         &visible,
@@ -334,7 +334,7 @@ fn shift_figure(classifier: &Classifier, test: &Dataset) -> Result<String> {
         page::LabData::Bundled {
             lab: &mut lab,
             store: &mut OodStore::new(NUM_CLASSES, MODELS.len(), test.len(), [page::OOD_IMAGES; 3]),
-            shifts: &shifts,
+            shifts: &mut shifts,
         },
         &state,
         &visible,

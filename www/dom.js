@@ -49,6 +49,7 @@ function applyPatch(element, p) {
     case "disabled": setProperty(element, "disabled", p.disabled); break;
     case "hidden": setProperty(element, "hidden", p.hidden); break;
     case "max": setProperty(element, "max", p.max); break;
+    case "progress": setProperty(element, "max", p.max); setProperty(element, "value", p.value); break;
     case "style": element.style.setProperty(p.property, p.value); break;
     case "metrics": element.replaceChildren(...joined(p.items.map(metricSpan))); break;
     case "rows": element.tBodies[0].replaceChildren(...p.rows.map(tableRow)); break;

@@ -118,6 +118,9 @@ pub struct ShiftStore {
     models: usize,
     rows: usize,
     logits: HashMap<(usize, ShiftedSet), Streamed<f32>>,
+    /// The T fitted on each complete copy's calibration half, by network, copy and split seed:
+    /// the lab's frames measure every severity again, and the fit is most of their cost.
+    fits: HashMap<(usize, ShiftedSet, u64), f64>,
 }
 
 impl ShiftStore {
@@ -128,6 +131,7 @@ impl ShiftStore {
             models,
             rows,
             logits: HashMap::new(),
+            fits: HashMap::new(),
         }
     }
 
@@ -167,6 +171,18 @@ impl ShiftStore {
             .get(&(model, set))
             .filter(|logits| logits.is_complete())
             .map(Streamed::values)
+    }
+
+    /// The T fitted on the calibration half of split `split` of `model`'s complete logits on
+    /// `set`, once [`ShiftStore::keep_fit`] kept it.
+    pub fn fitted(&self, model: usize, set: ShiftedSet, split: u64) -> Option<f64> {
+        self.fits.get(&(model, set, split)).copied()
+    }
+
+    /// Keeps the T fitted on the calibration half of split `split` of `model`'s complete logits
+    /// on `set`.
+    pub fn keep_fit(&mut self, model: usize, set: ShiftedSet, split: u64, temperature: f64) {
+        self.fits.insert((model, set, split), temperature);
     }
 
     /// Rows of `model`'s logits on `set` that have arrived.

@@ -89,7 +89,7 @@ impl Lab {
     /// calibration and conformal modules' errors.
     pub fn shift_view(
         &mut self,
-        store: &ShiftStore,
+        store: &mut ShiftStore,
         corruption: Corruption,
         severity: u8,
         settings: &ConformalSettings,
@@ -105,7 +105,9 @@ impl Lab {
             bins,
             binning,
         };
-        let clean_fit = measure.fit(&clean_calibration)?;
+        // The clean T is the one the temperature lab fitted on the same rows.
+        let clean_temperature = self.prepared()?.fit.temperature;
+        let clean_fit = measure.fit(&clean_calibration, Some(clean_temperature))?;
         let clean = measure.metrics(&clean_fit, &clean_evaluation)?;
         let mut points = vec![ShiftPoint {
             severity: 0,
@@ -118,10 +120,12 @@ impl Lab {
                 continue;
             };
             let (calibration, evaluation) = self.halves(logits);
+            let refit = measure.fit(&calibration, store.fitted(model, set, self.split_seed))?;
+            store.keep_fit(model, set, self.split_seed, refit.temperature);
             points.push(ShiftPoint {
                 severity: level,
                 kept: measure.metrics(&clean_fit, &evaluation)?,
-                refit: measure.metrics(&measure.fit(&calibration)?, &evaluation)?,
+                refit: measure.metrics(&refit, &evaluation)?,
             });
         }
         let (n_calibration, n_evaluation) = (
@@ -201,10 +205,14 @@ struct Fitted<'a> {
 }
 
 impl Measure<'_> {
-    /// T fitted on `calibration`, and its probabilities at that T.
-    fn fit<'p>(&self, calibration: &'p Part) -> Result<Fitted<'p>, LabError> {
+    /// T fitted on `calibration` (`known` when it was fitted before), and the half's
+    /// probabilities at that T.
+    fn fit<'p>(&self, calibration: &'p Part, known: Option<f64>) -> Result<Fitted<'p>, LabError> {
         let logits = Logits::new(&calibration.logits, self.num_classes)?;
-        let temperature = calibration::fit_temperature(&logits, &calibration.labels)?.temperature;
+        let temperature = match known {
+            Some(temperature) => temperature,
+            None => calibration::fit_temperature(&logits, &calibration.labels)?.temperature,
+        };
         Ok(Fitted {
             part: calibration,
             temperature,

@@ -69,14 +69,28 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
     let set = ShiftedSet::new(Corruption::Blur, 2).unwrap();
     store.add_logits(0, set, 0, &shifted[..600 * K]).unwrap();
     let view = lab
-        .shift_view(&store, Corruption::Blur, 2, &settings(), 15, Binning::Width)
+        .shift_view(
+            &mut store,
+            Corruption::Blur,
+            2,
+            &settings(),
+            15,
+            Binning::Width,
+        )
         .unwrap();
     // Half a copy is not evaluated: only severity 0 is in.
     assert_eq!(view.points.len(), 1);
     assert!(view.current().is_none());
     store.add_logits(0, set, 600, &shifted[600 * K..]).unwrap();
     let view = lab
-        .shift_view(&store, Corruption::Blur, 2, &settings(), 15, Binning::Width)
+        .shift_view(
+            &mut store,
+            Corruption::Blur,
+            2,
+            &settings(),
+            15,
+            Binning::Width,
+        )
         .unwrap();
     assert_eq!(
         view.points.iter().map(|p| p.severity).collect::<Vec<_>>(),
@@ -144,6 +158,20 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
         0.9 + 1.0 / (view.n_calibration as f64 + 1.0)
     );
     assert_eq!(view.thumbnails, evaluation_rows[..SHIFT_THUMBNAILS]);
+    // The refitted T is kept for the next frame, which measures the same numbers with it.
+    assert_eq!(store.fitted(0, set, SPLIT), Some(point.refit.temperature));
+    assert_eq!(store.fitted(0, set, SPLIT + 1), None);
+    let again = lab
+        .shift_view(
+            &mut store,
+            Corruption::Blur,
+            2,
+            &settings(),
+            15,
+            Binning::Width,
+        )
+        .unwrap();
+    assert_eq!(again, view);
 }
 
 #[test]
@@ -152,10 +180,10 @@ fn waits_for_the_clean_logits() {
     let mut lab = Lab::new(labels.clone(), K, 1).unwrap();
     lab.add_logits(0, 0, &logits(&labels, 1.0, 0, 1)[..2 * K])
         .unwrap();
-    let store = ShiftStore::new(K, 1, 4);
+    let mut store = ShiftStore::new(K, 1, 4);
     assert_eq!(
         lab.shift_view(
-            &store,
+            &mut store,
             Corruption::Noise,
             1,
             &settings(),

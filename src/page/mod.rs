@@ -204,7 +204,7 @@ pub enum LabData<'a> {
     Bundled {
         lab: &'a mut Lab,
         store: &'a mut OodStore,
-        shifts: &'a ShiftStore,
+        shifts: &'a mut ShiftStore,
     },
     /// The reader's own logits and labels (one "model", no images): the temperature and
     /// conformal labs only.

@@ -50,6 +50,12 @@ pub enum Patch {
         id: &'static str,
         hidden: bool,
     },
+    /// A progress bar's value and maximum.
+    Progress {
+        id: &'static str,
+        value: usize,
+        max: usize,
+    },
     /// A slider's largest value, where it depends on another control (inversion's severity
     /// is 0 or 1).
     Max {

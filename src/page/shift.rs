@@ -54,7 +54,7 @@ const METRICS: [TableMetric; 7] = [
 /// logits are still arriving).
 pub(super) fn render(
     lab: &mut Lab,
-    store: &ShiftStore,
+    store: &mut ShiftStore,
     state: &PageState,
 ) -> Result<ShiftFrame, LabError> {
     let model = state.model.index();
@@ -66,10 +66,11 @@ pub(super) fn render(
     // who scrolls away stops the sweep.
     let levels =
         (1..=corruption.max_severity()).filter_map(|s| ShiftedSet::new(corruption, s).ok());
-    frame.needs = chosen
+    let next = chosen
         .into_iter()
         .chain(levels.filter(|&s| Some(s) != chosen))
-        .find(|&set| store.complete_logits(model, set).is_none())
+        .find(|&set| store.complete_logits(model, set).is_none());
+    frame.needs = next
         .map(|set| ShiftJob {
             model,
             set: set.name(),
@@ -84,9 +85,18 @@ pub(super) fn render(
             corruption.parameter(state.severity)
         ),
     ));
-    frame
-        .patches
-        .push(text("shift-progress", progress(lab, store, state, chosen)));
+    frame.patches.extend([
+        text("shift-progress", progress(lab, store, state, next)),
+        Patch::Progress {
+            id: "shift-progress-bar",
+            value: next.map_or(0, |set| store.arrived(model, set)),
+            max: lab.rows(),
+        },
+        Patch::Hidden {
+            id: "shift-progress-bar",
+            hidden: next.is_none(),
+        },
+    ]);
     let view = match lab.shift_view(
         store,
         corruption,
@@ -110,36 +120,30 @@ pub(super) fn render(
     Ok(frame)
 }
 
-/// How far the chosen network has got on the copies it needs.
-fn progress(
-    lab: &Lab,
-    store: &ShiftStore,
-    state: &PageState,
-    chosen: Option<ShiftedSet>,
-) -> String {
+/// Which severities are evaluated, and how far the copy being classified (`next`) has got.
+fn progress(lab: &Lab, store: &ShiftStore, state: &PageState, next: Option<ShiftedSet>) -> String {
     let model = state.model.index();
-    let rows = lab.rows();
     let network = MODELS[model].title;
-    match chosen {
-        Some(set) if store.complete_logits(model, set).is_none() => format!(
-            "Running the {network} network on the corrupted images: {} of {} classified…",
+    let done: Vec<String> = std::iter::once(0)
+        .chain((1..=state.shift.max_severity()).filter(|&s| {
+            ShiftedSet::new(state.shift, s)
+                .is_ok_and(|set| store.complete_logits(model, set).is_some())
+        }))
+        .map(|s| s.to_string())
+        .collect();
+    let evaluated = format!(
+        "Severities evaluated for the {network} network: {} of 0–{}.",
+        done.join(", "),
+        state.shift.max_severity()
+    );
+    match next {
+        Some(set) => format!(
+            "{evaluated} Classifying severity {}: {} of {} corrupted images…",
+            set.severity,
             grouped(store.arrived(model, set)),
-            grouped(rows)
+            grouped(lab.rows())
         ),
-        _ => {
-            let done: Vec<String> = std::iter::once(0)
-                .chain((1..=state.shift.max_severity()).filter(|&s| {
-                    ShiftedSet::new(state.shift, s)
-                        .is_ok_and(|set| store.complete_logits(model, set).is_some())
-                }))
-                .map(|s| s.to_string())
-                .collect();
-            format!(
-                "Severities evaluated for the {network} network: {} of 0–{}.",
-                done.join(", "),
-                state.shift.max_severity()
-            )
-        }
+        None => evaluated,
     }
 }
 

@@ -220,7 +220,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
         LabData::Bundled {
             lab: &mut lab,
             store: &mut store,
-            shifts: &ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
+            shifts: &mut ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
         },
         &state,
         &visible,
@@ -259,7 +259,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
         LabData::Bundled {
             lab: &mut lab,
             store: &mut store,
-            shifts: &ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
+            shifts: &mut ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
         },
         &state,
         &visible,
@@ -467,12 +467,12 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
 
 /// One frame of the bundled lab with an empty OOD store.
 fn render_bundled(lab: &mut Lab, state: &PageState, visible: &Visible) -> Result<Frame, LabError> {
-    let shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), lab.rows());
+    let mut shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), lab.rows());
     render(
         LabData::Bundled {
             lab,
             store: &mut store(),
-            shifts: &shifts,
+            shifts: &mut shifts,
         },
         state,
         visible,
@@ -528,12 +528,12 @@ fn a_figure_draws_as_svg_only_once_its_view_is_computed() {
 #[test]
 fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_are_in() {
     let text_of = |lab: &mut Lab, id| {
-        let shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), lab.rows());
+        let mut shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), lab.rows());
         let frame = render(
             LabData::Bundled {
                 lab,
                 store: &mut store(),
-                shifts: &shifts,
+                shifts: &mut shifts,
             },
             &PageState::default(),
             &ALL,
@@ -567,7 +567,7 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
         ..Visible::default()
     };
     let state = PageState::from_hash("shift=blur&severity=2").0;
-    let frame_of = |lab: &mut Lab, shifts: &ShiftStore| {
+    let frame_of = |lab: &mut Lab, shifts: &mut ShiftStore| {
         render(
             LabData::Bundled {
                 lab,
@@ -587,7 +587,7 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
             .map(|j| j.set.clone())
             .collect()
     };
-    let frame = frame_of(&mut lab, &shifts);
+    let frame = frame_of(&mut lab, &mut shifts);
     assert_eq!(
         needs(&frame),
         ["shift-blur-2"],
@@ -596,12 +596,22 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
     assert!(frame.readouts.shift_needs.iter().all(|j| j.model == 0));
     assert_eq!(
         text_patch(&frame.readouts.patches, "shift-progress"),
-        "Running the cross-entropy network on the corrupted images: 0 of 400 classified…"
+        "Severities evaluated for the cross-entropy network: 0 of 0–5. Classifying severity 2: 0 \
+         of 400 corrupted images…"
     );
     assert_eq!(
         text_patch(&frame.readouts.patches, "shift-verdict"),
         "The corrupted images are being classified: the numbers follow."
     );
+    assert!(frame.readouts.patches.contains(&Patch::Progress {
+        id: "shift-progress-bar",
+        value: 0,
+        max: rows
+    }));
+    assert!(frame.readouts.patches.contains(&Patch::Hidden {
+        id: "shift-progress-bar",
+        hidden: false
+    }));
     assert_eq!(
         metric_patch(&frame.readouts.patches, "shift_kept_coverage").0,
         &None
@@ -616,7 +626,7 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
         .collect();
     let set = crate::lab::ShiftedSet::parse("shift-blur-2").unwrap();
     shifts.add_logits(0, set, 0, &wrong).unwrap();
-    let frame = frame_of(&mut lab, &shifts);
+    let frame = frame_of(&mut lab, &mut shifts);
     assert_eq!(
         needs(&frame),
         ["shift-blur-1"],
@@ -659,8 +669,14 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
     );
     assert_eq!(
         text_patch(&frame.readouts.patches, "shift-progress"),
-        "Severities evaluated for the cross-entropy network: 0, 2 of 0–5."
+        "Severities evaluated for the cross-entropy network: 0, 2 of 0–5. Classifying severity 1: \
+         0 of 400 corrupted images…"
     );
+    // Blur 2 is in: the bar follows blur 1, the next copy.
+    assert!(frame.readouts.patches.contains(&Patch::Hidden {
+        id: "shift-progress-bar",
+        hidden: false
+    }));
     let Some(Patch::Rows { rows: table, .. }) = frame.readouts.patches.iter().find(|p| {
         matches!(
             p,

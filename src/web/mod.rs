@@ -450,7 +450,7 @@ impl Page {
             None => page::LabData::Bundled {
                 lab: &mut self.lab,
                 store: &mut self.store,
-                shifts: &self.shifts,
+                shifts: &mut self.shifts,
             },
         };
         let mut frame = page::render(data, &state, &visible)?;
@@ -618,7 +618,7 @@ impl Page {
             None => page::LabData::Bundled {
                 lab: &mut self.lab,
                 store: &mut self.store,
-                shifts: &self.shifts,
+                shifts: &mut self.shifts,
             },
         };
         Ok(page::render(data, &state, &visible)?)
