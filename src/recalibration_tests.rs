@@ -244,6 +244,43 @@ fn vector_scaling_recovers_planted_scales_and_biases() {
 }
 
 #[test]
+fn a_subsampled_hessian_stops_at_the_full_hessians_minimum() {
+    // 6,000 rows, the Hessian over every row or over 300 of them: the gradient is exact either
+    // way, so both stop at the same minimum, the subsample after more (linear) steps.
+    let (scales, biases) = ([0.6, 1.3, 0.9, 2.0, 1.1], [0.3, -0.2, 0.0, 0.4, -0.5]);
+    let (logits, labels) = planted(6_000, &scales, &biases, 5);
+    let data = labelled(&logits, &labels, 5);
+    let full = fit_vector_scaling_with(&data, usize::MAX);
+    let subsampled = fit_vector_scaling_with(&data, 300);
+    assert!(
+        full.converged && subsampled.converged,
+        "{full:?} {subsampled:?}"
+    );
+    assert!(subsampled.steps > full.steps, "{full:?} {subsampled:?}");
+    for k in 0..5 {
+        assert_close(
+            subsampled.scales[k],
+            full.scales[k],
+            PARAMETER_TOLERANCE,
+            "scale",
+        );
+        assert_close(
+            subsampled.biases[k],
+            full.biases[k],
+            PARAMETER_TOLERANCE,
+            "bias",
+        );
+    }
+    assert_close(subsampled.nll, full.nll, EXACT_TOLERANCE, "NLL");
+}
+
+#[test]
+fn hessian_rows_are_all_or_evenly_spaced() {
+    assert_eq!(hessian_rows(5, 8).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert_eq!(hessian_rows(10, 4).collect::<Vec<_>>(), [0, 2, 5, 7]);
+}
+
+#[test]
 fn vector_scaling_fits_no_worse_than_temperature_scaling() {
     let (logits, labels) = planted(2000, &[0.7; 3], &[0.0; 3], 3);
     let data = labelled(&logits, &labels, 3);

@@ -8,6 +8,7 @@
 //! `docs/definitions.md`.
 
 use crate::page::grouped;
+use crate::recalibration::VectorScaling;
 
 /// Formats a fraction as a percentage with `decimals` decimals.
 pub fn percent(value: f64, decimals: usize) -> String {
@@ -457,6 +458,25 @@ pub fn rivals_accuracy_sentence(accuracy: f64, vector: (f64, usize), images: usi
             100.0 * (vector_accuracy - accuracy)
         )
     }
+}
+
+/// What to say when the vector-scaling fit stopped without converging (nothing when it
+/// converged): its steps and its largest scale, so the reader knows the row is where Newton's
+/// method stopped, not a minimum.
+pub fn vector_scaling_stop_sentence(fit: &VectorScaling) -> Option<String> {
+    if fit.converged {
+        return None;
+    }
+    let largest =
+        fit.scales.iter().copied().fold(
+            0.0,
+            |largest: f64, w| if w.abs() > largest.abs() { w } else { largest },
+        );
+    Some(format!(
+        "Vector scaling did not converge: its fit stopped after {} Newton steps with its \
+         largest per-class scale at {largest:.1}, and its row shows the fit where it stopped.",
+        grouped(fit.steps)
+    ))
 }
 
 /// A top-label method's figures for [`rivals_binning_sentence`].

@@ -362,3 +362,22 @@ fn shift_verdicts_say_where_coverage_lies_and_whether_the_guarantee_applies() {
          exchangeable with the clean calibration images, so the guarantee does not cover them."
     );
 }
+
+#[test]
+fn vector_scaling_stop_sentence_names_the_steps_and_the_largest_scale() {
+    let fit = |converged| crate::recalibration::VectorScaling {
+        scales: vec![1.2, -159.34, 25.0],
+        biases: vec![0.0; 3],
+        nll: 1.5,
+        steps: 40,
+        converged,
+    };
+    assert_eq!(vector_scaling_stop_sentence(&fit(true)), None);
+    assert_eq!(
+        vector_scaling_stop_sentence(&fit(false)).as_deref(),
+        Some(
+            "Vector scaling did not converge: its fit stopped after 40 Newton steps with its \
+             largest per-class scale at -159.3, and its row shows the fit where it stopped."
+        )
+    );
+}

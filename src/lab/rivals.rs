@@ -5,7 +5,7 @@
 
 use super::{Cache, LabError};
 use crate::calibration::{Binning, Logits};
-use crate::recalibration::{self, Labelled, Method, MethodReport, Recalibration};
+use crate::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
 use crate::sentences::{self, BinningFigures};
 
 /// Every method's report, in the table's order ([`Method::ALL`]), with the sentences.
@@ -67,13 +67,21 @@ pub(super) fn rivals_view(
             recalibration::report(*method, fitted, &calibration, &evaluation, bins, binning)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let view = with_sentences(reports, evaluation.labels().len())?;
+    let vector = rivals.fits.iter().find_map(|(_, fitted)| match fitted {
+        Recalibration::Vector(fit) => Some(fit),
+        _ => None,
+    });
+    let view = with_sentences(reports, vector, evaluation.labels().len())?;
     rivals.view = Some(((bins, binning), view.clone()));
     Ok(view)
 }
 
 /// The view with its two sentences, computed from the reports.
-fn with_sentences(reports: Vec<MethodReport>, images: usize) -> Result<RivalsView, LabError> {
+fn with_sentences(
+    reports: Vec<MethodReport>,
+    vector_fit: Option<&VectorScaling>,
+    images: usize,
+) -> Result<RivalsView, LabError> {
     let find = |method: Method| {
         reports
             .iter()
@@ -86,11 +94,14 @@ fn with_sentences(reports: Vec<MethodReport>, images: usize) -> Result<RivalsVie
         ece: report.ece,
         calibration_ece: report.calibration_ece,
     };
-    let accuracy_sentence = sentences::rivals_accuracy_sentence(
+    let mut accuracy_sentence = sentences::rivals_accuracy_sentence(
         temperature.accuracy,
         (vector.accuracy, vector.changed_predictions),
         images,
     );
+    if let Some(stop) = vector_fit.and_then(sentences::vector_scaling_stop_sentence) {
+        accuracy_sentence = format!("{accuracy_sentence} {stop}");
+    }
     let binning_sentence = sentences::rivals_binning_sentence(
         binning(find(Method::Histogram)?),
         binning(find(Method::Isotonic)?),

@@ -39,6 +39,17 @@ const EXPERIMENT_SIZE: (f64, f64) = (240.0, 160.0);
 const PER_CLASS_WIDTH: f64 = 240.0;
 const PER_CLASS_BASE_HEIGHT: f64 = 80.0;
 const PER_CLASS_ROW: f64 = 14.0;
+/// Classes up to which the per-class chart fits the page's square canvas (at 40% of its
+/// comfortable height, 0.4 × (80 + 14 × 20) = 144 px, on a 390 px phone's 358).
+const PER_CLASS_SQUARE_CLASSES: usize = 20;
+
+/// The CSS height the page gives the per-class chart's canvas for `classes` classes: `None`
+/// (the page's square) up to 20, else the chart's comfortable height, one 14 px row a class,
+/// which no square canvas holds at 100 classes.
+pub fn per_class_height(classes: usize) -> Option<f64> {
+    (classes > PER_CLASS_SQUARE_CLASSES)
+        .then_some(PER_CLASS_BASE_HEIGHT + PER_CLASS_ROW * classes as f64)
+}
 
 /// Fraction of a category's slot its bar fills.
 const BAR_FILL: f64 = 0.8;

@@ -4,7 +4,7 @@ use super::super::test_support::*;
 use super::*;
 use crate::conformal::{coverage_beta_density, coverage_experiment};
 use crate::data::FASHION_MNIST_CLASSES;
-use plotters::prelude::SVGBackend;
+use plotters::prelude::{IntoDrawingArea, SVGBackend};
 use proptest::prelude::*;
 
 /// Every colour that marks bars has one legend swatch, drawn first.
@@ -758,4 +758,23 @@ proptest! {
         let heights = density_histogram(&values, counts.len(), target, upper);
         prop_assert!(heights.is_empty() || heights.len() == counts.len());
     }
+}
+
+#[test]
+fn the_per_class_chart_grows_a_row_a_class_past_twenty_classes() {
+    assert_eq!(per_class_height(10), None);
+    assert_eq!(per_class_height(20), None);
+    assert_eq!(per_class_height(21), Some(80.0 + 14.0 * 21.0));
+    assert_eq!(per_class_height(100), Some(1480.0));
+    // At that height a 100-class chart draws where the square canvas refused it.
+    let names: Vec<String> = (0..100).map(|k| format!("class {k}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let coverage = vec![Some(0.9); 100];
+    let draw = |height: u32| {
+        let mut svg = String::new();
+        let area = SVGBackend::with_string(&mut svg, (618, height)).into_drawing_area();
+        per_class_coverage(&area, &coverage, &names, 0.9, &ChartStyle::default()).map(|_| ())
+    };
+    assert!(matches!(draw(569), Err(PlotError::AreaTooSmall { .. })));
+    assert!(draw(1480).is_ok());
 }

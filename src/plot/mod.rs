@@ -30,7 +30,7 @@ pub use calibration::{
 };
 pub use conformal::{
     alpha_sweep_curves, coverage_experiment_histogram, density_histogram, per_class_coverage,
-    set_size_histogram, stratified_coverage,
+    per_class_height, set_size_histogram, stratified_coverage,
 };
 pub use ood::{
     logit_norm_histogram, roc_curves, score_histogram, tau_chart, HistogramLabels, RocCurve,

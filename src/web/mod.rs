@@ -516,6 +516,10 @@ impl Page {
             }
             shown.push(Figure::ShiftSeverity);
         }
+        if frame.conformal.is_some() {
+            // Sized before it is measured and drawn: a patch would arrive after this frame.
+            fit_per_class_canvas(frame.class_names.len())?;
+        }
         for figure in shown.into_iter().filter(|f| on_screen.contains(f)) {
             if let Some((area, style)) = canvas_chart(&figure.id(), state.text_scale())? {
                 page::figure::draw(figure, &sources, &area, &style)?;
@@ -670,6 +674,21 @@ fn canvas_element(id: &str) -> Result<HtmlCanvasElement, JsError> {
         .get_element_by_id(id)
         .and_then(|e| e.dyn_into().ok())
         .ok_or_else(|| JsError::new(&format!("the page has no canvas #{id}")))
+}
+
+/// Gives the per-class chart's canvas the height `plot::per_class_height` asks for `classes`
+/// (the stylesheet's `--chart-height`; `auto` keeps the square), when it changed.
+fn fit_per_class_canvas(classes: usize) -> Result<(), JsError> {
+    let canvas = canvas_element(&Figure::PerClass.id())?;
+    let height = crate::plot::per_class_height(classes)
+        .map_or_else(|| "auto".to_string(), |css| format!("{css}px"));
+    let style = canvas.style();
+    if style.get_property_value("--chart-height").ok().as_deref() != Some(height.as_str()) {
+        style
+            .set_property("--chart-height", &height)
+            .map_err(|_| JsError::new("cannot size the per-class canvas"))?;
+    }
+    Ok(())
 }
 
 /// The size in device pixels a canvas is drawn at: its CSS box times the device pixel ratio.

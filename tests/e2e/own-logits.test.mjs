@@ -240,7 +240,32 @@ test("3. each bad file shows the command-line tool's message and keeps the numbe
   }
 });
 
-test("4. 'Back to Fashion-MNIST' brings back the test images' numbers", { timeout: 60_000 }, async () => {
+test("4. with 100 classes the per-class chart's canvas grows a row a class, and both labs draw", { timeout: 120_000 }, async () => {
+  const classes = 100;
+  const rows = 1000;
+  const logits = new Float32Array(rows * classes);
+  const labels = new Int32Array(rows);
+  for (let i = 0; i < rows; i++) {
+    labels[i] = i % classes;
+    for (let k = 0; k < classes; k++) logits[i * classes + k] = ((i * 7 + k * 13) % 17) / 17 - 0.5;
+    logits[i * classes + (i % 5 === 0 ? (i + 1) % classes : i % classes)] += 3 + (i % 4);
+  }
+  const logitsFile = path.join(scratch, "many.npy");
+  const labelsFile = path.join(scratch, "many-labels.npy");
+  writeFileSync(logitsFile, npy("<f4", [rows, classes], logits));
+  writeFileSync(labelsFile, npy("<i4", [rows], labels));
+  const drawn = await page.evaluate(() => window.calibra.timings.conformalDraws.length);
+  await choose(logitsFile, labelsFile);
+  const metrics = await labMetrics();
+  assert.ok(await page.evaluate((count) => window.calibra.timings.conformalDraws.length > count, drawn), "the conformal lab is drawn");
+  // plot::per_class_height: 80 px and 14 px a class past 20 classes (a square canvas refused 100).
+  assert.equal(await page.evaluate(() => document.getElementById("per-class").clientHeight), 80 + 14 * classes);
+  assert.equal(await page.locator('#conformal-lab [data-metric^="coverage_class_"]').count(), classes, "a coverage readout a class");
+  assert.ok(Number.isFinite(metrics.coverage), "the coverage is shown");
+  assert.equal(await page.locator("#error").isHidden(), true, "no error is shown");
+});
+
+test("5. 'Back to Fashion-MNIST' brings back the test images' numbers", { timeout: 60_000 }, async () => {
   await page.locator("#temperature-lab .own-logits-back").click();
   await nextFrames(page, 3);
   const metrics = await labMetrics();

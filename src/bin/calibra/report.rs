@@ -10,7 +10,8 @@ use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
 use calibra::page::serde_name;
-use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration};
+use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
+use calibra::sentences;
 use calibra::smooth_calibration;
 use serde::Serialize;
 
@@ -36,6 +37,9 @@ struct Report {
     /// The `--method` recalibration, fitted on the calibration part: its test metrics and its
     /// ECE on the calibration part.
     recalibration: MethodReport,
+    /// With `--method vector`: the fit (scales, biases, Newton steps, whether it converged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector_scaling: Option<VectorScaling>,
     conformal: ConformalSummary,
 }
 
@@ -165,7 +169,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
-    let recalibration = recalibrate(
+    let (recalibration, vector_scaling) = recalibrate(
         args,
         temperature,
         &Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?,
@@ -216,6 +220,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         before,
         after,
         recalibration,
+        vector_scaling,
         conformal: ConformalSummary {
             score: score.name(),
             alpha: args.alpha,
@@ -259,18 +264,18 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
 }
 
 /// The `--method` recalibration (temperature scaling at `temperature`, fitted or given),
-/// measured on both parts.
+/// measured on both parts, with the vector-scaling fit when that is the method.
 fn recalibrate(
     args: &ReportArgs,
     temperature: f64,
     calibration: &Labelled,
     test: &Labelled,
-) -> Result<MethodReport, String> {
+) -> Result<(MethodReport, Option<VectorScaling>), String> {
     let fitted = match args.method {
         Method::Temperature => Recalibration::Temperature(temperature),
         method => recalibration::fit(method, calibration).map_err(|e| e.to_string())?,
     };
-    recalibration::report(
+    let report = recalibration::report(
         args.method,
         &fitted,
         calibration,
@@ -278,7 +283,12 @@ fn recalibrate(
         args.bins,
         args.binning,
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    let vector = match fitted {
+        Recalibration::Vector(fit) => Some(fit),
+        _ => None,
+    };
+    Ok((report, vector))
 }
 
 /// Checks the option values that do not depend on the data, before any file is read.
@@ -455,7 +465,7 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             out += &format!("{name:<16}{:>18}{:>18}\n", range(before), range(after));
         }
     }
-    out += &recalibration_table(&report.recalibration);
+    out += &recalibration_table(&report.recalibration, report.vector_scaling.as_ref());
     let c = &report.conformal;
     out += &format!(
         "\nsplit conformal, score {}{}, alpha {}{}\n",
@@ -490,8 +500,9 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     out
 }
 
-/// The `--method` recalibration's lines.
-fn recalibration_table(report: &MethodReport) -> String {
+/// The `--method` recalibration's lines, and what the page says of a vector-scaling fit that
+/// did not converge.
+fn recalibration_table(report: &MethodReport, vector: Option<&VectorScaling>) -> String {
     let mut out = format!(
         "\n{} (fitted on the calibration part)\n",
         report.method.title()
@@ -511,6 +522,9 @@ fn recalibration_table(report: &MethodReport) -> String {
         ("changed_predictions", report.changed_predictions),
     ] {
         out += &format!("{name:<24}{count:>12}\n");
+    }
+    if let Some(stop) = vector.and_then(sentences::vector_scaling_stop_sentence) {
+        out += &format!("{stop}\n");
     }
     out
 }
