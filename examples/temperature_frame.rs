@@ -66,10 +66,11 @@ fn run() -> Result<()> {
         .with_class_names(calibra::data::fashion_mnist_class_names())?;
     lab.add_logits(0, 0, &classifier.logits(test.images.pixels())?)?;
     let fitted = lab.fitted_temperature()?.temperature;
-    // The first view fits the rivals and the fixed columns once; frames after it do not.
+    // The first view computes the fixed columns once; frames after it do not (the rivals come
+    // from the page's worker).
     lab.temperature_view(1.0, BINS, Binning::Width, true)?;
-    let (logits, labels) = lab.evaluation_half()?;
-    let (logits, labels) = (logits.to_vec(), labels.to_vec());
+    let (_, evaluation) = lab.complete_halves()?;
+    let (logits, labels) = (evaluation.logits.clone(), evaluation.labels.clone());
     let table = Logits::new(&logits, NUM_CLASSES)?;
 
     println!("| T | view | metrics, confidences and classwise bins | smooth ECE search | smooth curve | band (100 resamples) | ECE noise floor |");

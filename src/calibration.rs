@@ -351,12 +351,13 @@ pub fn softmax_row(row: &[f32], temperature: f64, out: &mut [f64]) -> Normaliser
 /// [`CalibrationError::InvalidTemperature`] if `temperature` is not positive and finite.
 pub fn softmax(logits: &Logits, temperature: f64) -> Result<Vec<f64>, CalibrationError> {
     check_temperature(temperature)?;
-    let mut probabilities = vec![0.0; logits.values().len()];
-    for (row, out) in logits
-        .rows()
-        .zip(probabilities.chunks_exact_mut(logits.num_classes()))
-    {
-        softmax_row(row, temperature, out);
+    // Each row through a small buffer: zeroing the whole array first would write it twice,
+    // which at 200,000 × 100 costs as much as the exponentials in WebAssembly.
+    let mut probabilities = Vec::with_capacity(logits.values().len());
+    let mut row_probabilities = vec![0.0; logits.num_classes()];
+    for row in logits.rows() {
+        softmax_row(row, temperature, &mut row_probabilities);
+        probabilities.extend_from_slice(&row_probabilities);
     }
     Ok(probabilities)
 }
@@ -572,7 +573,7 @@ pub enum Binning {
 
 /// One bin of a reliability diagram. An empty bin has `count == 0` and reports `confidence`
 /// and `accuracy` as `0.0`; see the module documentation for the bounds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bin {
     /// Lower edge (equal-width) or smallest member confidence (equal-mass).
     pub lower: f64,

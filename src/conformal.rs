@@ -66,8 +66,6 @@
 //!
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
-use std::cmp::Ordering;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -197,6 +195,11 @@ impl Score {
         }
     }
 
+    /// Whether the score depends on the labels' ranking (all but LAC).
+    fn is_ranked(&self) -> bool {
+        !matches!(self, Score::Lac)
+    }
+
     /// Whether the score uses the per-example uniform draw `u` (LAC never does).
     pub fn is_randomized(&self) -> bool {
         match *self {
@@ -238,17 +241,19 @@ pub fn uniforms(n: usize, seed: u64) -> Vec<f64> {
     (0..n).map(|_| rng.random::<f64>()).collect()
 }
 
-/// Ranking order of classes `a` and `b`: larger probability first, ties broken by the lower
-/// index. `-0.0` is read as `+0.0`, so the order is total and exactly the documented one.
-fn ranking_order(p: &[f64], a: usize, b: usize) -> Ordering {
-    let pa = p[a] + 0.0;
-    let pb = p[b] + 0.0;
-    pb.total_cmp(&pa).then(a.cmp(&b))
+/// The key labels are ranked by, ascending: larger probability first, ties broken by the lower
+/// index, `-0.0` read as `+0.0` so that the order is total and exactly the documented one. The
+/// key is `f64::total_cmp`'s integer image of `p_y`, negated, then `y`: sorting these pairs of
+/// integers gives the order of that comparison about twice as fast (no indirect loads).
+fn ranking_key(p: &[f64], y: usize) -> (i64, u32) {
+    let bits = (p[y] + 0.0).to_bits() as i64;
+    let total = bits ^ ((((bits >> 63) as u64) >> 1) as i64);
+    (!total, y as u32)
 }
 
 /// Scores all labels of one row, reusing its ordering buffer across rows.
 struct RowScorer {
-    order: Vec<usize>,
+    order: Vec<(i64, u32)>,
 }
 
 impl RowScorer {
@@ -261,6 +266,22 @@ impl RowScorer {
     /// Writes `s(x, y)` for every label into `out`. Preconditions (checked by the callers):
     /// `p.len() == out.len()`, `p` finite, `score` validated.
     fn score_row(&mut self, p: &[f64], score: &Score, u: f64, out: &mut [f64]) {
+        if score.is_ranked() {
+            self.rank(p);
+        }
+        self.score_ranked(p, score, u, out);
+    }
+
+    /// Sorts the labels of `p` into ranking order, for the ranked scores of this row.
+    fn rank(&mut self, p: &[f64]) {
+        self.order.clear();
+        self.order.extend((0..p.len()).map(|y| ranking_key(p, y)));
+        self.order.sort_unstable();
+    }
+
+    /// As [`RowScorer::score_row`], with the labels already ranked by [`RowScorer::rank`] on
+    /// this `p` when the score is ranked.
+    fn score_ranked(&self, p: &[f64], score: &Score, u: f64, out: &mut [f64]) {
         let u = if score.is_randomized() { u } else { 1.0 };
         match *score {
             Score::Lac => {
@@ -288,14 +309,12 @@ impl RowScorer {
         }
     }
 
-    /// Sorts the labels by rank and sets `out[y] = f(mass ranked above y, p_y, o(y), p_max)`.
-    fn by_rank(&mut self, p: &[f64], out: &mut [f64], f: impl Fn(f64, f64, usize, f64) -> f64) {
-        self.order.clear();
-        self.order.extend(0..p.len());
-        self.order.sort_unstable_by(|&a, &b| ranking_order(p, a, b));
-        let p_max = self.order.first().map_or(0.0, |&top| p[top]);
+    /// Sets `out[y] = f(mass ranked above y, p_y, o(y), p_max)`, the labels in ranking order.
+    fn by_rank(&self, p: &[f64], out: &mut [f64], f: impl Fn(f64, f64, usize, f64) -> f64) {
+        let p_max = self.order.first().map_or(0.0, |&(_, top)| p[top as usize]);
         let mut before = 0.0_f64;
-        for (position, &label) in self.order.iter().enumerate() {
+        for (position, &(_, label)) in self.order.iter().enumerate() {
+            let label = label as usize;
             let p_label = p[label];
             out[label] = f(before, p_label, position + 1, p_max);
             before += p_label;
@@ -376,25 +395,32 @@ fn check_row_finite(p: &[f64], row: usize) -> Result<(), ConformalError> {
     }
 }
 
-/// Scores every row of a validated `[uniforms.len(), num_classes]` array with one reused buffer
-/// and hands each row's label scores to `visit`. Checks each row for non-finite values.
+/// Scores every row of a validated `[uniforms.len(), num_classes]` array with each of `scores`
+/// (ranking its labels once for all of them) and hands each row's label scores to `visit`
+/// with the score's index. Checks each row for non-finite values.
 fn for_each_row(
     probabilities: &[f64],
     num_classes: usize,
-    score: &Score,
+    scores: &[Score],
     uniforms: &[f64],
-    mut visit: impl FnMut(usize, &[f64]),
+    mut visit: impl FnMut(usize, usize, &[f64]),
 ) -> Result<(), ConformalError> {
     let mut scorer = RowScorer::new(num_classes);
     let mut row_scores = vec![0.0; num_classes];
+    let ranked = scores.iter().any(Score::is_ranked);
     for (row, (p, &u)) in probabilities
         .chunks_exact(num_classes)
         .zip(uniforms)
         .enumerate()
     {
         check_row_finite(p, row)?;
-        scorer.score_row(p, score, u, &mut row_scores);
-        visit(row, &row_scores);
+        if ranked {
+            scorer.rank(p);
+        }
+        for (index, score) in scores.iter().enumerate() {
+            scorer.score_ranked(p, score, u, &mut row_scores);
+            visit(row, index, &row_scores);
+        }
     }
     Ok(())
 }
@@ -403,10 +429,12 @@ fn for_each_row(
 fn check_batch(
     probabilities: &[f64],
     num_classes: usize,
-    score: &Score,
+    scores: &[Score],
     uniforms: &[f64],
 ) -> Result<(), ConformalError> {
-    score.validate()?;
+    for score in scores {
+        score.validate()?;
+    }
     check_num_classes(num_classes)?;
     check_matrix(
         "probabilities (rows × num_classes)",
@@ -414,7 +442,9 @@ fn check_batch(
         uniforms.len(),
         num_classes,
     )?;
-    check_uniforms(uniforms, score)
+    scores
+        .iter()
+        .try_for_each(|score| check_uniforms(uniforms, score))
 }
 
 /// Score of every label of one example: `out[y] = s(x, y)`, with `K = probabilities.len()`.
@@ -435,7 +465,12 @@ pub fn label_scores(
     u: f64,
     out: &mut [f64],
 ) -> Result<(), ConformalError> {
-    check_batch(probabilities, probabilities.len(), score, &[u])?;
+    check_batch(
+        probabilities,
+        probabilities.len(),
+        std::slice::from_ref(score),
+        &[u],
+    )?;
     check_length("out (one score per class)", probabilities.len(), out.len())?;
     check_row_finite(probabilities, 0)?;
     RowScorer::new(probabilities.len()).score_row(probabilities, score, u, out);
@@ -455,12 +490,40 @@ pub fn all_label_scores(
     score: &Score,
     uniforms: &[f64],
 ) -> Result<Vec<f64>, ConformalError> {
-    check_batch(probabilities, num_classes, score, uniforms)?;
-    let mut scores = Vec::with_capacity(probabilities.len());
-    for_each_row(probabilities, num_classes, score, uniforms, |_, row| {
-        scores.extend_from_slice(row);
-    })?;
-    Ok(scores)
+    let tables = all_label_scores_each(
+        probabilities,
+        num_classes,
+        std::slice::from_ref(score),
+        uniforms,
+    )?;
+    Ok(tables.into_iter().next().unwrap_or_default())
+}
+
+/// [`all_label_scores`] of each of `scores`, in their order: each row's labels are ranked once
+/// for all of them (the sort is most of a ranked score's cost).
+///
+/// # Errors
+/// As [`all_label_scores`], for any of the scores.
+pub fn all_label_scores_each(
+    probabilities: &[f64],
+    num_classes: usize,
+    scores: &[Score],
+    uniforms: &[f64],
+) -> Result<Vec<Vec<f64>>, ConformalError> {
+    check_batch(probabilities, num_classes, scores, uniforms)?;
+    // Not `vec![…; n]`: a clone of an empty vector drops its capacity.
+    let mut tables: Vec<Vec<f64>> = scores
+        .iter()
+        .map(|_| Vec::with_capacity(probabilities.len()))
+        .collect();
+    for_each_row(
+        probabilities,
+        num_classes,
+        scores,
+        uniforms,
+        |_, index, row| tables[index].extend_from_slice(row),
+    )?;
+    Ok(tables)
 }
 
 /// True-label score `s(x_i, y_i)` of every example (the calibration scores).
@@ -478,24 +541,46 @@ pub fn true_label_scores(
     score: &Score,
     uniforms: &[f64],
 ) -> Result<Vec<f64>, ConformalError> {
+    let scores = true_label_scores_each(
+        probabilities,
+        labels,
+        num_classes,
+        std::slice::from_ref(score),
+        uniforms,
+    )?;
+    Ok(scores.into_iter().next().unwrap_or_default())
+}
+
+/// [`true_label_scores`] of each of `scores`, in their order, each row's labels ranked once.
+///
+/// # Errors
+/// As [`true_label_scores`], for any of the scores.
+pub fn true_label_scores_each(
+    probabilities: &[f64],
+    labels: &[u32],
+    num_classes: usize,
+    scores: &[Score],
+    uniforms: &[f64],
+) -> Result<Vec<Vec<f64>>, ConformalError> {
     check_length(
         "uniforms (one per labelled row)",
         labels.len(),
         uniforms.len(),
     )?;
-    check_batch(probabilities, num_classes, score, uniforms)?;
+    check_batch(probabilities, num_classes, scores, uniforms)?;
     check_labels(labels, num_classes)?;
-    let mut scores = Vec::with_capacity(labels.len());
+    let mut true_scores: Vec<Vec<f64>> = scores
+        .iter()
+        .map(|_| Vec::with_capacity(labels.len()))
+        .collect();
     for_each_row(
         probabilities,
         num_classes,
-        score,
+        scores,
         uniforms,
-        |row, row_scores| {
-            scores.push(row_scores[labels[row] as usize]);
-        },
+        |row, index, row_scores| true_scores[index].push(row_scores[labels[row] as usize]),
     )?;
-    Ok(scores)
+    Ok(true_scores)
 }
 
 /// Numerator of α over [`ALPHA_DENOMINATOR`], validated to lie in `1..ALPHA_DENOMINATOR`.
@@ -755,10 +840,12 @@ pub fn sets_from_label_scores(
         });
     }
     let qhats = thresholds.per_label(num_classes)?;
-    let membership: Vec<bool> = label_scores
-        .chunks_exact(num_classes)
-        .flat_map(|row| row.iter().zip(&qhats).map(|(&s, &qhat)| s <= qhat))
-        .collect();
+    // Extended row by row into its full size: a flattened iterator's unknown length would
+    // grow the vector by copies.
+    let mut membership = Vec::with_capacity(label_scores.len());
+    for row in label_scores.chunks_exact(num_classes) {
+        membership.extend(row.iter().zip(&qhats).map(|(&s, &qhat)| s <= qhat));
+    }
     let sizes = membership
         .chunks_exact(num_classes)
         .map(|row| row.iter().map(|&inside| u32::from(inside)).sum())
@@ -1198,33 +1285,55 @@ pub fn alpha_sweep(
     }
     let mut sorted_calibration = calibration_scores.to_vec();
     sorted_calibration.sort_unstable_by(f64::total_cmp);
-    let mut sorted_true: Vec<f64> = evaluation_label_scores
-        .chunks_exact(num_classes)
-        .zip(evaluation_labels)
-        .map(|(row, &label)| row[label as usize])
-        .collect();
-    sorted_true.sort_unstable_by(f64::total_cmp);
-    let mut sorted_all = evaluation_label_scores.to_vec();
-    sorted_all.sort_unstable_by(f64::total_cmp);
-    let n_evaluation = evaluation_labels.len() as f64;
-    alphas
+    let qhats = alphas
         .iter()
         .map(|&alpha| {
             let k = quantile_rank(sorted_calibration.len(), alpha)?;
-            let qhat = sorted_calibration
+            Ok(sorted_calibration
                 .get(k - 1)
                 .copied()
-                .unwrap_or(f64::INFINITY);
-            let covered = sorted_true.partition_point(|&s| s <= qhat);
-            let in_sets = sorted_all.partition_point(|&s| s <= qhat);
-            Ok(SweepPoint {
+                .unwrap_or(f64::INFINITY))
+        })
+        .collect::<Result<Vec<f64>, ConformalError>>()?;
+    // Each score counted once, against the thresholds in increasing order: the labels at or
+    // below each threshold are a running sum, without sorting the n·K scores.
+    let mut ascending = qhats.clone();
+    ascending.sort_unstable_by(f64::total_cmp);
+    let at_or_below = |scores: &mut dyn Iterator<Item = f64>| {
+        let mut first_at_or_above = vec![0usize; ascending.len() + 1];
+        for score in scores {
+            first_at_or_above[ascending.partition_point(|&q| q < score)] += 1;
+        }
+        let mut running = 0;
+        first_at_or_above[..ascending.len()]
+            .iter()
+            .map(|&count| {
+                running += count;
+                running
+            })
+            .collect::<Vec<usize>>()
+    };
+    let covered = at_or_below(
+        &mut evaluation_label_scores
+            .chunks_exact(num_classes)
+            .zip(evaluation_labels)
+            .map(|(row, &label)| row[label as usize]),
+    );
+    let in_sets = at_or_below(&mut evaluation_label_scores.iter().copied());
+    let n_evaluation = evaluation_labels.len() as f64;
+    Ok(alphas
+        .iter()
+        .zip(&qhats)
+        .map(|(&alpha, &qhat)| {
+            let position = ascending.partition_point(|&q| q < qhat);
+            SweepPoint {
                 alpha,
                 qhat,
-                coverage: covered as f64 / n_evaluation,
-                average_set_size: in_sets as f64 / n_evaluation,
-            })
+                coverage: covered[position] as f64 / n_evaluation,
+                average_set_size: in_sets[position] as f64 / n_evaluation,
+            }
         })
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]

@@ -350,6 +350,30 @@ fn lac_sets_can_be_empty() {
 }
 
 proptest! {
+    /// The integer keys rank labels as the documented comparison does: larger probability
+    /// first (`-0.0` as `+0.0`, negative and subnormal values too), ties to the lower index.
+    #[test]
+    fn ranking_keys_sort_like_the_comparison(
+        values in prop::collection::vec(
+            prop_oneof![
+                Just(0.0_f64),
+                Just(-0.0_f64),
+                Just(0.25_f64),
+                Just(f64::MIN_POSITIVE / 4.0),
+                -1.0_f64..1.0,
+            ],
+            1..24,
+        ),
+    ) {
+        let mut by_key: Vec<usize> = (0..values.len()).collect();
+        by_key.sort_by_key(|&y| ranking_key(&values, y));
+        let mut by_comparison: Vec<usize> = (0..values.len()).collect();
+        by_comparison.sort_by(|&a, &b| {
+            (values[b] + 0.0).total_cmp(&(values[a] + 0.0)).then(a.cmp(&b))
+        });
+        prop_assert_eq!(by_key, by_comparison);
+    }
+
     #[test]
     fn non_randomized_aps_sets_are_ranking_prefixes(
         weights in prop::collection::vec(0.0_f64..1.0, 1..16),

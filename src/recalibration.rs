@@ -56,7 +56,7 @@
 //!
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::calibration::{
     self, check_labels, fit_temperature, predicted_class, softmax_row, Bin, Binning,
@@ -94,7 +94,7 @@ const RELATIVE_RIDGE: f64 = 1e-10;
 const MAX_RIDGE_INCREASES: i32 = 12;
 
 /// A way to turn logits into calibrated probabilities (the page's and the CLI's names).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
@@ -687,7 +687,7 @@ impl Recalibration {
 }
 
 /// One recalibration measured on the evaluation part, with its ECE on the calibration part.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MethodReport {
     pub method: Method,
     pub accuracy: f64,

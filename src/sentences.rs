@@ -428,6 +428,18 @@ pub fn calibration_lesson(chosen: &NetworkFigures, cross_entropy: &NetworkFigure
     )
 }
 
+/// What the rivals table says while it has no numbers: they are being fitted (`fitting`), or
+/// they will be once every row's logits are in.
+pub fn rivals_pending(fitting: bool) -> String {
+    if fitting {
+        "Fitting vector scaling, histogram binning and isotonic regression on the calibration \
+         half…"
+            .to_string()
+    } else {
+        "The rivals are fitted once the logits of every row are in.".to_string()
+    }
+}
+
 /// What the rivals table says about accuracy: temperature scaling and the two top-label
 /// methods keep every prediction, vector scaling may not. `accuracy` is theirs, `vector` vector
 /// scaling's accuracy with the number of predictions it changed, out of `images`.

@@ -1,31 +1,42 @@
-// Bootstrap worker: computes the temperature lab's bootstrap intervals (about a second per
-// temperature) off the page's thread, so that a slider frame stays short.
+// The page's worker for the temperature lab's slow parts: the bootstrap intervals (about a
+// second per temperature) and the rivals' fits (seconds on a reader's largest files), off the
+// page's thread, so that a slider frame stays short.
 //
 // Protocol (module worker; every message is a plain object):
-//   page -> worker  {type: "data", model, split, classes, logits, labels}
-//                   the shown network's evaluation half: logits Float32Array [n, classes],
-//                   labels Uint32Array [n] (both buffers transferred)
-//   page -> worker  {type: "intervals", request}   request: {model, split, temperature, bins,
-//                   binning}, for the data last sent for that model and split
+//   page -> worker  {type: "data", model, split, classes, calibration_logits, calibration_labels,
+//                   evaluation_logits, evaluation_labels}
+//                   the shown network's halves: logits Float32Array [n, classes], labels
+//                   Uint32Array [n] (every buffer transferred)
+//   page -> worker  {type: "intervals" | "rivals", request}   for the data last sent for the
+//                   request's model and split; an interval request is {model, split,
+//                   temperature, bins, binning}, a rivals request the same (temperature: the
+//                   lab's fitted T)
 //   worker -> page  {status: "intervals", request, intervals}
+//   worker -> page  {status: "rivals", request, rivals}
 //   worker -> page  {status: "error", message}     a readable message, never an object
 import init, { Bootstrap } from "./pkg/calibra.js";
 
 const ready = init();
-// The last evaluation half sent, and the model and split it belongs to.
+// The last halves sent, and the model and split they belong to.
 let data = null;
 
 // Runs one message and answers it; any failure is reported as a message string.
 async function handle(message) {
   await ready;
   if (message.type === "data") {
-    data = { model: message.model, split: message.split, rows: new Bootstrap(message.logits, message.labels, message.classes) };
-  } else if (message.type === "intervals") {
-    const { request } = message;
-    if (!data || data.model !== request.model || data.split !== request.split) {
-      throw new Error(`no evaluation half of model ${request.model}, split ${request.split} to resample`);
-    }
-    postMessage({ status: "intervals", request, intervals: data.rows.intervals(request) });
+    const halves = new Bootstrap(message.classes, message.calibration_logits, message.calibration_labels, message.evaluation_logits, message.evaluation_labels);
+    data?.halves.free();
+    data = { model: message.model, split: message.split, halves };
+    return;
+  }
+  const { request } = message;
+  if (!data || data.model !== request.model || data.split !== request.split) {
+    throw new Error(`no halves of model ${request.model}, split ${request.split} to compute ${message.type} on`);
+  }
+  if (message.type === "intervals") {
+    postMessage({ status: "intervals", request, intervals: data.halves.intervals(request) });
+  } else if (message.type === "rivals") {
+    postMessage({ status: "rivals", request, rivals: data.halves.rivals(request) });
   }
 }
 

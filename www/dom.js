@@ -74,7 +74,7 @@ function tableRow(row) {
   if (row.current) tr.className = "current";
   for (const cell of row.cells) {
     const td = document.createElement("td");
-    if (cell.metric) setMetric(td, cell.metric, cell.value, cell.text);
+    if (cell.metric) setMetric(td, cell.metric, cell.value ?? "", cell.text);
     else td.textContent = cell.text;
     tr.append(td);
   }

@@ -242,6 +242,8 @@ function render() {
   if (readouts.drawn.includes("temperature")) {
     if (ownData && timings.ownLogits && !timings.ownLogits.drawn) timings.ownLogits.drawn = performance.now();
     if (readouts.interval_requests.length) requestIntervalsAtRest(readouts.interval_requests);
+    // Asked for at once: the rivals' table waits for them.
+    if (readouts.rivals_request) bootstrapWorker().request("rivals", [readouts.rivals_request]);
     timings.draws.push(millis);
     if (timings.firstChart === null && figuresOnScreen.has("reliability")) {
       timings.firstChart = performance.now();
@@ -263,21 +265,27 @@ function render() {
 // worker starts at the first request, once inference is done, so it never competes with it.
 function requestIntervalsAtRest(requests) {
   clearTimeout(intervalTimer);
-  intervalTimer = setTimeout(() => {
-    bootstrap ??= new BootstrapWorker(onIntervals, (message) => showError(`The bootstrap worker failed: ${message}`));
-    bootstrap.request(requests);
-  }, INTERVAL_REST_MS);
+  intervalTimer = setTimeout(() => bootstrapWorker().request("intervals", requests), INTERVAL_REST_MS);
 }
 
-// Keeps intervals the bootstrap worker computed and redraws the temperature lab with them.
-function onIntervals(request, intervals) {
+// The bootstrap worker, started at its first request.
+function bootstrapWorker() {
+  bootstrap ??= new BootstrapWorker(onBootstrapAnswer, (message) => showError(`The bootstrap worker failed: ${message}`));
+  return bootstrap;
+}
+
+// Keeps intervals or rivals the bootstrap worker computed and redraws the temperature lab
+// with them.
+function onBootstrapAnswer(type, request, answer) {
   try {
-    page.add_intervals(request, intervals);
+    if (type === "intervals") page.add_intervals(request, answer);
+    else page.add_rivals(request, answer);
   } catch (error) {
     showError(error.message);
     return;
   }
-  timings.intervals.push(performance.now());
+  if (type === "intervals") timings.intervals.push(performance.now());
+  else if (ownData && timings.ownLogits && !timings.ownLogits.rivals) timings.ownLogits.rivals = performance.now();
   dirty.temperature = true;
   if (!renderPending) {
     renderPending = true;
@@ -415,7 +423,7 @@ async function loadOwnLogits() {
     if (load !== ownLoads) return;
     const readAt = performance.now();
     description = page.load_own_logits(logitBytes, logits.name, labelBytes, labels.name, nameBytes, names?.name);
-    timings.ownLogits = { started, read: readAt, parsed: performance.now(), drawn: null };
+    timings.ownLogits = { started, read: readAt, parsed: performance.now(), drawn: null, rivals: null };
   } catch (error) {
     status.textContent = `Cannot use these files: ${error.message ?? error}`;
     return;
@@ -440,8 +448,8 @@ function showData(description) {
   $("own-logits-show").hidden = !description;
   for (const span of document.querySelectorAll(".own-data-description")) span.textContent = description ?? "";
   $("own-logits-status").textContent = description ? `Showing ${description}.` : "No files yet: the labs show the test images.";
-  // The bootstrap worker holds the evaluation half of the data shown before: a new one starts
-  // with the next request, and no interval computed on the old data can arrive.
+  // The bootstrap worker holds the halves of the data shown before: a new one starts with the
+  // next request, and no interval or rival computed on the old data can arrive.
   clearTimeout(intervalTimer);
   bootstrap?.worker.terminate();
   bootstrap = null;
@@ -546,42 +554,48 @@ function runExperiment() {
   $("experiment-time").textContent = `(computed and drawn in ${timings.experiment.toFixed(0)} ms)`;
 }
 
-// The bootstrap worker: one request at a time; of those that come meanwhile only the last
-// frame's wait (a dragged slider asks at every T it passes, and only where it rests matters).
+// The bootstrap worker: one request at a time, the rivals' before the intervals'; of the
+// requests of a kind that come meanwhile only the last frame's wait (a dragged slider asks at
+// every T it passes, and only where it rests matters).
 class BootstrapWorker {
-  constructor(onIntervals, onError) {
+  constructor(onAnswer, onError) {
     this.worker = new Worker(new URL("./bootstrap-worker.js", import.meta.url), { type: "module" });
-    this.busy = false; // the request being computed, as JSON, or false
-    this.waiting = [];
-    this.sent = null; // "model:split" of the evaluation half the worker holds
+    this.busy = false; // the message being computed, as JSON, or false
+    this.waiting = { rivals: [], intervals: [] };
+    this.sent = null; // "model:split" of the halves the worker holds
     this.worker.onmessage = (event) => {
       this.busy = false;
-      if (event.data.status === "intervals") onIntervals(event.data.request, event.data.intervals);
-      else onError(event.data.message);
+      const { status } = event.data;
+      if (status === "error") onError(event.data.message);
+      else onAnswer(status, event.data.request, event.data[status]);
       this.next();
     };
     this.worker.onerror = (event) => onError(event.message || "could not start");
   }
 
-  // Replaces the waiting requests with a frame's (less the one being computed).
-  request(requests) {
-    this.waiting = requests.filter((request) => JSON.stringify(request) !== this.busy);
+  // Replaces the waiting requests of one `type` ("rivals" or "intervals") with a frame's (less
+  // the one being computed).
+  request(type, requests) {
+    this.waiting[type] = requests.filter((request) => JSON.stringify({ type, request }) !== this.busy);
     this.next();
   }
 
-  // Sends the next waiting request, with the evaluation half first if the worker lacks it.
+  // Sends the next waiting request, with the halves first if the worker lacks them.
   next() {
-    if (this.busy || this.waiting.length === 0) return;
-    const request = this.waiting.shift();
+    const type = Object.keys(this.waiting).find((kind) => this.waiting[kind].length > 0);
+    if (this.busy || type === undefined) return;
+    const request = this.waiting[type].shift();
     const key = `${request.model}:${request.split}`;
     if (this.sent !== key) {
-      const half = page.evaluation_half(state);
-      if (`${half.model}:${half.split}` !== key) return this.next();
-      this.worker.postMessage({ type: "data", ...half }, [half.logits.buffer, half.labels.buffer]);
+      const halves = page.halves(state);
+      if (`${halves.model}:${halves.split}` !== key) return this.next();
+      const buffers = ["calibration_logits", "calibration_labels", "evaluation_logits", "evaluation_labels"].map((name) => halves[name].buffer);
+      this.worker.postMessage({ type: "data", ...halves }, buffers);
       this.sent = key;
     }
-    this.busy = JSON.stringify(request);
-    this.worker.postMessage({ type: "intervals", request });
+    const message = { type, request };
+    this.busy = JSON.stringify(message);
+    this.worker.postMessage(message);
   }
 }
 

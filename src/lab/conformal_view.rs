@@ -196,9 +196,14 @@ pub(super) fn true_label(label_scores: &[f64], labels: &[u32], num_classes: usiz
 }
 
 impl Cache {
-    /// Index in `score_tables` of the table of `score` at `temperature`, computed when missing.
-    fn score_table(&mut self, score: Score, temperature: f64, k: usize) -> Result<usize, LabError> {
-        score.validate()?;
+    /// Makes sure `score_tables` holds a table of each of `scores` (at most four) at
+    /// `temperature`, computing the missing ones together (each row ranked once for all).
+    fn score_tables(
+        &mut self,
+        scores: &[Score],
+        temperature: f64,
+        k: usize,
+    ) -> Result<(), LabError> {
         if self
             .probabilities
             .as_ref()
@@ -217,34 +222,78 @@ impl Cache {
             });
             self.score_tables.clear();
         }
-        let position = match self.score_tables.iter().position(|t| t.score == score) {
-            Some(position) => position,
-            None => {
-                let probabilities = self.probabilities.as_ref().ok_or(LabError::NotReady)?;
-                let table = ScoreTable {
-                    score,
-                    calibration: conformal::all_label_scores(
-                        &probabilities.calibration,
-                        k,
-                        &score,
-                        &self.calibration.uniforms,
-                    )?,
-                    evaluation: conformal::all_label_scores(
-                        &probabilities.evaluation,
-                        k,
-                        &score,
-                        &self.evaluation.uniforms,
-                    )?,
-                };
-                // Four kinds of score: older parameter settings make way.
-                if self.score_tables.len() == 4 {
-                    self.score_tables.remove(0);
-                }
-                self.score_tables.push(table);
-                self.score_tables.len() - 1
+        let missing: Vec<Score> = scores
+            .iter()
+            .filter(|&score| self.score_tables.iter().all(|t| t.score != *score))
+            .copied()
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let probabilities = self.probabilities.as_ref().ok_or(LabError::NotReady)?;
+        let calibration = conformal::true_label_scores_each(
+            &probabilities.calibration,
+            &self.calibration.labels,
+            k,
+            &missing,
+            &self.calibration.uniforms,
+        )?;
+        let evaluation = conformal::all_label_scores_each(
+            &probabilities.evaluation,
+            k,
+            &missing,
+            &self.evaluation.uniforms,
+        )?;
+        for ((score, calibration), evaluation) in
+            missing.into_iter().zip(calibration).zip(evaluation)
+        {
+            // Four kinds of score: older parameter settings make way.
+            if self.score_tables.len() == 4 {
+                self.score_tables.remove(0);
             }
+            self.score_tables.push(ScoreTable {
+                score,
+                calibration,
+                evaluation,
+            });
+        }
+        Ok(())
+    }
+
+    /// Index in `score_tables` of the table of `score` at `temperature`, computed when missing.
+    fn score_table(&mut self, score: Score, temperature: f64, k: usize) -> Result<usize, LabError> {
+        self.score_tables(&[score], temperature, k)?;
+        self.score_tables
+            .iter()
+            .position(|t| t.score == score)
+            .ok_or(LabError::NotReady)
+    }
+}
+
+impl Cache {
+    /// Every label's score of row `index` of a half at the temperature of the cached
+    /// probabilities (the calibration half's table keeps only its true labels' scores).
+    fn row_scores(
+        &self,
+        score: Score,
+        calibration: bool,
+        index: usize,
+        k: usize,
+    ) -> Result<Vec<f64>, LabError> {
+        let probabilities = self.probabilities.as_ref().ok_or(LabError::NotReady)?;
+        let (probabilities, part) = if calibration {
+            (&probabilities.calibration, &self.calibration)
+        } else {
+            (&probabilities.evaluation, &self.evaluation)
         };
-        Ok(position)
+        let mut scores = vec![0.0; k];
+        conformal::label_scores(
+            &probabilities[index * k..(index + 1) * k],
+            &score,
+            part.uniforms[index],
+            &mut scores,
+        )?;
+        Ok(scores)
     }
 }
 
@@ -256,8 +305,13 @@ fn thresholds(
     alpha: f64,
     class_conditional: bool,
 ) -> Result<Thresholds, LabError> {
-    let scores = true_label(&table.calibration, calibration_labels, k);
-    thresholds_of(&scores, calibration_labels, k, alpha, class_conditional)
+    thresholds_of(
+        &table.calibration,
+        calibration_labels,
+        k,
+        alpha,
+        class_conditional,
+    )
 }
 
 /// Thresholds from the calibration half's true-label scores.
@@ -327,6 +381,8 @@ impl Lab {
         let alpha = settings.alpha;
         conformal::quantile_rank(1, alpha)?;
         let cache = self.prepared()?;
+        let every_score = ScoreKind::ALL.map(|kind| settings.score_of(kind));
+        cache.score_tables(&every_score, settings.temperature, k)?;
         let mut comparison = Vec::with_capacity(4);
         for kind in ScoreKind::ALL {
             let table = cache.score_table(settings.score_of(kind), settings.temperature, k)?;
@@ -364,10 +420,10 @@ impl Lab {
         for &size in &sets.sizes {
             size_counts[size as usize] += 1;
         }
-        let calibration_scores = true_label(&table.calibration, &cache.calibration.labels, k);
+        let calibration_scores = &table.calibration;
         let alphas: Vec<f64> = (1..=SWEEP_STEPS).map(|i| i as f64 * SWEEP_STEP).collect();
         let sweep = conformal::alpha_sweep(
-            &calibration_scores,
+            calibration_scores,
             &table.evaluation,
             &cache.evaluation.labels,
             k,
@@ -456,7 +512,7 @@ impl Lab {
     ) -> Result<CoverageExperiment, LabError> {
         let k = self.num_classes;
         let (cache, table, _) = self.chosen_score(settings)?;
-        let mut pool = true_label(&table.calibration, &cache.calibration.labels, k);
+        let mut pool = table.calibration.clone();
         pool.extend(true_label(&table.evaluation, &cache.evaluation.labels, k));
         let n_calibration = cache.calibration.labels.len();
         let n_evaluation = pool.len() - n_calibration;
@@ -557,21 +613,36 @@ impl Lab {
     ) -> Result<(Vec<GalleryItem>, Vec<GalleryItem>), LabError> {
         let k = self.num_classes;
         let (cache, table, thresholds) = self.chosen_score(settings)?;
-        let sets = conformal::sets_from_label_scores(&table.calibration, k, &thresholds)?;
         let calibration = &cache.calibration;
-        let scores = true_label(&table.calibration, &calibration.labels, k);
+        let scores = &table.calibration;
         let mut order: Vec<usize> = (0..scores.len()).collect();
         order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(a.cmp(&b)));
-        let item = |i: usize| GalleryItem {
-            row: calibration.rows[i],
-            label: calibration.labels[i],
-            predicted: argmax(&calibration.logits[i * k..(i + 1) * k]),
-            set: sets.set(i).collect(),
-            covered: sets.contains(i, calibration.labels[i]),
-            true_label_score: scores[i],
+        let item = |i: usize| -> Result<GalleryItem, LabError> {
+            let sets = conformal::sets_from_label_scores(
+                &cache.row_scores(table.score, true, i, k)?,
+                k,
+                &thresholds,
+            )?;
+            Ok(GalleryItem {
+                row: calibration.rows[i],
+                label: calibration.labels[i],
+                predicted: argmax(&calibration.logits[i * k..(i + 1) * k]),
+                set: sets.set(0).collect(),
+                covered: sets.contains(0, calibration.labels[i]),
+                true_label_score: scores[i],
+            })
         };
-        let most = order.iter().take(count).map(|&i| item(i)).collect();
-        let least = order.iter().rev().take(count).map(|&i| item(i)).collect();
+        let most = order
+            .iter()
+            .take(count)
+            .map(|&i| item(i))
+            .collect::<Result<_, _>>()?;
+        let least = order
+            .iter()
+            .rev()
+            .take(count)
+            .map(|&i| item(i))
+            .collect::<Result<_, _>>()?;
         Ok((most, least))
     }
 
@@ -593,10 +664,10 @@ impl Lab {
             (None, Some(index)) => (false, index),
             (None, None) => return Err(LabError::UnknownImage(row)),
         };
-        let (part, scores) = if calibration {
-            (&cache.calibration, &table.calibration)
+        let part = if calibration {
+            &cache.calibration
         } else {
-            (&cache.evaluation, &table.evaluation)
+            &cache.evaluation
         };
         let mut probabilities = vec![0.0; k];
         calibration::softmax_row(
@@ -604,7 +675,7 @@ impl Lab {
             settings.temperature,
             &mut probabilities,
         );
-        let scores = scores[index * k..(index + 1) * k].to_vec();
+        let scores = cache.row_scores(table.score, calibration, index, k)?;
         let per_label: Vec<f64> = (0..k)
             .map(|y| thresholds.for_label(y).unwrap_or(f64::INFINITY))
             .collect();

@@ -3,11 +3,12 @@
 //! `bootstrap::bootstrap_intervals` on the evaluation half takes about a second per
 //! temperature (100 resamples, each choosing smECE's bandwidth again), far more than a slider
 //! frame: the page asks a worker for them with an [`IntervalRequest`], and the lab shows each
-//! interval once it is back, for the state it was computed for.
+//! interval once it is back, for the state it was computed for ([`Halves::intervals`] answers
+//! it).
 
 use serde::{Deserialize, Serialize};
 
-use super::{Lab, LabError};
+use super::{Halves, Lab, LabError};
 use crate::bootstrap::{self, BootstrapSettings, MetricIntervals};
 use crate::calibration::{Binning, Logits};
 
@@ -30,41 +31,25 @@ pub struct IntervalRequest {
     pub binning: Binning,
 }
 
-/// The bootstrap intervals of `request` on the rows given: `[n, classes]` logits and labels.
-///
-/// # Errors
-/// The errors of [`bootstrap::bootstrap_intervals`], as [`LabError::Bootstrap`].
-pub fn compute(
-    logits: &[f32],
-    labels: &[u32],
-    classes: usize,
-    request: &IntervalRequest,
-) -> Result<MetricIntervals, LabError> {
-    let logits = Logits::new(logits, classes)?;
-    Ok(bootstrap::bootstrap_intervals(
-        &logits,
-        labels,
-        request.temperature,
-        request.bins,
-        request.binning,
-        &BOOTSTRAP,
-    )?)
+impl Halves {
+    /// The bootstrap intervals of `request` on the evaluation half.
+    ///
+    /// # Errors
+    /// The errors of [`bootstrap::bootstrap_intervals`], as [`LabError::Bootstrap`].
+    pub fn intervals(&self, request: &IntervalRequest) -> Result<MetricIntervals, LabError> {
+        let logits = Logits::new(&self.evaluation_logits, self.classes)?;
+        Ok(bootstrap::bootstrap_intervals(
+            &logits,
+            &self.evaluation_labels,
+            request.temperature,
+            request.bins,
+            request.binning,
+            &BOOTSTRAP,
+        )?)
+    }
 }
 
 impl Lab {
-    /// The evaluation half of the shown network, once all its rows have arrived: `[n, K]`
-    /// logits and the labels, what a worker needs to answer [`IntervalRequest`]s.
-    ///
-    /// # Errors
-    /// [`LabError::NotReady`] before every row has arrived.
-    pub fn evaluation_half(&mut self) -> Result<(&[f32], &[u32]), LabError> {
-        if !self.model(self.active)?.is_complete() {
-            return Err(LabError::NotReady);
-        }
-        let cache = self.prepared()?;
-        Ok((&cache.evaluation.logits, &cache.evaluation.labels))
-    }
-
     /// Keeps intervals a worker computed, if they are for the network and split shown now
     /// (an answer that arrives after a switch is dropped).
     pub fn add_intervals(&mut self, request: IntervalRequest, intervals: MetricIntervals) {

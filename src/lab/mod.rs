@@ -19,6 +19,7 @@ use crate::data;
 use crate::smooth_calibration::SmoothEce;
 
 mod conformal_view;
+mod halves;
 mod intervals;
 mod ood_store;
 mod own_image;
@@ -28,9 +29,10 @@ mod shift_view;
 mod streamed;
 mod temperature_view;
 
+pub use halves::Halves;
 pub use ood_store::{ImageSet, OodSet, OodStore};
 pub use own_image::OwnImageSet;
-pub use rivals::RivalsView;
+pub use rivals::{RivalsRequest, RivalsView};
 pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
 pub use shift_view::{ShiftMetrics, ShiftPoint, ShiftView, SHIFT_THUMBNAILS};
 pub use streamed::Streamed;
@@ -39,7 +41,7 @@ pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
-pub use intervals::{compute as compute_intervals, IntervalRequest, BOOTSTRAP};
+pub use intervals::{IntervalRequest, BOOTSTRAP};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
 
@@ -126,8 +128,8 @@ struct Cache {
     noise_floor_draws: Option<OutcomeDraws>,
     /// Bootstrap intervals a worker computed for this network and split.
     intervals: Vec<(IntervalRequest, MetricIntervals)>,
-    /// Temperature scaling's rivals, fitted on the calibration half.
-    rivals: rivals::RivalsCache,
+    /// Temperature scaling's rivals a worker computed for this network and split.
+    rivals: Vec<(RivalsRequest, RivalsView)>,
     /// Softmax of both halves at the temperature of the last conformal view.
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
@@ -142,13 +144,14 @@ struct Probabilities {
     evaluation: Vec<f64>,
 }
 
-/// The scores of every label of both halves, for one score at one temperature: moving α
-/// reuses them.
+/// One score at one temperature: the calibration half's true-label scores (the thresholds)
+/// and every label's score on the evaluation half (the sets); moving α reuses them.
 #[derive(Debug, Clone)]
 struct ScoreTable {
     score: Score,
-    /// `[n_calibration, K]` and `[n_evaluation, K]`.
+    /// `[n_calibration]`.
     calibration: Vec<f64>,
+    /// `[n_evaluation, K]`.
     evaluation: Vec<f64>,
 }
 
@@ -319,6 +322,21 @@ impl Lab {
     fn gather(&self, model: usize) -> (Part, Part) {
         let model = &self.models[model];
         let (mut calibration, mut evaluation) = (Part::default(), Part::default());
+        // Sized first: growing the halves' logits by copies costs as much as gathering them.
+        let arrived = |in_calibration: bool| {
+            (0..self.rows())
+                .filter(|&row| model.has(row) && self.is_calibration[row] == in_calibration)
+                .count()
+        };
+        for (part, rows) in [
+            (&mut calibration, arrived(true)),
+            (&mut evaluation, arrived(false)),
+        ] {
+            part.rows.reserve_exact(rows);
+            part.logits.reserve_exact(rows * self.num_classes);
+            part.labels.reserve_exact(rows);
+            part.uniforms.reserve_exact(rows);
+        }
         for row in (0..self.rows()).filter(|&row| model.has(row)) {
             let part = if self.is_calibration[row] {
                 &mut calibration
@@ -353,7 +371,7 @@ impl Lab {
                 band_resamples: None,
                 noise_floor_draws: None,
                 intervals: Vec::new(),
-                rivals: rivals::RivalsCache::default(),
+                rivals: Vec::new(),
                 probabilities: None,
                 score_tables: Vec::new(),
             });

@@ -1,15 +1,22 @@
 //! Temperature scaling against its rivals (vector scaling, histogram binning, isotonic
-//! regression; `crate::recalibration`): each fitted once per network and split on the
-//! calibration half, measured on the evaluation half, and the two sentences on what the
-//! numbers show. Nothing here depends on the temperature slider.
+//! regression; `crate::recalibration`): each fitted on the calibration half, measured on the
+//! evaluation half, and the two sentences on what the numbers show. Nothing here depends on
+//! the temperature slider.
+//!
+//! Vector scaling's Newton fit costs about 20 ms on the test images but seconds on a reader's
+//! 200,000 rows of 100 classes, far more than a frame: the page asks a worker for the rivals
+//! with a [`RivalsRequest`] once every row has arrived ([`Halves::rivals`] answers it), and
+//! the lab shows them once they are back, for the state they were computed for.
 
-use super::{Cache, LabError};
+use serde::{Deserialize, Serialize};
+
+use super::{Halves, Lab, LabError};
 use crate::calibration::{Binning, Logits};
 use crate::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
 use crate::sentences::{self, BinningFigures};
 
 /// Every method's report, in the table's order ([`Method::ALL`]), with the sentences.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RivalsView {
     pub reports: Vec<MethodReport>,
     /// Which methods keep the accuracy, and what vector scaling did to it.
@@ -19,61 +26,122 @@ pub struct RivalsView {
     pub binning_sentence: String,
 }
 
-/// The fits (cached for the split) and the view for one choice of bins.
-#[derive(Debug, Clone, Default)]
-pub(super) struct RivalsCache {
-    fits: Vec<(Method, Recalibration)>,
-    view: Option<((usize, Binning), RivalsView)>,
+/// Which rivals: the network and split whose halves they are fitted and measured on, the
+/// temperature the lab fitted there (temperature scaling's row, so that it equals the
+/// fitted-T column), and the bins they are measured with.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RivalsRequest {
+    pub model: usize,
+    pub split: u64,
+    pub temperature: f64,
+    pub bins: usize,
+    pub binning: Binning,
 }
 
-/// The rivals view of the cached halves, fitted when stale.
-pub(super) fn rivals_view(
-    cache: &mut Cache,
-    num_classes: usize,
-    bins: usize,
-    binning: Binning,
-) -> Result<RivalsView, LabError> {
-    let calibration = Labelled::new(
-        Logits::new(&cache.calibration.logits, num_classes)?,
-        &cache.calibration.labels,
-    )?;
-    let evaluation = Labelled::new(
-        Logits::new(&cache.evaluation.logits, num_classes)?,
-        &cache.evaluation.labels,
-    )?;
-    let rivals = &mut cache.rivals;
-    if rivals.fits.is_empty() {
-        rivals.fits = Method::ALL
-            .into_iter()
-            .map(|method| {
-                let fitted = match method {
-                    // The lab's own fit, so the row equals the fitted-T column.
-                    Method::Temperature => Recalibration::Temperature(cache.fit.temperature),
-                    _ => recalibration::fit(method, &calibration)?,
-                };
-                Ok((method, fitted))
+/// The rivals fitted on a calibration half, for the temperature they were fitted with: a
+/// change of bins measures them again without fitting them again.
+#[derive(Debug, Clone)]
+pub(super) struct RivalFits {
+    temperature: f64,
+    fits: Vec<(Method, Recalibration)>,
+}
+
+impl Halves {
+    /// The rivals view `request` asks for, on these halves (the fits kept for the next
+    /// request with the same temperature).
+    ///
+    /// # Errors
+    /// The fitters' errors and the bin-count error of the calibration module.
+    pub fn rivals(&mut self, request: &RivalsRequest) -> Result<RivalsView, LabError> {
+        let k = self.classes;
+        let calibration = Labelled::new(
+            Logits::new(&self.calibration_logits, k)?,
+            &self.calibration_labels,
+        )?;
+        let evaluation = Labelled::new(
+            Logits::new(&self.evaluation_logits, k)?,
+            &self.evaluation_labels,
+        )?;
+        let fits = match &self.rival_fits {
+            Some(kept) if kept.temperature == request.temperature => kept,
+            _ => self.rival_fits.insert(RivalFits {
+                temperature: request.temperature,
+                fits: Method::ALL
+                    .into_iter()
+                    .map(|method| {
+                        let fitted = match method {
+                            Method::Temperature => Recalibration::Temperature(request.temperature),
+                            _ => recalibration::fit(method, &calibration)?,
+                        };
+                        Ok((method, fitted))
+                    })
+                    .collect::<Result<_, LabError>>()?,
+            }),
+        };
+        let reports = fits
+            .fits
+            .iter()
+            .map(|(method, fitted)| {
+                recalibration::report(
+                    *method,
+                    fitted,
+                    &calibration,
+                    &evaluation,
+                    request.bins,
+                    request.binning,
+                )
             })
-            .collect::<Result<_, LabError>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
+        let vector = fits.fits.iter().find_map(|(_, fitted)| match fitted {
+            Recalibration::Vector(fit) => Some(fit),
+            _ => None,
+        });
+        with_sentences(reports, vector, evaluation.labels().len())
     }
-    if let Some((key, view)) = &rivals.view {
-        if *key == (bins, binning) {
-            return Ok(view.clone());
+}
+
+impl Lab {
+    /// Keeps rivals a worker computed, if they are for the network and split shown now (an
+    /// answer that arrives after a switch is dropped).
+    pub fn add_rivals(&mut self, request: RivalsRequest, view: RivalsView) {
+        if request.model != self.active || request.split != self.split_seed {
+            return;
+        }
+        if let Some(cache) = self.cache.as_mut() {
+            cache.rivals.retain(|(kept, _)| kept != &request);
+            cache.rivals.push((request, view));
         }
     }
-    let reports = rivals
-        .fits
-        .iter()
-        .map(|(method, fitted)| {
-            recalibration::report(*method, fitted, &calibration, &evaluation, bins, binning)
+
+    /// The rivals with these bins, or the request for them when every row has arrived and
+    /// none are kept (before that, the halves are still growing).
+    pub(super) fn rivals_at(
+        &mut self,
+        bins: usize,
+        binning: Binning,
+    ) -> Result<Result<RivalsView, Option<RivalsRequest>>, LabError> {
+        let complete = self.model(self.active)?.is_complete();
+        let (model, split) = (self.active, self.split_seed);
+        let cache = self.prepared()?;
+        let request = RivalsRequest {
+            model,
+            split,
+            temperature: cache.fit.temperature,
+            bins,
+            binning,
+        };
+        let kept = cache
+            .rivals
+            .iter()
+            .find(|(kept, _)| kept == &request)
+            .map(|(_, view)| view.clone());
+        Ok(match kept {
+            Some(view) => Ok(view),
+            None if complete => Err(Some(request)),
+            None => Err(None),
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let vector = rivals.fits.iter().find_map(|(_, fitted)| match fitted {
-        Recalibration::Vector(fit) => Some(fit),
-        _ => None,
-    });
-    let view = with_sentences(reports, vector, evaluation.labels().len())?;
-    rivals.view = Some(((bins, binning), view.clone()));
-    Ok(view)
+    }
 }
 
 /// The view with its two sentences, computed from the reports.

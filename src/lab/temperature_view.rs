@@ -1,9 +1,10 @@
 //! The temperature lab's view: the metrics at the slider's T, at T = 1 and at the fitted T,
 //! the reliability and classwise bins, the confidence histogram, the sentence on over- or
-//! underconfidence, and temperature scaling against its rivals (cached, see `rivals.rs`).
+//! underconfidence, and temperature scaling against its rivals (from a worker, see
+//! `rivals.rs`).
 
 use super::intervals::{IntervalRequest, BOOTSTRAP};
-use super::rivals::{rivals_view, RivalsView};
+use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
 use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits, OutcomeDraws};
@@ -50,26 +51,20 @@ pub struct TemperatureView {
     pub intervals: [Option<MetricIntervals>; 3],
     /// The intervals to ask a worker for (none before every row has arrived).
     pub interval_requests: Vec<IntervalRequest>,
-    /// Temperature scaling and its rivals on the evaluation half; independent of the slider.
-    pub rivals: RivalsView,
+    /// Temperature scaling and its rivals on the evaluation half, independent of the slider,
+    /// once a worker has computed them.
+    pub rivals: Option<RivalsView>,
+    /// The rivals to ask a worker for (none before every row has arrived).
+    pub rivals_request: Option<RivalsRequest>,
 }
 
-/// smECE of the evaluation rows at `temperature`, as `calibra report` computes it.
-fn smooth_ece_at_temperature(
-    logits: &Logits,
-    labels: &[u32],
-    temperature: f64,
-) -> Result<SmoothEce, LabError> {
-    let (confidences, correct) = calibration::confidences(logits, labels, temperature)?;
-    Ok(smooth_calibration::smooth_ece(&confidences, &correct)?)
-}
-
-/// Evaluation metrics at T = 1 and at the fitted T, for one choice of bins.
+/// The evaluation half at T = 1 and at the fitted T, for one choice of bins: their metrics,
+/// and the confidences behind their smooth ECE and behind a slider resting on either T.
 #[derive(Debug, Clone)]
 pub(super) struct FixedReports {
     binning: (usize, Binning),
-    at_one: CalibrationReport,
-    at_fitted: CalibrationReport,
+    at_one: calibration::Evaluation,
+    at_fitted: calibration::Evaluation,
 }
 
 impl Lab {
@@ -92,8 +87,11 @@ impl Lab {
         }
         let k = self.num_classes;
         let seed = self.split_seed;
+        let (rivals, rivals_request) = match self.rivals_at(bins, binning)? {
+            Ok(view) => (Some(view), None),
+            Err(request) => (None, request),
+        };
         let cache = self.prepared()?;
-        let rivals = rivals_view(cache, k, bins, binning)?;
         let logits = Logits::new(&cache.evaluation.logits, k)?;
         let labels = &cache.evaluation.labels;
         if cache
@@ -101,31 +99,46 @@ impl Lab {
             .as_ref()
             .is_none_or(|r| r.binning != (bins, binning))
         {
-            let report = |t: f64| calibration::evaluate(&logits, labels, t, bins, binning);
+            let evaluate =
+                |t: f64| calibration::evaluate_in_full(&logits, labels, t, bins, binning);
             cache.reports = Some(FixedReports {
                 binning: (bins, binning),
-                at_one: report(1.0)?,
-                at_fitted: report(cache.fit.temperature)?,
+                at_one: evaluate(1.0)?,
+                at_fitted: evaluate(cache.fit.temperature)?,
             });
         }
+        let reports = cache.reports.as_ref().ok_or(LabError::NotReady)?;
         let [smooth_at_one, smooth_at_fitted] = match cache.smooth_fixed {
             Some(fixed) => fixed,
             None => {
-                let fixed = [
-                    smooth_ece_at_temperature(&logits, labels, 1.0)?,
-                    smooth_ece_at_temperature(&logits, labels, cache.fit.temperature)?,
-                ];
+                // `evaluate_in_full`'s confidences are `calibration::confidences`', bit for bit:
+                // the smECE `calibra report` computes.
+                let smooth = |e: &calibration::Evaluation| {
+                    smooth_calibration::smooth_ece(&e.confidence, &e.correct)
+                };
+                let fixed = [smooth(&reports.at_one)?, smooth(&reports.at_fitted)?];
                 cache.smooth_fixed = Some(fixed);
                 fixed
             }
         };
-        let reports = cache.reports.as_ref().ok_or(LabError::NotReady)?;
+        // A slider resting on T = 1 or on the fitted T (where the page opens, and where the
+        // fit button puts it) shows the evaluation already made there.
         let calibration::Evaluation {
             report: at_temperature,
             confidence: confidences,
             correct,
             classwise_bins,
-        } = calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?;
+        } = if temperature == 1.0 {
+            reports.at_one.clone()
+        } else if temperature == cache.fit.temperature {
+            reports.at_fitted.clone()
+        } else {
+            calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?
+        };
+        let (at_one, at_fitted) = (
+            reports.at_one.report.clone(),
+            reports.at_fitted.report.clone(),
+        );
         let resamples = if smooth_band {
             Some(match &mut cache.band_resamples {
                 Some(resamples) => &*resamples,
@@ -159,13 +172,14 @@ impl Lab {
             ece_floor,
             verdict,
             classwise_bins,
-            at_one: reports.at_one.clone(),
-            at_fitted: reports.at_fitted.clone(),
+            at_one,
+            at_fitted,
             at_temperature,
             smooth,
             smooth_at_one,
             smooth_at_fitted,
             rivals,
+            rivals_request,
             intervals: [None; 3],
             interval_requests: Vec::new(),
         };

@@ -34,6 +34,24 @@ fn synthetic(n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     (logits, labels)
 }
 
+/// The temperature view at `temperature` with the rivals a worker computed for it.
+fn view_with_rivals(
+    lab: &mut Lab,
+    temperature: f64,
+    bins: usize,
+    binning: Binning,
+) -> TemperatureView {
+    let view = lab
+        .temperature_view(temperature, bins, binning, true)
+        .unwrap();
+    if let Some(request) = view.rivals_request {
+        let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
+        lab.add_rivals(request, answer);
+    }
+    lab.temperature_view(temperature, bins, binning, true)
+        .unwrap()
+}
+
 fn full_lab(n: usize) -> (Lab, Vec<f32>, Vec<u32>) {
     let (logits, labels) = synthetic(n, 1);
     let mut lab = Lab::new(labels.clone(), K, 2).unwrap();
@@ -144,10 +162,16 @@ fn temperature_moves_confidence_not_accuracy() {
 fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
     use crate::recalibration::Method;
     let (mut lab, _, _) = full_lab(2_000);
-    let cold = lab.temperature_view(0.5, 12, Binning::Mass, true).unwrap();
+    let mass_request = lab
+        .temperature_view(0.5, 12, Binning::Mass, true)
+        .unwrap()
+        .rivals_request
+        .unwrap();
+    let cold = view_with_rivals(&mut lab, 0.5, 12, Binning::Mass);
     let hot = lab.temperature_view(5.0, 12, Binning::Mass, true).unwrap();
     assert_eq!(cold.rivals, hot.rivals, "the slider moves no rival");
-    let rivals = &cold.rivals;
+    assert_eq!(hot.rivals_request, None);
+    let rivals = cold.rivals.as_ref().unwrap();
     let methods: Vec<Method> = rivals.reports.iter().map(|r| r.method).collect();
     assert_eq!(methods, Method::ALL);
     for (method, column) in [
@@ -162,12 +186,59 @@ fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
         assert!((report.brier - column.brier).abs() <= TOLERANCE);
     }
     assert_eq!(rivals.reports[1].smece, cold.smooth_at_fitted.smece);
-    let other_bins = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
-    assert_ne!(
-        other_bins.rivals.reports, rivals.reports,
-        "bins reach the rivals"
+    // Other bins: a new request, answered by the same worker without fitting again, equal to
+    // a fresh worker's answer.
+    let pending = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
+    assert_eq!(pending.rivals, None);
+    let request = pending.rivals_request.unwrap();
+    assert_eq!((request.bins, request.binning), (15, Binning::Width));
+    let mut worker = lab.worker_halves().unwrap();
+    worker.rivals(&mass_request).unwrap();
+    let kept_fits = worker.rivals(&request).unwrap();
+    assert_eq!(
+        kept_fits,
+        lab.worker_halves().unwrap().rivals(&request).unwrap()
     );
+    assert_ne!(kept_fits.reports, rivals.reports, "bins reach the rivals");
     assert!(rivals.accuracy_sentence.contains("keep every prediction"));
+}
+
+#[test]
+fn rivals_are_asked_for_once_every_row_is_in_and_kept_for_their_network_and_split() {
+    let (logits, labels) = synthetic(400, 5);
+    let mut lab = Lab::new(labels, K, 2).unwrap();
+    lab.add_logits(0, 0, &logits[..200 * K]).unwrap();
+    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    assert_eq!((view.rivals, view.rivals_request), (None, None));
+    lab.add_logits(0, 200, &logits[200 * K..]).unwrap();
+    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    let request = view.rivals_request.unwrap();
+    assert_eq!(
+        (request.model, request.split, request.temperature),
+        (0, 0, view.fitted_temperature)
+    );
+    let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
+    for stale in [
+        RivalsRequest {
+            model: 1,
+            ..request
+        },
+        RivalsRequest {
+            split: 9,
+            ..request
+        },
+    ] {
+        lab.add_rivals(stale, answer.clone());
+        let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+        assert_eq!(view.rivals, None, "{stale:?} is dropped");
+    }
+    lab.add_rivals(request, answer.clone());
+    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    assert_eq!(view.rivals, Some(answer));
+    lab.set_split(1);
+    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    assert_eq!(view.rivals, None, "a new split asks again");
+    assert_eq!(view.rivals_request.map(|r| r.split), Some(1));
 }
 
 #[test]
@@ -426,7 +497,7 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     lab.add_logits(0, 0, &logits[..200 * K]).unwrap();
     let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     assert!(view.interval_requests.is_empty());
-    assert!(lab.evaluation_half().is_err());
+    assert!(lab.complete_halves().is_err());
     lab.add_logits(0, 200, &logits[200 * K..]).unwrap();
     let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     let temperatures: Vec<f64> = view
@@ -439,9 +510,11 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     // The worker's answer for the slider's T, computed from the evaluation half as the worker
     // gets it, is shown at that T only.
     let request = view.interval_requests[0];
-    let (half_logits, half_labels) = lab.evaluation_half().unwrap();
-    let (half_logits, half_labels) = (half_logits.to_vec(), half_labels.to_vec());
-    let answer = compute_intervals(&half_logits, &half_labels, K, &request).unwrap();
+    let answer = lab.worker_halves().unwrap().intervals(&request).unwrap();
+    let (half_logits, half_labels) = {
+        let (_, evaluation) = lab.complete_halves().unwrap();
+        (evaluation.logits.clone(), evaluation.labels.clone())
+    };
     let direct = crate::bootstrap::bootstrap_intervals(
         &Logits::new(&half_logits, K).unwrap(),
         &half_labels,

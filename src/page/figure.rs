@@ -355,6 +355,8 @@ pub fn draw<DB: DrawingBackend>(
             let methods: Vec<plot::MethodPanel> = sources
                 .temperature(figure)?
                 .rivals
+                .as_ref()
+                .ok_or(FigureError::NotComputed(figure))?
                 .reports
                 .iter()
                 .map(|report| plot::MethodPanel {
@@ -528,7 +530,12 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             );
         }
         Figure::RivalsReliability => {
-            let reports = &sources.temperature(figure)?.rivals.reports;
+            let reports = &sources
+                .temperature(figure)?
+                .rivals
+                .as_ref()
+                .ok_or(FigureError::NotComputed(figure))?
+                .reports;
             let methods = reports
                 .iter()
                 .map(|report| (report.method.title().to_string(), report.bins.as_slice()));

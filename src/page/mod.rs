@@ -19,8 +19,8 @@ use serde::Serialize;
 
 use crate::data::{DataError, FASHION_MNIST_CLASSES, IMAGE_SIDE};
 use crate::lab::{
-    ConformalView, Explanation, IntervalRequest, Lab, LabError, OodSet, OodStore, ShiftStore,
-    ShiftView, TemperatureView,
+    ConformalView, Explanation, IntervalRequest, Lab, LabError, OodSet, OodStore, RivalsRequest,
+    ShiftStore, ShiftView, TemperatureView,
 };
 use crate::model::NUM_CLASSES;
 
@@ -175,6 +175,8 @@ pub struct Readouts {
     pub ood_galleries: Vec<OodGallery>,
     /// Bootstrap intervals the temperature lab shows and a worker has not computed yet.
     pub interval_requests: Vec<IntervalRequest>,
+    /// The rivals the temperature lab shows, when a worker has not computed them yet.
+    pub rivals_request: Option<RivalsRequest>,
     /// The "your own image" section, when it is on screen and holds a picture.
     pub own_image: Option<own_image::OwnImageReadouts>,
     /// The next corrupted copy the shift lab needs, if any: the shown severity first.
@@ -270,6 +272,7 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         let view = lab.temperature_view(state.t, state.bins, state.binning, smooth_band)?;
         frame.readouts.patches.extend(readouts::temperature(&view));
         frame.readouts.interval_requests = view.interval_requests.clone();
+        frame.readouts.rivals_request = view.rivals_request;
         frame.readouts.drawn.push("temperature");
         frame.temperature = Some(view);
     }

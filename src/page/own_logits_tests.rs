@@ -254,6 +254,10 @@ fn every_figure_of_both_labs_draws_for_a_hundred_classes() {
         ..BOTH_LABS
     };
     let frame = render(LabData::Own(&mut own.lab), &PageState::default(), &visible).unwrap();
+    let request = frame.readouts.rivals_request.unwrap();
+    let rivals = own.lab.worker_halves().unwrap().rivals(&request).unwrap();
+    own.lab.add_rivals(request, rivals);
+    let frame = render(LabData::Own(&mut own.lab), &PageState::default(), &visible).unwrap();
     let sources = Sources {
         frame: &frame,
         experiment: None,

@@ -10,7 +10,8 @@ use crate::lab::{
     ConformalView, CoverageExperiment, GalleryItem, RivalsView, ScoreKind, TemperatureView,
     SWEEP_STEP, SWEEP_STEPS,
 };
-use crate::sentences::percent;
+use crate::recalibration::Method;
+use crate::sentences::{self, percent};
 
 /// One change to one element of the page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -530,14 +531,19 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             value: format!("{}", temperature_fraction(fitted)),
         },
         text("evaluation-size", grouped(view.n_evaluation)),
-        rivals_rows(&view.rivals),
+        rivals_rows(view.rivals.as_ref()),
         text(
             "rivals-accuracy-sentence",
-            view.rivals.accuracy_sentence.clone(),
+            view.rivals.as_ref().map_or_else(
+                || sentences::rivals_pending(view.rivals_request.is_some()),
+                |rivals| rivals.accuracy_sentence.clone(),
+            ),
         ),
         text(
             "rivals-binning-sentence",
-            view.rivals.binning_sentence.clone(),
+            view.rivals
+                .as_ref()
+                .map_or_else(String::new, |rivals| rivals.binning_sentence.clone()),
         ),
         text(
             "split-sizes",
@@ -551,41 +557,52 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     patches
 }
 
-/// The rivals table: one row per method, every number a readout `rival_<method>_<metric>`.
-fn rivals_rows(rivals: &RivalsView) -> Patch {
-    let rows = rivals
-        .reports
-        .iter()
-        .map(|report| {
-            let name = serde_name(report.method);
-            let cell = |metric: &str, value: f64, text: String| {
-                metric_cell(format!("rival_{name}_{metric}"), Some(value), text)
+/// The rivals table: one row per method, every number a readout `rival_<method>_<metric>`,
+/// "…" without a value in each while the rivals are being fitted.
+fn rivals_rows(rivals: Option<&RivalsView>) -> Patch {
+    let rows = Method::ALL
+        .into_iter()
+        .map(|method| {
+            let name = serde_name(method);
+            let report = rivals.and_then(|r| r.reports.iter().find(|r| r.method == method));
+            let cell = |metric: &str, figure: Option<(f64, String)>| match figure {
+                Some((value, text)) => {
+                    metric_cell(format!("rival_{name}_{metric}"), Some(value), text)
+                }
+                None => metric_cell(format!("rival_{name}_{metric}"), None, "…".to_string()),
             };
-            let four = |value: f64| format!("{value:.4}");
+            let four = |value: f64| Some((value, format!("{value:.4}")));
+            let mut cells = vec![TableCell {
+                text: method.title().to_string(),
+                metric: None,
+                value: None,
+            }];
+            cells.extend([
+                cell(
+                    "accuracy",
+                    report.map(|r| (r.accuracy, percent(r.accuracy, 2))),
+                ),
+                cell("ece", report.and_then(|r| four(r.ece))),
+                cell("smece", report.and_then(|r| four(r.smece))),
+                cell("nll", report.and_then(|r| four(r.nll))),
+                cell("brier", report.and_then(|r| four(r.brier))),
+                cell(
+                    "distinct_confidences",
+                    report.map(|r| {
+                        (
+                            r.distinct_confidences as f64,
+                            grouped(r.distinct_confidences),
+                        )
+                    }),
+                ),
+                cell(
+                    "calibration_ece",
+                    report.and_then(|r| four(r.calibration_ece)),
+                ),
+            ]);
             TableRow {
                 current: false,
-                cells: vec![
-                    TableCell {
-                        text: report.method.title().to_string(),
-                        metric: None,
-                        value: None,
-                    },
-                    cell("accuracy", report.accuracy, percent(report.accuracy, 2)),
-                    cell("ece", report.ece, four(report.ece)),
-                    cell("smece", report.smece, four(report.smece)),
-                    cell("nll", report.nll, four(report.nll)),
-                    cell("brier", report.brier, four(report.brier)),
-                    cell(
-                        "distinct_confidences",
-                        report.distinct_confidences as f64,
-                        grouped(report.distinct_confidences),
-                    ),
-                    cell(
-                        "calibration_ece",
-                        report.calibration_ece,
-                        four(report.calibration_ece),
-                    ),
-                ],
+                cells,
             }
         })
         .collect();

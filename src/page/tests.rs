@@ -721,3 +721,89 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
         assert!(svg.starts_with("<svg"), "{figure:?}");
     }
 }
+
+/// The rows of the table `id` in `patches`.
+fn table_rows<'a>(patches: &'a [Patch], id: &str) -> &'a [TableRow] {
+    patches
+        .iter()
+        .find_map(|p| match p {
+            Patch::Rows { id: i, rows } if *i == id => Some(rows.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no table #{id}"))
+}
+
+#[test]
+fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
+    let state = PageState::default();
+    let pending_cells = |frame: &Frame| {
+        let rows = table_rows(&frame.readouts.patches, "rivals");
+        assert_eq!(rows.len(), crate::recalibration::Method::ALL.len());
+        rows.iter()
+            .flat_map(|row| row.cells.iter().filter(|cell| cell.metric.is_some()))
+            .all(|cell| cell.value.is_none() && cell.text == "…")
+    };
+    // Half the rows in: nothing to ask for yet.
+    let mut partial = lab_with_logits(300, 150);
+    let frame = render_bundled(&mut partial, &state, &ALL).unwrap();
+    assert_eq!(frame.readouts.rivals_request, None);
+    assert!(pending_cells(&frame));
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "rivals-accuracy-sentence"),
+        crate::sentences::rivals_pending(false)
+    );
+    // Every row in: the frame asks, and shows no number or figure until the answer is kept.
+    let mut lab = lab_with_logits(300, 300);
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let request = frame.readouts.rivals_request.unwrap();
+    assert!(pending_cells(&frame));
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "rivals-accuracy-sentence"),
+        crate::sentences::rivals_pending(true)
+    );
+    let sources = Sources {
+        frame: &frame,
+        experiment: None,
+    };
+    assert!(matches!(
+        svg(Figure::RivalsReliability, &sources),
+        Err(FigureError::NotComputed(Figure::RivalsReliability))
+    ));
+    let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
+    lab.add_rivals(request, answer.clone());
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    assert_eq!(frame.readouts.rivals_request, None);
+    assert!(!pending_cells(&frame));
+    let (value, text) = metric_patch_in_rows(&frame, "rival_vector_ece");
+    assert_eq!(value, Some(answer.reports[2].ece));
+    assert_eq!(text, format!("{:.4}", answer.reports[2].ece));
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "rivals-accuracy-sentence"),
+        answer.accuracy_sentence
+    );
+    // Other bins: asked for again, and no number of the old bins is shown meanwhile.
+    let rebinned = PageState {
+        bins: 10,
+        ..state.clone()
+    };
+    let frame = render_bundled(&mut lab, &rebinned, &ALL).unwrap();
+    assert_eq!(frame.readouts.rivals_request.map(|r| r.bins), Some(10));
+    assert!(pending_cells(&frame));
+}
+
+/// The value and text of the table cell whose readout is `metric`.
+fn metric_patch_in_rows(frame: &Frame, metric: &str) -> (Option<f64>, String) {
+    frame
+        .readouts
+        .patches
+        .iter()
+        .filter_map(|p| match p {
+            Patch::Rows { rows, .. } => Some(rows),
+            _ => None,
+        })
+        .flatten()
+        .flat_map(|row| &row.cells)
+        .find(|cell| cell.metric.as_deref() == Some(metric))
+        .map(|cell| (cell.value, cell.text.clone()))
+        .unwrap_or_else(|| panic!("no cell {metric}"))
+}

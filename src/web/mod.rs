@@ -163,27 +163,27 @@ pub fn view_hash(state: JsValue, embed: &str) -> Result<String, JsError> {
     Ok(read_state(state)?.set("embed", embed)?.to_hash())
 }
 
-/// One network's evaluation half in the bootstrap worker, which answers interval requests
+/// One network's two halves in the page's worker, which answers interval and rivals requests
 /// there, so that the page's frames stay short.
 #[wasm_bindgen]
-pub struct Bootstrap {
-    logits: Vec<f32>,
-    labels: Vec<u32>,
-    classes: usize,
-}
+pub struct Bootstrap(lab::Halves);
 
 #[wasm_bindgen]
 impl Bootstrap {
-    /// The rows: `logits` `[n, classes]` row-major and their `labels`.
+    /// The halves: logits `[n, classes]` row-major and their labels, each.
     #[wasm_bindgen(constructor)]
-    pub fn new(logits: Vec<f32>, labels: Vec<u32>, classes: usize) -> Result<Bootstrap, JsError> {
-        let table = calibration::Logits::new(&logits, classes)?;
-        calibration::check_labels(&table, &labels)?;
-        Ok(Bootstrap {
-            logits,
-            labels,
+    pub fn new(
+        classes: usize,
+        calibration_logits: Vec<f32>,
+        calibration_labels: Vec<u32>,
+        evaluation_logits: Vec<f32>,
+        evaluation_labels: Vec<u32>,
+    ) -> Result<Bootstrap, JsError> {
+        Ok(Bootstrap(lab::Halves::new(
             classes,
-        })
+            (calibration_logits, calibration_labels),
+            (evaluation_logits, evaluation_labels),
+        )?))
     }
 
     /// The intervals of `request` (an [`lab::IntervalRequest`]): `{ece, smece, nll, brier}`,
@@ -191,12 +191,14 @@ impl Bootstrap {
     pub fn intervals(&self, request: JsValue) -> Result<JsValue, JsError> {
         let request: lab::IntervalRequest = serde_wasm_bindgen::from_value(request)
             .map_err(|e| JsError::new(&format!("bad interval request: {e}")))?;
-        to_js(&lab::compute_intervals(
-            &self.logits,
-            &self.labels,
-            self.classes,
-            &request,
-        )?)
+        to_js(&self.0.intervals(&request)?)
+    }
+
+    /// The rivals of `request` (a [`lab::RivalsRequest`]), a [`lab::RivalsView`].
+    pub fn rivals(&mut self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::RivalsRequest = serde_wasm_bindgen::from_value(request)
+            .map_err(|e| JsError::new(&format!("bad rivals request: {e}")))?;
+        to_js(&self.0.rivals(&request)?)
     }
 }
 
@@ -381,26 +383,52 @@ impl Page {
         logits.ok_or_else(|| JsError::new("these logits have not all arrived yet"))
     }
 
-    /// The shown network's evaluation half once all its rows have arrived, for the bootstrap
-    /// worker: `{model, split, classes, logits: Float32Array [n, classes], labels: Uint32Array
-    /// [n]}`.
-    pub fn evaluation_half(&mut self, state: JsValue) -> Result<JsValue, JsError> {
+    /// The shown network's halves once all its rows have arrived, for the worker that
+    /// computes the intervals and the rivals: `{model, split, classes, calibration_logits,
+    /// calibration_labels, evaluation_logits, evaluation_labels}`, logits as `Float32Array`
+    /// `[n, classes]`, labels as `Uint32Array` `[n]`.
+    pub fn halves(&mut self, state: JsValue) -> Result<JsValue, JsError> {
         let state = read_state(state)?;
         let lab = self.shown_lab();
         let classes = lab.num_classes();
-        let (logits, labels) = lab.evaluation_half()?;
+        let (calibration, evaluation) = lab.complete_halves()?;
         let object = js_sys::Object::new();
         for (key, value) in [
             ("model", JsValue::from(state.model.index())),
             ("classes", JsValue::from(classes)),
             ("split", JsValue::from(state.split)),
-            ("logits", js_sys::Float32Array::from(logits).into()),
-            ("labels", js_sys::Uint32Array::from(labels).into()),
+            (
+                "calibration_logits",
+                js_sys::Float32Array::from(&calibration.logits[..]).into(),
+            ),
+            (
+                "calibration_labels",
+                js_sys::Uint32Array::from(&calibration.labels[..]).into(),
+            ),
+            (
+                "evaluation_logits",
+                js_sys::Float32Array::from(&evaluation.logits[..]).into(),
+            ),
+            (
+                "evaluation_labels",
+                js_sys::Uint32Array::from(&evaluation.labels[..]).into(),
+            ),
         ] {
             js_sys::Reflect::set(&object, &key.into(), &value)
-                .map_err(|_| JsError::new("cannot build the evaluation half's object"))?;
+                .map_err(|_| JsError::new("cannot build the halves' object"))?;
         }
         Ok(object.into())
+    }
+
+    /// Keeps the rivals a worker computed for `request` (a [`lab::RivalsRequest`]); they are
+    /// dropped if the network or split changed since.
+    pub fn add_rivals(&mut self, request: JsValue, rivals: JsValue) -> Result<(), JsError> {
+        let request = serde_wasm_bindgen::from_value(request)
+            .map_err(|e| JsError::new(&format!("bad rivals request: {e}")))?;
+        let rivals = serde_wasm_bindgen::from_value(rivals)
+            .map_err(|e| JsError::new(&format!("bad rivals: {e}")))?;
+        self.shown_lab().add_rivals(request, rivals);
+        Ok(())
     }
 
     /// Keeps the bootstrap intervals a worker computed for `request` (an
@@ -477,10 +505,13 @@ impl Page {
                 Figure::SmoothReliability,
                 Figure::Classwise,
             ]);
-            // The rivals do not depend on T: redrawn only when their fits, bins or canvas change.
-            if on_screen.contains(&Figure::RivalsReliability) {
+            // The rivals do not depend on T: redrawn only when their fits, bins or canvas
+            // change; blank while a worker fits them.
+            if let (Some(rivals), true) =
+                (&view.rivals, on_screen.contains(&Figure::RivalsReliability))
+            {
                 let drawn = RivalsDrawn {
-                    bins: view.rivals.reports.iter().map(|r| r.bins.clone()).collect(),
+                    bins: rivals.reports.iter().map(|r| r.bins.clone()).collect(),
                     size: pixel_size(&canvas_element(&Figure::RivalsReliability.id())?)?,
                     text_scale: state.text_scale(),
                 };
@@ -488,6 +519,8 @@ impl Page {
                     shown.push(Figure::RivalsReliability);
                     self.rivals_drawn = Some(drawn);
                 }
+            } else if view.rivals.is_none() && self.rivals_drawn.take().is_some() {
+                canvas_chart(&Figure::RivalsReliability.id(), state.text_scale())?;
             }
         }
         if frame.conformal.is_some() {

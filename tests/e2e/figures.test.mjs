@@ -124,6 +124,8 @@ test("4. every figure saves as SVG and CSV once its lab has been shown", { timeo
   await page.waitForFunction(() => document.querySelector('[data-metric="shift_kept_coverage"]').dataset.value, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   await page.locator("#ood-lab").scrollIntoViewIfNeeded();
   await page.waitForFunction(() => window.calibra.timings.oodDraws.length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
+  // The rivals' figure waits for the bootstrap worker's fits.
+  await page.waitForFunction(() => document.querySelector('[data-metric="rival_isotonic_ece"]')?.dataset.value, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   const figures = await page.evaluate(() => window.calibra.limits.figures);
   assert.equal(figures.length, await page.locator("main figure canvas").count(), "one entry per figure canvas");
   for (const figure of figures) {

@@ -117,11 +117,21 @@ async function nativeRivals(page, model) {
 // The text a readout shows.
 const shown = (page, metric) => page.locator(`[data-metric="${metric}"]`).first().textContent();
 
+// Waits until the bootstrap worker's rivals fill the table (each cell shows "…" and no value
+// until then).
+async function waitForRivals(page) {
+  await page.waitForFunction(() => {
+    const cells = [...document.querySelectorAll("#rivals [data-metric]")];
+    return cells.length > 0 && cells.every((cell) => cell.dataset.value !== "");
+  }, null, { timeout: 60_000 });
+  await nextFrames(page, 2);
+}
+
 // The rivals block of `model`, scrolled into view: every number equals the CLI's on the same
 // logits (distinct confidences exactly), and the two sentences state the numbers shown.
 async function checkRivals(page, model, t) {
   await page.locator("#rivals-block").scrollIntoViewIfNeeded();
-  await nextFrames(page, 2);
+  await waitForRivals(page);
   const metrics = await readMetrics(page);
   const expected = await nativeRivals(page, model);
   for (const method of RIVALS) {
