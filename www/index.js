@@ -587,7 +587,7 @@ class BootstrapWorker {
     const request = this.waiting[type].shift();
     const key = `${request.model}:${request.split}`;
     if (this.sent !== key) {
-      const halves = page.halves(state);
+      const halves = page.halves();
       if (`${halves.model}:${halves.split}` !== key) return this.next();
       const buffers = ["calibration_logits", "calibration_labels", "evaluation_logits", "evaluation_labels"].map((name) => halves[name].buffer);
       this.worker.postMessage({ type: "data", ...halves }, buffers);

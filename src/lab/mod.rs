@@ -299,6 +299,11 @@ impl Lab {
         Ok(())
     }
 
+    /// The model every view shows (the one [`Lab::select_model`] chose last).
+    pub fn shown_model(&self) -> usize {
+        self.active
+    }
+
     /// The seed of the current split.
     pub fn split_seed(&self) -> u64 {
         self.split_seed

@@ -383,20 +383,22 @@ impl Page {
         logits.ok_or_else(|| JsError::new("these logits have not all arrived yet"))
     }
 
-    /// The shown network's halves once all its rows have arrived, for the worker that
+    /// The shown lab's halves once all its rows have arrived, for the worker that
     /// computes the intervals and the rivals: `{model, split, classes, calibration_logits,
     /// calibration_labels, evaluation_logits, evaluation_labels}`, logits as `Float32Array`
     /// `[n, classes]`, labels as `Uint32Array` `[n]`.
-    pub fn halves(&mut self, state: JsValue) -> Result<JsValue, JsError> {
-        let state = read_state(state)?;
+    pub fn halves(&mut self) -> Result<JsValue, JsError> {
         let lab = self.shown_lab();
-        let classes = lab.num_classes();
+        // The lab's own, as its requests name them: with the reader's logits shown, the one
+        // model whatever network the state names.
+        let (model, split, classes) = (lab.shown_model(), lab.split_seed(), lab.num_classes());
         let (calibration, evaluation) = lab.complete_halves()?;
         let object = js_sys::Object::new();
         for (key, value) in [
-            ("model", JsValue::from(state.model.index())),
+            ("model", JsValue::from(model)),
             ("classes", JsValue::from(classes)),
-            ("split", JsValue::from(state.split)),
+            // A number, as requests carry it (the seeds are the state's `u32`s), not a BigInt.
+            ("split", JsValue::from_f64(split as f64)),
             (
                 "calibration_logits",
                 js_sys::Float32Array::from(&calibration.logits[..]).into(),

@@ -275,3 +275,27 @@ test("5. 'Back to Fashion-MNIST' brings back the test images' numbers", { timeou
   assert.equal(await page.textContent("#own-logits-status"), "No files yet: the labs show the test images.");
   assert.deepEqual(problems, [], "no page errors");
 });
+
+test("6. the rivals table fills from the bootstrap worker with `calibra report --method`'s numbers, whatever network the link names", { timeout: 180_000 }, async () => {
+  // The link names another network than the first (the reader chose it before their files):
+  // the labs show the reader's one model all the same.
+  await page.evaluate(() => { location.hash = `${location.hash.slice(1)}&model=logitnorm`; });
+  await choose(files.npyLogits, files.npyLabels);
+  assert.equal((await hashParams(page)).model, "logitnorm");
+  await page.locator("#rivals-block").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => {
+    const cells = [...document.querySelectorAll("#rivals [data-metric]")];
+    return cells.length > 0 && cells.every((cell) => cell.dataset.value !== "");
+  }, null, { timeout: 60_000, polling: 100 });
+  await nextFrames(page, 2);
+  const metrics = await readMetrics(page);
+  for (const method of ["vector", "isotonic"]) {
+    const { recalibration } = await report(files.npyLogits, files.npyLabels, ["--method", method]);
+    for (const name of ["accuracy", "ece", "nll", "brier", "calibration_ece"]) {
+      assert.ok(Math.abs(metrics[`rival_${method}_${name}`] - recalibration[name]) <= TOLERANCE, `${method} ${name}: page ${metrics[`rival_${method}_${name}`]}, CLI ${recalibration[name]}`);
+    }
+  }
+  assert.ok(await page.locator("#error").isHidden(), await page.textContent("#error"));
+  assert.deepEqual(problems, [], "no page errors");
+});
+
