@@ -61,8 +61,7 @@
 //!   prediction with many classes", NeurIPS 2023 (CovGap).
 //! - H. Wei, J. Huang et al., TorchCP (conventions: `u = 1` when not randomized, SAPS
 //!   `λ = 0.2`, singleton-hit ratio).
-//! - C. Lanczos, "A precision approximation of the gamma function", SIAM J. Numer. Anal. 1964
-//!   (ln Γ for the Beta density).
+//! - statrs (the Beta density of the coverage over calibration sets).
 //!
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
