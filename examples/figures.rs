@@ -20,10 +20,11 @@ use std::process::ExitCode;
 
 use calibra::bootstrap::{self, Resamples};
 use calibra::calibration::{self, Binning, Logits, TemperatureFit, DEFAULT_NUM_BINS};
+use calibra::data::NUM_CLASSES;
 use calibra::data::{self, Dataset, FASHION_MNIST_CLASSES};
 use calibra::lab::{Lab, OodSet, OodStore, ShiftStore, ShiftedSet};
 use calibra::lab::{BOOTSTRAP, SMOOTH_CURVE_POINTS};
-use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::model::Classifier;
 use calibra::page::{self, PageState, Visible, MODELS};
 use calibra::plot::{self, ChartStyle};
 use plotters::prelude::{IntoDrawingArea, SVGBackend, WHITE};
@@ -266,7 +267,10 @@ fn tau_figure(root: &Path, test: &Dataset) -> Result<String> {
     let digits_path = root.join(MNIST_IMAGES);
     let digits = std::fs::read(&digits_path)
         .map_err(|error| format!("cannot read {}: {error}", digits_path.display()))?;
-    let digits = page::mnist_pixels(&digits, MNIST_IMAGES)?;
+    let digits = page::mnist_pixels(
+        calibra::data::parse_idx_images(&digits, MNIST_IMAGES)?,
+        MNIST_IMAGES,
+    )?;
     let labels = test.labels.iter().map(|&l| u32::from(l)).collect();
     let mut lab = Lab::new(labels, NUM_CLASSES, MODELS.len())?
         .with_class_names(calibra::data::fashion_mnist_class_names())?;

@@ -1,5 +1,6 @@
 //! Measures natively what a reader's own logits cost the page, part by part: parsing the files
-//! into a lab (`page::own_logits::load`), the temperature lab's first frame and the conformal
+//! (`page::own_logits::read`, the inference worker's part) and making the lab
+//! (`page::own_logits::lab`), the temperature lab's first frame and the conformal
 //! lab's first frame (`page::render` with that lab on screen, its figures drawn as SVG), the
 //! rivals the page's worker fits (`lab::Halves::rivals`), on
 //! synthetic overconfident logits of the size given. Prints milliseconds; asserts nothing. The
@@ -85,7 +86,7 @@ fn run() -> Result<()> {
     let labels_file = npy("<i4", &format!("({rows},)"), &label_bytes);
 
     let started = Instant::now();
-    let mut loaded = own_logits::load(
+    let table = own_logits::read(
         own_logits::OwnFile {
             name: "logits.npy",
             bytes: &logits_file,
@@ -96,7 +97,10 @@ fn run() -> Result<()> {
         },
         None,
     )?;
-    println!("load: {:.0} ms", ms(started));
+    println!("read: {:.0} ms", ms(started));
+    let started = Instant::now();
+    let mut loaded = own_logits::lab(table)?;
+    println!("lab: {:.0} ms", ms(started));
 
     let state = PageState::default();
     let style = ChartStyle::default();

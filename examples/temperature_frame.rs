@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use calibra::bootstrap::{self, Resamples};
 use calibra::calibration::{self, Binning, Logits};
 use calibra::data::Dataset;
+use calibra::data::NUM_CLASSES;
 use calibra::lab::{Lab, BOOTSTRAP, SMOOTH_CURVE_POINTS};
-use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::model::Classifier;
 use calibra::smooth_calibration;
 
 const MODEL: &str = "assets/models/fmnist-ce.safetensors";

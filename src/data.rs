@@ -4,7 +4,8 @@
 //! type byte (`0x08` = unsigned byte), the number of dimensions, then each dimension as a `u32` —
 //! followed by the values in row-major order. Files may be gzipped (as Debian's
 //! `dataset-fashion-mnist` and the committed assets are); gzip is recognised by its magic bytes,
-//! not by the file name.
+//! not by the file name. The page unzips in the browser and parses with the `parse_unzipped_*`
+//! functions, so that its module carries no gzip decoder.
 //!
 //! Synthetic out-of-distribution images ([`noise_images`]) draw every pixel independently, in
 //! `[0, 1]` units, from either `clip(N(0.5, 0.5²), 0, 1)` or `U[0, 1]`, and store it as the byte
@@ -12,6 +13,7 @@
 //! draws come from ChaCha8 seeded with the seed, image by image and pixel by pixel in row-major
 //! order, so a seed gives the same images on every platform.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -26,6 +28,9 @@ use serde::Deserialize;
 pub const IMAGE_SIDE: usize = 28;
 /// Pixels in one image.
 pub const IMAGE_PIXELS: usize = IMAGE_SIDE * IMAGE_SIDE;
+
+/// Fashion-MNIST's number of classes, which the bundled networks predict.
+pub const NUM_CLASSES: usize = FASHION_MNIST_CLASSES.len();
 
 /// Fashion-MNIST's class names, in label order (Xiao et al., 2017).
 pub const FASHION_MNIST_CLASSES: [&str; 10] = [
@@ -87,6 +92,14 @@ pub enum DataError {
         "{source_name}: unzips to more than {limit} bytes, the most an IDX file may hold here"
     )]
     TooLarge { source_name: String, limit: usize },
+    #[error(
+        "{source_name}: declares {count} images, more than the {most} an IDX file may hold here"
+    )]
+    TooManyImages {
+        source_name: String,
+        count: usize,
+        most: usize,
+    },
     #[error("{images} images but {labels} labels")]
     CountMismatch { images: usize, labels: usize },
     #[error(
@@ -263,9 +276,49 @@ fn read_file(path: &Path) -> Result<Vec<u8>, DataError> {
 /// Parses IDX images, gzipped or not; `source_name` names the data in error messages.
 ///
 /// # Errors
-/// Not IDX, not rank 3, not 28×28, or shorter than its header says.
+/// Not IDX, not rank 3, not 28×28, or shorter than its header says; a bad gzip stream, or one
+/// that unzips to more than [`MAX_IDX_BYTES`].
 pub fn parse_idx_images(bytes: &[u8], source_name: &str) -> Result<Images, DataError> {
-    let (dimensions, data) = parse_idx(bytes, source_name, 3)?;
+    parse_unzipped_idx_images(&unzip_idx(bytes, source_name)?, source_name)
+}
+
+/// Parses IDX images that are not gzipped. The page unzips its files with the browser's
+/// `DecompressionStream` and parses them with this, so that its module carries no gzip decoder.
+///
+/// # Errors
+/// Not IDX, not rank 3, not 28×28, or shorter than its header says.
+pub fn parse_unzipped_idx_images(bytes: &[u8], source_name: &str) -> Result<Images, DataError> {
+    let (dimensions, data) = parse_unzipped_idx(bytes, source_name, 3)?;
+    check_image_size(&dimensions, source_name)?;
+    Ok(Images { pixels: data })
+}
+
+/// Bytes of an IDX images file's header: magic and three dimensions.
+pub const IDX_IMAGES_HEADER: usize = 4 + 4 * 3;
+
+/// The number of images an IDX images file declares, from its first [`IDX_IMAGES_HEADER`]
+/// bytes (unzipped): the page reads the test images as they arrive, and places each pixel
+/// from this count on.
+///
+/// # Errors
+/// Not IDX, not rank 3, not 28×28, fewer bytes than the header, or more images than
+/// [`MAX_IDX_BYTES`] holds (what a gzipped file may unzip to).
+pub fn idx_image_count(header: &[u8], source_name: &str) -> Result<usize, DataError> {
+    let dimensions = idx_dimensions(header, source_name, 3)?;
+    check_image_size(&dimensions, source_name)?;
+    let (count, most) = (dimensions[0], MAX_IDX_BYTES / IMAGE_PIXELS);
+    if count > most {
+        return Err(DataError::TooManyImages {
+            source_name: source_name.to_string(),
+            count,
+            most,
+        });
+    }
+    Ok(count)
+}
+
+/// Refuses images that are not [`IMAGE_SIDE`] × [`IMAGE_SIDE`].
+fn check_image_size(dimensions: &[usize], source_name: &str) -> Result<(), DataError> {
     let (rows, cols) = (dimensions[1], dimensions[2]);
     if rows != IMAGE_SIDE || cols != IMAGE_SIDE {
         return Err(DataError::WrongImageSize {
@@ -274,15 +327,24 @@ pub fn parse_idx_images(bytes: &[u8], source_name: &str) -> Result<Images, DataE
             cols,
         });
     }
-    Ok(Images { pixels: data })
+    Ok(())
 }
 
 /// Parses IDX labels, gzipped or not; `source_name` names the data in error messages.
 ///
 /// # Errors
-/// Not IDX, not rank 1, or shorter than its header says.
+/// Not IDX, not rank 1, or shorter than its header says; a bad gzip stream, or one that
+/// unzips to more than [`MAX_IDX_BYTES`].
 pub fn parse_idx_labels(bytes: &[u8], source_name: &str) -> Result<Vec<u8>, DataError> {
-    parse_idx(bytes, source_name, 1).map(|(_, data)| data)
+    parse_unzipped_idx_labels(&unzip_idx(bytes, source_name)?, source_name)
+}
+
+/// Parses IDX labels that are not gzipped (see [`parse_unzipped_idx_images`]).
+///
+/// # Errors
+/// Not IDX, not rank 1, or shorter than its header says.
+pub fn parse_unzipped_idx_labels(bytes: &[u8], source_name: &str) -> Result<Vec<u8>, DataError> {
+    parse_unzipped_idx(bytes, source_name, 1).map(|(_, data)| data)
 }
 
 /// Gzip's two magic bytes (RFC 1952).
@@ -293,7 +355,30 @@ const IDX_UNSIGNED_BYTE: u8 = 0x08;
 /// images (47 MB), and a bound on what a small hostile file (a "gzip bomb") can make us allocate.
 pub const MAX_IDX_BYTES: usize = 128 << 20;
 
-fn parse_idx(
+/// `bytes` unzipped when they start with gzip's magic bytes, as they are otherwise.
+fn unzip_idx<'a>(bytes: &'a [u8], source_name: &str) -> Result<Cow<'a, [u8]>, DataError> {
+    if !bytes.starts_with(&GZIP_MAGIC) {
+        return Ok(Cow::Borrowed(bytes));
+    }
+    let mut decoded = Vec::new();
+    GzDecoder::new(bytes)
+        .take(MAX_IDX_BYTES as u64 + 1)
+        .read_to_end(&mut decoded)
+        .map_err(|error| DataError::NotIdx {
+            source_name: source_name.to_string(),
+            detail: format!("bad gzip stream: {error}"),
+        })?;
+    if decoded.len() > MAX_IDX_BYTES {
+        return Err(DataError::TooLarge {
+            source_name: source_name.to_string(),
+            limit: MAX_IDX_BYTES,
+        });
+    }
+    Ok(Cow::Owned(decoded))
+}
+
+/// The dimensions and data of an unzipped IDX file of `rank` unsigned-byte dimensions.
+fn parse_unzipped_idx(
     bytes: &[u8],
     source_name: &str,
     rank: usize,
@@ -302,23 +387,29 @@ fn parse_idx(
         source_name: source_name.to_string(),
         detail,
     };
-    let raw;
-    let bytes = if bytes.starts_with(&GZIP_MAGIC) {
-        let mut decoded = Vec::new();
-        GzDecoder::new(bytes)
-            .take(MAX_IDX_BYTES as u64 + 1)
-            .read_to_end(&mut decoded)
-            .map_err(|error| not_idx(format!("bad gzip stream: {error}")))?;
-        if decoded.len() > MAX_IDX_BYTES {
-            return Err(DataError::TooLarge {
-                source_name: source_name.to_string(),
-                limit: MAX_IDX_BYTES,
-            });
-        }
-        raw = decoded;
-        &raw[..]
-    } else {
-        bytes
+    let dimensions = idx_dimensions(bytes, source_name, rank)?;
+    let expected = dimensions
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| not_idx("dimensions overflow".to_string()))?;
+    let header_len = 4 + 4 * rank;
+    let data = &bytes[header_len..];
+    if data.len() < expected {
+        return Err(DataError::Truncated {
+            source_name: source_name.to_string(),
+            expected,
+            found: data.len(),
+        });
+    }
+    Ok((dimensions, data[..expected].to_vec()))
+}
+
+/// The dimensions in an IDX header of `rank` unsigned-byte dimensions at the start of `bytes`
+/// (unzipped).
+fn idx_dimensions(bytes: &[u8], source_name: &str, rank: usize) -> Result<Vec<usize>, DataError> {
+    let not_idx = |detail: String| DataError::NotIdx {
+        source_name: source_name.to_string(),
+        detail,
     };
     if bytes.len() < 4 {
         return Err(not_idx(format!("only {} bytes", bytes.len())));
@@ -345,19 +436,7 @@ fn parse_idx(
         .chunks_exact(4)
         .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .collect();
-    let expected = dimensions
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| not_idx("dimensions overflow".to_string()))?;
-    let data = &bytes[header_len..];
-    if data.len() < expected {
-        return Err(DataError::Truncated {
-            source_name: source_name.to_string(),
-            expected,
-            found: data.len(),
-        });
-    }
-    Ok((dimensions, data[..expected].to_vec()))
+    Ok(dimensions)
 }
 
 /// A permutation of `0..n` drawn with ChaCha8 seeded by `seed`: the same on every platform,

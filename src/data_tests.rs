@@ -30,6 +30,16 @@ fn reads_plain_and_gzipped_idx_alike() {
     assert_eq!(parse_idx_images(&gzip(&plain), "gz").unwrap(), images);
     let labels = parse_idx_labels(&gzip(&idx_bytes(&[3], &[7, 0, 9])), "labels").unwrap();
     assert_eq!(labels, vec![7, 0, 9]);
+    // The page's parsers read what the browser unzipped, and refuse gzip by its magic bytes.
+    assert_eq!(parse_unzipped_idx_images(&plain, "plain").unwrap(), images);
+    let refused = parse_unzipped_idx_labels(&gzip(&idx_bytes(&[3], &[7, 0, 9])), "l.gz");
+    assert!(
+        refused
+            .unwrap_err()
+            .to_string()
+            .contains("magic bytes 1f 8b 08"),
+        "gzip is not unzipped"
+    );
 }
 
 #[test]
@@ -70,6 +80,38 @@ fn rejects_malformed_files_with_their_name() {
     assert!(e.contains("zip: not an IDX"), "{e}");
     let e = message(parse_idx_labels(&[0x1f, 0x8b, 1, 2, 3], "bad.gz").unwrap_err());
     assert!(e.contains("bad gzip"), "{e}");
+}
+
+#[test]
+fn the_image_count_comes_from_the_header_alone_and_is_checked_like_the_file() {
+    let message = |e: DataError| e.to_string();
+    // The header by hand: 0, 0, unsigned byte, 3 dimensions, then 10,000, 28, 28 big-endian.
+    let header = [0, 0, 8, 3, 0, 0, 0x27, 0x10, 0, 0, 0, 28, 0, 0, 0, 28];
+    assert_eq!(IDX_IMAGES_HEADER, header.len());
+    assert_eq!(idx_image_count(&header, "t10k").unwrap(), 10_000);
+    let e = message(idx_image_count(&header[..15], "cut").unwrap_err());
+    assert!(
+        e.contains("cut: not an IDX") && e.contains("header cut short"),
+        "{e}"
+    );
+    let e = message(idx_image_count(&idx_bytes(&[1, 32, 32], &[]), "big").unwrap_err());
+    assert!(e.contains("32x32"), "{e}");
+    let e = message(idx_image_count(&idx_bytes(&[1, 28], &[0; 4]), "rank").unwrap_err());
+    assert!(e.contains("expected 3 dimension(s), found 2"), "{e}");
+    // As many images as MAX_IDX_BYTES holds, and one more.
+    let most = (MAX_IDX_BYTES / IMAGE_PIXELS) as u32;
+    assert_eq!(
+        idx_image_count(&idx_bytes(&[most, 28, 28], &[]), "most").unwrap(),
+        most as usize
+    );
+    let e = message(idx_image_count(&idx_bytes(&[most + 1, 28, 28], &[]), "huge").unwrap_err());
+    assert_eq!(
+        e,
+        format!(
+            "huge: declares {} images, more than the {most} an IDX file may hold here",
+            most + 1
+        )
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub mod conformal;
 pub mod data;
 pub mod input;
 pub mod lab;
+#[cfg(feature = "inference")]
 pub mod model;
 pub mod ood;
 pub mod ood_view;

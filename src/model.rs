@@ -34,11 +34,9 @@ use candle_core::{DType, Device, Module, Tensor, Var};
 use candle_nn::{Conv2d, Conv2dConfig, Linear, VarBuilder};
 
 use crate::calibration::top_probability;
-use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
+use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, NUM_CLASSES};
 use inference::InferenceNetwork;
 
-/// Number of classes the network predicts.
-pub const NUM_CLASSES: usize = 10;
 /// Channels after the first and second convolution, and width of the hidden dense layer.
 const CONV1_CHANNELS: usize = 32;
 const CONV2_CHANNELS: usize = 64;
@@ -48,10 +46,6 @@ const HIDDEN_UNITS: usize = 128;
 pub const ODIN_CHUNK: usize = 256;
 /// Spatial side after two 2×2 poolings.
 const POOLED_SIDE: usize = IMAGE_SIDE / 4;
-/// ODIN's temperature, the default of Liang et al. (ICLR 2018).
-pub const ODIN_TEMPERATURE: f64 = 1000.0;
-/// ODIN's perturbation size in `[0, 1]` pixel units, the default of Liang et al.
-pub const ODIN_EPSILON: f64 = 0.0014;
 
 /// What went wrong building or running the network.
 #[derive(Debug, thiserror::Error)]

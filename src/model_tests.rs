@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::*;
 use crate::calibration::Logits;
-use crate::data::load_images;
-use crate::ood::max_softmax_probability;
+use crate::data::{load_images, NUM_CLASSES};
+use crate::ood::{max_softmax_probability, ODIN_EPSILON, ODIN_TEMPERATURE};
 
 /// Images used by the ODIN tests, the first of the Fashion-MNIST test set.
 const TEST_IMAGES: usize = 64;

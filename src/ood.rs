@@ -34,6 +34,11 @@ use thiserror::Error;
 
 use crate::calibration::{is_valid_temperature, log_sum_exp, top_probability, Logits};
 
+/// ODIN's temperature, the default of Liang et al. (ICLR 2018).
+pub const ODIN_TEMPERATURE: f64 = 1000.0;
+/// ODIN's perturbation size in `[0, 1]` pixel units, the default of Liang et al.
+pub const ODIN_EPSILON: f64 = 0.0014;
+
 /// FPR95 looks at the threshold that keeps this percentage of in-distribution inputs.
 pub(crate) const TARGET_TRUE_POSITIVE_PERCENT: usize = 95;
 

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use calibra::data::NUM_CLASSES;
 use calibra::data::{self, FashionMnistPart, IMAGE_PIXELS};
-use calibra::model::{images_to_tensor, Classifier, Cnn, NUM_CLASSES};
+use calibra::model::{images_to_tensor, Classifier, Cnn};
 use candle_core::{DType, Device, Module};
 use candle_nn::VarBuilder;
 

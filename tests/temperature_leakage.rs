@@ -29,8 +29,9 @@ use std::sync::OnceLock;
 
 use calibra::calibration::{self, Logits};
 use calibra::conformal::{self, Score, Thresholds};
+use calibra::data::NUM_CLASSES;
 use calibra::data::{self, FashionMnistPart};
-use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::model::Classifier;
 
 const SPLITS: usize = 400;
 const ALPHA: f64 = 0.1;

@@ -3,8 +3,9 @@
 
 #![cfg(target_arch = "wasm32")]
 
+use calibra::data::NUM_CLASSES;
 use calibra::data::{parse_idx_images, parse_idx_labels, IMAGE_PIXELS};
-use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::model::Classifier;
 use calibra::page::PageState;
 use calibra::web::Page;
 use wasm_bindgen::JsCast;

@@ -2,7 +2,7 @@
 // Rust for one render per animation frame. Rust owns the state's defaults, ranges and
 // validation (limits(), read_hash, Page.control), every number and every sentence; this file
 // only wires events, workers and the DOM.
-import init, { Page, limits as readLimits, noise_pixels, parse_images, parse_labels, parse_mnist, read_hash, shifted_pixels, shifted_rows, view_hash } from "./pkg/calibra.js";
+import init, { Page, idx_image_count, limits as readLimits, noise_pixels, parse_labels, parse_mnist, read_hash, shifted_pixels, shifted_rows, view_hash } from "./pkg/calibra.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
 import { addFigureMenus, download } from "./figure-menu.js";
@@ -41,8 +41,12 @@ window.calibra = {
 let limits = null;
 let state = null; // the page state, as Rust parsed it; its fields are the hash's keys
 let page = null;
-// Pixels of each image set by name: "test" from the start, the OOD sets once a job needs them.
+// Pixels of each image set by name: "test" from the start (filled as the file arrives, see
+// streamTestImages), the OOD sets once a job needs them.
 const images = {};
+// The test images' download: how many images are whole so far, and a promise that resolves
+// once all are (and rejects, with a message, on a broken file).
+const testImages = { rows: 0, complete: null };
 const loadingImages = {};
 let gallery = null;
 let pool = null;
@@ -62,8 +66,8 @@ const arrived = new Map();
 let odinNeeds = [];
 // The SHA-256 of each image set's pixels, for the logits cache's keys.
 const imageDigests = {};
-// The cache key of each logits job ("model:set") once known, and when each model's test-set
-// logits were stored, for the models whose logits came from the cache.
+// The cache key of each logits job ("model:set"; a promise, see cacheKeyOf), and when each
+// model's test-set logits were stored, for the models whose logits came from the cache.
 const cacheKeys = new Map();
 const cachedSince = new Map();
 let lastKeep = Promise.resolve();
@@ -100,6 +104,8 @@ const isShifted = (set) => set.startsWith("shift-");
 
 // The pixels of an image set that has been loaded.
 const imageSet = (set) => images[set];
+// How many images of a loaded set are whole: the test images count up as they arrive.
+const rowsIn = (set) => (set === "test" ? testImages.rows : imageCount(set));
 
 // Loads an image set the first time a job needs it: the MNIST digits are fetched (so a reader
 // who never opens the τ lab never downloads them), a noise set is drawn in Rust from its seed,
@@ -107,7 +113,7 @@ const imageSet = (set) => images[set];
 function loadImages(set) {
   const make = () => (isShifted(set) ? corruptedCopy(set) : noise_pixels(set));
   loadingImages[set] ??= (set === "mnist"
-    ? fetchBytes(MNIST_URL).then((bytes) => parse_mnist(bytes, MNIST_URL))
+    ? fetchUnzipped(MNIST_URL).then((bytes) => parse_mnist(bytes, MNIST_URL))
     : Promise.resolve().then(make)
   ).then((pixels) => {
     images[set] = pixels;
@@ -118,6 +124,7 @@ function loadImages(set) {
 // The corrupted copy `set` of the test images, made in Rust CORRUPTION_CHUNK images at a time
 // with the page's thread given back in between (the whole copy takes 100–200 ms).
 async function corruptedCopy(set) {
+  await testImages.complete;
   const size = limits.image_side ** 2;
   const count = imageCount();
   const copy = new Uint8Array(images.test.length);
@@ -404,7 +411,7 @@ function wireOwnLogits() {
   });
 }
 
-// Reads the chosen files through Rust once logits and labels are both chosen; files it refuses
+// Reads the chosen files in a worker once logits and labels are both chosen; files it refuses
 // leave the labs as they were, and its message (which file, which line, what) is shown.
 async function loadOwnLogits() {
   const [logits, labels, names] = ["own-logits-file", "own-labels-file", "own-names-file"].map((id) => $(id).files[0]);
@@ -418,11 +425,14 @@ async function loadOwnLogits() {
   const load = ++ownLoads;
   let description;
   try {
-    const read = async (file) => file && new Uint8Array(await file.arrayBuffer());
-    const [logitBytes, labelBytes, nameBytes] = await Promise.all([read(logits), read(labels), read(names)]);
+    const read = async (file) => file && { name: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+    const files = await Promise.all([read(logits), read(labels), read(names)]);
     if (load !== ownLoads) return;
     const readAt = performance.now();
-    description = page.load_own_logits(logitBytes, logits.name, labelBytes, labels.name, nameBytes, names?.name);
+    const table = await filesWorker.read(...files);
+    if (load !== ownLoads) return;
+    page.load_own_logits(table.logits, table.labels, table.about);
+    description = table.about.description;
     timings.ownLogits = { started, read: readAt, parsed: performance.now(), drawn: null, rivals: null };
   } catch (error) {
     status.textContent = `Cannot use these files: ${error.message ?? error}`;
@@ -430,6 +440,36 @@ async function loadOwnLogits() {
   }
   showData(description);
 }
+
+// The worker that reads a reader's logits files: the inference worker's script, whose module
+// has the parsers, started at the first files and kept; answers are matched to their request.
+const filesWorker = {
+  worker: null,
+  pending: new Map(),
+  next: 0,
+  read(logits, labels, names) {
+    if (!this.worker) {
+      this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+      this.worker.onmessage = ({ data }) => {
+        const { resolve, reject } = this.pending.get(data.id);
+        this.pending.delete(data.id);
+        if (data.status === "own-logits") resolve(data);
+        else reject(new Error(data.message));
+      };
+      this.worker.onerror = (event) => {
+        this.worker = null;
+        for (const { reject } of this.pending.values()) reject(new Error(`the worker that reads them failed: ${event.message || "it could not start"}`));
+        this.pending.clear();
+      };
+    }
+    const id = this.next++;
+    const transfer = [logits, labels, names].filter(Boolean).map((file) => file.bytes.buffer);
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ type: "own-logits", id, logits, labels, names }, transfer);
+    });
+  },
+};
 
 // Shows the test images again in the first two labs.
 function showTestImages() {
@@ -459,9 +499,11 @@ function showData(description) {
 }
 
 // Makes a picture the reader's image through Rust; one it refuses leaves the last one shown.
-function takeOwnPicture(picture) {
+// Its closest test images are searched among all of them, so it waits until they are in.
+async function takeOwnPicture(picture) {
   let pixels;
   try {
+    await testImages.complete;
     pixels = page.set_own_image(picture.rgba, picture.width, picture.height, $("own-invert").value, images.test);
   } catch (error) {
     showOwnProblem(`Cannot use ${picture.name}: ${error.message}.`);
@@ -485,7 +527,8 @@ function showOwnProblem(message) {
 // Rust for these rows alone, as they are in the corrupted copy the network classifies).
 function showShiftThumbnails({ rows, set }) {
   const key = `${rows.join(",")}:${set}`;
-  if ($("shift-clean").dataset.key === key) return;
+  // Drawn once every test image is in (a frame follows their arrival).
+  if ($("shift-clean").dataset.key === key || testImages.rows < imageCount()) return;
   $("shift-clean").dataset.key = key;
   const side = limits.image_side;
   const strip = (pixels, label) => rows.map((row, index) => thumbnailAsRead(pixels, index, `${label} test image ${row}`));
@@ -628,11 +671,7 @@ class InferencePool {
     const key = `${model}:${set}:${kind}`;
     if (this.requested.has(key) || this.failed.has(model)) return;
     this.requested.add(key);
-    if (!this.loaded.has(model)) {
-      this.loaded.add(model);
-      this.digests.set(model, new Promise((resolve) => this.digestArrived.set(model, resolve)));
-      for (const slot of this.workers) slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
-    }
+    this.load(model);
     const enqueue = () => {
       for (let start = 0; start < imageCount(set); start += limits.batch) this.queue.push({ model, set, kind, start });
       this.pump();
@@ -642,6 +681,15 @@ class InferencePool {
       .then((cached) => { if (!cached) enqueue(); });
     if (images[set]) start();
     else loadImages(set).then(start, (error) => showError(error.message));
+  }
+
+  // Has every worker fetch and load `model`'s weights, once: at its first request, or ahead
+  // of it while the page is still starting.
+  load(model) {
+    if (this.loaded.has(model)) return;
+    this.loaded.add(model);
+    this.digests.set(model, new Promise((resolve) => this.digestArrived.set(model, resolve)));
+    for (const slot of this.workers) slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
   }
 
   // Asks the least busy worker for the logits of `model` (loaded: its test logits are in) on
@@ -660,11 +708,15 @@ class InferencePool {
   }
 
   // Keeps two batches in flight per worker, so none idles between messages.
+  // A batch goes out once its images are whole (the test images arrive as they download).
   pump() {
     const size = limits.image_side ** 2;
+    const ready = ({ set, start }) => Math.min(start + limits.batch, imageCount(set)) <= rowsIn(set);
     for (const slot of this.workers) {
-      while (slot.busy < 2 && this.queue.length) {
-        const { model, set, kind, start } = this.queue.shift();
+      while (slot.busy < 2) {
+        const next = this.queue.findIndex(ready);
+        if (next < 0) break;
+        const { model, set, kind, start } = this.queue.splice(next, 1)[0];
         const end = Math.min(start + limits.batch, imageCount(set));
         const batch = imageSet(set).slice(start * size, end * size);
         slot.worker.postMessage({ type: kind === "odin" ? "odin" : "infer", model, set, start, pixels: batch }, [batch.buffer]);
@@ -699,15 +751,33 @@ class InferencePool {
 // When each model's inference started, for the images/s figure.
 const started = new Map();
 
+// The cache key of `model`'s logits on `set`, from the digest of its weights (which
+// `weightsDigest` resolves to; null where the browser has no crypto.subtle) and of the images,
+// once they are all in; resolves to null where there is no key.
+function cacheKeyOf(model, set, weightsDigest) {
+  const job = `${model}:${set}`;
+  if (!cacheKeys.has(job)) {
+    cacheKeys.set(job, (async () => {
+      const weights = await weightsDigest;
+      if (!weights) return null;
+      if (set === "test") await testImages.complete;
+      imageDigests[set] ??= logitsCache.sha256(imageSet(set));
+      return logitsCache.cacheKey(weights, await imageDigests[set], limits.classes);
+    })());
+  }
+  return cacheKeys.get(job);
+}
+
 // Feeds the logits of `model` on `set` from the cache when it holds them for these weights
-// (whose digest `weightsDigest` resolves to) and these images; resolves whether it did.
+// and these images; resolves whether it did. While the test images are still downloading, the
+// cache is first asked whether it holds anything of these weights: if not, the answer is no at
+// once, and inference starts on the images already in.
 async function fromCache(model, set, weightsDigest) {
   if (!logitsCache.available) return false;
   const weights = await weightsDigest;
   if (!weights) return false;
-  imageDigests[set] ??= logitsCache.sha256(imageSet(set));
-  const key = logitsCache.cacheKey(weights, await imageDigests[set], limits.classes);
-  cacheKeys.set(`${model}:${set}`, key);
+  if (rowsIn(set) < imageCount(set) && !(await logitsCache.holdsAny(weights))) return false;
+  const key = await cacheKeyOf(model, set, weightsDigest);
   const hit = await logitsCache.lookup(key);
   if (!hit || hit.logits.length !== imageCount(set) * limits.classes) return false;
   if (set === "test") cachedSince.set(model, hit.stored);
@@ -726,7 +796,8 @@ function showCacheNote() {
 // Forgets the chosen network's cached logits and loads the page again, which infers them anew.
 async function recompute() {
   const prefix = `${modelIndex()}:`;
-  await logitsCache.forget([...cacheKeys].filter(([job]) => job.startsWith(prefix)).map(([, key]) => key));
+  const keys = await Promise.all([...cacheKeys].filter(([job]) => job.startsWith(prefix)).map(([, key]) => key));
+  await logitsCache.forget(keys.filter(Boolean));
   location.reload();
 }
 
@@ -752,7 +823,9 @@ function onBatch(message) {
     return;
   }
   arrived.set(message.model, count);
-  if (message.model === modelIndex()) scheduleRender();
+  // The shown network's batches redraw its labs; another's test logits matter once complete
+  // (the τ and shift labs compare the networks on them).
+  if (message.model === modelIndex() || count === imageCount()) scheduleRender();
   if (count === imageCount() && !message.cached) keepLogits(message.model, "test");
   if (count === imageCount() && !(message.model in timings.inferenceDone)) {
     timings.inferenceDone[message.model] = performance.now();
@@ -763,8 +836,8 @@ function onBatch(message) {
 
 // Stores the logits of `model` on `set`, all arrived, in the cache under their job's key.
 function keepLogits(model, set) {
-  const key = cacheKeys.get(`${model}:${set}`);
-  if (key) lastKeep = logitsCache.keep(key, page.logits(model, set));
+  const logits = page.logits(model, set);
+  lastKeep = cacheKeyOf(model, set, pool.digests.get(model)).then((key) => key && logitsCache.keep(key, logits));
 }
 
 // The progress row of the chosen model; hidden, and the page marked for tests, once complete.
@@ -778,7 +851,10 @@ function showProgress(count) {
   $("progress").max = total;
   $("progress").value = count;
   const seconds = (performance.now() - started.get(modelIndex())) / 1000;
-  if (!done && count > 0) $("progress-text").textContent = `${count.toLocaleString("en")} / ${total.toLocaleString("en")} images · ${Math.round(count / seconds).toLocaleString("en")} images/s`;
+  const parts = [];
+  if (count > 0) parts.push(`${count.toLocaleString("en")} / ${total.toLocaleString("en")} images · ${Math.round(count / seconds).toLocaleString("en")} images/s`);
+  if (testImages.rows < total) parts.push(`${testImages.rows.toLocaleString("en")} / ${total.toLocaleString("en")} downloaded`);
+  if (!done) $("progress-text").textContent = parts.join(" · ");
 }
 
 // Starts (or moves to the front) the chosen model's inference.
@@ -797,8 +873,8 @@ function supportsSimd() {
   return typeof WebAssembly === "object" && WebAssembly.validate(probe);
 }
 
-// Fetches a file as bytes, with a message that names it when it fails.
-async function fetchBytes(url) {
+// Fetches a file, with a message that names it when it fails.
+async function fetchOk(url) {
   let response;
   try {
     response = await fetch(url);
@@ -806,7 +882,85 @@ async function fetchBytes(url) {
     throw new Error(`Cannot load ${url}: ${error.message}`);
   }
   if (!response.ok) throw new Error(`Cannot load ${url}: HTTP ${response.status} ${response.statusText}`);
-  return new Uint8Array(await response.arrayBuffer());
+  return response;
+}
+
+// Fetches a gzipped file (an IDX file) and unzips it: the page's module has no gzip decoder.
+async function fetchUnzipped(url) {
+  const body = await unzipped(await fetchOk(url));
+  try {
+    return new Uint8Array(await new Response(body).arrayBuffer());
+  } catch (error) {
+    throw new Error(`Cannot unzip ${url}: ${error.message}`);
+  }
+}
+
+// The body of `response` unzipped as it arrives: through the browser's DecompressionStream when
+// it starts with gzip's magic bytes, as it is when a host already unzipped it
+// (Content-Encoding).
+async function unzipped(response) {
+  const reader = response.body.getReader();
+  const first = await reader.read();
+  const body = new ReadableStream({
+    start(controller) { if (!first.done) controller.enqueue(first.value); },
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  const gzipped = !first.done && first.value[0] === 0x1f && first.value[1] === 0x8b;
+  return gzipped ? body.pipeThrough(new DecompressionStream("gzip")) : body;
+}
+
+// Reads the test images as they arrive (`response`, the gzipped IDX file), so that the first
+// batches are inferred while the rest downloads: the header, checked by Rust, tells how many;
+// the pixels are copied in place and testImages.rows counts the whole images, each new one
+// offered to the workers. Resolves with the pixels (still filling) once the header is in;
+// testImages.complete resolves once every image is.
+async function streamTestImages(response) {
+  const reader = (await unzipped(response)).getReader();
+  const header = new Uint8Array(limits.images_header);
+  // A broken gzip stream rejects a read: say which file.
+  const read = () => reader.read().catch((error) => {
+    throw new Error(`Cannot unzip ${IMAGES_URL}: ${error.message}`);
+  });
+  let filled = 0;
+  let rest = null;
+  while (filled < header.length) {
+    const { done, value } = await read();
+    if (done) throw new Error(`${IMAGES_URL} ends inside its header`);
+    const taken = Math.min(value.length, header.length - filled);
+    header.set(value.subarray(0, taken), filled);
+    filled += taken;
+    if (taken < value.length) rest = value.subarray(taken);
+  }
+  const count = idx_image_count(header, IMAGES_URL);
+  const size = limits.image_side ** 2;
+  const pixels = new Uint8Array(count * size);
+  let written = 0;
+  // Bytes past the last image are ignored, as Rust's IDX parser ignores them.
+  const add = (chunk) => {
+    const taken = Math.min(chunk.length, pixels.length - written);
+    pixels.set(chunk.subarray(0, taken), written);
+    written += taken;
+    const rows = Math.floor(written / size);
+    if (rows === testImages.rows) return;
+    testImages.rows = rows;
+    pool.pump();
+    if (page) showProgress(arrived.get(modelIndex()) ?? 0);
+  };
+  testImages.complete = (async () => {
+    if (rest) add(rest);
+    for (;;) {
+      const { done, value } = await read();
+      if (done) break;
+      add(value);
+    }
+    if (written < pixels.length) throw new Error(`${IMAGES_URL} ends after ${testImages.rows.toLocaleString("en")} of the ${count.toLocaleString("en")} images its header declares`);
+  })();
+  return pixels;
 }
 
 async function main() {
@@ -814,8 +968,8 @@ async function main() {
     throw new Error("This browser does not support WebAssembly SIMD, which calibra needs. Any current Chrome, Edge, Firefox or Safari (16.4 or later) does.");
   }
   trackSliderBars();
-  const testImages = fetchBytes(IMAGES_URL);
-  const labels = fetchBytes(LABELS_URL);
+  const testResponse = fetchOk(IMAGES_URL);
+  const labels = fetchUnzipped(LABELS_URL);
   await init();
   limits = readLimits();
   const first = readHash();
@@ -823,19 +977,26 @@ async function main() {
   history.replaceState(null, "", `#${first.hash}`);
   applyPatches(first.patches);
   showView();
-  images.test = parse_images(await testImages, IMAGES_URL);
+  // The workers start now, so that they compile their module and fetch the shown network
+  // while the images are still arriving.
+  const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
+  pool = new InferencePool(workers, onBatch, onOwnLogits, (message, model) => {
+    showError(message);
+    if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
+  });
+  pool.load(modelIndex());
+  images.test = await streamTestImages(await testResponse);
+  // Once all are in, a frame draws what waited for them (the shift lab's thumbnails).
+  testImages.complete.then(scheduleRender, (error) => {
+    showError(error.message);
+    document.body.dataset.inference = "failed";
+  });
   page = counted(new Page(parse_labels(await labels, LABELS_URL)));
   gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
   addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), onError: showError });
   wireOwnImage();
   wireOwnLogits();
-
-  const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
-  pool = new InferencePool(workers, onBatch, onOwnLogits, (message, model) => {
-    showError(message);
-    if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
-  });
   selectModel();
   scheduleRender();
 

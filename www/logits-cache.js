@@ -51,7 +51,19 @@ export async function sha256(bytes) {
 }
 
 // The key of one network's logits on one image set: both digests and the row width.
-export const cacheKey = (weightsDigest, imagesDigest, classes) => `v1:${weightsDigest}:${imagesDigest}:${classes}`;
+const weightsPrefix = (weightsDigest) => `v1:${weightsDigest}:`;
+export const cacheKey = (weightsDigest, imagesDigest, classes) => `${weightsPrefix(weightsDigest)}${imagesDigest}:${classes}`;
+
+// Whether any logits of the network with these weights are kept, on any image set.
+export async function holdsAny(weightsDigest) {
+  if (!available) return false;
+  const prefix = weightsPrefix(weightsDigest);
+  try {
+    return (await transaction("readonly", (store) => store.count(IDBKeyRange.bound(prefix, `${prefix}\uffff`)))) > 0;
+  } catch {
+    return false;
+  }
+}
 
 // The logits stored under `key` ({logits: Float32Array, stored: ms since 1970}), or null.
 export async function lookup(key) {

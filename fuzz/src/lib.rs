@@ -5,9 +5,10 @@
 
 use std::path::Path;
 
+use calibra::data::NUM_CLASSES;
 use calibra::data::{parse_idx_images, parse_idx_labels, IMAGE_PIXELS};
 use calibra::input::{parse_labels, parse_logits, Format};
-use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::model::Classifier;
 use calibra::page::PageState;
 
 /// IDX images and labels, plain or gzipped, as the page and the CLI read them: accepted

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::answers::WorkerRequest;
 use super::{Halves, Lab, LabError};
 use crate::bootstrap::{self, BootstrapSettings, MetricIntervals};
 use crate::calibration::{Binning, Logits};
@@ -53,19 +54,13 @@ impl Lab {
     /// Keeps intervals a worker computed, if they are for the network and split shown now
     /// (an answer that arrives after a switch is dropped).
     pub fn add_intervals(&mut self, request: IntervalRequest, intervals: MetricIntervals) {
-        if request.model != self.active || request.split != self.split_seed {
-            return;
-        }
-        if let Some(cache) = self.cache.as_mut() {
-            cache.intervals.retain(|(kept, _)| kept != &request);
-            cache.intervals.push((request, intervals));
-        }
+        self.keep_answer(|cache| &mut cache.intervals, request, intervals);
     }
 
     /// The intervals at `temperature` with these bins, or the request for them when all rows
     /// have arrived and none are kept (before that, the metrics themselves are provisional).
     pub(super) fn intervals_at(
-        &self,
+        &mut self,
         temperature: f64,
         bins: usize,
         binning: Binning,
@@ -77,17 +72,12 @@ impl Lab {
             bins,
             binning,
         };
-        let kept = self.cache.as_ref().and_then(|cache| {
-            cache
-                .intervals
-                .iter()
-                .find(|(kept, _)| kept == &request)
-                .map(|(_, intervals)| *intervals)
-        });
-        Ok(match kept {
-            Some(intervals) => Ok(intervals),
-            None if self.model(self.active)?.is_complete() => Err(Some(request)),
-            None => Err(None),
-        })
+        self.kept_answer(|cache| &mut cache.intervals, request)
+    }
+}
+
+impl WorkerRequest for IntervalRequest {
+    fn network_and_split(&self) -> (usize, u64) {
+        (self.model, self.split)
     }
 }

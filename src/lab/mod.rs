@@ -18,6 +18,7 @@ use crate::conformal::{self, ConformalError, Score};
 use crate::data;
 use crate::smooth_calibration::SmoothEce;
 
+mod answers;
 mod conformal_view;
 mod halves;
 mod intervals;
@@ -37,6 +38,7 @@ pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
 pub use shift_view::{ShiftMetrics, ShiftPoint, ShiftView, SHIFT_THUMBNAILS};
 pub use streamed::Streamed;
 
+use answers::Answers;
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
@@ -127,9 +129,9 @@ struct Cache {
     /// The uniform draws behind the ECE noise floor of the evaluation rows (independent of T).
     noise_floor_draws: Option<OutcomeDraws>,
     /// Bootstrap intervals a worker computed for this network and split.
-    intervals: Vec<(IntervalRequest, MetricIntervals)>,
+    intervals: Answers<IntervalRequest, MetricIntervals>,
     /// Temperature scaling's rivals a worker computed for this network and split.
-    rivals: Vec<(RivalsRequest, RivalsView)>,
+    rivals: Answers<RivalsRequest, RivalsView>,
     /// Softmax of both halves at the temperature of the last conformal view.
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
@@ -375,8 +377,8 @@ impl Lab {
                 smooth_fixed: None,
                 band_resamples: None,
                 noise_floor_draws: None,
-                intervals: Vec::new(),
-                rivals: Vec::new(),
+                intervals: Answers::default(),
+                rivals: Answers::default(),
                 probabilities: None,
                 score_tables: Vec::new(),
             });

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::answers::WorkerRequest;
 use super::{Halves, Lab, LabError};
 use crate::calibration::{Binning, Logits};
 use crate::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
@@ -105,13 +106,7 @@ impl Lab {
     /// Keeps rivals a worker computed, if they are for the network and split shown now (an
     /// answer that arrives after a switch is dropped).
     pub fn add_rivals(&mut self, request: RivalsRequest, view: RivalsView) {
-        if request.model != self.active || request.split != self.split_seed {
-            return;
-        }
-        if let Some(cache) = self.cache.as_mut() {
-            cache.rivals.retain(|(kept, _)| kept != &request);
-            cache.rivals.push((request, view));
-        }
+        self.keep_answer(|cache| &mut cache.rivals, request, view);
     }
 
     /// The rivals with these bins, or the request for them when every row has arrived and
@@ -121,26 +116,20 @@ impl Lab {
         bins: usize,
         binning: Binning,
     ) -> Result<Result<RivalsView, Option<RivalsRequest>>, LabError> {
-        let complete = self.model(self.active)?.is_complete();
-        let (model, split) = (self.active, self.split_seed);
-        let cache = self.prepared()?;
         let request = RivalsRequest {
-            model,
-            split,
-            temperature: cache.fit.temperature,
+            model: self.active,
+            split: self.split_seed,
+            temperature: self.prepared()?.fit.temperature,
             bins,
             binning,
         };
-        let kept = cache
-            .rivals
-            .iter()
-            .find(|(kept, _)| kept == &request)
-            .map(|(_, view)| view.clone());
-        Ok(match kept {
-            Some(view) => Ok(view),
-            None if complete => Err(Some(request)),
-            None => Err(None),
-        })
+        self.kept_answer(|cache| &mut cache.rivals, request)
+    }
+}
+
+impl WorkerRequest for RivalsRequest {
+    fn network_and_split(&self) -> (usize, u64) {
+        (self.model, self.split)
     }
 }
 

@@ -37,7 +37,8 @@
 use candle_core::{Device, Module, Storage, Tensor};
 use candle_nn::{Conv2d, Linear};
 
-use super::{Cnn, CONV1_CHANNELS, CONV2_CHANNELS, NUM_CLASSES, POOLED_SIDE};
+use super::{Cnn, CONV1_CHANNELS, CONV2_CHANNELS, POOLED_SIDE};
+use crate::data::NUM_CLASSES;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
 
 /// Images per im2col and matrix product. The largest buffer, the second convolution's patch

@@ -17,12 +17,13 @@ mod state;
 
 use serde::Serialize;
 
-use crate::data::{DataError, FASHION_MNIST_CLASSES, IMAGE_SIDE};
+use crate::data::{
+    DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
+};
 use crate::lab::{
     ConformalView, Explanation, IntervalRequest, Lab, LabError, OodSet, OodStore, RivalsRequest,
     ShiftStore, ShiftView, TemperatureView,
 };
-use crate::model::NUM_CLASSES;
 
 pub use figure::{ExperimentRun, Figure, FigureError, FigureInfo, Sources, FIGURES};
 pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
@@ -59,13 +60,12 @@ pub fn noise_pixels(set: OodSet) -> Option<Vec<u8>> {
     )
 }
 
-/// The MNIST digits of an IDX images file (gzipped or not), `[OOD_IMAGES, 28, 28]`.
+/// The pixels of the MNIST digits, `[OOD_IMAGES, 28, 28]`, from their IDX file's `images`.
 ///
 /// # Errors
-/// [`DataError`] when the file is not IDX images of 28×28 or holds another number of images
-/// than the page's store has room for.
-pub fn mnist_pixels(bytes: &[u8], source_name: &str) -> Result<Vec<u8>, DataError> {
-    let images = crate::data::parse_idx_images(bytes, source_name)?;
+/// [`DataError::WrongImageCount`] when they are another number of images than the page's store
+/// has room for.
+pub fn mnist_pixels(images: Images, source_name: &str) -> Result<Vec<u8>, DataError> {
     if images.len() != OOD_IMAGES {
         return Err(DataError::WrongImageCount {
             source_name: source_name.to_string(),
@@ -90,6 +90,8 @@ pub struct Limits {
     pub model_index: std::collections::BTreeMap<String, usize>,
     pub defaults: PageState,
     pub image_side: usize,
+    /// Bytes of the test images' IDX header ([`crate::data::idx_image_count`] reads it).
+    pub images_header: usize,
     pub classes: usize,
     pub class_names: &'static [&'static str],
     pub batch: usize,
@@ -118,6 +120,7 @@ pub fn limits() -> Limits {
             .collect(),
         defaults: PageState::default(),
         image_side: IMAGE_SIDE,
+        images_header: IDX_IMAGES_HEADER,
         classes: NUM_CLASSES,
         class_names: &FASHION_MNIST_CLASSES,
         batch: INFERENCE_BATCH,

@@ -8,7 +8,7 @@ use super::readouts::{grouped, metric, metric_cell, text, Patch, TableCell, Tabl
 use super::state::{serde_name, Network, PageState};
 use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::{ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore};
-use crate::model::{ODIN_EPSILON, ODIN_TEMPERATURE};
+use crate::ood::{ODIN_EPSILON, ODIN_TEMPERATURE};
 use crate::ood_view::{
     thin_roc_curve, LogitNormMeans, OodView, PairedHistogram, RocPoint, ScoreKind as OodScore,
 };

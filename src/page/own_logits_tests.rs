@@ -45,6 +45,15 @@ fn file<'a>(name: &'a str, bytes: &'a [u8]) -> OwnFile<'a> {
     OwnFile { name, bytes }
 }
 
+/// The files read as the inference worker reads them, then made a lab as the page makes it.
+fn load(
+    logits: OwnFile,
+    labels: OwnFile,
+    names: Option<OwnFile>,
+) -> Result<OwnLogits, OwnLogitsError> {
+    lab(read(logits, labels, names)?)
+}
+
 fn loaded() -> OwnLogits {
     let (logits, labels) = csv_files();
     load(

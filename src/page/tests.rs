@@ -319,7 +319,12 @@ fn the_committed_digits_fill_the_ood_store_and_another_count_is_refused_by_name(
     );
     let bytes = std::fs::read(path).unwrap();
     assert_eq!(
-        mnist_pixels(&bytes, "digits").unwrap().len(),
+        mnist_pixels(
+            crate::data::parse_idx_images(&bytes, "digits").unwrap(),
+            "digits"
+        )
+        .unwrap()
+        .len(),
         OOD_IMAGES * IMAGE_SIDE * IMAGE_SIDE
     );
 
@@ -331,7 +336,12 @@ fn the_committed_digits_fill_the_ood_store_and_another_count_is_refused_by_name(
     }
     three.resize(three.len() + 3 * IMAGE_SIDE * IMAGE_SIDE, 0);
     assert_eq!(
-        mnist_pixels(&three, "short.idx").unwrap_err().to_string(),
+        mnist_pixels(
+            crate::data::parse_unzipped_idx_images(&three, "short.idx").unwrap(),
+            "short.idx"
+        )
+        .unwrap_err()
+        .to_string(),
         format!("short.idx: holds 3 images, expected {OOD_IMAGES}")
     );
 }

@@ -1,4 +1,5 @@
-//! Drawing backends that measure text with a canvas's 2D context.
+//! The page's one drawing backend: text measured by a canvas's 2D context, drawing on that
+//! canvas or into an SVG text for a download.
 //!
 //! In the browser plotters measures text (for axis label layout and legends) by inserting a
 //! `<span>` with an inline style into the page and reading its size: that forces a layout of
@@ -6,9 +7,13 @@
 //! Content-Security-Policy (no inline styles) refuses the style, so the size is wrong.
 //! `measureText` on a canvas's own 2D context gives the width without touching the page, so
 //! [`Measured`] answers `estimate_text_size` that way and passes every drawing call through to
-//! the backend it wraps: [`CanvasBackend`] on the page, plotters' SVG backend for a download.
+//! its [`Target`].
+//!
+//! One type for both targets, not a generic wrapper: every figure's drawing code is generic
+//! over the backend, and two backends would compile it twice into the page's module (about
+//! 100 KB of its code).
 
-use plotters::prelude::DrawingBackend;
+use plotters::prelude::{DrawingBackend, SVGBackend};
 use plotters_backend::{
     BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind,
 };
@@ -19,10 +24,45 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 /// Line height as a multiple of the font size, as browsers lay out a single line of text.
 const LINE_HEIGHT: f64 = 1.15;
 
+/// Where a [`Measured`] backend draws.
+enum Target<'a> {
+    /// The page's canvas.
+    Canvas(CanvasBackend),
+    /// An SVG document written into a string, for a download.
+    Svg(SVGBackend<'a>),
+}
+
 /// A backend with text measured by a canvas's 2D context.
-pub struct Measured<B> {
-    inner: B,
+pub struct Measured<'a> {
+    target: Target<'a>,
     context: CanvasRenderingContext2d,
+}
+
+/// A drawing error of either target, by its message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(String);
+
+/// `result` with the target's error replaced by its message.
+fn lift<T, E: std::error::Error + Send + Sync>(
+    result: Result<T, DrawingErrorKind<E>>,
+) -> Result<T, DrawingErrorKind<DrawError>> {
+    result.map_err(|e| match e {
+        DrawingErrorKind::DrawingError(e) => {
+            DrawingErrorKind::DrawingError(DrawError(e.to_string()))
+        }
+        DrawingErrorKind::FontError(e) => DrawingErrorKind::FontError(e),
+    })
+}
+
+/// Calls the same method on whichever target `$self` draws on.
+macro_rules! on_target {
+    ($self:ident, $backend:ident => $call:expr) => {
+        match &mut $self.target {
+            Target::Canvas($backend) => lift($call),
+            Target::Svg($backend) => lift($call),
+        }
+    };
 }
 
 /// The 2D context of `canvas`, if it has one.
@@ -30,39 +70,43 @@ fn context_of(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
     canvas.get_context("2d").ok()??.dyn_into().ok()
 }
 
-impl Measured<CanvasBackend> {
+impl Measured<'static> {
     /// Draws on `canvas`; `None` when it has no 2D context.
     pub fn canvas(canvas: HtmlCanvasElement) -> Option<Self> {
         Some(Self {
             context: context_of(&canvas)?,
-            inner: CanvasBackend::with_canvas_object(canvas)?,
+            target: Target::Canvas(CanvasBackend::with_canvas_object(canvas)?),
         })
     }
 }
 
-impl<B> Measured<B> {
-    /// Draws on `inner`, measuring text with the 2D context of `canvas` (`None` without one).
-    pub fn with(inner: B, canvas: &HtmlCanvasElement) -> Option<Self> {
+impl<'a> Measured<'a> {
+    /// Writes an SVG document of `size` into `text`, measuring text with the 2D context of
+    /// `canvas` (`None` without one).
+    pub fn svg(text: &'a mut String, size: (u32, u32), canvas: &HtmlCanvasElement) -> Option<Self> {
         Some(Self {
             context: context_of(canvas)?,
-            inner,
+            target: Target::Svg(SVGBackend::with_string(text, size)),
         })
     }
 }
 
-impl<B: DrawingBackend> DrawingBackend for Measured<B> {
-    type ErrorType = B::ErrorType;
+impl DrawingBackend for Measured<'_> {
+    type ErrorType = DrawError;
 
     fn get_size(&self) -> (u32, u32) {
-        self.inner.get_size()
+        match &self.target {
+            Target::Canvas(backend) => backend.get_size(),
+            Target::Svg(backend) => backend.get_size(),
+        }
     }
 
     fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.ensure_prepared()
+        on_target!(self, backend => backend.ensure_prepared())
     }
 
     fn present(&mut self) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.present()
+        on_target!(self, backend => backend.present())
     }
 
     fn draw_pixel(
@@ -70,7 +114,7 @@ impl<B: DrawingBackend> DrawingBackend for Measured<B> {
         point: BackendCoord,
         color: BackendColor,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_pixel(point, color)
+        on_target!(self, backend => backend.draw_pixel(point, color))
     }
 
     fn draw_line<S: BackendStyle>(
@@ -79,7 +123,7 @@ impl<B: DrawingBackend> DrawingBackend for Measured<B> {
         to: BackendCoord,
         style: &S,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_line(from, to, style)
+        on_target!(self, backend => backend.draw_line(from, to, style))
     }
 
     fn draw_rect<S: BackendStyle>(
@@ -89,7 +133,7 @@ impl<B: DrawingBackend> DrawingBackend for Measured<B> {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_rect(upper_left, bottom_right, style, fill)
+        on_target!(self, backend => backend.draw_rect(upper_left, bottom_right, style, fill))
     }
 
     fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
@@ -97,7 +141,7 @@ impl<B: DrawingBackend> DrawingBackend for Measured<B> {
         path: I,
         style: &S,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_path(path, style)
+        on_target!(self, backend => backend.draw_path(path, style))
     }
 
     fn draw_circle<S: BackendStyle>(
@@ -107,7 +151,7 @@ impl<B: DrawingBackend> DrawingBackend for Measured<B> {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_circle(center, radius, style, fill)
+        on_target!(self, backend => backend.draw_circle(center, radius, style, fill))
     }
 
     fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
@@ -115,7 +159,7 @@ impl<B: DrawingBackend> DrawingBackend for Measured<B> {
         vertices: I,
         style: &S,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.fill_polygon(vertices, style)
+        on_target!(self, backend => backend.fill_polygon(vertices, style))
     }
 
     fn draw_text<S: BackendTextStyle>(
@@ -124,7 +168,7 @@ impl<B: DrawingBackend> DrawingBackend for Measured<B> {
         style: &S,
         pos: BackendCoord,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        self.inner.draw_text(text, style, pos)
+        on_target!(self, backend => backend.draw_text(text, style, pos))
     }
 
     fn estimate_text_size<S: BackendTextStyle>(

@@ -2,8 +2,8 @@
 // conformal labs drawn on them, for logits of growing size. Prints a Markdown table; asserts
 // nothing about speed. Run through scripts/bench, after the page's benchmark.
 //
-// For each file set: read (File -> bytes), parse and build the lab (Page.load_own_logits: the
-// parsers of `calibra report`, the checks, the split), the temperature lab's first frame (the
+// For each file set: read (File -> bytes), parse (in a worker, OwnLogitsFiles: the parsers of
+// `calibra report` and the checks) and build the lab (Page.load_own_logits: the split), the temperature lab's first frame (the
 // fit, every metric, the charts on screen) once "Go to the temperature lab" brings it on
 // screen, then the conformal lab's first frame once scrolled into view; and, apart, when the
 // rivals' fits come back from the bootstrap worker (counted from the files' reading). The

@@ -32,6 +32,7 @@ export async function benchFolder() {
     "index.html": path.join(HERE, "peer/index.html"),
     "peer.js": path.join(HERE, "peer/peer.js"),
     pkg: path.join(SITE_DIR, "pkg"),
+    "pkg-worker": path.join(SITE_DIR, "pkg-worker"),
     assets: path.join(SITE_DIR, "assets"),
     "tf-core.min.js": path.join(TFJS, "tfjs-core/dist/tf-core.min.js"),
     "tf-backend-wasm.min.js": path.join(TFJS, "tfjs-backend-wasm/dist/tf-backend-wasm.min.js"),

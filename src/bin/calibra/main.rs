@@ -22,8 +22,9 @@ use std::process::ExitCode;
 
 use calibra::calibration::Binning;
 use calibra::conformal::ScoreKind;
+use calibra::data::NUM_CLASSES;
 use calibra::lab::ShiftedSet;
-use calibra::model::{Classifier, NUM_CLASSES};
+use calibra::model::Classifier;
 use calibra::recalibration::Method;
 use calibra::shift::Corruption;
 use calibra::{data, input, own_image};

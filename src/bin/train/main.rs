@@ -30,8 +30,9 @@ use std::collections::HashMap;
 
 use adam::{Adam, AdamConfig};
 use calibra::calibration::{self, Binning, CalibrationReport, Logits};
+use calibra::data::NUM_CLASSES;
 use calibra::data::{self, Dataset, FashionMnistPart, DEBIAN_FASHION_MNIST_DIR};
-use calibra::model::{images_to_tensor, Classifier, Cnn, NUM_CLASSES};
+use calibra::model::{images_to_tensor, Classifier, Cnn};
 use calibra::ood;
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::{loss, VarBuilder, VarMap};

@@ -1,17 +1,21 @@
 // The side-by-side inference benchmark's page (tests/e2e/peer-bench.mjs serves and drives it):
-// the very same weights and test images through calibra's module (the page's build, Model.logits)
+// the very same weights and test images through calibra's inference worker's module
+// (Model.logits; the images are read by the page's module)
 // and through TensorFlow.js with its WebAssembly backend (XNNPACK, one thread: without
 // cross-origin isolation it runs its non-threaded SIMD build), after checking that both give
 // the same logits. Each engine runs batches of 1, 64 and 256 on one thread, the main one (the
 // call calibra's inference worker makes). With ?check-only the page only compares the logits
 // (tests/e2e/peer.test.mjs: an independent implementation of the network).
-import init, { Model, parse_images } from "./pkg/calibra.js";
+import initPage, { parse_images } from "./pkg/calibra.js";
+import initWorker, { Model } from "./pkg-worker/calibra.js";
 
 const WEIGHTS_URL = "assets/models/fmnist-ce.safetensors";
 const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const SIDE = 28;
 
 const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
+// The page's module reads IDX files unzipped: the browser unzips them.
+const unzippedBytesOf = async (url) => new Uint8Array(await new Response((await fetch(url)).body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
 
 // The tensors of a safetensors file (all F32 here): { name: { shape, data: Float32Array } }.
 function readSafetensors(bytes) {
@@ -86,7 +90,7 @@ async function simdPeak() {
 }
 
 async function main() {
-  const [weights, imageFile] = await Promise.all([bytesOf(WEIGHTS_URL), bytesOf(IMAGES_URL), init()]);
+  const [weights, imageFile] = await Promise.all([bytesOf(WEIGHTS_URL), unzippedBytesOf(IMAGES_URL), initPage(), initWorker()]);
   const images = parse_images(imageFile, IMAGES_URL);
   tf.wasm.setWasmPaths(new URL("./", location.href).href);
   await tf.setBackend("wasm");

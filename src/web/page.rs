@@ -1,0 +1,713 @@
+//! The page's exports: its state, the labs and their drawing, and the bootstrap worker's
+//! `Bootstrap`; no network (that is [`super::model`]'s, in the inference worker's module).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::HtmlCanvasElement;
+
+use super::canvas::Measured;
+use super::to_js;
+use crate::calibration;
+use crate::data::{self, NUM_CLASSES};
+use crate::lab::{self, ImageSet, OodSet, OodStore, ShiftStore, ShiftedSet};
+use crate::own_image;
+use crate::page::own_image::{OodThresholds, OwnImage};
+use crate::page::{self, Figure, PageState, Visible};
+use crate::plot::ChartStyle;
+
+/// Unsigned-byte pixels `[n, 28, 28]` of an unzipped IDX images file: the page's module has
+/// no gzip decoder, the browser unzips (`DecompressionStream`).
+#[wasm_bindgen]
+pub fn parse_images(bytes: &[u8], name: &str) -> Result<Vec<u8>, JsError> {
+    let images = data::parse_unzipped_idx_images(bytes, name)?;
+    Ok(images.pixels().to_vec())
+}
+
+/// The number of images an IDX images file declares, from its header (the first
+/// `limits().images_header` bytes, unzipped): the page reads the test images as they arrive.
+#[wasm_bindgen]
+pub fn idx_image_count(header: &[u8], name: &str) -> Result<usize, JsError> {
+    Ok(data::idx_image_count(header, name)?)
+}
+
+/// Labels of an unzipped IDX labels file.
+#[wasm_bindgen]
+pub fn parse_labels(bytes: &[u8], name: &str) -> Result<Vec<u8>, JsError> {
+    Ok(data::parse_unzipped_idx_labels(bytes, name)?)
+}
+
+/// The pixels (`Uint8Array [n, 28, 28]`) of a generated noise set (`"gaussian"`, `"uniform"`).
+#[wasm_bindgen]
+pub fn noise_pixels(set: &str) -> Result<Vec<u8>, JsError> {
+    let set: OodSet = parse_name("OOD set", set)?;
+    page::noise_pixels(set).ok_or_else(|| JsError::new(&format!("{set:?} is not a noise set")))
+}
+
+/// Test images `first_row..` (`pixels`, `[n, 28, 28]`) as they are in the corrupted copy `set`
+/// (`shift-rotation-3`): the page makes a copy a part at a time, between frames.
+#[wasm_bindgen]
+pub fn shifted_pixels(pixels: &[u8], first_row: usize, set: &str) -> Result<Vec<u8>, JsError> {
+    Ok(ShiftedSet::parse(set)?.pixels_from(pixels, first_row)?)
+}
+
+/// Test images `rows` of `test_pixels` as they are in the corrupted copy `set`
+/// (`Uint8Array [rows, 28, 28]`): the shift lab's thumbnails.
+#[wasm_bindgen]
+pub fn shifted_rows(test_pixels: &[u8], rows: &[u32], set: &str) -> Result<Vec<u8>, JsError> {
+    let rows: Vec<usize> = rows.iter().map(|&row| row as usize).collect();
+    Ok(ShiftedSet::parse(set)?.rows_pixels(test_pixels, &rows)?)
+}
+
+/// The pixels (`Uint8Array [n, 28, 28]`) of the MNIST digits' IDX file, unzipped, checked to
+/// hold as many images as the page's OOD store.
+#[wasm_bindgen]
+pub fn parse_mnist(bytes: &[u8], name: &str) -> Result<Vec<u8>, JsError> {
+    Ok(page::mnist_pixels(
+        data::parse_unzipped_idx_images(bytes, name)?,
+        name,
+    )?)
+}
+
+/// The size `[width, height]` at which the page draws a picture of `width`×`height` before
+/// [`Page::set_own_image`] ([`own_image::page_picture_size`]).
+#[wasm_bindgen]
+pub fn own_picture_size(width: u32, height: u32) -> Vec<u32> {
+    let (width, height) = own_image::page_picture_size(width, height);
+    vec![width, height]
+}
+
+/// Every constant the page's script needs ([`page::Limits`]).
+#[wasm_bindgen]
+pub fn limits() -> Result<JsValue, JsError> {
+    to_js(&page::limits())
+}
+
+/// A state, the hash that writes it and its controls' patches, after a link, a control or a
+/// button: the page shows the controls at once, the labs at the next frame.
+#[derive(Serialize)]
+struct Next {
+    state: PageState,
+    hash: String,
+    patches: Vec<page::Patch>,
+    /// The hash entries that were ignored, each as a sentence.
+    rejected: Vec<String>,
+}
+
+impl Next {
+    fn of(state: PageState, rejected: Vec<String>) -> Self {
+        Self {
+            hash: state.to_hash(),
+            patches: page::control_patches(&state),
+            state,
+            rejected,
+        }
+    }
+}
+
+/// The state a URL hash describes: `{state, hash, patches, rejected}`, with each ignored entry
+/// and why.
+#[wasm_bindgen]
+pub fn read_hash(hash: &str) -> Result<JsValue, JsError> {
+    let (state, rejected) = PageState::from_hash(hash);
+    to_js(&Next::of(
+        state,
+        rejected.iter().map(ToString::to_string).collect(),
+    ))
+}
+
+/// The hash of `state` shown as `embed` (`"none"`: the whole page; a figure's id: that figure
+/// alone), for the embed code and the embed view's link back to the article.
+#[wasm_bindgen]
+pub fn view_hash(state: JsValue, embed: &str) -> Result<String, JsError> {
+    Ok(read_state(state)?.set("embed", embed)?.to_hash())
+}
+
+/// One network's two halves in the page's worker, which answers interval and rivals requests
+/// there, so that the page's frames stay short.
+#[wasm_bindgen]
+pub struct Bootstrap(lab::Halves);
+
+#[wasm_bindgen]
+impl Bootstrap {
+    /// The halves: logits `[n, classes]` row-major and their labels, each.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        classes: usize,
+        calibration_logits: Vec<f32>,
+        calibration_labels: Vec<u32>,
+        evaluation_logits: Vec<f32>,
+        evaluation_labels: Vec<u32>,
+    ) -> Result<Bootstrap, JsError> {
+        Ok(Bootstrap(lab::Halves::new(
+            classes,
+            (calibration_logits, calibration_labels),
+            (evaluation_logits, evaluation_labels),
+        )?))
+    }
+
+    /// The intervals of `request` (an [`lab::IntervalRequest`]): `{ece, smece, nll, brier}`,
+    /// each `{estimate, lower, upper}`.
+    pub fn intervals(&self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::IntervalRequest = from_js(request, "interval request")?;
+        to_js(&self.0.intervals(&request)?)
+    }
+
+    /// The rivals of `request` (a [`lab::RivalsRequest`]), a [`lab::RivalsView`].
+    pub fn rivals(&mut self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::RivalsRequest = from_js(request, "rivals request")?;
+        to_js(&self.0.rivals(&request)?)
+    }
+}
+
+/// The test set's labels, the logits of each bundled network on the test images and on the
+/// OOD sets as inference streams them in, and the page's one render call.
+#[wasm_bindgen]
+pub struct Page {
+    lab: lab::Lab,
+    /// The reader's own logits and labels, which the temperature and conformal labs show
+    /// instead of the test images while they are loaded.
+    own_logits: Option<lab::Lab>,
+    store: OodStore,
+    /// Each network's logits on the corrupted copies of the test images.
+    shifts: ShiftStore,
+    /// What the rivals' canvas shows: their diagrams do not depend on the slider's T, so a
+    /// temperature frame redraws them only when these change.
+    rivals_drawn: Option<RivalsDrawn>,
+    /// The tables' rows as last sent, so that an unchanged table is not rebuilt.
+    tables: page::SentTables,
+    /// The last coverage experiment, which its figure shows until the next run.
+    experiment: Option<page::ExperimentRun>,
+    /// The reader's own picture, once they have drawn or chosen one.
+    own_image: Option<OwnImage>,
+    own_image_thresholds: OodThresholds,
+}
+
+/// The rivals' reliability bins as drawn, and the canvas's size in device pixels.
+#[derive(PartialEq)]
+struct RivalsDrawn {
+    bins: Vec<Vec<calibration::Bin>>,
+    size: (u32, u32),
+    text_scale: f64,
+}
+
+#[wasm_bindgen]
+impl Page {
+    /// A page over the test `labels`, with room for [`page::OOD_IMAGES`] images of each OOD set.
+    #[wasm_bindgen(constructor)]
+    pub fn new(labels: &[u8]) -> Result<Page, JsError> {
+        let labels: Vec<u32> = labels.iter().map(|&l| u32::from(l)).collect();
+        let rows = labels.len();
+        let models = page::MODELS.len();
+        let ood = page::OOD_IMAGES;
+        Ok(Page {
+            lab: lab::Lab::new(labels, NUM_CLASSES, models)?
+                .with_class_names(data::fashion_mnist_class_names())?,
+            own_logits: None,
+            store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
+            shifts: ShiftStore::new(NUM_CLASSES, models, rows),
+            rivals_drawn: None,
+            tables: page::SentTables::default(),
+            experiment: None,
+            own_image: None,
+            own_image_thresholds: OodThresholds::default(),
+        })
+    }
+
+    /// Makes the reader's picture (`rgba`: `width`×`height` RGBA bytes, row-major) the 28×28
+    /// the networks read, with `invert` (`"auto"`, `"on"`, `"off"`), finds its closest images
+    /// among `test_pixels` (`[n, 28, 28]`), and returns the 28×28 (`Uint8Array`). The logits
+    /// of the picture before are dropped; a picture refused leaves it as it was.
+    pub fn set_own_image(
+        &mut self,
+        rgba: &[u8],
+        width: usize,
+        height: usize,
+        invert: &str,
+        test_pixels: &[u8],
+    ) -> Result<Vec<u8>, JsError> {
+        let invert: own_image::Invert = parse_name("invert", invert)?;
+        let prepared = own_image::prepare(rgba, width, height, invert)?;
+        let image = OwnImage::new(prepared, test_pixels, page::MODELS.len())?;
+        let pixels = image.pixels().to_vec();
+        self.own_image = Some(image);
+        Ok(pixels)
+    }
+
+    /// Keeps the logits (`Float32Array [10]`) of `model` on the reader's picture `pixels` (the
+    /// 28×28 they were computed from: logits of a picture since replaced are dropped).
+    pub fn add_own_logits(
+        &mut self,
+        model: usize,
+        pixels: &[u8],
+        logits: &[f32],
+    ) -> Result<(), JsError> {
+        match &mut self.own_image {
+            Some(image) if image.pixels() == pixels => Ok(image.add_logits(model, logits)?),
+            _ => Ok(()),
+        }
+    }
+
+    /// Shows the reader's logits (`Float32Array [n, K]`) and `labels` in the temperature and
+    /// conformal labs, with `about` them ([`page::own_logits::OwnAbout`]): what the inference
+    /// worker's [`super::OwnLogitsFiles`] read. Data refused leaves the data shown before as it
+    /// was; the message names the logits file.
+    pub fn load_own_logits(
+        &mut self,
+        logits: Vec<f32>,
+        labels: Vec<u32>,
+        about: JsValue,
+    ) -> Result<(), JsError> {
+        let about = from_js(about, "description of the files")?;
+        let table = page::own_logits::OwnTable {
+            logits,
+            labels,
+            about,
+        };
+        self.own_logits = Some(page::own_logits::lab(table)?.lab);
+        self.data_changed();
+        Ok(())
+    }
+
+    /// Shows the test images again in the temperature and conformal labs.
+    pub fn show_test_images(&mut self) {
+        self.own_logits = None;
+        self.data_changed();
+    }
+
+    /// The reader's 28×28 as an IDX images file of one image (what `calibra logits` reads).
+    pub fn own_image_idx(&self) -> Result<Vec<u8>, JsError> {
+        self.own_image
+            .as_ref()
+            .map(OwnImage::idx_file)
+            .ok_or_else(|| JsError::new("there is no picture yet: draw or choose one first"))
+    }
+
+    /// Stores a batch of logits of `model` on `set` (`"test"`, an OOD set's name or a corrupted
+    /// copy's) for rows `start..`; returns how many rows of that model and set have arrived.
+    pub fn add_logits(
+        &mut self,
+        model: usize,
+        set: &str,
+        start: usize,
+        logits: &[f32],
+    ) -> Result<usize, JsError> {
+        if let Ok(shifted) = ShiftedSet::parse(set) {
+            return Ok(self.shifts.add_logits(model, shifted, start, logits)?);
+        }
+        let set: ImageSet = parse_name("image set", set)?;
+        Ok(match set.ood() {
+            None => {
+                self.lab.add_logits(model, start, logits)?;
+                self.lab.arrived(model)?
+            }
+            Some(ood) => self.store.add_logits(model, ood, start, logits)?,
+        })
+    }
+
+    /// Stores a batch of ODIN scores of `model` on `set`; returns how many rows of that model
+    /// and set have arrived.
+    pub fn add_odin(
+        &mut self,
+        model: usize,
+        set: &str,
+        start: usize,
+        scores: &[f64],
+    ) -> Result<usize, JsError> {
+        let set: ImageSet = parse_name("image set", set)?;
+        Ok(self.store.add_odin(model, set, start, scores)?)
+    }
+
+    /// The logits of `model` on `set` (`Float32Array [n, 10]`), once all have arrived: what the
+    /// page computed, for a download or a check against the command-line tool.
+    pub fn logits(&self, model: usize, set: &str) -> Result<Vec<f32>, JsError> {
+        if let Ok(shifted) = ShiftedSet::parse(set) {
+            return self
+                .shifts
+                .complete_logits(model, shifted)
+                .map(<[f32]>::to_vec)
+                .ok_or_else(|| JsError::new("these logits have not all arrived yet"));
+        }
+        let set: ImageSet = parse_name("image set", set)?;
+        let logits = match set.ood() {
+            None => self.lab.complete_logits(model)?.map(<[f32]>::to_vec),
+            Some(ood) => self.store.complete_logits(model, ood)?.map(<[f32]>::to_vec),
+        };
+        logits.ok_or_else(|| JsError::new("these logits have not all arrived yet"))
+    }
+
+    /// The shown lab's halves once all its rows have arrived, for the worker that
+    /// computes the intervals and the rivals: `{model, split, classes, calibration_logits,
+    /// calibration_labels, evaluation_logits, evaluation_labels}`, logits as `Float32Array`
+    /// `[n, classes]`, labels as `Uint32Array` `[n]`.
+    pub fn halves(&mut self) -> Result<JsValue, JsError> {
+        let lab = self.shown_lab();
+        // The lab's own, as its requests name them: with the reader's logits shown, the one
+        // model whatever network the state names.
+        let (model, split, classes) = (lab.shown_model(), lab.split_seed(), lab.num_classes());
+        let (calibration, evaluation) = lab.complete_halves()?;
+        let object = js_sys::Object::new();
+        for (key, value) in [
+            ("model", JsValue::from(model)),
+            ("classes", JsValue::from(classes)),
+            // A number, as requests carry it (the seeds are the state's `u32`s), not a BigInt.
+            ("split", JsValue::from_f64(split as f64)),
+            (
+                "calibration_logits",
+                js_sys::Float32Array::from(&calibration.logits[..]).into(),
+            ),
+            (
+                "calibration_labels",
+                js_sys::Uint32Array::from(&calibration.labels[..]).into(),
+            ),
+            (
+                "evaluation_logits",
+                js_sys::Float32Array::from(&evaluation.logits[..]).into(),
+            ),
+            (
+                "evaluation_labels",
+                js_sys::Uint32Array::from(&evaluation.labels[..]).into(),
+            ),
+        ] {
+            js_sys::Reflect::set(&object, &key.into(), &value)
+                .map_err(|_| JsError::new("cannot build the halves' object"))?;
+        }
+        Ok(object.into())
+    }
+
+    /// Keeps the rivals a worker computed for `request` (a [`lab::RivalsRequest`]); they are
+    /// dropped if the network or split changed since.
+    pub fn add_rivals(&mut self, request: JsValue, rivals: JsValue) -> Result<(), JsError> {
+        let request = from_js(request, "rivals request")?;
+        let rivals = from_js(rivals, "rivals")?;
+        self.shown_lab().add_rivals(request, rivals);
+        Ok(())
+    }
+
+    /// Keeps the bootstrap intervals a worker computed for `request` (an
+    /// [`lab::IntervalRequest`]); they are dropped if the network or split changed since.
+    pub fn add_intervals(&mut self, request: JsValue, intervals: JsValue) -> Result<(), JsError> {
+        let request = from_js(request, "interval request")?;
+        let intervals = from_js(intervals, "intervals")?;
+        self.shown_lab().add_intervals(request, intervals);
+        Ok(())
+    }
+
+    /// `{state, hash, patches}` after control `id` took `value` (a slider's position, a select's value,
+    /// a checkbox's `"true"`/`"false"`).
+    pub fn control(&self, state: JsValue, id: &str, value: &str) -> Result<JsValue, JsError> {
+        let next = read_state(state)?.set_control(id, value)?;
+        to_js(&Next::of(next, Vec::new()))
+    }
+
+    /// `{state, hash, patches}` after the button `action` (`fit`, `reset-temperature`, `new-split`, a
+    /// preset's name).
+    pub fn action(&mut self, state: JsValue, action: &str) -> Result<JsValue, JsError> {
+        let fitted = self
+            .shown_lab()
+            .fitted_temperature()
+            .ok()
+            .map(|f| f.temperature);
+        let next = read_state(state)?.act(action, fitted)?;
+        to_js(&Next::of(next, Vec::new()))
+    }
+
+    /// The frame's one call: applies `state`, recomputes the labs `visible` says are on screen
+    /// (`{temperature, conformal, gallery, ood, explain, figures}`), redraws those of their
+    /// figures it names (canvas ids), and returns the readouts ([`page::Readouts`]).
+    ///
+    /// A lab's figures off screen are left as they are: drawing is most of a slider frame's
+    /// time, and the temperature lab's five figures span several screens. The page asks for a
+    /// frame with the lab recomputed when one of them scrolls into view.
+    pub fn render(&mut self, state: JsValue, visible: JsValue) -> Result<JsValue, JsError> {
+        let state = read_state(state)?;
+        let visible: Visible = from_js(visible, "visibility object")?;
+        let on_screen = &visible.figures;
+        let data = self.lab_data();
+        let mut frame = page::render(data, &state, &visible)?;
+        if let (true, Some(image)) = (visible.own_image, &self.own_image) {
+            let (patches, readouts) = page::own_image::render(
+                &mut self.lab,
+                &mut self.own_image_thresholds,
+                &state,
+                image,
+            )?;
+            frame.readouts.patches.extend(patches);
+            frame.readouts.own_image = Some(readouts);
+        }
+        self.tables.drop_unchanged(&mut frame.readouts.patches);
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: self.experiment.as_ref(),
+        };
+        let mut shown = Vec::new();
+        if let Some(view) = &frame.temperature {
+            shown.extend([
+                Figure::Reliability,
+                Figure::Histogram,
+                Figure::SmoothReliability,
+                Figure::Classwise,
+            ]);
+            // The rivals do not depend on T: redrawn only when their fits, bins or canvas
+            // change; blank while a worker fits them.
+            if let (Some(rivals), true) =
+                (&view.rivals, on_screen.contains(&Figure::RivalsReliability))
+            {
+                let drawn = RivalsDrawn {
+                    bins: rivals.reports.iter().map(|r| r.bins.clone()).collect(),
+                    size: pixel_size(&canvas_element(&Figure::RivalsReliability.id())?)?,
+                    text_scale: state.text_scale(),
+                };
+                if self.rivals_drawn.as_ref() != Some(&drawn) {
+                    shown.push(Figure::RivalsReliability);
+                    self.rivals_drawn = Some(drawn);
+                }
+            } else if view.rivals.is_none() && self.rivals_drawn.take().is_some() {
+                canvas_chart(&Figure::RivalsReliability.id(), state.text_scale())?;
+            }
+        }
+        if frame.conformal.is_some() {
+            shown.extend([
+                Figure::SetSizes,
+                Figure::PerClass,
+                Figure::Stratified,
+                Figure::Sweep,
+            ]);
+        }
+        if let Some(charts) = &frame.ood {
+            // The score histogram waits, blank, for ODIN's scores when ODIN is chosen.
+            if charts.score_histogram.is_some() {
+                shown.push(Figure::OodHistogram);
+            } else if on_screen.contains(&Figure::OodHistogram) {
+                canvas_chart(&Figure::OodHistogram.id(), state.text_scale())?;
+            }
+            shown.extend([Figure::OodRoc, Figure::OodNorms, Figure::TauChart]);
+        }
+        if let Some(view) = &frame.shift {
+            // The diagram waits, blank, for the shown severity's logits.
+            if view.current().is_some() {
+                shown.push(Figure::ShiftReliability);
+            } else if on_screen.contains(&Figure::ShiftReliability) {
+                canvas_chart(&Figure::ShiftReliability.id(), state.text_scale())?;
+            }
+            shown.push(Figure::ShiftSeverity);
+        }
+        if frame.conformal.is_some() {
+            // Sized before it is measured and drawn: a patch would arrive after this frame.
+            fit_per_class_canvas(frame.class_names.len())?;
+        }
+        for figure in shown.into_iter().filter(|f| on_screen.contains(f)) {
+            if let Some((area, style)) = canvas_chart(&figure.id(), state.text_scale())? {
+                page::figure::draw(figure, &sources, &area, &style)?;
+            }
+        }
+        to_js(&frame.readouts)
+    }
+
+    /// Draws `repetitions` (the input's text) random calibration/evaluation splits, plots
+    /// their evaluation coverage against Beta(k, n + 1 − k), and returns the summary's patches.
+    pub fn run_experiment(
+        &mut self,
+        state: JsValue,
+        repetitions: &str,
+    ) -> Result<JsValue, JsError> {
+        let state = read_state(state)?;
+        let (min, max, _) = page::REPETITIONS;
+        let repetitions: usize = repetitions
+            .trim()
+            .parse()
+            .ok()
+            .filter(|r| (min..=max).contains(r))
+            .ok_or_else(|| {
+                JsError::new(&format!(
+                    "Random splits R must be a whole number from {} to {}, not \"{repetitions}\".",
+                    page::grouped(min),
+                    page::grouped(max)
+                ))
+            })?;
+        let settings = state.conformal_settings();
+        let experiment =
+            self.shown_lab()
+                .coverage_experiment(&settings, repetitions, u64::from(state.split))?;
+        let target = 1.0 - settings.alpha;
+        let readouts = page::experiment_readouts(&state, &experiment);
+        let run = self.experiment.insert(page::ExperimentRun {
+            upper: target + 1.0 / (experiment.summary.n_calibration as f64 + 1.0),
+            target,
+            experiment,
+        });
+        let frame = page::Frame::default();
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: Some(run),
+        };
+        if let Some((area, style)) = canvas_chart(&Figure::Experiment.id(), state.text_scale())? {
+            page::figure::draw(Figure::Experiment, &sources, &area, &style)?;
+        }
+        to_js(&readouts)
+    }
+
+    /// `figure` (a canvas's id) in `state` as an SVG document the size of its canvas on screen,
+    /// drawn by the code that draws the canvas.
+    pub fn figure_svg(&mut self, state: JsValue, figure: &str) -> Result<String, JsError> {
+        let figure: Figure = parse_name("figure", figure)?;
+        let canvas = canvas_element(&figure.id())?;
+        let size = (
+            canvas.client_width().max(1) as u32,
+            canvas.client_height().max(1) as u32,
+        );
+        let frame = self.figure_frame(state, figure)?;
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: self.experiment.as_ref(),
+        };
+        let mut text = String::new();
+        let backend = Measured::svg(&mut text, size, &canvas)
+            .ok_or_else(|| JsError::new(&format!("canvas #{} has no 2D context", figure.id())))?;
+        page::figure::render_on(figure, &sources, backend, &ChartStyle { scale: 1.0 })?;
+        Ok(text)
+    }
+
+    /// The numbers `figure` (a canvas's id) draws in `state`, as CSV.
+    pub fn figure_csv(&mut self, state: JsValue, figure: &str) -> Result<String, JsError> {
+        let figure: Figure = parse_name("figure", figure)?;
+        let frame = self.figure_frame(state, figure)?;
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: self.experiment.as_ref(),
+        };
+        Ok(page::figure::csv(figure, &sources)?)
+    }
+}
+
+impl Page {
+    /// A frame with the view of `figure`'s lab alone.
+    fn figure_frame(&mut self, state: JsValue, figure: Figure) -> Result<page::Frame, JsError> {
+        let state = read_state(state)?;
+        let lab = figure.info().lab;
+        let visible = Visible {
+            temperature: lab == page::figure::FigureLab::Temperature,
+            conformal: lab == page::figure::FigureLab::Conformal,
+            ood: lab == page::figure::FigureLab::Ood,
+            shift: lab == page::figure::FigureLab::Shift,
+            figures: vec![figure],
+            ..Visible::default()
+        };
+        let data = self.lab_data();
+        Ok(page::render(data, &state, &visible)?)
+    }
+
+    /// The data the labs show: the reader's logits when loaded, else the bundled networks'.
+    fn lab_data(&mut self) -> page::LabData<'_> {
+        match &mut self.own_logits {
+            Some(lab) => page::LabData::Own(lab),
+            None => page::LabData::Bundled {
+                lab: &mut self.lab,
+                store: &mut self.store,
+                shifts: &mut self.shifts,
+            },
+        }
+    }
+
+    /// The lab the temperature and conformal labs show: the reader's logits when loaded.
+    fn shown_lab(&mut self) -> &mut lab::Lab {
+        self.own_logits.as_mut().unwrap_or(&mut self.lab)
+    }
+
+    /// Forgets what was drawn from the data shown before: the coverage experiment and the
+    /// rivals' diagrams.
+    fn data_changed(&mut self) {
+        self.experiment = None;
+        self.rivals_drawn = None;
+    }
+}
+
+/// Reads a name the page gives by its serde name (`"mnist"`, `"test"`), naming the field.
+fn parse_name<T: serde::de::DeserializeOwned>(field: &str, name: &str) -> Result<T, JsError> {
+    use serde::de::IntoDeserializer;
+    T::deserialize(name.into_deserializer())
+        .map_err(|e: serde::de::value::Error| JsError::new(&format!("{field}: {e}")))
+}
+
+/// Reads `value`, a plain JavaScript object, as a `T`; the message names `what` and the field
+/// at fault.
+fn from_js<T: serde::de::DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsError> {
+    serde_wasm_bindgen::from_value(value).map_err(|e| JsError::new(&format!("bad {what}: {e}")))
+}
+
+/// Reads the page state object, naming the field at fault.
+fn read_state(state: JsValue) -> Result<PageState, JsError> {
+    from_js(state, "page state")
+}
+
+/// A cleared canvas to draw on, with the chart style for its pixel ratio.
+type Chart = (DrawingArea<Measured<'static>, Shift>, ChartStyle);
+
+/// The page's canvas with this id.
+fn canvas_element(id: &str) -> Result<HtmlCanvasElement, JsError> {
+    web_sys::window()
+        .ok_or_else(|| JsError::new("no window"))?
+        .document()
+        .ok_or_else(|| JsError::new("no document"))?
+        .get_element_by_id(id)
+        .and_then(|e| e.dyn_into().ok())
+        .ok_or_else(|| JsError::new(&format!("the page has no canvas #{id}")))
+}
+
+/// Gives the per-class chart's canvas the height `plot::per_class_height` asks for `classes`
+/// (the stylesheet's `--chart-height`; `auto` keeps the square), when it changed.
+fn fit_per_class_canvas(classes: usize) -> Result<(), JsError> {
+    let canvas = canvas_element(&Figure::PerClass.id())?;
+    let height = crate::plot::per_class_height(classes)
+        .map_or_else(|| "auto".to_string(), |css| format!("{css}px"));
+    let style = canvas.style();
+    if style.get_property_value("--chart-height").ok().as_deref() != Some(height.as_str()) {
+        style
+            .set_property("--chart-height", &height)
+            .map_err(|_| JsError::new("cannot size the per-class canvas"))?;
+    }
+    Ok(())
+}
+
+/// The size in device pixels a canvas is drawn at: its CSS box times the device pixel ratio.
+fn pixel_size(canvas: &HtmlCanvasElement) -> Result<(u32, u32), JsError> {
+    let ratio = web_sys::window()
+        .ok_or_else(|| JsError::new("no window"))?
+        .device_pixel_ratio();
+    let scaled = |css: i32| (f64::from(css) * ratio).round() as u32;
+    Ok((
+        scaled(canvas.client_width()),
+        scaled(canvas.client_height()),
+    ))
+}
+
+/// The canvas with this id, sized to its CSS box times the device pixel ratio and cleared,
+/// with the chart style for that ratio times `text_scale` (larger type and lines); `None` for a
+/// canvas that is not laid out (hidden, as the embed view hides the figures it does not show).
+fn canvas_chart(id: &str, text_scale: f64) -> Result<Option<Chart>, JsError> {
+    let ratio = web_sys::window()
+        .ok_or_else(|| JsError::new("no window"))?
+        .device_pixel_ratio();
+    let canvas = canvas_element(id)?;
+    let (width, height) = pixel_size(&canvas)?;
+    if width == 0 || height == 0 {
+        return Ok(None);
+    }
+    if canvas.width() != width || canvas.height() != height {
+        canvas.set_width(width);
+        canvas.set_height(height);
+    }
+    let backend = Measured::canvas(canvas)
+        .ok_or_else(|| JsError::new(&format!("canvas #{id} has no 2D context")))?;
+    let area = backend.into_drawing_area();
+    area.fill(&WHITE)
+        .map_err(|e| JsError::new(&format!("cannot clear canvas #{id}: {e}")))?;
+    Ok(Some((
+        area,
+        ChartStyle {
+            scale: ratio * text_scale,
+        },
+    )))
+}
