@@ -429,47 +429,31 @@ async function loadOwnLogits() {
     const files = await Promise.all([read(logits), read(labels), read(names)]);
     if (load !== ownLoads) return;
     const readAt = performance.now();
-    const table = await filesWorker.read(...files);
+    const table = await readOwnFiles(...files);
     if (load !== ownLoads) return;
     page.load_own_logits(table.logits, table.labels, table.about);
     description = table.about.description;
     timings.ownLogits = { started, read: readAt, parsed: performance.now(), drawn: null, rivals: null };
   } catch (error) {
-    status.textContent = `Cannot use these files: ${error.message ?? error}`;
+    // A read that a later choice overtook says nothing, its refusal included.
+    if (load === ownLoads) status.textContent = `Cannot use these files: ${error.message ?? error}`;
     return;
   }
   showData(description);
 }
 
-// The worker that reads a reader's logits files: the inference worker's script, whose module
-// has the parsers, started at the first files and kept; answers are matched to their request.
-const filesWorker = {
-  worker: null,
-  pending: new Map(),
-  next: 0,
-  read(logits, labels, names) {
-    if (!this.worker) {
-      this.worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-      this.worker.onmessage = ({ data }) => {
-        const { resolve, reject } = this.pending.get(data.id);
-        this.pending.delete(data.id);
-        if (data.status === "own-logits") resolve(data);
-        else reject(new Error(data.message));
-      };
-      this.worker.onerror = (event) => {
-        this.worker = null;
-        for (const { reject } of this.pending.values()) reject(new Error(`the worker that reads them failed: ${event.message || "it could not start"}`));
-        this.pending.clear();
-      };
-    }
-    const id = this.next++;
+// Reads a reader's logits files in a worker of their own (the inference worker's script, whose
+// module has the parsers), ended once it answers, so that its memory (the files and the numbers
+// read) goes with it.
+function readOwnFiles(logits, labels, names) {
+  const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  return new Promise((resolve, reject) => {
+    worker.onmessage = ({ data }) => (data.status === "own-logits" ? resolve(data) : reject(new Error(data.message)));
+    worker.onerror = (event) => reject(new Error(`the worker that reads them failed: ${event.message || "it could not start"}`));
     const transfer = [logits, labels, names].filter(Boolean).map((file) => file.bytes.buffer);
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ type: "own-logits", id, logits, labels, names }, transfer);
-    });
-  },
-};
+    worker.postMessage({ type: "own-logits", logits, labels, names }, transfer);
+  }).finally(() => worker.terminate());
+}
 
 // Shows the test images again in the first two labs.
 function showTestImages() {
@@ -970,6 +954,13 @@ async function main() {
   trackSliderBars();
   const testResponse = fetchOk(IMAGES_URL);
   const labels = fetchUnzipped(LABELS_URL);
+  // The workers start first, so that their threads start and compile their module while the
+  // page compiles its own; they fetch the shown network once the page knows which it is.
+  const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
+  pool = new InferencePool(workers, onBatch, onOwnLogits, (message, model) => {
+    showError(message);
+    if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
+  });
   await init();
   limits = readLimits();
   const first = readHash();
@@ -977,13 +968,6 @@ async function main() {
   history.replaceState(null, "", `#${first.hash}`);
   applyPatches(first.patches);
   showView();
-  // The workers start now, so that they compile their module and fetch the shown network
-  // while the images are still arriving.
-  const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
-  pool = new InferencePool(workers, onBatch, onOwnLogits, (message, model) => {
-    showError(message);
-    if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
-  });
   pool.load(modelIndex());
   images.test = await streamTestImages(await testResponse);
   // Once all are in, a frame draws what waited for them (the shift lab's thumbnails).

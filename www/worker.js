@@ -14,12 +14,12 @@
 //                   logits: Float32Array [count, 10] (buffer transferred)
 //   worker -> page  {status: "odin", model, set, start, count, scores, millis}
 //                   scores: Float64Array [count], ODIN's score of each image (buffer transferred)
-//   page -> worker  {type: "own-logits", id, logits, labels, names}
+//   page -> worker  {type: "own-logits", logits, labels, names}
 //                   each file {name, bytes: Uint8Array} (buffers transferred); names may be null
-//   worker -> page  {status: "own-logits", id, logits, labels, about}
+//   worker -> page  {status: "own-logits", logits, labels, about}
 //                   logits: Float32Array [n, K], labels: Uint32Array [n] (buffers transferred),
 //                   about: what the files are (classes, class_names, logits_name, description)
-//   worker -> page  {status: "error", model, id, message}  a readable message, never an object
+//   worker -> page  {status: "error", model, message}     a readable message, never an object
 // Rows are addressed by `start`, so several workers can share one image set.
 import init, { Model, OwnLogitsFiles } from "./pkg-worker/calibra.js";
 import { available as cacheAvailable, sha256 } from "./logits-cache.js";
@@ -74,9 +74,9 @@ async function handle(message) {
   } else if (message.type === "own-logits") {
     const { logits, labels, names } = message;
     const files = new OwnLogitsFiles(logits.bytes, logits.name, labels.bytes, labels.name, names?.bytes, names?.name);
-    const [values, labelValues, about] = [files.logits(), files.labels(), files.about()];
+    const [values, labelValues, about] = [files.take_logits(), files.take_labels(), files.about()];
     files.free();
-    postMessage({ status: "own-logits", id: message.id, logits: values, labels: labelValues, about }, [values.buffer, labelValues.buffer]);
+    postMessage({ status: "own-logits", logits: values, labels: labelValues, about }, [values.buffer, labelValues.buffer]);
   } else {
     throw new Error(`unknown message type ${message.type}`);
   }
@@ -94,5 +94,5 @@ let queue = Promise.resolve();
 onmessage = (event) => {
   queue = queue
     .then(() => handle(event.data))
-    .catch((error) => postMessage({ status: "error", model: event.data.model, id: event.data.id, message: error instanceof Error ? error.message : String(error) }));
+    .catch((error) => postMessage({ status: "error", model: event.data.model, message: error instanceof Error ? error.message : String(error) }));
 };

@@ -16,7 +16,13 @@
 //     phone-class device (CDP: 390×844 at device scale 3, CPU throttled 4×);
 //   - bytes: the .wasm on disk (raw, gzip -9) and every response the browser received on the
 //     cold visit, workers included (playwright's request sizes: headers + body as transferred);
+//   - a switch to a network not yet seen, once the first is in: from the model control's change
+//     to all 10,000 of its images inferred;
 //   - revisit: the page loaded again, its logits from the cache: timings.inferenceDone[0].
+//   - a slow link: one more cold visit in a fresh profile, the site served gzipped as static
+//     hosts serve it (helpers.mjs serveDirectory's `gzip`) and Chromium's network emulation
+//     (CDP Network.emulateNetworkConditions) at 5 Mbit/s and 100 ms of latency: first chart,
+//     all 10,000 images, and every response's bytes by file;
 //   - worker scaling: two more cold visits, each in a fresh profile, with the browser reporting 2
 //     and then 4 logical cores (navigator.hardwareConcurrency, overridden by an init script): the
 //     page starts floor(cores / 2) inference workers, so one and then two on the same machine.
@@ -26,7 +32,7 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 
-import { SITE_DIR, chromiumArgs, chromiumVersion, launchBrowser, openSite, waitForInference } from "./helpers.mjs";
+import { SITE_DIR, chromiumArgs, chromiumVersion, launchBrowser, openSite, serveDirectory, waitForInference } from "./helpers.mjs";
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -68,8 +74,9 @@ function nproc() {
   }
 }
 
-// Counts the inference workers and the times of the first request to a worker and of each
-// logits message, without touching the page's code: Worker is wrapped before the page runs.
+// Counts the inference workers (not the bootstrap worker) and the times of the first request
+// to a worker and of each logits message, without touching the page's code: Worker is wrapped
+// before the page runs.
 function instrumentWorkers() {
   const marks = { workers: 0, firstRequest: null, firstLogits: null, lastLogits: null };
   window.__bench = marks;
@@ -77,7 +84,7 @@ function instrumentWorkers() {
   window.Worker = class extends NativeWorker {
     constructor(...rest) {
       super(...rest);
-      marks.workers += 1;
+      if (new URL(rest[0], location.href).pathname.endsWith("/worker.js")) marks.workers += 1;
       this.addEventListener("message", (event) => {
         if (event.data?.status === "logits" && event.data.model === 0) {
           marks.firstLogits ??= performance.now();
@@ -175,18 +182,59 @@ async function coldInference(site, cores) {
   }
 }
 
-async function main() {
-  const site = await openSite();
-  const browser = await launchBrowser();
-  const { context } = browser;
+// A blog reader's slow link: 5 Mbit/s both ways, 100 ms of latency.
+const SLOW_LINK = { mbits: 5, latencyMs: 100 };
+
+// Records every response `context` receives: its path, status and bytes as transferred.
+function recordResponses(context) {
   const responses = [];
   context.on("requestfinished", async (request) => {
     const sizes = await request.sizes().catch(() => null);
     const response = await request.response().catch(() => null);
     if (sizes && response) {
-      responses.push({ url: request.url(), status: response.status(), body: sizes.responseBodySize, headers: sizes.responseHeadersSize });
+      responses.push({ path: new URL(request.url()).pathname, status: response.status(), body: sizes.responseBodySize, headers: sizes.responseHeadersSize });
     }
   });
+  return responses;
+}
+
+// The responses' bytes (body + headers) by file, largest first, and their total.
+function bytesByFile(responses) {
+  const byFile = new Map();
+  for (const r of responses) byFile.set(r.path, (byFile.get(r.path) ?? 0) + r.body + r.headers);
+  const files = [...byFile].map(([file, size]) => ({ file, bytes: size })).sort((a, b) => b.bytes - a.bytes);
+  return { total: files.reduce((sum, f) => sum + f.bytes, 0), requests: responses.length, files };
+}
+
+// One cold visit over SLOW_LINK, the site served gzipped from site/.
+async function slowLinkVisit() {
+  const site = await serveDirectory(SITE_DIR, { gzip: true });
+  const browser = await launchBrowser();
+  try {
+    const responses = recordResponses(browser.context);
+    const page = await browser.context.newPage();
+    const cdp = await browser.context.newCDPSession(page);
+    await cdp.send("Network.enable");
+    const bytesPerSecond = (SLOW_LINK.mbits * 1e6) / 8;
+    await cdp.send("Network.emulateNetworkConditions", {
+      offline: false, latency: SLOW_LINK.latencyMs, downloadThroughput: bytesPerSecond, uploadThroughput: bytesPerSecond,
+    });
+    await page.goto(site.url);
+    await waitForInference(page, 600_000);
+    const timings = await page.evaluate(() => window.calibra.timings);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return { ...SLOW_LINK, firstChartMs: timings.firstChart, inferenceDoneMs: timings.inferenceDone[0], transfer: bytesByFile(responses) };
+  } finally {
+    await browser.close();
+    await site.close();
+  }
+}
+
+async function main() {
+  const site = await openSite();
+  const browser = await launchBrowser();
+  const { context } = browser;
+  const responses = recordResponses(context);
   try {
     const page = context.pages()[0] ?? (await context.newPage());
     await page.addInitScript(instrumentWorkers);
@@ -230,9 +278,19 @@ async function main() {
     await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
     await cdp.send("Emulation.clearDeviceMetricsOverride");
     await cdp.detach();
-    // Let the last requestfinished handlers record their sizes; the revisit's are not counted.
+    // Let the last requestfinished handlers record their sizes; the switch's and the revisit's
+    // are not counted.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const coldResponses = responses.slice();
+    // A switch to the second network, which no worker has loaded yet.
+    const switchMs = await page.evaluate(async () => {
+      const select = document.getElementById("model");
+      select.value = select.options[1].value;
+      const started = performance.now();
+      select.dispatchEvent(new Event("change", { bubbles: true }));
+      while (!(1 in window.calibra.timings.inferenceDone)) await new Promise((resolve) => setTimeout(resolve, 20));
+      return window.calibra.timings.inferenceDone[1] - started;
+    });
     // A revisit in the same profile: the logits come from the cache.
     await page.evaluate(() => window.calibra.cacheSettled());
     // A new navigation (not a reload, which would restore the conformal lab's scroll position).
@@ -249,9 +307,12 @@ async function main() {
     // Worker scaling: the page picks floor(cores / 2) workers (at least one, at most four).
     const scaling = [];
     for (const cores of [2, 4]) scaling.push(await coldInference(site, cores));
-    const wasm = readFileSync(path.join(SITE_DIR, "pkg/calibra_bg.wasm"));
+    const slowLink = await slowLinkVisit();
+    const wasm = (dir) => {
+      const bytes = readFileSync(path.join(SITE_DIR, dir, "calibra_bg.wasm"));
+      return { module: `${dir}/calibra_bg.wasm`, raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+    };
     const inferenceMs = visit.inferenceDone[0] - visit.bench.firstRequest;
-    const transferred = coldResponses.reduce((sum, r) => sum + r.body + r.headers, 0);
     const results = {
       firstChartMs: visit.firstChart,
       inferenceDoneMs: visit.inferenceDone[0],
@@ -264,16 +325,13 @@ async function main() {
       smoothSlider: { ...sliderFigures(smoothSweep), onScreen },
       phoneSlider: { ...sliderFigures(phoneSweep), onScreen: phoneOnScreen },
       alphaSlider: sliderFigures(alphaSweep),
+      switchMs,
       revisit,
+      slowLink,
       scaling,
       experiment: { runs: experiments.length, medianMs: quantile(experiments, 0.5), maxMs: Math.max(...experiments) },
-      wasm: { raw: wasm.length, gzip: gzipSync(wasm, { level: 9 }).length },
-      transfer: {
-        total: transferred,
-        requests: coldResponses.length,
-        largest: [...coldResponses].sort((a, b) => b.body - a.body).slice(0, 6)
-          .map((r) => ({ path: new URL(r.url).pathname, status: r.status, bytes: r.body })),
-      },
+      wasm: ["pkg", "pkg-worker", "pkg-odin"].map(wasm),
+      transfer: bytesByFile(coldResponses),
       machine: {
         nproc: nproc(),
         hardwareConcurrency: visit.hardwareConcurrency,
@@ -305,10 +363,12 @@ async function main() {
       ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
       ...results.scaling.map((run) => [`cold visit with ${run.cores} cores reported: ${run.workers} inference worker${run.workers === 1 ? "" : "s"}`, `${group(run.imagesPerSecond)} images/s over ${(run.windowMs / 1000).toFixed(1)} s; all 10,000 images ${ms(run.doneMs)} from navigation start`]),
       [`inference, two workers against one`, `${(results.scaling[1].imagesPerSecond / results.scaling[0].imagesPerSecond).toFixed(2)}× the images/s`],
+      ["switch to a network not yet seen: from the change to all 10,000 images inferred", ms(results.switchMs)],
       ["revisit (same profile): all 10,000 images' numbers drawn (from navigation start)", `${ms(results.revisit.doneMs)}, first chart ${ms(results.revisit.firstChartMs)}; ${results.revisit.fromCache && !results.revisit.inferred ? "from the logits cache, no inference" : "inferred again (the cache did not answer)"}`],
       [`coverage experiment, 1,000 random splits + chart (${results.experiment.runs} runs)`, `median ${ms(results.experiment.medianMs)}, max ${ms(results.experiment.maxMs)}`],
-      ["wasm module (`pkg/calibra_bg.wasm`)", `${bytes(results.wasm.raw)} raw, ${bytes(results.wasm.gzip)} gzip -9`],
+      ...results.wasm.map((w) => [`wasm module \`${w.module}\``, `${bytes(w.raw)} raw, ${bytes(w.gzip)} gzip -9`]),
       ["transferred on a cold first visit", `${bytes(results.transfer.total)} in ${results.transfer.requests} responses (uncompressed server)`],
+      [`slow link, cold visit: ${SLOW_LINK.mbits} Mbit/s, ${SLOW_LINK.latencyMs} ms latency (CDP), served gzipped`, `first chart ${ms(results.slowLink.firstChartMs)}, all 10,000 images ${ms(results.slowLink.inferenceDoneMs)}; ${bytes(results.slowLink.transfer.total)} in ${results.slowLink.transfer.requests} responses`],
       ["machine", `${results.machine.nproc} cores (${results.machine.cpu}), load ${results.machine.load}`],
       ["browser", `${results.machine.chromium}, headless, --disable-gpu`],
     ];
@@ -316,7 +376,14 @@ async function main() {
     console.log("| --- | --- |");
     for (const [name, value] of rows) console.log(`| ${name} | ${value} |`);
     console.log();
-    console.log("Largest responses:", results.transfer.largest.map((r) => `${r.path} ${bytes(r.bytes)}`).join(", "));
+    console.log("Bytes of a cold first visit by file (body + headers; uncompressed server, then served gzipped):");
+    console.log();
+    console.log("| file | uncompressed | gzipped |");
+    console.log("| --- | ---: | ---: |");
+    const gzippedBytes = new Map(results.slowLink.transfer.files.map((f) => [f.file, f.bytes]));
+    for (const { file, bytes: size } of results.transfer.files) {
+      console.log(`| \`${file}\` | ${bytes(size)} | ${gzippedBytes.has(file) ? bytes(gzippedBytes.get(file)) : "not fetched"} |`);
+    }
   } finally {
     await browser.close();
     await site.close();

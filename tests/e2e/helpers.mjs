@@ -12,12 +12,13 @@
 //   CHROMIUM_USER_DATA_DIR  parent of the fresh profile each browser gets; unset: the temp dir
 //   CALIBRA_BIN             a built `calibra` CLI; unset: `cargo build --release --bin calibra`
 import { execFile, execFileSync } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
 
 import { chromium } from "playwright-core";
 
@@ -55,12 +56,19 @@ const MIME_TYPES = {
   ".safetensors": "application/octet-stream",
 };
 
+// What static hosts (GitHub Pages and the like) send gzipped to a browser that accepts it: text,
+// scripts and WebAssembly; never the .gz images (already compressed) or the weights.
+const GZIPPED_TYPES = new Set([".html", ".js", ".mjs", ".css", ".json", ".wasm", ".svg"]);
+
 // Serves `dir` read-only on 127.0.0.1 at a free port, like `python3 -m http.server` (what
 // scripts/test and scripts/demo use): no compression, no Content-Encoding (the .gz assets arrive
 // as the bytes on disk), Last-Modified with 304 answers, and no Cache-Control unless
 // `cacheControl` gives one (a test that changes files under the browser's feet asks for
-// "no-cache", so that every load asks the server again).
-export async function serveDirectory(dir, { cacheControl } = {}) {
+// "no-cache", so that every load asks the server again). With `gzip`, the files of
+// GZIPPED_TYPES go out gzipped (level 6, zlib's default) with Content-Encoding, as a static host
+// sends them; the benchmark's slow-link visit uses that.
+export async function serveDirectory(dir, { cacheControl, gzip = false } = {}) {
+  const gzipped = new Map();
   const root = path.resolve(dir);
   const server = createServer((request, response) => {
     let pathname;
@@ -87,12 +95,22 @@ export async function serveDirectory(dir, { cacheControl } = {}) {
       response.writeHead(304).end();
       return;
     }
-    response.writeHead(200, {
+    const headers = {
       "Content-Type": MIME_TYPES[path.extname(file)] ?? "application/octet-stream",
       "Content-Length": stat.size,
       "Last-Modified": modified.toUTCString(),
       ...(cacheControl ? { "Cache-Control": cacheControl } : {}),
-    });
+    };
+    const compress = gzip && GZIPPED_TYPES.has(path.extname(file)) && /\bgzip\b/.test(request.headers["accept-encoding"] ?? "");
+    if (compress) {
+      const key = `${file} ${stat.mtimeMs}`;
+      if (!gzipped.has(key)) gzipped.set(key, gzipSync(readFileSync(file)));
+      const body = gzipped.get(key);
+      response.writeHead(200, { ...headers, "Content-Encoding": "gzip", "Content-Length": body.length, Vary: "Accept-Encoding" });
+      response.end(request.method === "HEAD" ? undefined : body);
+      return;
+    }
+    response.writeHead(200, headers);
     if (request.method === "HEAD") response.end();
     else createReadStream(file).pipe(response);
   });
