@@ -149,6 +149,16 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
     let smooth = canvas("smooth-reliability", 560, 500);
     canvas("classwise", 900, 400);
     canvas("rivals-reliability", 900, 240);
+    // The page's ResizeObserver reports each canvas's box; a frame reads no layout.
+    for (id, width, height) in [
+        ("reliability", 560.0, 500.0),
+        ("histogram", 560.0, 180.0),
+        ("smooth-reliability", 560.0, 500.0),
+        ("classwise", 900.0, 400.0),
+        ("rivals-reliability", 900.0, 240.0),
+    ] {
+        page.canvas_resized(id, width, height);
+    }
     let state = PageState {
         bins: 10,
         ..PageState::default()

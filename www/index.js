@@ -325,6 +325,16 @@ function observeVisibility() {
   for (const id of [...Object.keys(parts), ...figureLabs.keys()]) observer.observe($(id));
 }
 
+// Tells Rust each chart canvas's content box whenever a layout changes it, and asks for a
+// frame: a frame then draws at these sizes without reading the layout itself.
+function observeCanvasSizes() {
+  const observer = new ResizeObserver((entries) => {
+    for (const { target, contentBoxSize: [box] } of entries) page.canvas_resized(target.id, box.inlineSize, box.blockSize);
+    scheduleRender();
+  });
+  for (const { id } of limits.figures) observer.observe($(id));
+}
+
 // Keeps each lab's --slider-bar-height at the height of its sticky slider bar, which style.css
 // gives focused controls as scroll margin so that they never land under the bar.
 function trackSliderBars() {
@@ -629,7 +639,7 @@ class BootstrapWorker {
 // A pool of inference workers sharing the image sets: batches go to whichever worker is free.
 // A job is one model's logits (or ODIN scores) on one image set.
 class InferencePool {
-  constructor(size, onBatch, onOwn, onError) {
+  constructor(workers, onBatch, onOwn, onError) {
     this.onBatch = onBatch;
     this.onOwn = onOwn;
     this.onError = onError;
@@ -641,11 +651,11 @@ class InferencePool {
     // Each loaded model's weights digest, from the first worker that has loaded it.
     this.digests = new Map();
     this.digestArrived = new Map();
-    for (let i = 0; i < size; i++) {
-      const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+    for (const { worker, failure } of workers) {
       const slot = { worker, busy: 0 };
       worker.onmessage = (event) => this.receive(slot, event.data);
-      worker.onerror = (event) => onError(`The inference worker failed: ${event.message || "could not start (is WebAssembly enabled?)"}`);
+      // The first uncaught error (its start failed; run errors come back as messages).
+      failure.then((event) => onError(`The inference worker failed: ${event.message || "could not start (is WebAssembly enabled?)"}`));
       this.workers.push(slot);
     }
   }
@@ -657,7 +667,10 @@ class InferencePool {
     this.requested.add(key);
     this.load(model);
     const enqueue = () => {
-      for (let start = 0; start < imageCount(set); start += limits.batch) this.queue.push({ model, set, kind, start });
+      const total = imageCount(set);
+      for (let start = 0, size = limits.first_batch; start < total; start += size, size = limits.batch) {
+        this.queue.push({ model, set, kind, start, count: Math.min(size, total - start) });
+      }
       this.pump();
     };
     // Logits come from the cache when it holds them for these weights and images.
@@ -695,14 +708,13 @@ class InferencePool {
   // A batch goes out once its images are whole (the test images arrive as they download).
   pump() {
     const size = limits.image_side ** 2;
-    const ready = ({ set, start }) => Math.min(start + limits.batch, imageCount(set)) <= rowsIn(set);
+    const ready = ({ set, start, count }) => start + count <= rowsIn(set);
     for (const slot of this.workers) {
       while (slot.busy < 2) {
         const next = this.queue.findIndex(ready);
         if (next < 0) break;
-        const { model, set, kind, start } = this.queue.splice(next, 1)[0];
-        const end = Math.min(start + limits.batch, imageCount(set));
-        const batch = imageSet(set).slice(start * size, end * size);
+        const { model, set, kind, start, count } = this.queue.splice(next, 1)[0];
+        const batch = imageSet(set).slice(start * size, (start + count) * size);
         slot.worker.postMessage({ type: kind === "odin" ? "odin" : "infer", model, set, start, pixels: batch }, [batch.buffer]);
         slot.busy += 1;
       }
@@ -758,6 +770,10 @@ function cacheKeyOf(model, set, weightsDigest) {
 // once, and inference starts on the images already in.
 async function fromCache(model, set, weightsDigest) {
   if (!logitsCache.available) return false;
+  // A cache that holds nothing (a first visit) lets inference start at once, before the
+  // network's weights are in; while the images download, so does one that holds nothing for
+  // this network.
+  if (!(await logitsCache.holdsAny())) return false;
   const weights = await weightsDigest;
   if (!weights) return false;
   if (rowsIn(set) < imageCount(set) && !(await logitsCache.holdsAny(weights))) return false;
@@ -947,21 +963,31 @@ async function streamTestImages(response) {
   return pixels;
 }
 
+// Resolves once the article is parsed (index.js loads asynchronously, from the head).
+const articleParsed = new Promise((resolve) => {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", resolve, { once: true });
+  else resolve();
+});
+
 async function main() {
   if (!supportsSimd()) {
     throw new Error("This browser does not support WebAssembly SIMD, which calibra needs. Any current Chrome, Edge, Firefox or Safari (16.4 or later) does.");
   }
-  trackSliderBars();
+  // The script runs as soon as it has loaded, while the article is still being parsed: the
+  // downloads, the workers and the page's module start before the page touches the article.
   const testResponse = fetchOk(IMAGES_URL);
   const labels = fetchUnzipped(LABELS_URL);
-  // The workers start first, so that their threads start and compile their module while the
-  // page compiles its own; they fetch the shown network once the page knows which it is.
-  const workers = Math.max(1, Math.min(4, Math.floor((navigator.hardwareConcurrency || 2) / 2)));
-  pool = new InferencePool(workers, onBatch, onOwnLogits, (message, model) => {
+  pool = new InferencePool(window.calibraWorkers, onBatch, onOwnLogits, async (message, model) => {
+    await articleParsed;
     showError(message);
     if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
   });
-  await init();
+  const pageModule = init();
+  // Opens the logits cache now: the first network's request asks it whether it holds anything.
+  logitsCache.holdsAny();
+  await articleParsed;
+  trackSliderBars();
+  await pageModule;
   limits = readLimits();
   const first = readHash();
   state = first.state;
@@ -976,12 +1002,14 @@ async function main() {
     document.body.dataset.inference = "failed";
   });
   page = counted(new Page(parse_labels(await labels, LABELS_URL)));
+  // Inference asks for the page's thread only to send batches: it starts before the page wires.
+  selectModel();
+  observeCanvasSizes();
   gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
   addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), onError: showError });
   wireOwnImage();
   wireOwnLogits();
-  selectModel();
   scheduleRender();
 
   document.addEventListener("keydown", onPresentationKey);
@@ -1000,7 +1028,8 @@ async function main() {
   observeVisibility();
 }
 
-main().catch((error) => {
+main().catch(async (error) => {
+  await articleParsed;
   showError(error instanceof Error ? error.message : String(error));
   document.body.dataset.inference = "failed";
 });

@@ -54,10 +54,11 @@ export async function sha256(bytes) {
 const weightsPrefix = (weightsDigest) => `v1:${weightsDigest}:`;
 export const cacheKey = (weightsDigest, imagesDigest, classes) => `${weightsPrefix(weightsDigest)}${imagesDigest}:${classes}`;
 
-// Whether any logits of the network with these weights are kept, on any image set.
+// Whether any logits of the network with these weights are kept, on any image set; without a
+// digest, whether any logits at all are kept.
 export async function holdsAny(weightsDigest) {
   if (!available) return false;
-  const prefix = weightsPrefix(weightsDigest);
+  const prefix = weightsDigest === undefined ? "" : weightsPrefix(weightsDigest);
   try {
     return (await transaction("readonly", (store) => store.count(IDBKeyRange.bound(prefix, `${prefix}\uffff`)))) > 0;
   } catch {

@@ -13,9 +13,13 @@
 //! over the backend, and two backends would compile it twice into the page's module (about
 //! 100 KB of its code).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use plotters::prelude::{DrawingBackend, SVGBackend};
+use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{
-    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind,
+    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingErrorKind, FontTransform,
 };
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
@@ -23,6 +27,17 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 /// Line height as a multiple of the font size, as browsers lay out a single line of text.
 const LINE_HEIGHT: f64 = 1.15;
+/// Widths kept at most in [`WIDTHS`] before it starts afresh.
+const WIDTHS_KEPT: usize = 4096;
+
+thread_local! {
+    /// The width of each text measured so far, by font and text. A frame measures the labels
+    /// the frame before it measured (ticks, legends, titles), and each measurement is a font
+    /// change and a `measureText` call: on a slider frame these were about a sixth of the
+    /// drawing's time. The page's fonts are the system's (`sans-serif`), so a width never
+    /// changes once measured.
+    static WIDTHS: RefCell<HashMap<(String, String), f64>> = RefCell::new(HashMap::new());
+}
 
 /// Where a [`Measured`] backend draws.
 enum Target<'a> {
@@ -36,6 +51,20 @@ enum Target<'a> {
 pub struct Measured<'a> {
     target: Target<'a>,
     context: CanvasRenderingContext2d,
+    /// The text settings the canvas's context holds, as this backend last set them (measuring
+    /// text sets the font too, from `&self`).
+    text: RefCell<TextSettings>,
+}
+
+/// A 2D context's text settings: font, alignment and baseline. plotters' canvas backend sets all
+/// three and the colour, each a string made in Rust and read by the browser, for every label;
+/// a chart's labels mostly share them, so only those that change are set (about a tenth of a
+/// slider frame's time was these settings).
+#[derive(Default)]
+struct TextSettings {
+    font: String,
+    align: &'static str,
+    baseline: &'static str,
 }
 
 /// A drawing error of either target, by its message.
@@ -76,6 +105,7 @@ impl Measured<'static> {
         Some(Self {
             context: context_of(&canvas)?,
             target: Target::Canvas(CanvasBackend::with_canvas_object(canvas)?),
+            text: RefCell::default(),
         })
     }
 }
@@ -87,7 +117,90 @@ impl<'a> Measured<'a> {
         Some(Self {
             context: context_of(canvas)?,
             target: Target::Svg(SVGBackend::with_string(text, size)),
+            text: RefCell::default(),
         })
+    }
+}
+
+/// The CSS font of a text style, as plotters' canvas backend writes it.
+fn css_font<S: BackendTextStyle>(style: &S) -> String {
+    format!(
+        "{} {}px {}",
+        style.style().as_str(),
+        style.size(),
+        style.family().as_str(),
+    )
+}
+
+impl Measured<'_> {
+    /// Draws `text` on the canvas as plotters' canvas backend does (the same anchor, colour,
+    /// font and rotation), setting only the text settings that differ from those the context
+    /// holds. A rotated label is drawn between `save` and `restore`, which put the settings
+    /// back as they were.
+    fn fill_text<S: BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &S,
+        (x, y): BackendCoord,
+    ) -> Result<(), DrawingErrorKind<DrawError>> {
+        let colour = style.color();
+        if colour.alpha == 0.0 {
+            return Ok(());
+        }
+        let turns = match style.transform() {
+            FontTransform::None => 0.0,
+            FontTransform::Rotate90 => 0.25,
+            FontTransform::Rotate180 => 0.5,
+            FontTransform::Rotate270 => 0.75,
+        };
+        let wanted = TextSettings {
+            font: css_font(style),
+            align: match style.anchor().h_pos {
+                HPos::Left => "start",
+                HPos::Right => "end",
+                HPos::Center => "center",
+            },
+            baseline: match style.anchor().v_pos {
+                VPos::Top => "top",
+                VPos::Center => "middle",
+                VPos::Bottom => "bottom",
+            },
+        };
+        let context = &self.context;
+        let failed = |e: wasm_bindgen::JsValue| {
+            DrawingErrorKind::DrawingError(DrawError(format!("cannot draw a label: {e:?}")))
+        };
+        let (x, y) = (f64::from(x), f64::from(y));
+        let at = if turns == 0.0 {
+            (x, y)
+        } else {
+            context.save();
+            context.translate(x, y).map_err(failed)?;
+            context
+                .rotate(turns * std::f64::consts::TAU)
+                .map_err(failed)?;
+            (0.0, 0.0)
+        };
+        let held = self.text.borrow();
+        if wanted.font != held.font {
+            context.set_font(&wanted.font);
+        }
+        if wanted.align != held.align {
+            context.set_text_align(wanted.align);
+        }
+        if wanted.baseline != held.baseline {
+            context.set_text_baseline(wanted.baseline);
+        }
+        drop(held);
+        let (r, g, b) = colour.rgb;
+        context.set_fill_style_str(&format!("rgba({r},{g},{b},{})", colour.alpha));
+        context.fill_text(text, at.0, at.1).map_err(failed)?;
+        if turns == 0.0 {
+            self.text.replace(wanted);
+        } else {
+            context.restore();
+        }
+        Ok(())
     }
 }
 
@@ -168,7 +281,10 @@ impl DrawingBackend for Measured<'_> {
         style: &S,
         pos: BackendCoord,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        on_target!(self, backend => backend.draw_text(text, style, pos))
+        match &mut self.target {
+            Target::Canvas(_) => self.fill_text(text, style, pos),
+            Target::Svg(backend) => lift(backend.draw_text(text, style, pos)),
+        }
     }
 
     fn estimate_text_size<S: BackendTextStyle>(
@@ -176,17 +292,23 @@ impl DrawingBackend for Measured<'_> {
         text: &str,
         style: &S,
     ) -> Result<(u32, u32), DrawingErrorKind<Self::ErrorType>> {
-        // The same font string CanvasBackend::draw_text sets.
-        self.context.set_font(&format!(
-            "{} {}px {}",
-            style.style().as_str(),
-            style.size(),
-            style.family().as_str(),
-        ));
-        let width = self
-            .context
-            .measure_text(text)
-            .map_or(0.0, |metrics| metrics.width());
+        let font = css_font(style);
+        let width = WIDTHS.with_borrow_mut(|widths| {
+            if let Some(&width) = widths.get(&(font.clone(), text.to_string())) {
+                return width;
+            }
+            self.context.set_font(&font);
+            self.text.borrow_mut().font.clone_from(&font);
+            let width = self
+                .context
+                .measure_text(text)
+                .map_or(0.0, |metrics| metrics.width());
+            if widths.len() >= WIDTHS_KEPT {
+                widths.clear();
+            }
+            widths.insert((font, text.to_string()), width);
+            width
+        });
         Ok((
             width.ceil() as u32,
             (style.size() * LINE_HEIGHT).ceil() as u32,

@@ -1,6 +1,8 @@
 //! The page's exports: its state, the labs and their drawing, and the bootstrap worker's
 //! `Bootstrap`; no network (that is [`super::model`]'s, in the inference worker's module).
 
+use std::collections::HashMap;
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -183,6 +185,7 @@ pub struct Page {
     /// The reader's own picture, once they have drawn or chosen one.
     own_image: Option<OwnImage>,
     own_image_thresholds: OodThresholds,
+    canvas_sizes: CanvasSizes,
 }
 
 /// The rivals' reliability bins as drawn, and the canvas's size in device pixels.
@@ -213,7 +216,14 @@ impl Page {
             experiment: None,
             own_image: None,
             own_image_thresholds: OodThresholds::default(),
+            canvas_sizes: CanvasSizes::default(),
         })
+    }
+
+    /// Keeps the content box (CSS pixels) of the canvas `id`, as the page's ResizeObserver
+    /// reports it once a layout has placed it; frames draw the canvas at this size.
+    pub fn canvas_resized(&mut self, id: &str, width: f64, height: f64) {
+        self.canvas_sizes.0.insert(id.to_string(), (width, height));
     }
 
     /// Makes the reader's picture (`rgba`: `width`×`height` RGBA bytes, row-major) the 28×28
@@ -457,7 +467,9 @@ impl Page {
             {
                 let drawn = RivalsDrawn {
                     bins: rivals.reports.iter().map(|r| r.bins.clone()).collect(),
-                    size: pixel_size(&canvas_element(&Figure::RivalsReliability.id())?)?,
+                    size: self
+                        .canvas_sizes
+                        .pixels(&Figure::RivalsReliability.id(), device_pixel_ratio()?),
                     text_scale: state.text_scale(),
                 };
                 if self.rivals_drawn.as_ref() != Some(&drawn) {
@@ -465,7 +477,11 @@ impl Page {
                     self.rivals_drawn = Some(drawn);
                 }
             } else if view.rivals.is_none() && self.rivals_drawn.take().is_some() {
-                canvas_chart(&Figure::RivalsReliability.id(), state.text_scale())?;
+                canvas_chart(
+                    &self.canvas_sizes,
+                    &Figure::RivalsReliability.id(),
+                    state.text_scale(),
+                )?;
             }
         }
         if frame.conformal.is_some() {
@@ -481,7 +497,11 @@ impl Page {
             if charts.score_histogram.is_some() {
                 shown.push(Figure::OodHistogram);
             } else if on_screen.contains(&Figure::OodHistogram) {
-                canvas_chart(&Figure::OodHistogram.id(), state.text_scale())?;
+                canvas_chart(
+                    &self.canvas_sizes,
+                    &Figure::OodHistogram.id(),
+                    state.text_scale(),
+                )?;
             }
             shown.extend([Figure::OodRoc, Figure::OodNorms, Figure::TauChart]);
         }
@@ -490,16 +510,22 @@ impl Page {
             if view.current().is_some() {
                 shown.push(Figure::ShiftReliability);
             } else if on_screen.contains(&Figure::ShiftReliability) {
-                canvas_chart(&Figure::ShiftReliability.id(), state.text_scale())?;
+                canvas_chart(
+                    &self.canvas_sizes,
+                    &Figure::ShiftReliability.id(),
+                    state.text_scale(),
+                )?;
             }
             shown.push(Figure::ShiftSeverity);
         }
         if frame.conformal.is_some() {
             // Sized before it is measured and drawn: a patch would arrive after this frame.
-            fit_per_class_canvas(frame.class_names.len())?;
+            fit_per_class_canvas(frame.class_names.len(), &mut self.canvas_sizes)?;
         }
         for figure in shown.into_iter().filter(|f| on_screen.contains(f)) {
-            if let Some((area, style)) = canvas_chart(&figure.id(), state.text_scale())? {
+            if let Some((area, style)) =
+                canvas_chart(&self.canvas_sizes, &figure.id(), state.text_scale())?
+            {
                 page::figure::draw(figure, &sources, &area, &style)?;
             }
         }
@@ -543,7 +569,11 @@ impl Page {
             frame: &frame,
             experiment: Some(run),
         };
-        if let Some((area, style)) = canvas_chart(&Figure::Experiment.id(), state.text_scale())? {
+        if let Some((area, style)) = canvas_chart(
+            &self.canvas_sizes,
+            &Figure::Experiment.id(),
+            state.text_scale(),
+        )? {
             page::figure::draw(Figure::Experiment, &sources, &area, &style)?;
         }
         to_js(&readouts)
@@ -657,8 +687,9 @@ fn canvas_element(id: &str) -> Result<HtmlCanvasElement, JsError> {
 }
 
 /// Gives the per-class chart's canvas the height `plot::per_class_height` asks for `classes`
-/// (the stylesheet's `--chart-height`; `auto` keeps the square), when it changed.
-fn fit_per_class_canvas(classes: usize) -> Result<(), JsError> {
+/// (the stylesheet's `--chart-height`; `auto` keeps the square), when it changed; it is then
+/// measured at once (the one layout a frame reads), so that this frame draws it at its new size.
+fn fit_per_class_canvas(classes: usize, sizes: &mut CanvasSizes) -> Result<(), JsError> {
     let canvas = canvas_element(&Figure::PerClass.id())?;
     let height = crate::plot::per_class_height(classes)
         .map_or_else(|| "auto".to_string(), |css| format!("{css}px"));
@@ -667,34 +698,52 @@ fn fit_per_class_canvas(classes: usize) -> Result<(), JsError> {
         style
             .set_property("--chart-height", &height)
             .map_err(|_| JsError::new("cannot size the per-class canvas"))?;
+        sizes.0.insert(
+            Figure::PerClass.id(),
+            (
+                f64::from(canvas.client_width()),
+                f64::from(canvas.client_height()),
+            ),
+        );
     }
     Ok(())
 }
 
-/// The size in device pixels a canvas is drawn at: its CSS box times the device pixel ratio.
-fn pixel_size(canvas: &HtmlCanvasElement) -> Result<(u32, u32), JsError> {
-    let ratio = web_sys::window()
+/// Each canvas's content box in CSS pixels, as the page's ResizeObserver last reported it
+/// (`Page.canvas_resized`). A frame sizes its canvases from these and reads no layout: the
+/// slider's readouts, written just before the frame, leave the layout dirty, and reading a
+/// canvas's size then forced a layout of the article (about 6 ms of a slider frame on a
+/// phone-class device).
+#[derive(Debug, Default)]
+struct CanvasSizes(HashMap<String, (f64, f64)>);
+
+impl CanvasSizes {
+    /// The canvas's size in device pixels at pixel `ratio`: zero while it is not laid out
+    /// (hidden, as the embed view hides the figures it does not show) or not yet measured.
+    fn pixels(&self, id: &str, ratio: f64) -> (u32, u32) {
+        let (width, height) = self.0.get(id).copied().unwrap_or_default();
+        let scaled = |css: f64| (css * ratio).round() as u32;
+        (scaled(width), scaled(height))
+    }
+}
+
+/// The window's device pixel ratio.
+fn device_pixel_ratio() -> Result<f64, JsError> {
+    Ok(web_sys::window()
         .ok_or_else(|| JsError::new("no window"))?
-        .device_pixel_ratio();
-    let scaled = |css: i32| (f64::from(css) * ratio).round() as u32;
-    Ok((
-        scaled(canvas.client_width()),
-        scaled(canvas.client_height()),
-    ))
+        .device_pixel_ratio())
 }
 
 /// The canvas with this id, sized to its CSS box times the device pixel ratio and cleared,
 /// with the chart style for that ratio times `text_scale` (larger type and lines); `None` for a
-/// canvas that is not laid out (hidden, as the embed view hides the figures it does not show).
-fn canvas_chart(id: &str, text_scale: f64) -> Result<Option<Chart>, JsError> {
-    let ratio = web_sys::window()
-        .ok_or_else(|| JsError::new("no window"))?
-        .device_pixel_ratio();
-    let canvas = canvas_element(id)?;
-    let (width, height) = pixel_size(&canvas)?;
+/// canvas that is not laid out or not yet measured (its ResizeObserver report asks for a frame).
+fn canvas_chart(sizes: &CanvasSizes, id: &str, text_scale: f64) -> Result<Option<Chart>, JsError> {
+    let ratio = device_pixel_ratio()?;
+    let (width, height) = sizes.pixels(id, ratio);
     if width == 0 || height == 0 {
         return Ok(None);
     }
+    let canvas = canvas_element(id)?;
     if canvas.width() != width || canvas.height() != height {
         canvas.set_width(width);
         canvas.set_height(height);
