@@ -651,11 +651,17 @@ class InferencePool {
     // Each loaded model's weights digest, from the first worker that has loaded it.
     this.digests = new Map();
     this.digestArrived = new Map();
+    // Each model's weights: settles once the first worker has them (or has failed to load them).
+    this.weights = new Map();
+    this.weightsArrived = new Map();
     for (const { worker, failure } of workers) {
       const slot = { worker, busy: 0 };
       worker.onmessage = (event) => this.receive(slot, event.data);
       // The first uncaught error (its start failed; run errors come back as messages).
-      failure.then((event) => onError(`The inference worker failed: ${event.message || "could not start (is WebAssembly enabled?)"}`));
+      failure.then((event) => {
+        onError(`The inference worker failed: ${event.message || "could not start (is WebAssembly enabled?)"}`);
+        for (const arrived of this.weightsArrived.values()) arrived();
+      });
       this.workers.push(slot);
     }
   }
@@ -686,7 +692,14 @@ class InferencePool {
     if (this.loaded.has(model)) return;
     this.loaded.add(model);
     this.digests.set(model, new Promise((resolve) => this.digestArrived.set(model, resolve)));
+    this.weights.set(model, new Promise((resolve) => this.weightsArrived.set(model, resolve)));
     for (const slot of this.workers) slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
+  }
+
+  // Resolves once a worker has fetched the weights of `model` (already asked to load), or has
+  // failed to.
+  weightsIn(model) {
+    return this.weights.get(model);
   }
 
   // Asks the least busy worker for the logits of `model` (loaded: its test logits are in) on
@@ -723,7 +736,9 @@ class InferencePool {
 
   // A failure stops that model's remaining batches, so its first message is the one shown.
   receive(slot, message) {
-    if (message.status === "ready") {
+    if (message.status === "fetched") {
+      this.weightsArrived.get(message.model)?.();
+    } else if (message.status === "ready") {
       this.digestArrived.get(message.model)?.(message.digest);
     } else if (message.set === "own") {
       slot.busy -= 1;
@@ -737,6 +752,7 @@ class InferencePool {
       if (this.failed.has(message.model)) return;
       if (message.model !== undefined) {
         this.failed.add(message.model);
+        this.weightsArrived.get(message.model)?.();
         this.queue = this.queue.filter((batch) => batch.model !== message.model);
       }
       this.onError(`Inference failed: ${message.message}`, message.model);
@@ -975,7 +991,6 @@ async function main() {
   }
   // The script runs as soon as it has loaded, while the article is still being parsed: the
   // downloads, the workers and the page's module start before the page touches the article.
-  const testResponse = fetchOk(IMAGES_URL);
   const labels = fetchUnzipped(LABELS_URL);
   pool = new InferencePool(window.calibraWorkers, onBatch, onOwnLogits, async (message, model) => {
     await articleParsed;
@@ -983,8 +998,8 @@ async function main() {
     if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
   });
   const pageModule = init();
-  // Opens the logits cache now: the first network's request asks it whether it holds anything.
-  logitsCache.holdsAny();
+  // Whether this browser kept logits (a revisit), asked while the page's module compiles.
+  const logitsKept = logitsCache.holdsAny();
   await articleParsed;
   trackSliderBars();
   await pageModule;
@@ -995,7 +1010,15 @@ async function main() {
   applyPatches(first.patches);
   showView();
   pool.load(modelIndex());
-  images.test = await streamTestImages(await testResponse);
+  // On a first visit the test images (4.2 MiB) are fetched once the shown network's weights are
+  // in (or refused): on a slow link the two would share it, and the first chart needs all of
+  // the weights but only the first 50 images (locally the weights take tens of milliseconds).
+  // A revisit, with logits kept, has both in the browser's cache and fetches them at once.
+  if (!(await logitsKept)) {
+    $("progress-text").textContent = "downloading the network";
+    await pool.weightsIn(modelIndex());
+  }
+  images.test = await streamTestImages(await fetchOk(IMAGES_URL));
   // Once all are in, a frame draws what waited for them (the shift lab's thumbnails).
   testImages.complete.then(scheduleRender, (error) => {
     showError(error.message);

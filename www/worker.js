@@ -7,6 +7,8 @@
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
 //                   of image set `set` ("test", "mnist", "gaussian", "uniform", or a corrupted
 //                   copy of the test images such as "shift-rotation-3")
+//   worker -> page  {status: "fetched", model}          the weights' bytes are in (the page
+//                   then fetches the test images, which would share a slow link with them)
 //   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
 //                   where the browser has no crypto.subtle
@@ -51,6 +53,7 @@ async function handle(message) {
     const response = await fetch(message.url);
     if (!response.ok) throw new Error(`cannot fetch ${message.url}: HTTP ${response.status}`);
     const weights = new Uint8Array(await response.arrayBuffer());
+    postMessage({ status: "fetched", model: message.model });
     models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
     const digest = cacheAvailable ? await sha256(weights) : null;
     postMessage({ status: "ready", model: message.model, digest });

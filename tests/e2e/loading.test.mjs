@@ -1,0 +1,89 @@
+// The order of a visit's downloads. On a first visit the test images wait for the shown
+// network's weights (on a slow link the two would share it, and the first chart needs all of the
+// weights but only 50 images), and the page says it is downloading the network meanwhile; a
+// revisit, with logits kept, fetches the images at once.
+//
+// The site is served through a gate that holds the weights' response until the test lets it go.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { after, before, test } from "node:test";
+
+import { SITE_DIR, collectProblems, launchBrowser, serveDirectory, waitForInference } from "./helpers.mjs";
+
+const INFERENCE_TIMEOUT_MS = 180_000;
+const WEIGHTS = "/assets/models/fmnist-ce.safetensors";
+const IMAGES = "/assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+// How long the weights are held once asked for: long enough for the page to have asked for the
+// images, had it not waited.
+const HOLD_MS = 2_000;
+
+let site;
+let gate;
+let browser;
+let problems;
+let page;
+// Paths in the order the browser asked for them.
+let asked = [];
+// Resolves the held weights' response; null while nothing is held.
+let release = null;
+
+before(async () => {
+  site = await serveDirectory(SITE_DIR, { cacheControl: "no-cache" });
+  gate = createServer(async (request, response) => {
+    const { pathname } = new URL(request.url, "http://gate");
+    asked.push(pathname);
+    if (pathname === WEIGHTS && release === null) await new Promise((resolve) => { release = resolve; });
+    const headers = { ...request.headers };
+    delete headers.host;
+    const upstream = await fetch(new URL(request.url, site.url), { headers });
+    response.writeHead(upstream.status, Object.fromEntries(upstream.headers));
+    response.end(Buffer.from(await upstream.arrayBuffer()));
+  });
+  await new Promise((resolve) => gate.listen(0, "127.0.0.1", resolve));
+  browser = await launchBrowser();
+  problems = collectProblems(browser.context);
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((resolve) => gate?.close(resolve));
+  await site?.close();
+});
+
+// Opens the page with the weights held, and returns once they have been asked for and HOLD_MS
+// has passed, still held.
+async function visitHoldingWeights() {
+  asked = [];
+  release = null;
+  await page.goto(`http://127.0.0.1:${gate.address().port}/`);
+  const deadline = Date.now() + 60_000;
+  while (!asked.includes(WEIGHTS)) {
+    assert.ok(Date.now() < deadline, `the page never asked for the weights: ${asked.join(", ")}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+}
+
+test("1. a first visit asks for the test images once the weights are in, and says so meanwhile", { timeout: 400_000 }, async () => {
+  await visitHoldingWeights();
+  assert.ok(!asked.includes(IMAGES), `the images were asked for while the weights were held: ${asked.join(", ")}`);
+  assert.equal(await page.textContent("#progress-text"), "downloading the network");
+  release();
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  assert.ok(asked.indexOf(IMAGES) > asked.indexOf(WEIGHTS), asked.join(", "));
+  assert.notEqual(await page.textContent("#progress-text"), "downloading the network");
+  await page.evaluate(() => window.calibra.cacheSettled());
+});
+
+test("2. a revisit, with logits kept, asks for the images without waiting for the weights", { timeout: 400_000 }, async () => {
+  await visitHoldingWeights();
+  assert.ok(asked.includes(IMAGES), `the images waited for the held weights: ${asked.join(", ")}`);
+  assert.notEqual(await page.textContent("#progress-text"), "downloading the network");
+  release();
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+});
+
+test("3. no console errors, uncaught exceptions or failed requests", () => {
+  assert.deepEqual(problems, []);
+});
