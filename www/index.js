@@ -1017,6 +1017,7 @@ async function main() {
   if (!(await logitsKept)) {
     $("progress-text").textContent = "downloading the network";
     await pool.weightsIn(modelIndex());
+    $("progress-text").textContent = "downloading the test images";
   }
   images.test = await streamTestImages(await fetchOk(IMAGES_URL));
   // Once all are in, a frame draws what waited for them (the shift lab's thumbnails).

@@ -3,7 +3,8 @@
 // weights but only 50 images), and the page says it is downloading the network meanwhile; a
 // revisit, with logits kept, fetches the images at once.
 //
-// The site is served through a gate that holds the weights' response until the test lets it go.
+// The site is served through a gate that holds the weights' and the images' responses until the
+// test lets them go.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { after, before, test } from "node:test";
@@ -24,15 +25,16 @@ let problems;
 let page;
 // Paths in the order the browser asked for them.
 let asked = [];
-// Resolves the held weights' response; null while nothing is held.
-let release = null;
+// The paths whose responses the gate holds in this visit, each with the function that lets its
+// response go once it has been asked for.
+let held = new Map();
 
 before(async () => {
   site = await serveDirectory(SITE_DIR, { cacheControl: "no-cache" });
   gate = createServer(async (request, response) => {
     const { pathname } = new URL(request.url, "http://gate");
     asked.push(pathname);
-    if (pathname === WEIGHTS && release === null) await new Promise((resolve) => { release = resolve; });
+    if (held.has(pathname)) await new Promise((resolve) => held.set(pathname, resolve));
     const headers = { ...request.headers };
     delete headers.host;
     const upstream = await fetch(new URL(request.url, site.url), { headers });
@@ -51,25 +53,39 @@ after(async () => {
   await site?.close();
 });
 
-// Opens the page with the weights held, and returns once they have been asked for and HOLD_MS
-// has passed, still held.
-async function visitHoldingWeights() {
-  asked = [];
-  release = null;
-  await page.goto(`http://127.0.0.1:${gate.address().port}/`);
+// Waits until the page has asked for `path`.
+async function askedFor(path) {
   const deadline = Date.now() + 60_000;
-  while (!asked.includes(WEIGHTS)) {
-    assert.ok(Date.now() < deadline, `the page never asked for the weights: ${asked.join(", ")}`);
+  while (!asked.includes(path)) {
+    assert.ok(Date.now() < deadline, `the page never asked for ${path}: ${asked.join(", ")}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+// Lets the held response of `path` go.
+function release(path) {
+  held.get(path)();
+  held.delete(path);
+}
+
+// Opens the page holding the responses of `paths`, and returns once the weights have been asked
+// for and HOLD_MS has passed, still held.
+async function visitHolding(paths) {
+  asked = [];
+  held = new Map(paths.map((path) => [path, null]));
+  await page.goto(`http://127.0.0.1:${gate.address().port}/`);
+  await askedFor(WEIGHTS);
   await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
 }
 
-test("1. a first visit asks for the test images once the weights are in, and says so meanwhile", { timeout: 400_000 }, async () => {
-  await visitHoldingWeights();
+test("1. a first visit asks for the test images once the weights are in, and says what it downloads", { timeout: 400_000 }, async () => {
+  await visitHolding([WEIGHTS, IMAGES]);
   assert.ok(!asked.includes(IMAGES), `the images were asked for while the weights were held: ${asked.join(", ")}`);
   assert.equal(await page.textContent("#progress-text"), "downloading the network");
-  release();
+  release(WEIGHTS);
+  await askedFor(IMAGES);
+  await page.waitForFunction(() => document.getElementById("progress-text").textContent === "downloading the test images", null, { timeout: 30_000 });
+  release(IMAGES);
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
   assert.ok(asked.indexOf(IMAGES) > asked.indexOf(WEIGHTS), asked.join(", "));
   assert.notEqual(await page.textContent("#progress-text"), "downloading the network");
@@ -77,10 +93,10 @@ test("1. a first visit asks for the test images once the weights are in, and say
 });
 
 test("2. a revisit, with logits kept, asks for the images without waiting for the weights", { timeout: 400_000 }, async () => {
-  await visitHoldingWeights();
+  await visitHolding([WEIGHTS]);
   assert.ok(asked.includes(IMAGES), `the images waited for the held weights: ${asked.join(", ")}`);
   assert.notEqual(await page.textContent("#progress-text"), "downloading the network");
-  release();
+  release(WEIGHTS);
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
 });
 
