@@ -477,11 +477,8 @@ impl Page {
                     self.rivals_drawn = Some(drawn);
                 }
             } else if view.rivals.is_none() && self.rivals_drawn.take().is_some() {
-                canvas_chart(
-                    &self.canvas_sizes,
-                    &Figure::RivalsReliability.id(),
-                    state.text_scale(),
-                )?;
+                self.canvas_sizes
+                    .chart(&Figure::RivalsReliability.id(), state.text_scale())?;
             }
         }
         if frame.conformal.is_some() {
@@ -497,11 +494,8 @@ impl Page {
             if charts.score_histogram.is_some() {
                 shown.push(Figure::OodHistogram);
             } else if on_screen.contains(&Figure::OodHistogram) {
-                canvas_chart(
-                    &self.canvas_sizes,
-                    &Figure::OodHistogram.id(),
-                    state.text_scale(),
-                )?;
+                self.canvas_sizes
+                    .chart(&Figure::OodHistogram.id(), state.text_scale())?;
             }
             shown.extend([Figure::OodRoc, Figure::OodNorms, Figure::TauChart]);
         }
@@ -510,11 +504,8 @@ impl Page {
             if view.current().is_some() {
                 shown.push(Figure::ShiftReliability);
             } else if on_screen.contains(&Figure::ShiftReliability) {
-                canvas_chart(
-                    &self.canvas_sizes,
-                    &Figure::ShiftReliability.id(),
-                    state.text_scale(),
-                )?;
+                self.canvas_sizes
+                    .chart(&Figure::ShiftReliability.id(), state.text_scale())?;
             }
             shown.push(Figure::ShiftSeverity);
         }
@@ -524,7 +515,7 @@ impl Page {
         }
         for figure in shown.into_iter().filter(|f| on_screen.contains(f)) {
             if let Some((area, style)) =
-                canvas_chart(&self.canvas_sizes, &figure.id(), state.text_scale())?
+                self.canvas_sizes.chart(&figure.id(), state.text_scale())?
             {
                 page::figure::draw(figure, &sources, &area, &style)?;
             }
@@ -569,11 +560,10 @@ impl Page {
             frame: &frame,
             experiment: Some(run),
         };
-        if let Some((area, style)) = canvas_chart(
-            &self.canvas_sizes,
-            &Figure::Experiment.id(),
-            state.text_scale(),
-        )? {
+        if let Some((area, style)) = self
+            .canvas_sizes
+            .chart(&Figure::Experiment.id(), state.text_scale())?
+        {
             page::figure::draw(Figure::Experiment, &sources, &area, &style)?;
         }
         to_js(&readouts)
@@ -725,6 +715,34 @@ impl CanvasSizes {
         let scaled = |css: f64| (css * ratio).round() as u32;
         (scaled(width), scaled(height))
     }
+
+    /// The canvas with this id, sized to its CSS box times the device pixel ratio and
+    /// cleared, with the chart style for that ratio times `text_scale` (larger type and
+    /// lines); `None` for a canvas that is not laid out or not yet measured (its
+    /// ResizeObserver report asks for a frame).
+    fn chart(&self, id: &str, text_scale: f64) -> Result<Option<Chart>, JsError> {
+        let ratio = device_pixel_ratio()?;
+        let (width, height) = self.pixels(id, ratio);
+        if width == 0 || height == 0 {
+            return Ok(None);
+        }
+        let canvas = canvas_element(id)?;
+        if canvas.width() != width || canvas.height() != height {
+            canvas.set_width(width);
+            canvas.set_height(height);
+        }
+        let backend = Measured::canvas(canvas)
+            .ok_or_else(|| JsError::new(&format!("canvas #{id} has no 2D context")))?;
+        let area = backend.into_drawing_area();
+        area.fill(&WHITE)
+            .map_err(|e| JsError::new(&format!("cannot clear canvas #{id}: {e}")))?;
+        Ok(Some((
+            area,
+            ChartStyle {
+                scale: ratio * text_scale,
+            },
+        )))
+    }
 }
 
 /// The window's device pixel ratio.
@@ -732,31 +750,4 @@ fn device_pixel_ratio() -> Result<f64, JsError> {
     Ok(web_sys::window()
         .ok_or_else(|| JsError::new("no window"))?
         .device_pixel_ratio())
-}
-
-/// The canvas with this id, sized to its CSS box times the device pixel ratio and cleared,
-/// with the chart style for that ratio times `text_scale` (larger type and lines); `None` for a
-/// canvas that is not laid out or not yet measured (its ResizeObserver report asks for a frame).
-fn canvas_chart(sizes: &CanvasSizes, id: &str, text_scale: f64) -> Result<Option<Chart>, JsError> {
-    let ratio = device_pixel_ratio()?;
-    let (width, height) = sizes.pixels(id, ratio);
-    if width == 0 || height == 0 {
-        return Ok(None);
-    }
-    let canvas = canvas_element(id)?;
-    if canvas.width() != width || canvas.height() != height {
-        canvas.set_width(width);
-        canvas.set_height(height);
-    }
-    let backend = Measured::canvas(canvas)
-        .ok_or_else(|| JsError::new(&format!("canvas #{id} has no 2D context")))?;
-    let area = backend.into_drawing_area();
-    area.fill(&WHITE)
-        .map_err(|e| JsError::new(&format!("cannot clear canvas #{id}: {e}")))?;
-    Ok(Some((
-        area,
-        ChartStyle {
-            scale: ratio * text_scale,
-        },
-    )))
 }
