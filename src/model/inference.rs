@@ -11,10 +11,10 @@
 //!    row are adjacent in memory, so the row of the patch matrix for output pixel `(y, x)` is
 //!    three contiguous copies of `3·channels` values, from rows `y`, `y + 1` and `y + 2` of the
 //!    padded input: `patches[(i, y, x), (dy, dx, c)] = padded[i, y + dy, x + dx, c]`.
-//! 2. **One matrix product** per convolution, candle's `Tensor::matmul` (the `gemm` crate, with
-//!    SIMD kernels natively and `simd128` ones in WebAssembly):
+//! 2. **One matrix product** per convolution, `matrix_product` (plain loops that LLVM
+//!    vectorises; why not candle's `Tensor::matmul` is said there):
 //!    `[n·side², 9·in] × [9·in, out] = [n·side², out]`, which is the NHWC output itself. The
-//!    kernel `[out, in, 3, 3]` is permuted to `[(dy, dx, c), out]` once, at load time.
+//!    kernel `[out, in, 3, 3]` is permuted to `[(dy, dx, c), out]` and tiled once, at load time.
 //! 3. **Bias, ReLU and 2×2 max-pooling in one pass** over the product. The bias is the same for
 //!    the four pixels of a window and rounding is monotonic, so
 //!    `max_j relu(z_j + b) = relu(max_j z_j + b)` holds exactly in floating point: the pass
@@ -34,9 +34,10 @@
 //! tests bound the difference at 1e-4 on the logits). Inference only: training and ODIN's
 //! gradient need candle's autograd and use [`Cnn`].
 
-use candle_core::{Device, Module, Storage, Tensor};
+use candle_core::{Device, Module, Tensor};
 use candle_nn::{Conv2d, Linear};
 
+use super::matrix_product::{matrix_product, TiledColumns};
 use super::{Cnn, CONV1_CHANNELS, CONV2_CHANNELS, POOLED_SIDE};
 use crate::data::NUM_CLASSES;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
@@ -60,10 +61,10 @@ pub(super) struct InferenceNetwork {
 }
 
 /// One 3×3 convolution's kernel as the right-hand side of the im2col product,
-/// `[(dy, dx, c), out]`, and its bias per output channel.
+/// `[(dy, dx, c), out]` row-major, and its bias per output channel.
 #[derive(Debug)]
 struct ConvolutionWeights {
-    kernel: Tensor,
+    kernel: TiledColumns,
     bias: Vec<f32>,
 }
 
@@ -74,8 +75,9 @@ impl ConvolutionWeights {
         let kernel = conv
             .weight()
             .permute((2, 3, 1, 0))?
-            .reshape((KERNEL_TAPS * channels, out))?
-            .contiguous()?;
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let kernel = TiledColumns::new(&kernel, KERNEL_TAPS * channels, out);
         let bias = match conv.bias() {
             Some(bias) => bias.to_vec1()?,
             None => vec![0.0; out],
@@ -123,19 +125,15 @@ impl InferenceNetwork {
     fn block_logits(&self, pixels: &[u8], device: &Device) -> candle_core::Result<Vec<f32>> {
         let n = pixels.len() / IMAGE_PIXELS;
         let input = padded_input(pixels);
-        let conv1 = convolve(&input, n, IMAGE_SIDE, &self.conv1, device)?;
+        let conv1 = convolve(&input, n, IMAGE_SIDE, &self.conv1);
         let mut pooled1 = vec![0.0; n * padded_len(CONV2_SIDE, CONV1_CHANNELS)];
-        with_contiguous_values(&conv1, |conv1| {
-            max_pool_bias_relu(conv1, IMAGE_SIDE, &self.conv1.bias, &mut pooled1, 1);
-        })?;
+        max_pool_bias_relu(&conv1, IMAGE_SIDE, &self.conv1.bias, &mut pooled1, 1);
         drop(conv1);
-        let conv2 = convolve(&pooled1, n, CONV2_SIDE, &self.conv2, device)?;
+        let conv2 = convolve(&pooled1, n, CONV2_SIDE, &self.conv2);
         drop(pooled1);
         let features_len = POOLED_SIDE * POOLED_SIDE * CONV2_CHANNELS;
         let mut pooled2 = vec![0.0; n * features_len];
-        with_contiguous_values(&conv2, |conv2| {
-            max_pool_bias_relu(conv2, CONV2_SIDE, &self.conv2.bias, &mut pooled2, 0);
-        })?;
+        max_pool_bias_relu(&conv2, CONV2_SIDE, &self.conv2.bias, &mut pooled2, 0);
         drop(conv2);
         let features = Tensor::from_vec(pooled2, (n, features_len), device)?;
         let hidden = self.dense1.forward(&features)?.relu()?;
@@ -171,14 +169,8 @@ fn padded_input(pixels: &[u8]) -> Vec<f32> {
 
 /// The 3×3 "same" convolution of `n` zero-padded NHWC images `[n, side + 2, side + 2, in]`,
 /// without its bias: `[n·side², out]`, NHWC. One im2col for all images, then one product.
-fn convolve(
-    padded: &[f32],
-    n: usize,
-    side: usize,
-    weights: &ConvolutionWeights,
-    device: &Device,
-) -> candle_core::Result<Tensor> {
-    let (taps_len, _) = weights.kernel.dims2()?;
+fn convolve(padded: &[f32], n: usize, side: usize, weights: &ConvolutionWeights) -> Vec<f32> {
+    let taps_len = weights.kernel.inner();
     let channels = taps_len / KERNEL_TAPS;
     let padded_row = (side + 2) * channels;
     let kernel_row = 3 * channels;
@@ -193,27 +185,7 @@ fn convolve(
             }
         }
     }
-    Tensor::from_vec(patches, (n * side * side, taps_len), device)?.matmul(&weights.kernel)
-}
-
-/// Runs `f` on the values of `tensor`, a contiguous f32 tensor on the CPU, without copying them.
-///
-/// # Errors
-/// A candle error when `tensor` is not such a tensor.
-fn with_contiguous_values(tensor: &Tensor, f: impl FnOnce(&[f32])) -> candle_core::Result<()> {
-    let (storage, layout) = tensor.storage_and_layout();
-    let Storage::Cpu(storage) = &*storage else {
-        return Err(candle_core::Error::Msg(
-            "the NHWC forward pass runs on the CPU".to_string(),
-        ));
-    };
-    let Some((start, end)) = layout.contiguous_offsets() else {
-        return Err(candle_core::Error::Msg(
-            "a convolution's output is not contiguous".to_string(),
-        ));
-    };
-    f(&storage.as_slice::<f32>()?[start..end]);
-    Ok(())
+    matrix_product(&patches, &weights.kernel)
 }
 
 /// `relu(max over each 2×2 window + bias)` of NHWC convolution outputs
