@@ -65,7 +65,8 @@ export class Gallery {
   }
 
   // Shows the sections ({title, items}); the DOM is rebuilt only when the images or their sets
-  // changed.
+  // changed. A keyboard reader on a tile stays on the same image's new tile (or, when that image
+  // left the gallery, on its first tile) rather than being dropped to the top of the page.
   show(sections, choice) {
     const key = JSON.stringify(sections);
     if (key === this.key) return;
@@ -80,8 +81,12 @@ export class Gallery {
       for (const item of items) nodes.push(this.tile(item));
     }
     const gallery = $("gallery");
+    const focusedRow = gallery.contains(document.activeElement) ? document.activeElement.dataset.row : undefined;
     gallery.replaceChildren(...nodes);
     gallery.dataset.filter = choice;
+    if (focusedRow !== undefined) {
+      (gallery.querySelector(`.tile[data-row="${focusedRow}"]`) ?? gallery.querySelector(".tile"))?.focus({ preventScroll: true });
+    }
   }
 
   // One image as a button: its thumbnail, its true label, and its set as chips.

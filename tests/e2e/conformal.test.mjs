@@ -226,6 +226,20 @@ test("6. gallery filters show only matching images", { timeout: 60_000 }, async 
   await page.locator("#explanation tbody tr").nth(9).waitFor({ state: "attached" });
   const rows = await page.$$eval("#explanation tbody tr", (trs) => trs.map((tr) => tr.className));
   assert.equal(rows.length, 10, "the explanation lists every label");
+
+  // A keyboard reader on a tile stays on the same image when the sets change under it.
+  await configure({ score: "lac", alpha: 0.2, gallery: "all" });
+  const focused = await page.$("#gallery .tile >> nth=3");
+  const row = await focused.getAttribute("data-row");
+  await focused.focus();
+  await configure({ score: "lac", alpha: 0.05, gallery: "all" });
+  const after = await page.evaluate((old) => ({
+    rebuilt: !old.isConnected,
+    row: document.activeElement.dataset.row,
+    tile: document.activeElement.classList.contains("tile"),
+  }), focused);
+  assert.ok(after.rebuilt, "changing α rebuilt the gallery");
+  assert.deepEqual({ row: after.row, tile: after.tile }, { row, tile: true }, "focus stays on the same image's tile");
 });
 
 test("7. a hash link restores the conformal lab", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
