@@ -245,6 +245,7 @@ function render() {
     }
   }
   if (readouts.waiting) return;
+  if (readouts.drawn.length > 0 && !pool.mayGrow) pool.allowGrowth();
   for (const lab of readouts.drawn) dirty[lab] = false;
   if (readouts.drawn.includes("temperature")) {
     if (ownData && timings.ownLogits && !timings.ownLogits.drawn) timings.ownLogits.drawn = performance.now();
@@ -639,11 +640,16 @@ class BootstrapWorker {
 // A pool of inference workers sharing the image sets: batches go to whichever worker is free.
 // A job is one model's logits (or ODIN scores) on one image set.
 class InferencePool {
-  constructor(workers, onBatch, onOwn, onError) {
+  // `workers`: start-workers.js's workers started at once, how many more may start `later`,
+  // and the function that starts one.
+  constructor({ early, later, start }, onBatch, onOwn, onError) {
     this.onBatch = onBatch;
     this.onOwn = onOwn;
     this.onError = onError;
     this.workers = [];
+    this.later = later;
+    this.startWorker = start;
+    this.mayGrow = false;
     this.queue = [];
     this.requested = new Set();
     this.loaded = new Set();
@@ -654,16 +660,26 @@ class InferencePool {
     // Each model's weights: settles once the first worker has them (or has failed to load them).
     this.weights = new Map();
     this.weightsArrived = new Map();
-    for (const { worker, failure } of workers) {
-      const slot = { worker, busy: 0 };
-      worker.onmessage = (event) => this.receive(slot, event.data);
-      // The first uncaught error (its start failed; run errors come back as messages).
-      failure.then((event) => {
-        onError(`The inference worker failed: ${event.message || "could not start (is WebAssembly enabled?)"}`);
-        for (const arrived of this.weightsArrived.values()) arrived();
-      });
-      this.workers.push(slot);
-    }
+    for (const worker of early) this.add(worker);
+  }
+
+  // Takes over a started worker and has it load every network already asked for.
+  add({ worker, failure }) {
+    const slot = { worker, busy: 0 };
+    worker.onmessage = (event) => this.receive(slot, event.data);
+    // The first uncaught error (its start failed; run errors come back as messages).
+    failure.then((event) => {
+      this.onError(`The inference worker failed: ${event.message || "could not start (is WebAssembly enabled?)"}`);
+      for (const arrived of this.weightsArrived.values()) arrived();
+    });
+    this.workers.push(slot);
+    for (const model of this.loaded) this.postLoad(slot, model);
+  }
+
+  // The page has drawn: from now on the pool starts its later workers once images are queued.
+  allowGrowth() {
+    this.mayGrow = true;
+    this.pump();
   }
 
   // Queues every batch of a job not yet requested; the workers load the model's weights once.
@@ -693,7 +709,11 @@ class InferencePool {
     this.loaded.add(model);
     this.digests.set(model, new Promise((resolve) => this.digestArrived.set(model, resolve)));
     this.weights.set(model, new Promise((resolve) => this.weightsArrived.set(model, resolve)));
-    for (const slot of this.workers) slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
+    for (const slot of this.workers) this.postLoad(slot, model);
+  }
+
+  postLoad(slot, model) {
+    slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
   }
 
   // Resolves once a worker has fetched the weights of `model` (already asked to load), or has
@@ -720,6 +740,9 @@ class InferencePool {
   // Keeps two batches in flight per worker, so none idles between messages.
   // A batch goes out once its images are whole (the test images arrive as they download).
   pump() {
+    if (this.mayGrow && this.queue.length > 0) {
+      for (; this.later > 0; this.later -= 1) this.add(this.startWorker());
+    }
     const size = limits.image_side ** 2;
     const ready = ({ set, start, count }) => start + count <= rowsIn(set);
     for (const slot of this.workers) {

@@ -23,9 +23,10 @@
 //     hosts serve it (helpers.mjs serveDirectory's `gzip`) and Chromium's network emulation
 //     (CDP Network.emulateNetworkConditions) at 5 Mbit/s and 100 ms of latency: first chart,
 //     all 10,000 images, and every response's bytes by file;
-//   - worker scaling: two more cold visits, each in a fresh profile, with the browser reporting 2
-//     and then 4 logical cores (navigator.hardwareConcurrency, overridden by an init script): the
-//     page starts floor(cores / 2) inference workers, so one and then two on the same machine.
+//   - worker scaling: two more cold visits, each in a fresh profile, with the browser reporting 1
+//     and then 2 logical cores (navigator.hardwareConcurrency, overridden by an init script): the
+//     page runs one inference worker a core (at most four; www/start-workers.js), so one and then
+//     two on the same machine.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import os from "node:os";
@@ -304,9 +305,9 @@ async function main() {
     }));
     await page.close();
 
-    // Worker scaling: the page picks floor(cores / 2) workers (at least one, at most four).
+    // Worker scaling: the page runs one worker a core (at most four).
     const scaling = [];
-    for (const cores of [2, 4]) scaling.push(await coldInference(site, cores));
+    for (const cores of [1, 2]) scaling.push(await coldInference(site, cores));
     const slowLink = await slowLinkVisit();
     const wasm = (dir) => {
       const bytes = readFileSync(path.join(SITE_DIR, dir, "calibra_bg.wasm"));
@@ -361,7 +362,7 @@ async function main() {
       [`the same on a phone-class device: 390×844 at device scale 3, CPU throttled 4× (canvases in view: ${p.onScreen.join(", ")}; ${p.redraws} redraws)`, `median ${ms(p.drawMedianMs)}, p95 ${ms(p.drawP95Ms)}; to the painted frame: median ${ms(p.paintMedianMs)}, p95 ${ms(p.paintP95Ms)}`],
       [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
       ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
-      ...results.scaling.map((run) => [`cold visit with ${run.cores} cores reported: ${run.workers} inference worker${run.workers === 1 ? "" : "s"}`, `${group(run.imagesPerSecond)} images/s over ${(run.windowMs / 1000).toFixed(1)} s; all 10,000 images ${ms(run.doneMs)} from navigation start`]),
+      ...results.scaling.map((run) => [`cold visit with ${run.cores} core${run.cores === 1 ? "" : "s"} reported: ${run.workers} inference worker${run.workers === 1 ? "" : "s"}`, `${group(run.imagesPerSecond)} images/s over ${(run.windowMs / 1000).toFixed(1)} s; all 10,000 images ${ms(run.doneMs)} from navigation start`]),
       [`inference, two workers against one`, `${(results.scaling[1].imagesPerSecond / results.scaling[0].imagesPerSecond).toFixed(2)}× the images/s`],
       ["switch to a network not yet seen: from the change to all 10,000 images inferred", ms(results.switchMs)],
       ["revisit (same profile): all 10,000 images' numbers drawn (from navigation start)", `${ms(results.revisit.doneMs)}, first chart ${ms(results.revisit.firstChartMs)}; ${results.revisit.fromCache && !results.revisit.inferred ? "from the logits cache, no inference" : "inferred again (the cache did not answer)"}`],
