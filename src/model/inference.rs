@@ -61,7 +61,7 @@ pub(super) struct InferenceNetwork {
 }
 
 /// One 3×3 convolution's kernel as the right-hand side of the im2col product,
-/// `[(dy, dx, c), out]` row-major, and its bias per output channel.
+/// `[(dy, dx, c), out]` in the product's tiled layout, and its bias per output channel.
 #[derive(Debug)]
 struct ConvolutionWeights {
     kernel: TiledColumns,
