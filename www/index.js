@@ -695,11 +695,13 @@ class InferencePool {
       }
       this.pump();
     };
-    // Logits come from the cache when it holds them for these weights and images.
-    const start = () => (kind === "logits" ? fromCache(model, set, this.digests.get(model)) : Promise.resolve(false))
-      .then((cached) => { if (!cached) enqueue(); });
-    if (images[set]) start();
-    else loadImages(set).then(start, (error) => showError(error.message));
+    // Logits come from the cache when it holds them for these weights and images. The images
+    // are loaded before each step, not once: a corrupted copy's pixels are dropped when another
+    // network's logits on it complete, which can happen while the cache is asked.
+    const withImages = (next) => (images[set] ? next() : loadImages(set).then(next));
+    Promise.resolve(withImages(() => kind === "logits" && fromCache(model, set, this.digests.get(model))))
+      .then((cached) => cached || withImages(enqueue))
+      .catch((error) => showError(error.message));
   }
 
   // Has every worker fetch and load `model`'s weights, once: at its first request, or ahead
@@ -875,7 +877,10 @@ function onBatch(message) {
 
 // Stores the logits of `model` on `set`, all arrived, in the cache under their job's key.
 function keepLogits(model, set) {
+  if (!logitsCache.available) return;
   const logits = page.logits(model, set);
+  // The images' digest is taken now, while they are here: a corrupted copy's are dropped next.
+  imageDigests[set] ??= logitsCache.sha256(imageSet(set));
   lastKeep = cacheKeyOf(model, set, pool.digests.get(model)).then((key) => key && logitsCache.keep(key, logits));
 }
 

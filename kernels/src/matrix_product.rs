@@ -30,24 +30,31 @@
 const TILE_ROWS: usize = 4;
 /// Columns of the output that one tile computes together: two `f32x4`s. Every convolution of
 /// the network has a multiple of it as its channel count.
-pub(super) const TILE_COLUMNS: usize = 8;
+pub const TILE_COLUMNS: usize = 8;
 
 /// The right-hand side of a product, `[inner, columns]`, stored one tile of [`TILE_COLUMNS`]
 /// columns after the other, each `[inner, TILE_COLUMNS]` row-major: the kernel then reads a
 /// tile's rows `k = 0, 1, …` from consecutive addresses. Built once per network, at load time.
 #[derive(Debug)]
-pub(super) struct TiledColumns {
+pub struct TiledColumns {
     inner: usize,
     columns: usize,
     values: Vec<f32>,
 }
 
 impl TiledColumns {
-    /// Tiles `b`, `[inner, columns]` row-major. `columns` must be a multiple of
-    /// [`TILE_COLUMNS`] (every convolution of the network has such a channel count).
-    pub(super) fn new(b: &[f32], inner: usize, columns: usize) -> Self {
-        debug_assert!(columns.is_multiple_of(TILE_COLUMNS), "{columns} columns");
-        debug_assert_eq!(b.len(), inner * columns);
+    /// Tiles `b`, `[inner, columns]` row-major.
+    ///
+    /// # Panics
+    /// Unless `columns` is a multiple of [`TILE_COLUMNS`] (every convolution of the network has
+    /// such a channel count) and `b` holds `inner × columns` values.
+    pub fn new(b: &[f32], inner: usize, columns: usize) -> Self {
+        assert!(columns.is_multiple_of(TILE_COLUMNS), "{columns} columns");
+        assert_eq!(
+            b.len(),
+            inner * columns,
+            "a right-hand side of {inner} × {columns}"
+        );
         let mut values = Vec::with_capacity(b.len());
         for first in (0..columns).step_by(TILE_COLUMNS) {
             for row in b.chunks_exact(columns) {
@@ -62,14 +69,23 @@ impl TiledColumns {
     }
 
     /// Rows of the right-hand side: the length of the left-hand side's rows.
-    pub(super) fn inner(&self) -> usize {
+    pub fn inner(&self) -> usize {
         self.inner
     }
 }
 
 /// `a × b` with `a` `[rows, inner]` row-major (`rows = a.len() / inner`), as a `[rows, columns]`
 /// row-major vector.
-pub(super) fn matrix_product(a: &[f32], b: &TiledColumns) -> Vec<f32> {
+///
+/// # Panics
+/// Unless `a`'s length is a multiple of `b`'s inner dimension.
+pub fn matrix_product(a: &[f32], b: &TiledColumns) -> Vec<f32> {
+    assert!(
+        a.len().is_multiple_of(b.inner),
+        "{} values are not rows of {}",
+        a.len(),
+        b.inner
+    );
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx") {
         // SAFETY: `matrix_product_avx` only needs AVX, which the CPU was just found to have.
@@ -93,7 +109,6 @@ fn matrix_product_avx(a: &[f32], b: &TiledColumns) -> Vec<f32> {
 #[inline(always)]
 fn product(a: &[f32], b: &TiledColumns) -> Vec<f32> {
     let (inner, columns) = (b.inner, b.columns);
-    debug_assert!(a.len().is_multiple_of(inner));
     let rows = a.len() / inner;
     let mut product = vec![0.0; rows * columns];
     let whole = rows / TILE_ROWS * TILE_ROWS;

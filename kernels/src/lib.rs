@@ -1,0 +1,24 @@
+//! calibra's convolution layers as plain loops over `f32` slices: the network's input, padded;
+//! each 3×3 convolution as an im2col for a whole block of images and one matrix product; and
+//! bias + ReLU + 2×2 max-pooling fused in one pass. Activations are NHWC (channels last). The
+//! network itself, its weights and its dense layers are the `calibra` crate's
+//! (`src/model/inference.rs`), in candle.
+//!
+//! # Why a crate of its own
+//! The loops are fast only once LLVM vectorises them (WebAssembly's `simd128`, natively SSE or
+//! AVX), as the release builds, the page's among them, do. The `calibra` crate's tests and its
+//! development build (which the end-to-end tests compare the page with) run the network too,
+//! on tens of thousands of images, but are built for short compiles; in that profile the loops
+//! stayed scalar even at `opt-level = 3`, because its debug assertions add checks to the
+//! standard slice iterators the loops run on, and because split into many codegen units the
+//! tile loops were not vectorised either. As a crate of its own, this code gets a development
+//! profile of its own (the workspace's `Cargo.toml`: `opt-level = 3`, no debug assertions, one
+//! codegen unit) while `calibra` compiles unoptimised. On the 2-core development machine, the
+//! `train` test's run (two epochs on 256 images, then the network on 20,256 images) took 44 s
+//! with these loops inside `calibra` at `opt-level = 1`, and 9 s from here.
+
+mod layers;
+mod matrix_product;
+
+pub use layers::{convolve, max_pool_bias_relu, padded_input, padded_len, KERNEL_TAPS};
+pub use matrix_product::{matrix_product, TiledColumns, TILE_COLUMNS};
