@@ -29,7 +29,6 @@
 //! pooling fused), equal to [`Cnn`]'s forward up to summation order and faster.
 
 mod inference;
-mod matrix_product;
 
 use candle_core::{DType, Device, Module, Tensor, Var};
 use candle_nn::{Conv2d, Conv2dConfig, Linear, VarBuilder};

@@ -1,6 +1,6 @@
 //! Unit tests of `inference.rs`: the NHWC forward pass against candle-nn's plain forward
-//! ([`Cnn`]'s `forward`) on random images of random batch sizes and across block boundaries,
-//! and the fused pooling on a hand-computed window. `tests/model.rs` compares the two on every
+//! ([`Cnn`]'s `forward`) on random images of random batch sizes and across block boundaries
+//! (the kernels' own tests work single layers by hand). `tests/model.rs` compares the two on every
 //! committed network's fixture images.
 
 use std::path::{Path, PathBuf};
@@ -68,24 +68,6 @@ fn a_classifier_equals_the_plain_forward_across_block_boundaries() {
     let fast = classifier.logits(&pixels).unwrap();
     let difference = largest_difference(&fast, &plain_logits(&cnn, &pixels));
     assert!(difference <= TOLERANCE, "{difference}");
-}
-
-#[test]
-fn pooling_takes_the_window_maximum_adds_the_bias_and_clamps() {
-    // One image, 2×2 pixels, 2 channels, NHWC: channel 0 holds 1, 4, -2, 3 and channel 1
-    // holds -5, -1, -3, -4.
-    let conv = [1.0, -5.0, 4.0, -1.0, -2.0, -3.0, 3.0, -4.0];
-    let bias = [0.5, 0.5];
-    let mut unpadded = [f32::NAN; 2];
-    max_pool_bias_relu(&conv, 2, &bias, &mut unpadded, 0);
-    assert_eq!(unpadded, [4.5, 0.0]);
-    // With a one-pixel border: 3×3 cells of 2 channels, the window in the middle one, the
-    // border untouched.
-    let mut padded = [7.0; 18];
-    max_pool_bias_relu(&conv, 2, &bias, &mut padded, 1);
-    let mut expected = [7.0; 18];
-    expected[8..10].copy_from_slice(&[4.5, 0.0]);
-    assert_eq!(padded, expected);
 }
 
 proptest! {
