@@ -53,6 +53,9 @@ let pool = null;
 let bootstrap = null;
 let intervalTimer = null;
 let renderPending = false;
+// When the last frame was drawn, and the timer of a batch's redraw waiting for its turn.
+let lastRender = -Infinity;
+let streamingRender = null;
 // Which labs need a redraw. A lab off screen stays dirty and is redrawn when it scrolls into
 // view, so a slider costs only the charts the reader can see.
 const dirty = { temperature: false, conformal: false, gallery: false, ood: false, shift: false, own: false };
@@ -194,10 +197,26 @@ function scheduleRender() {
   requestAnimationFrame(render);
 }
 
+// The redraw an arriving batch asks for: at once, or limits.streaming_redraw_ms after the last
+// frame, whichever is later (the workers need the cores more than the chart needs every batch).
+function scheduleStreamingRender() {
+  if (streamingRender !== null) return;
+  const wait = lastRender + limits.streaming_redraw_ms - performance.now();
+  if (wait <= 0) return scheduleRender();
+  streamingRender = setTimeout(() => {
+    streamingRender = null;
+    scheduleRender();
+  }, wait);
+}
+
 // The frame: one wasm call recomputes and redraws the labs on screen and returns the readouts.
 function render() {
   renderPending = false;
   if (!page) return;
+  lastRender = performance.now();
+  // This frame draws every batch in so far: a batch's redraw still waiting is not needed.
+  clearTimeout(streamingRender);
+  streamingRender = null;
   const callsBefore = calls.total;
   const wanted = {
     temperature: dirty.temperature && visible.temperature,
@@ -860,13 +879,17 @@ function onBatch(message) {
       delete images[message.set];
       delete loadingImages[message.set];
     }
-    scheduleRender();
+    if (count === imageCount(message.set)) scheduleRender();
+    else scheduleStreamingRender();
     return;
   }
+  const first = !arrived.has(message.model);
   arrived.set(message.model, count);
-  // The shown network's batches redraw its labs; another's test logits matter once complete
-  // (the τ and shift labs compare the networks on them).
-  if (message.model === modelIndex() || count === imageCount()) scheduleRender();
+  // The shown network's batches redraw its labs, the first one and the last one at once;
+  // another's test logits matter once complete (the τ and shift labs compare the networks on
+  // them).
+  if (count === imageCount() || (first && message.model === modelIndex())) scheduleRender();
+  else if (message.model === modelIndex()) scheduleStreamingRender();
   if (count === imageCount() && !message.cached) keepLogits(message.model, "test");
   if (count === imageCount() && !(message.model in timings.inferenceDone)) {
     timings.inferenceDone[message.model] = performance.now();
