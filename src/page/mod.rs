@@ -48,7 +48,8 @@ pub const FIRST_BATCH: usize = 50;
 /// images come in about forty batches, and a redraw of the temperature lab after each one took
 /// 730–980 ms of the page's thread during a switch on a 2-core machine, a core's third taken
 /// from the inference workers. Four redraws a second still show the chart filling in; the
-/// batch that completes a set, and any redraw a reader asks for, are drawn at once.
+/// shown network's first batch, the batch that completes a set, and any redraw a reader asks
+/// for are drawn at once.
 pub const STREAMING_REDRAW_MS: f64 = 250.0;
 /// Images the gallery shows at most.
 pub const GALLERY_LIMIT: usize = 48;
