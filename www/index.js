@@ -107,8 +107,9 @@ const isShifted = (set) => set.startsWith("shift-");
 
 // The pixels of an image set that has been loaded.
 const imageSet = (set) => images[set];
-// How many images of a loaded set are whole: the test images count up as they arrive.
-const rowsIn = (set) => (set === "test" ? testImages.rows : imageCount(set));
+// How many images of a set are whole: the test images count up as they arrive, and a set not
+// loaded (or a corrupted copy dropped) has none.
+const rowsIn = (set) => (set === "test" ? testImages.rows : images[set] ? imageCount(set) : 0);
 
 // Loads an image set the first time a job needs it: the MNIST digits are fetched (so a reader
 // who never opens the τ lab never downloads them), a noise set is drawn in Rust from its seed,
@@ -264,7 +265,7 @@ function render() {
     }
   }
   if (readouts.waiting) return;
-  if (readouts.drawn.length > 0 && !pool.mayGrow) pool.allowGrowth();
+  if (readouts.drawn.length > 0) pool.allowGrowth();
   for (const lab of readouts.drawn) dirty[lab] = false;
   if (readouts.drawn.includes("temperature")) {
     if (ownData && timings.ownLogits && !timings.ownLogits.drawn) timings.ownLogits.drawn = performance.now();
@@ -697,6 +698,7 @@ class InferencePool {
 
   // The page has drawn: from now on the pool starts its later workers once images are queued.
   allowGrowth() {
+    if (this.mayGrow) return;
     this.mayGrow = true;
     this.pump();
   }
@@ -733,6 +735,8 @@ class InferencePool {
     for (const slot of this.workers) this.postLoad(slot, model);
   }
 
+  // Asks one worker to fetch and load `model`'s weights; its messages run in order, so the
+  // batches posted after this one wait for the weights.
   postLoad(slot, model) {
     slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
   }
