@@ -1,6 +1,6 @@
 //! calibra's convolution layers as plain loops over `f32` slices: the network's input, padded;
-//! each 3×3 convolution as an im2col for a whole block of images and one matrix product; and
-//! bias + ReLU + 2×2 max-pooling fused in one pass. Activations are NHWC (channels last). The
+//! and each 3×3 convolution with its bias, ReLU and 2×2 max-pooling, through Winograd's
+//! F(2×2, 3×3) and a matrix product per tile position. Activations are NHWC (channels last). The
 //! network itself, its weights and its dense layers are the `calibra` crate's
 //! (`src/model/inference.rs`), in candle.
 //!
@@ -17,8 +17,9 @@
 //! `train` test's run (two epochs on 256 images, then the network on 20,256 images) took 44 s
 //! with these loops inside `calibra` at `opt-level = 1`, and 9 s from here.
 
-mod layers;
+mod input;
 mod matrix_product;
+mod winograd;
 
-pub use layers::{convolve, max_pool_bias_relu, padded_input, padded_len, KERNEL_TAPS};
-pub use matrix_product::{matrix_product, TiledColumns, TILE_COLUMNS};
+pub use input::{padded_input, padded_len};
+pub use winograd::{convolve_max_pool_bias_relu, WinogradKernel};

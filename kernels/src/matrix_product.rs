@@ -1,8 +1,9 @@
-//! The convolutions' matrix product, `[rows, inner] × [inner, columns]`, written as plain loops
-//! that LLVM vectorises (WebAssembly's `simd128`, natively SSE/AVX).
+//! The matrix product under the second convolution (one per position of Winograd's 4×4 tiles:
+//! `winograd.rs`), `[rows, inner] × [inner, columns]`, written as plain loops that LLVM
+//! vectorises (WebAssembly's `simd128`, natively SSE/AVX).
 //!
-//! It replaces candle's `Tensor::matmul` (the `gemm` crate) for the two convolutions, which
-//! are nearly all of the network's arithmetic, for two reasons:
+//! It replaces candle's `Tensor::matmul` (the `gemm` crate) for the convolutions, which are
+//! nearly all of the network's arithmetic, for two reasons:
 //!
 //! - **V8 deoptimises `gemm` in WebAssembly.** `gemm` picks its kernels at run time through
 //!   function pointers. In Chromium, after a worker had run one network and started a second,
@@ -19,17 +20,19 @@
 //! of the tile's rows, and the tile's sums stay in registers (eight `f32x4`s) from the first
 //! `k` to the last.
 //!
-//! Speed, in Node 20 on the 2-core development machine (10,000 test images, batches of 250,
-//! one thread): about 2,400–2,600 images/s against 2,500–2,700 with `gemm`, within this
-//! machine's run-to-run noise. Tiles of 6 × 8, 8 × 8, 5 × 8 and 4 × 16 were slower (V8 keeps
-//! 15 SIMD registers on x86-64, and their sums no longer fit), 2 × 16 and 3 × 16 no faster.
-//! Natively (one thread, `inference_speed` example, same machine) the forward pass runs at about
-//! 5,500 images/s through the AVX build, against 7,100 with `gemm`'s AVX2 and FMA kernels.
+//! Speed, measured when it served the direct convolutions (an im2col and one product each), in
+//! Node 20 on the 2-core development machine (10,000 test images, batches of 250, one thread):
+//! about 2,400–2,600 images/s against 2,500–2,700 with `gemm`, within this machine's
+//! run-to-run noise. Tiles of 6 × 8, 8 × 8, 5 × 8 and 4 × 16 were slower (V8 keeps 15 SIMD
+//! registers on x86-64, and their sums no longer fit), 2 × 16 and 3 × 16 no faster. Natively
+//! (one thread, `inference_speed` example, same machine) that forward pass ran at about 5,500
+//! images/s through the AVX build, against 7,100 with `gemm`'s AVX2 and FMA kernels; through
+//! Winograd's transforms it runs at about 8,500.
 
 /// Rows of the output that one tile computes together.
 const TILE_ROWS: usize = 4;
 /// Columns of the output that one tile computes together: two `f32x4`s. Every convolution of
-/// the network has a multiple of it as its channel count.
+/// the network has a multiple of it as its output channel count.
 pub const TILE_COLUMNS: usize = 8;
 
 /// The right-hand side of a product, `[inner, columns]`, stored one tile of [`TILE_COLUMNS`]
@@ -66,11 +69,6 @@ impl TiledColumns {
             columns,
             values,
         }
-    }
-
-    /// Rows of the right-hand side: the length of the left-hand side's rows.
-    pub fn inner(&self) -> usize {
-        self.inner
     }
 }
 

@@ -62,7 +62,7 @@ fn a_classifier_equals_the_plain_forward_across_block_boundaries() {
     let weights = std::fs::read(root().join("assets/models/fmnist-ce.safetensors")).unwrap();
     let classifier = crate::model::Classifier::from_safetensors(weights).unwrap();
     // Deterministic varied pixels: a byte hash of the position.
-    let pixels: Vec<u8> = (0..(2 * IMAGES_PER_PRODUCT + 3) * IMAGE_PIXELS)
+    let pixels: Vec<u8> = (0..(2 * IMAGES_PER_BLOCK + 3) * IMAGE_PIXELS)
         .map(|i| ((i * 2_654_435_761) >> 13) as u8)
         .collect();
     let fast = classifier.logits(&pixels).unwrap();
@@ -77,7 +77,7 @@ proptest! {
 
     #[test]
     fn equals_the_plain_forward_on_random_images(
-        pixels in (1..=2 * IMAGES_PER_PRODUCT + 5).prop_flat_map(|n| {
+        pixels in (1..=2 * IMAGES_PER_BLOCK + 5).prop_flat_map(|n| {
             proptest::collection::vec(any::<u8>(), n * IMAGE_PIXELS)
         }),
     ) {
