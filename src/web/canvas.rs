@@ -54,6 +54,54 @@ pub struct Measured<'a> {
     /// The text settings the canvas's context holds, as this backend last set them (measuring
     /// text sets the font too, from `&self`).
     text: RefCell<TextSettings>,
+    /// The style of the path of lines begun on the canvas and not stroked yet, if one is.
+    lines: Option<LineStyle>,
+}
+
+/// The stroke of a path of opaque lines: colour and width.
+///
+/// plotters draws a chart's grid, ticks and short series one line or polyline at a time, and
+/// its canvas backend strokes each as a path of its own, setting the colour (a string made in
+/// Rust and read by the browser) and the width each time: about 300 paths, and more than 1,500
+/// calls into the browser, on each frame of the temperature slider with the reliability diagram
+/// and the histogram on screen. Here consecutive lines and polylines of one stroke go into one
+/// path, stroked when one of another stroke or any other drawing comes. Only opaque lines are
+/// gathered: where translucent lines cross, one stroke would blend the crossing once and
+/// separate strokes twice.
+#[derive(Clone, Copy, PartialEq)]
+struct LineStyle {
+    rgb: (u8, u8, u8),
+    width: u32,
+}
+
+impl LineStyle {
+    /// The stroke of `style`, if its colour is opaque.
+    fn opaque<S: BackendStyle>(style: &S) -> Option<Self> {
+        let color = style.color();
+        (color.alpha == 1.0).then(|| Self {
+            rgb: color.rgb,
+            width: style.stroke_width(),
+        })
+    }
+}
+
+/// The line from `from` to `to`, a horizontal or vertical one moved by half a pixel onto the
+/// pixels' centres, as plotters' canvas backend moves them: a one-pixel line then covers one
+/// row or column of pixels instead of two half-lit ones.
+fn crisp(from: BackendCoord, to: BackendCoord) -> [(f64, f64); 2] {
+    let (mut from, mut to) = (
+        (f64::from(from.0), f64::from(from.1)),
+        (f64::from(to.0), f64::from(to.1)),
+    );
+    if from.0 == to.0 {
+        from.0 -= 0.5;
+        to.0 -= 0.5;
+    }
+    if from.1 == to.1 {
+        from.1 -= 0.5;
+        to.1 -= 0.5;
+    }
+    [from, to]
 }
 
 /// A 2D context's text settings: font, alignment and baseline. plotters' canvas backend sets all
@@ -106,6 +154,7 @@ impl Measured<'static> {
             context: context_of(&canvas)?,
             target: Target::Canvas(CanvasBackend::with_canvas_object(canvas)?),
             text: RefCell::default(),
+            lines: None,
         })
     }
 }
@@ -118,6 +167,7 @@ impl<'a> Measured<'a> {
             context: context_of(canvas)?,
             target: Target::Svg(SVGBackend::with_string(text, size)),
             text: RefCell::default(),
+            lines: None,
         })
     }
 }
@@ -204,6 +254,43 @@ impl Measured<'_> {
     }
 }
 
+impl Measured<'_> {
+    /// Adds the polyline through `points` to the path of lines of its stroke, first stroking
+    /// the path of another stroke and beginning its own. Each polyline starts a subpath of its
+    /// own, so nothing joins it to the one before.
+    fn add_polyline(&mut self, points: impl IntoIterator<Item = (f64, f64)>, style: LineStyle) {
+        if self.lines != Some(style) {
+            self.stroke_lines();
+            let (r, g, b) = style.rgb;
+            self.context
+                .set_stroke_style_str(&format!("rgba({r},{g},{b},1)"));
+            self.context.set_line_width(f64::from(style.width));
+            self.context.begin_path();
+            self.lines = Some(style);
+        }
+        let mut points = points.into_iter();
+        if let Some((x, y)) = points.next() {
+            self.context.move_to(x, y);
+            for (x, y) in points {
+                self.context.line_to(x, y);
+            }
+        }
+    }
+
+    /// Strokes the path of lines begun, if one is: before any other drawing, and at the end.
+    fn stroke_lines(&mut self) {
+        if self.lines.take().is_some() {
+            self.context.stroke();
+        }
+    }
+}
+
+impl Drop for Measured<'_> {
+    fn drop(&mut self) {
+        self.stroke_lines();
+    }
+}
+
 impl DrawingBackend for Measured<'_> {
     type ErrorType = DrawError;
 
@@ -219,6 +306,7 @@ impl DrawingBackend for Measured<'_> {
     }
 
     fn present(&mut self) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        self.stroke_lines();
         on_target!(self, backend => backend.present())
     }
 
@@ -227,6 +315,7 @@ impl DrawingBackend for Measured<'_> {
         point: BackendCoord,
         color: BackendColor,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        self.stroke_lines();
         on_target!(self, backend => backend.draw_pixel(point, color))
     }
 
@@ -236,7 +325,16 @@ impl DrawingBackend for Measured<'_> {
         to: BackendCoord,
         style: &S,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        on_target!(self, backend => backend.draw_line(from, to, style))
+        match (&self.target, LineStyle::opaque(style)) {
+            (Target::Canvas(_), Some(stroke)) => {
+                self.add_polyline(crisp(from, to), stroke);
+                Ok(())
+            }
+            _ => {
+                self.stroke_lines();
+                on_target!(self, backend => backend.draw_line(from, to, style))
+            }
+        }
     }
 
     fn draw_rect<S: BackendStyle>(
@@ -246,6 +344,7 @@ impl DrawingBackend for Measured<'_> {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        self.stroke_lines();
         on_target!(self, backend => backend.draw_rect(upper_left, bottom_right, style, fill))
     }
 
@@ -254,7 +353,17 @@ impl DrawingBackend for Measured<'_> {
         path: I,
         style: &S,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
-        on_target!(self, backend => backend.draw_path(path, style))
+        match (&self.target, LineStyle::opaque(style)) {
+            (Target::Canvas(_), Some(stroke)) => {
+                let points = path.into_iter().map(|(x, y)| (f64::from(x), f64::from(y)));
+                self.add_polyline(points, stroke);
+                Ok(())
+            }
+            _ => {
+                self.stroke_lines();
+                on_target!(self, backend => backend.draw_path(path, style))
+            }
+        }
     }
 
     fn draw_circle<S: BackendStyle>(
@@ -264,6 +373,7 @@ impl DrawingBackend for Measured<'_> {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        self.stroke_lines();
         on_target!(self, backend => backend.draw_circle(center, radius, style, fill))
     }
 
@@ -272,6 +382,7 @@ impl DrawingBackend for Measured<'_> {
         vertices: I,
         style: &S,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        self.stroke_lines();
         on_target!(self, backend => backend.fill_polygon(vertices, style))
     }
 
@@ -281,6 +392,7 @@ impl DrawingBackend for Measured<'_> {
         style: &S,
         pos: BackendCoord,
     ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+        self.stroke_lines();
         match &mut self.target {
             Target::Canvas(_) => self.fill_text(text, style, pos),
             Target::Svg(backend) => lift(backend.draw_text(text, style, pos)),
