@@ -163,21 +163,26 @@ impl Layer<'_> {
     }
 
     /// `relu(max of the 2×2 outputs + bias)` of block `(block_y, block_x)` of an output image,
-    /// one output channel `o` at a time from the 4×4 tile `tile(o)` that `Aᵀ m A` turns into
-    /// the 2×2 outputs.
+    /// [`LANES`] output channels at a time from the 4×4 tile `tile(first)` of channels
+    /// `first..first + LANES`, which `Aᵀ m A` turns into the 2×2 outputs.
     #[inline(always)]
     fn pool_block(
         &self,
         target: &mut [f32],
         (block_y, block_x): (usize, usize),
-        tile: impl Fn(usize) -> [f32; POSITIONS],
+        tile: impl Fn(usize) -> [Lanes<LANES>; POSITIONS],
     ) {
         let start = self.cell_start(block_y, block_x);
         let cell = &mut target[start..start + self.kernel.out_channels];
-        for (o, (value, bias)) in cell.iter_mut().zip(self.bias).enumerate() {
-            let [y00, y01, y10, y11] = transform_output(tile(o));
-            let window = larger(larger(y00, y01), larger(y10, y11));
-            *value = larger(window + bias, 0.0);
+        for (first, (values, bias)) in cell
+            .chunks_exact_mut(LANES)
+            .zip(self.bias.chunks_exact(LANES))
+            .enumerate()
+        {
+            let [y00, y01, y10, y11] = transform_output(tile(first * LANES));
+            let window = y00.larger(y01).larger(y10.larger(y11));
+            let Lanes(pooled) = (window + Lanes::load(bias)).larger(Lanes([0.0; LANES]));
+            values.copy_from_slice(&pooled);
         }
     }
 }
@@ -191,9 +196,15 @@ impl Layer<'_> {
 fn convolve_one_channel(padded: &[f32], pooled: &mut [f32], layer: &Layer) {
     let out_channels = layer.kernel.out_channels;
     let padded_side = layer.side + 2;
-    let weights: [&[f32]; POSITIONS] = std::array::from_fn(|position| {
-        &layer.kernel.transformed[position * out_channels..(position + 1) * out_channels]
-    });
+    // The transformed kernel by groups of LANES output channels: each group's 16 positions.
+    let groups: Vec<[Lanes<LANES>; POSITIONS]> = (0..out_channels)
+        .step_by(LANES)
+        .map(|first| {
+            std::array::from_fn(|position| {
+                Lanes::load(&layer.kernel.transformed[position * out_channels + first..])
+            })
+        })
+        .collect();
     for (image, target) in padded
         .chunks_exact(layer.image_len())
         .zip(pooled.chunks_exact_mut(layer.pooled_len()))
@@ -204,8 +215,9 @@ fn convolve_one_channel(padded: &[f32], pooled: &mut [f32], layer: &Layer) {
                     let (y, x) = (2 * block_y + position / 4, 2 * block_x + position % 4);
                     image[y * padded_side + x]
                 }));
-                layer.pool_block(target, (block_y, block_x), |o| {
-                    std::array::from_fn(|p| patch[p] * weights[p][o])
+                layer.pool_block(target, (block_y, block_x), |first| {
+                    let group = &groups[first / LANES];
+                    std::array::from_fn(|p| group[p].scale(patch[p]))
                 });
             }
         }
@@ -245,8 +257,8 @@ fn convolve_channels(padded: &[f32], pooled: &mut [f32], layer: &Layer) {
                     let sums: [&[f32]; POSITIONS] = std::array::from_fn(|position| {
                         &products[position][block * out_channels..(block + 1) * out_channels]
                     });
-                    layer.pool_block(target, (block_y, block_x), |o| {
-                        std::array::from_fn(|p| sums[p][o])
+                    layer.pool_block(target, (block_y, block_x), |first| {
+                        std::array::from_fn(|p| Lanes::load(&sums[p][first..]))
                     });
                 }
             }
@@ -278,7 +290,7 @@ fn transform_inputs<const L: usize>(
                 });
                 for first in (0..in_channels).step_by(L) {
                     let tile = transform_input(std::array::from_fn(|position| {
-                        Lanes::<L>(std::array::from_fn(|lane| patch[position][first + lane]))
+                        Lanes::<L>::load(&patch[position][first..])
                     }));
                     let start = block * in_channels + first;
                     for (slab, Lanes(values)) in slabs.iter_mut().zip(tile) {
@@ -291,10 +303,32 @@ fn transform_inputs<const L: usize>(
     }
 }
 
-/// `L` channels side by side, added and subtracted lane by lane (LLVM turns four lanes into one
-/// `f32x4` operation).
+/// `L` channels side by side, computed lane by lane (LLVM turns four lanes into one `f32x4`
+/// operation).
 #[derive(Clone, Copy)]
 struct Lanes<const L: usize>([f32; L]);
+
+impl<const L: usize> Lanes<L> {
+    /// The first `L` values of `values`.
+    #[inline(always)]
+    fn load(values: &[f32]) -> Self {
+        Self(std::array::from_fn(|lane| values[..L][lane]))
+    }
+
+    /// Each lane times `factor`.
+    #[inline(always)]
+    fn scale(self, factor: f32) -> Self {
+        Self(self.0.map(|value| value * factor))
+    }
+
+    /// The larger of each pair of lanes ([`larger`]).
+    #[inline(always)]
+    fn larger(self, other: Self) -> Self {
+        Self(std::array::from_fn(|lane| {
+            larger(self.0[lane], other.0[lane])
+        }))
+    }
+}
 
 impl<const L: usize> std::ops::Add for Lanes<L> {
     type Output = Self;
@@ -355,10 +389,13 @@ fn larger(a: f32, b: f32) -> f32 {
 /// `Aᵀ m A` of a 4×4 tile `m` (row-major): the 2×2 outputs `[y00, y01, y10, y11]`, with
 /// `Aᵀ = [[1, 1, 1, 0], [0, 1, −1, −1]]`.
 #[inline(always)]
-fn transform_output(m: [f32; POSITIONS]) -> [f32; 4] {
+fn transform_output<T>(m: [T; POSITIONS]) -> [T; 4]
+where
+    T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T>,
+{
     let m = |i: usize, j: usize| m[4 * i + j];
-    let top: [f32; 4] = std::array::from_fn(|j| m(0, j) + m(1, j) + m(2, j));
-    let bottom: [f32; 4] = std::array::from_fn(|j| m(1, j) - m(2, j) - m(3, j));
+    let top: [T; 4] = std::array::from_fn(|j| m(0, j) + m(1, j) + m(2, j));
+    let bottom: [T; 4] = std::array::from_fn(|j| m(1, j) - m(2, j) - m(3, j));
     [
         top[0] + top[1] + top[2],
         top[1] - top[2] - top[3],
