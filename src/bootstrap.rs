@@ -337,8 +337,7 @@ pub fn smooth_diagram(
     points: usize,
     resamples: Option<&Resamples>,
 ) -> Result<SmoothDiagram, BootstrapError> {
-    let ece = smooth_calibration::smooth_ece(confidence, correct)?;
-    let curve = smooth_calibration::smooth_reliability(confidence, correct, ece.bandwidth, points)?;
+    let (ece, curve) = smooth_calibration::smooth_ece_and_reliability(confidence, correct, points)?;
     let band = resamples
         .map(|resamples| {
             smooth_reliability_band(confidence, correct, ece.bandwidth, points, resamples)

@@ -93,6 +93,31 @@ pub struct SmoothReliability {
 /// [`CalibrationError::InvalidConfidence`] from checking the confidences.
 pub fn smooth_ece(confidence: &[f64], correct: &[bool]) -> Result<SmoothEce, CalibrationError> {
     check_confidences(confidence, correct)?;
+    Ok(search(confidence, correct).0)
+}
+
+/// [`smooth_ece`] and the smooth reliability curve at its bandwidth, as [`smooth_reliability`]
+/// draws it on `points` points: the search's last kernel sums at that bandwidth serve the curve
+/// too, where computing the two apart makes them twice (the page's slider frame does this).
+///
+/// # Errors
+/// [`CalibrationError::InvalidPointCount`] and the errors of checking the confidences, as
+/// [`smooth_reliability`].
+pub fn smooth_ece_and_reliability(
+    confidence: &[f64],
+    correct: &[bool],
+    points: usize,
+) -> Result<(SmoothEce, SmoothReliability), CalibrationError> {
+    check_point_count(points)?;
+    check_confidences(confidence, correct)?;
+    let (ece, smoothed) = search(confidence, correct);
+    let curve = smoothed.curve(ece.bandwidth, confidence.len(), points);
+    Ok((ece, curve))
+}
+
+/// The fixed-point search of [`smooth_ece`] on checked inputs, with the kernel sums at the
+/// bandwidth it returns.
+fn search(confidence: &[f64], correct: &[bool]) -> (SmoothEce, SmoothedResidual) {
     let (mut below, mut above) = (0.0, 1.0);
     let mut at_above = None;
     for _ in 0..BANDWIDTH_SEARCH_STEPS {
@@ -101,20 +126,20 @@ pub fn smooth_ece(confidence: &[f64], correct: &[bool]) -> Result<SmoothEce, Cal
             below = middle;
             continue;
         }
-        let error = SmoothedResidual::new(confidence, correct, middle).error();
-        if middle < error {
+        let smoothed = SmoothedResidual::new(confidence, correct, middle);
+        if middle < smoothed.error() {
             below = middle;
         } else {
             above = middle;
-            at_above = Some(error);
+            at_above = Some(smoothed);
         }
     }
-    let smece =
-        at_above.unwrap_or_else(|| SmoothedResidual::new(confidence, correct, above).error());
-    Ok(SmoothEce {
-        smece,
+    let smoothed = at_above.unwrap_or_else(|| SmoothedResidual::new(confidence, correct, above));
+    let ece = SmoothEce {
+        smece: smoothed.error(),
         bandwidth: above,
-    })
+    };
+    (ece, smoothed)
 }
 
 /// `smECE_σ` at a given bandwidth `σ`.
@@ -146,28 +171,18 @@ pub fn smooth_reliability(
     points: usize,
 ) -> Result<SmoothReliability, CalibrationError> {
     check_bandwidth(bandwidth)?;
-    if !(2..=MAX_CURVE_POINTS).contains(&points) {
-        return Err(CalibrationError::InvalidPointCount(points));
-    }
+    check_point_count(points)?;
     check_confidences(confidence, correct)?;
     let smoothed = SmoothedResidual::new(confidence, correct, bandwidth);
-    let mass = smoothed.count_integral();
-    let mut curve = SmoothReliability {
-        bandwidth,
-        examples: confidence.len(),
-        confidence: Vec::with_capacity(points),
-        accuracy: Vec::with_capacity(points),
-        density: Vec::with_capacity(points),
-    };
-    for p in 0..points {
-        let t = p as f64 / (points - 1) as f64;
-        let (residual, count) = smoothed.interpolate(t);
-        let mean_residual = if count > 0.0 { residual / count } else { 0.0 };
-        curve.confidence.push(t);
-        curve.accuracy.push(t + mean_residual);
-        curve.density.push(count / mass);
+    Ok(smoothed.curve(bandwidth, confidence.len(), points))
+}
+
+fn check_point_count(points: usize) -> Result<(), CalibrationError> {
+    if (2..=MAX_CURVE_POINTS).contains(&points) {
+        Ok(())
+    } else {
+        Err(CalibrationError::InvalidPointCount(points))
     }
-    Ok(curve)
 }
 
 /// The smooth reliability curves of bootstrap resamples at one bandwidth `σ`, for the band
@@ -276,8 +291,9 @@ pub(crate) fn check_bandwidth(bandwidth: f64) -> Result<(), CalibrationError> {
 struct SmoothedResidual {
     /// `M`: the grid has `M + 1` points.
     steps: usize,
-    residual: Vec<f64>,
-    count: Vec<f64>,
+    /// The two sums side by side at each grid point, `[M + 1, 2]` row-major: binned and
+    /// convolved together, each step runs over both with one pass through memory.
+    sums: Vec<f64>,
 }
 
 impl SmoothedResidual {
@@ -285,41 +301,69 @@ impl SmoothedResidual {
     /// inputs must have been checked; `σ ≥ MIN_BANDWIDTH`.
     fn new(confidence: &[f64], correct: &[bool], bandwidth: f64) -> Self {
         let steps = MIN_GRID_STEPS.max((GRID_STEPS_PER_BANDWIDTH / bandwidth).ceil() as usize);
-        let mut residual = vec![0.0; steps + 1];
-        let mut count = vec![0.0; steps + 1];
+        let mut binned = vec![0.0; 2 * (steps + 1)];
         for (&f, &is_correct) in confidence.iter().zip(correct) {
             let position = f * steps as f64;
             let left = (position.floor() as usize).min(steps - 1);
             let share = position - left as f64;
             let r = f64::from(u8::from(is_correct)) - f;
-            residual[left] += (1.0 - share) * r;
-            residual[left + 1] += share * r;
-            count[left] += 1.0 - share;
-            count[left + 1] += share;
+            binned[2 * left] += (1.0 - share) * r;
+            binned[2 * left + 1] += 1.0 - share;
+            binned[2 * left + 2] += share * r;
+            binned[2 * left + 3] += share;
         }
         let kernel = sampled_normal(bandwidth * steps as f64);
         Self {
             steps,
-            residual: reflected_convolution(&residual, 1, &kernel),
-            count: reflected_convolution(&count, 1, &kernel),
+            sums: reflected_convolution(&binned, 2, &kernel),
         }
+    }
+
+    /// The residual sums on the grid.
+    fn residual(&self) -> impl ExactSizeIterator<Item = f64> + '_ {
+        self.sums.iter().step_by(2).copied()
+    }
+
+    /// The count sums on the grid.
+    fn count(&self) -> impl ExactSizeIterator<Item = f64> + '_ {
+        self.sums.iter().skip(1).step_by(2).copied()
     }
 
     /// `∫|Σ K r| / ∫ Σ K`, both by the trapezoid rule on the grid.
     fn error(&self) -> f64 {
-        trapezoid(self.residual.iter().map(|a| a.abs())) / trapezoid(self.count.iter().copied())
+        trapezoid(self.residual().map(f64::abs)) / trapezoid(self.count())
     }
 
-    /// `∫ Σ_i K_σ(t, f_i) dt` by the trapezoid rule, up to the grid step.
-    fn count_integral(&self) -> f64 {
-        trapezoid(self.count.iter().copied()) / self.steps as f64
+    /// The smooth reliability curve of `examples` examples at `bandwidth` (these sums'), on
+    /// `points` equally spaced confidences from 0 to 1.
+    fn curve(&self, bandwidth: f64, examples: usize, points: usize) -> SmoothReliability {
+        // `∫ Σ_i K_σ(t, f_i) dt` by the trapezoid rule, up to the grid step.
+        let mass = trapezoid(self.count()) / self.steps as f64;
+        let mut curve = SmoothReliability {
+            bandwidth,
+            examples,
+            confidence: Vec::with_capacity(points),
+            accuracy: Vec::with_capacity(points),
+            density: Vec::with_capacity(points),
+        };
+        for p in 0..points {
+            let t = p as f64 / (points - 1) as f64;
+            let (residual, count) = self.interpolate(t);
+            let mean_residual = if count > 0.0 { residual / count } else { 0.0 };
+            curve.confidence.push(t);
+            curve.accuracy.push(t + mean_residual);
+            curve.density.push(count / mass);
+        }
+        curve
     }
 
     /// Both sums at `t ∈ [0, 1]`, linearly interpolated between grid points.
     fn interpolate(&self, t: f64) -> (f64, f64) {
         let (left, share) = grid_position(t, self.steps);
-        let at = |values: &[f64]| (1.0 - share) * values[left] + share * values[left + 1];
-        (at(&self.residual), at(&self.count))
+        let at = |column: usize| {
+            (1.0 - share) * self.sums[2 * left + column] + share * self.sums[2 * left + 2 + column]
+        };
+        (at(0), at(1))
     }
 }
 

@@ -217,6 +217,27 @@ fn the_curve_follows_the_diagonal_where_there_is_no_data() {
 }
 
 #[test]
+fn the_search_and_its_curve_together_equal_each_alone() {
+    // Calibrated, overconfident and piled-up confidences: bandwidths from the smallest to large.
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for (n, shift) in [(3_000, 0.0), (3_000, 0.15), (40, 0.3), (5_000, -0.02)] {
+        let confidence: Vec<f64> = (0..n)
+            .map(|_| rng.random_range(0.3..1.0_f64).powf(0.3))
+            .collect();
+        let correct: Vec<bool> = confidence
+            .iter()
+            .map(|&c| rng.random::<f64>() < c - shift)
+            .collect();
+        let (ece, curve) = smooth_ece_and_reliability(&confidence, &correct, 101).unwrap();
+        assert_eq!(ece, smooth_ece(&confidence, &correct).unwrap());
+        assert_eq!(
+            curve,
+            smooth_reliability(&confidence, &correct, ece.bandwidth, 101).unwrap()
+        );
+    }
+}
+
+#[test]
 fn bad_parameters_are_refused() {
     let (confidence, correct) = ([0.5, 0.7], [true, false]);
     for bandwidth in [0.0, 0.0009, 1.5, f64::NAN, -0.1] {
@@ -228,6 +249,10 @@ fn bad_parameters_are_refused() {
     for points in [0, 1, MAX_CURVE_POINTS + 1] {
         assert_eq!(
             smooth_reliability(&confidence, &correct, 0.1, points),
+            Err(CalibrationError::InvalidPointCount(points))
+        );
+        assert_eq!(
+            smooth_ece_and_reliability(&confidence, &correct, points),
             Err(CalibrationError::InvalidPointCount(points))
         );
     }
