@@ -1,6 +1,6 @@
 //! Measures inference throughput natively: candle-nn's plain forward pass (`Cnn::forward`, the
 //! network as trained) against the classifier's inference path (`Classifier::logits`, NHWC with
-//! one matrix product per convolution), on the same images in the same process, and prints
+//! Winograd's F(2×2, 3×3) convolutions), on the same images in the same process, and prints
 //! both in images/s and their ratio, and the largest difference between their logits on the
 //! first batch. Asserts nothing.
 //!

@@ -74,8 +74,8 @@ fn run() -> Result<()> {
     let (logits, labels) = (evaluation.logits.clone(), evaluation.labels.clone());
     let table = Logits::new(&logits, NUM_CLASSES)?;
 
-    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search | smooth curve | band (100 resamples) | ECE noise floor |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search and curve | band (100 resamples) | ECE noise floor |");
+    println!("| --- | --- | --- | --- | --- | --- |");
     let resamples = Resamples::draw(labels.len(), &BOOTSTRAP)?;
     let outcomes = calibration::OutcomeDraws::draw(labels.len(), NOISE_FLOOR_DRAWS, 0);
     for temperature in [0.05, 0.3, 1.0, fitted, 5.0, 20.0] {
@@ -89,8 +89,7 @@ fn run() -> Result<()> {
             best(|| {
                 calibration::evaluate_in_full(&table, &labels, temperature, BINS, Binning::Width)
             })?,
-            best(|| smooth_calibration::smooth_ece(f, y))?,
-            best(|| smooth_calibration::smooth_reliability(f, y, bandwidth, points))?,
+            best(|| smooth_calibration::smooth_ece_and_reliability(f, y, points))?,
             best(|| bootstrap::smooth_reliability_band(f, y, bandwidth, points, &resamples))?,
             best(|| calibration::ece_noise_floor(f, BINS, Binning::Width, &outcomes))?,
         ];

@@ -25,8 +25,8 @@
 //!
 //! # Inference
 //! [`Classifier::logits`] runs the same network through the `inference` module's forward pass
-//! (NHWC, one matrix product per convolution for a whole block of images; bias, ReLU and
-//! pooling fused), equal to [`Cnn`]'s forward up to summation order and faster.
+//! (NHWC, each convolution through Winograd's F(2×2, 3×3) for a whole block of images; bias,
+//! ReLU and pooling fused), equal to [`Cnn`]'s forward up to rounding and faster.
 
 mod inference;
 
