@@ -6,8 +6,9 @@
 //! the whole page for every label (tens of milliseconds per chart on this page), and the page's
 //! Content-Security-Policy (no inline styles) refuses the style, so the size is wrong.
 //! `measureText` on a canvas's own 2D context gives the width without touching the page, so
-//! [`Measured`] answers `estimate_text_size` that way and passes every drawing call through to
-//! its [`Target`].
+//! [`Measured`] answers `estimate_text_size` that way. On the canvas it draws text itself
+//! (setting only the settings that change) and gathers lines into paths ([`LineStyle`]); every
+//! other drawing call passes through to its [`Target`].
 //!
 //! One type for both targets, not a generic wrapper: every figure's drawing code is generic
 //! over the backend, and two backends would compile it twice into the page's module (about
@@ -252,9 +253,7 @@ impl Measured<'_> {
         }
         Ok(())
     }
-}
 
-impl Measured<'_> {
     /// Adds the polyline through `points` to the path of lines of its stroke, first stroking
     /// the path of another stroke and beginning its own. Each polyline starts a subpath of its
     /// own, so nothing joins it to the one before.
