@@ -49,16 +49,23 @@ const G: [[f64; 3]; 4] = [
 ];
 
 /// A 3×3 convolution's kernel transformed for F(2×2, 3×3): for each of the 16 positions
-/// `(ξ, ν)`, `(G g Gᵀ)[ξ, ν]` of every (input, output) channel pair, as the right-hand side
-/// `[in, out]` of that position's matrix product. Built once per network, at load time.
+/// `(ξ, ν)`, `(G g Gᵀ)[ξ, ν]` of every (input, output) channel pair, laid out as its
+/// convolution reads it. Built once per network, at load time.
 #[derive(Debug)]
 pub struct WinogradKernel {
-    /// `(G g Gᵀ)[ξ, ν]`, `[16 positions, in, out]` row-major.
-    transformed: Vec<f32>,
-    /// Each position's `[in, out]`, tiled for its product.
-    positions: Vec<TiledColumns>,
+    transformed: Transformed,
     in_channels: usize,
     out_channels: usize,
+}
+
+/// The transformed kernel, as the path for its number of input channels reads it.
+#[derive(Debug)]
+enum Transformed {
+    /// One input channel ([`convolve_one_channel`]): for each group of [`LANES`] output
+    /// channels, its values at the 16 positions.
+    OneChannel(Vec<[Lanes<LANES>; POSITIONS]>),
+    /// More ([`convolve_channels`]): each position's `[in, out]`, tiled for its matrix product.
+    Channels(Vec<TiledColumns>),
 }
 
 impl WinogradKernel {
@@ -89,13 +96,31 @@ impl WinogradKernel {
                 sum as f32
             }));
         }
-        let positions = transformed
-            .chunks_exact(pair_count)
-            .map(|values| TiledColumns::new(values, in_channels, out_channels))
-            .collect();
+        let transformed = if in_channels == 1 {
+            assert!(
+                out_channels.is_multiple_of(8),
+                "{out_channels} output channels"
+            );
+            Transformed::OneChannel(
+                (0..out_channels)
+                    .step_by(LANES)
+                    .map(|first| {
+                        std::array::from_fn(|position| {
+                            Lanes::load(&transformed[position * out_channels + first..])
+                        })
+                    })
+                    .collect(),
+            )
+        } else {
+            Transformed::Channels(
+                transformed
+                    .chunks_exact(pair_count)
+                    .map(|values| TiledColumns::new(values, in_channels, out_channels))
+                    .collect(),
+            )
+        };
         Self {
             transformed,
-            positions,
             in_channels,
             out_channels,
         }
@@ -125,10 +150,9 @@ pub fn convolve_max_pool_bias_relu(
         side,
         pad,
     };
-    if kernel.in_channels == 1 {
-        convolve_one_channel(padded, pooled, &layer);
-    } else {
-        convolve_channels(padded, pooled, &layer);
+    match &kernel.transformed {
+        Transformed::OneChannel(groups) => convolve_one_channel(padded, pooled, &layer, groups),
+        Transformed::Channels(positions) => convolve_channels(padded, pooled, &layer, positions),
     }
 }
 
@@ -194,18 +218,13 @@ impl Layer<'_> {
 /// pooled outputs four channels at a time, without storing the products. In Node 20 the first
 /// convolution and its pooling took 2.1–2.5 ms per 64 images this way, 3.3 ms through 16
 /// products of one inner value, and 4.3 ms through an im2col.
-fn convolve_one_channel(padded: &[f32], pooled: &mut [f32], layer: &Layer) {
-    let out_channels = layer.kernel.out_channels;
+fn convolve_one_channel(
+    padded: &[f32],
+    pooled: &mut [f32],
+    layer: &Layer,
+    groups: &[[Lanes<LANES>; POSITIONS]],
+) {
     let padded_side = layer.side + 2;
-    // The transformed kernel by groups of LANES output channels: each group's 16 positions.
-    let groups: Vec<[Lanes<LANES>; POSITIONS]> = (0..out_channels)
-        .step_by(LANES)
-        .map(|first| {
-            std::array::from_fn(|position| {
-                Lanes::load(&layer.kernel.transformed[position * out_channels + first..])
-            })
-        })
-        .collect();
     for (image, target) in padded
         .chunks_exact(layer.image_len())
         .zip(pooled.chunks_exact_mut(layer.pooled_len()))
@@ -227,7 +246,12 @@ fn convolve_one_channel(padded: &[f32], pooled: &mut [f32], layer: &Layer) {
 
 /// [`convolve_max_pool_bias_relu`] of more than one input channel: the input transform of
 /// groups of images, one matrix product per position, and the output transform and pooling.
-fn convolve_channels(padded: &[f32], pooled: &mut [f32], layer: &Layer) {
+fn convolve_channels(
+    padded: &[f32],
+    pooled: &mut [f32],
+    layer: &Layer,
+    positions: &[TiledColumns],
+) {
     let (in_channels, out_channels) = (layer.kernel.in_channels, layer.kernel.out_channels);
     let blocks_side = layer.blocks_side();
     let blocks_per_image = blocks_side * blocks_side;
@@ -248,7 +272,7 @@ fn convolve_channels(padded: &[f32], pooled: &mut [f32], layer: &Layer) {
         }
         let products: Vec<Vec<f32>> = transformed
             .chunks_exact(blocks * in_channels)
-            .zip(&layer.kernel.positions)
+            .zip(positions)
             .map(|(a, b)| matrix_product(a, b))
             .collect();
         for (image_index, target) in targets.chunks_exact_mut(layer.pooled_len()).enumerate() {
@@ -306,7 +330,7 @@ fn transform_inputs<const L: usize>(
 
 /// `L` channels side by side, computed lane by lane (LLVM turns four lanes into one `f32x4`
 /// operation).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Lanes<const L: usize>([f32; L]);
 
 impl<const L: usize> Lanes<L> {
