@@ -2,7 +2,7 @@
 // WebAssembly backend (XNNPACK), in the same headless Chromium, on the same machine, with the same
 // weights and images, one thread each, batches of 1, 64 and 256. It first checks that the two
 // give the same logits (1e-3), then prints img/s, GFLOP/s and the ratio as a Markdown table.
-// Asserts nothing about speed. Run through scripts/bench --peers (after the site is built).
+// Asserts nothing about speed. scripts/bench runs it after the page benchmark (the site built).
 //
 //   node tests/e2e/peer-bench.mjs [--json]
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
