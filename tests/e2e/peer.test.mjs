@@ -1,6 +1,7 @@
-// An independent implementation of the network: TensorFlow.js (WebAssembly backend, XNNPACK)
-// built from the same safetensors in the same browser gives the logits calibra's module gives on
-// the first 256 test images. The benchmark's page (tests/e2e/peer/) in its ?check-only mode.
+// Two independent implementations of the network, TensorFlow.js (WebAssembly backend, XNNPACK)
+// and onnxruntime-web (WebAssembly backend, the weights converted to ONNX by peer/onnx.js), built
+// from the same safetensors in the same browser, give the logits calibra's module gives on the
+// first 256 test images. The benchmark's page (tests/e2e/peer/) in its ?check-only mode.
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, before, test } from "node:test";
@@ -30,13 +31,16 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-test("TF.js's logits of the same weights equal calibra's on 256 test images", { timeout: 120_000 }, async () => {
+test("TF.js's and onnxruntime-web's logits of the same weights equal calibra's on 256 test images", { timeout: 120_000 }, async () => {
   const page = await browser.context.newPage();
   await page.goto(`${site.url}?check-only`);
   await page.waitForFunction(() => window.peerResults !== undefined, null, { timeout: 100_000, polling: 250 });
   const results = await page.evaluate(() => window.peerResults);
   assert.equal(results.error, undefined, results.error);
   assert.equal(results.tfBackend, "wasm");
-  assert.ok(results.maxLogitDifference <= TOLERANCE_LOGITS, `largest difference ${results.maxLogitDifference}`);
+  for (const peer of ["tfjs", "ort"]) {
+    const difference = results.maxLogitDifference[peer];
+    assert.ok(difference <= TOLERANCE_LOGITS, `${peer}: largest difference ${difference}`);
+  }
   assert.deepEqual(problems, []);
 });

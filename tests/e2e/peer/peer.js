@@ -1,13 +1,16 @@
 // The side-by-side inference benchmark's page (tests/e2e/peer-bench.mjs serves and drives it):
 // the very same weights and test images through calibra's inference worker's module
 // (Model.logits; the images are read by the page's module)
-// and through TensorFlow.js with its WebAssembly backend (XNNPACK, one thread: without
-// cross-origin isolation it runs its non-threaded SIMD build), after checking that both give
-// the same logits. Each engine runs batches of 1, 64 and 256 on one thread, the main one (the
-// call calibra's inference worker makes). With ?check-only the page only compares the logits
-// (tests/e2e/peer.test.mjs: an independent implementation of the network).
+// through TensorFlow.js with its WebAssembly backend (XNNPACK, one thread: without cross-origin
+// isolation it runs its non-threaded SIMD build) and through onnxruntime-web's WebAssembly
+// backend (SIMD, one thread), after checking that all three give the same logits. Each engine
+// runs batches of 1, 64 and 256 on one thread, the main one (the call calibra's inference worker
+// makes). With ?check-only the page only compares the logits (tests/e2e/peer.test.mjs: two
+// independent implementations of the network).
 import initPage, { parse_images } from "./pkg/calibra.js";
 import initWorker, { Model } from "./pkg-worker/calibra.js";
+import * as ort from "./ort.wasm.min.mjs";
+import { onnxModel } from "./onnx.js";
 
 const WEIGHTS_URL = "assets/models/fmnist-ce.safetensors";
 const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
@@ -61,15 +64,37 @@ function tfNetwork(tensors) {
   });
 }
 
+// The network through onnxruntime-web's WebAssembly backend, one thread, from the same tensors
+// converted to ONNX (onnx.js). Its `run` answers with a promise, as onnxruntime-web's API does.
+async function ortNetwork(tensors) {
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.wasmPaths = new URL("./", location.href).href;
+  const session = await ort.InferenceSession.create(onnxModel(tensors), { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+  return async (pixels, n) => {
+    const images = new ort.Tensor("float32", Float32Array.from(pixels, (p) => p / 255), [n, 1, SIDE, SIDE]);
+    const { logits } = await session.run({ images });
+    return logits.data;
+  };
+}
+
+// The largest difference between two engines' logits.
+function largestDifference(mine, theirs) {
+  let largest = 0;
+  for (let i = 0; i < mine.length; i++) largest = Math.max(largest, Math.abs(mine[i] - theirs[i]));
+  return mine.length === theirs.length ? largest : Infinity;
+}
+
 // Images per second of `run(pixels, n)` over `total` images in batches of `batch`, after one
-// warm-up batch; the best of `rounds` passes (the least disturbed by the machine).
-function throughput(run, images, batch, total, rounds = 3) {
+// warm-up batch; the best of `rounds` passes (the least disturbed by the machine). Every engine's
+// batch is awaited (onnxruntime-web's runs are asynchronous; awaiting the others' plain results
+// costs a microtask).
+async function throughput(run, images, batch, total, rounds = 3) {
   const size = SIDE * SIDE;
-  run(images.subarray(0, batch * size), batch);
+  await run(images.subarray(0, batch * size), batch);
   let best = 0;
   for (let round = 0; round < rounds; round++) {
     const started = performance.now();
-    for (let start = 0; start + batch <= total; start += batch) run(images.subarray(start * size, (start + batch) * size), batch);
+    for (let start = 0; start + batch <= total; start += batch) await run(images.subarray(start * size, (start + batch) * size), batch);
     best = Math.max(best, (Math.floor(total / batch) * batch) / ((performance.now() - started) / 1000));
   }
   return best;
@@ -97,18 +122,19 @@ async function main() {
   await tf.ready();
   const model = new Model(weights);
   const calibra = (pixels) => model.logits(pixels);
-  const peer = tfNetwork(readSafetensors(weights));
+  const tensors = readSafetensors(weights);
+  const tfjs = tfNetwork(tensors);
+  const onnx = await ortNetwork(tensors);
   // Honest comparison first: the same logits on 256 images.
   const check = 256;
-  const mine = calibra(images.subarray(0, check * SIDE * SIDE));
-  const theirs = peer(images.subarray(0, check * SIDE * SIDE), check);
-  let largest = 0;
-  for (let i = 0; i < mine.length; i++) largest = Math.max(largest, Math.abs(mine[i] - theirs[i]));
+  const pixels = images.subarray(0, check * SIDE * SIDE);
+  const mine = calibra(pixels);
   const results = {
-    maxLogitDifference: largest,
+    maxLogitDifference: { tfjs: largestDifference(mine, tfjs(pixels, check)), ort: largestDifference(mine, await onnx(pixels, check)) },
     tfBackend: tf.getBackend(),
     tfSimd: await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"),
     tfThreads: await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT"),
+    ortVersion: ort.env.versions.web,
     rows: [],
   };
   const timed = !new URLSearchParams(location.search).has("check-only");
@@ -116,8 +142,9 @@ async function main() {
     const total = batch === 1 ? 256 : 2048;
     results.rows.push({
       batch,
-      calibra: throughput(calibra, images, batch, total),
-      tfjs: throughput(peer, images, batch, total),
+      calibra: await throughput(calibra, images, batch, total),
+      tfjs: await throughput(tfjs, images, batch, total),
+      ort: await throughput(onnx, images, batch, total),
     });
   }
   if (timed) results.peakIterationsPerSecond = await simdPeak();
