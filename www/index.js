@@ -53,6 +53,10 @@ let pool = null;
 let bootstrap = null;
 let intervalTimer = null;
 let renderPending = false;
+// The controls' patches of the states applied since the last frame, written after that frame's
+// drawing: written at once, they would make the frame's first canvas text recompute the
+// document's style, which the browser then computes again for the readouts' patches.
+let pendingPatches = [];
 // When the last frame was drawn, and the timer of a batch's redraw waiting for its turn.
 let lastRender = -Infinity;
 let streamingRender = null;
@@ -144,14 +148,14 @@ async function corruptedCopy(set) {
   return copy;
 }
 
-// Takes a state Rust returned ({state, hash, patches}): shows its controls at once, writes the
-// link, follows a model change, and asks for a frame.
+// Takes a state Rust returned ({state, hash, patches}): writes the link, follows a model change,
+// and asks for a frame, which shows its controls' patches once it has drawn.
 function apply(next) {
   const previous = state;
   state = next.state;
   // Intervals asked for in the last state would be computed on its data: its next frame asks anew.
   clearTimeout(intervalTimer);
-  applyPatches(next.patches);
+  pendingPatches.push(...next.patches);
   history.replaceState(null, "", `#${next.hash}`);
   showView();
   if (pool && previous && state.model !== previous.model) selectModel();
@@ -231,15 +235,19 @@ function render() {
   };
   const started = performance.now();
   let readouts;
+  let millis;
   try {
     readouts = page.render(state, wanted);
+    millis = performance.now() - started;
   } catch (error) {
     showError(`Cannot draw: ${error.message}`);
     return;
   } finally {
     calls.frames.push(calls.total - callsBefore);
+    const patches = pendingPatches;
+    pendingPatches = [];
+    applyPatches(patches);
   }
-  const millis = performance.now() - started;
   applyPatches(readouts.patches);
   // With the reader's logits shown, the labs' rows are theirs; the bar follows the test images.
   if (!ownData) showProgress(readouts.arrived);
