@@ -671,9 +671,7 @@ impl BinCollector {
                 num_bins,
             } => {
                 examples.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-                // u64 so that b·n cannot overflow a 32-bit usize (wasm32).
-                let boundary =
-                    |b: usize| (b as u64 * examples.len() as u64 / num_bins as u64) as usize;
+                let boundary = |b: usize| equal_mass_boundary(b, examples.len(), num_bins);
                 (0..num_bins)
                     .map(|b| {
                         let (start, end) = (boundary(b), boundary(b + 1));
@@ -797,18 +795,63 @@ pub fn ece_noise_floor(
             outcomes: outcomes.rows,
         });
     }
-    let mut correct = vec![false; confidence.len()];
+    // The bins hold the same rows in every round, so they are cut once (the outcomes all 0:
+    // only their accuracies change) and each round counts its correct rows per bin. The
+    // counts are whole numbers, so each round's bins are those `reliability_bins` gives.
+    let mut bins = reliability_bins(
+        confidence,
+        &vec![false; confidence.len()],
+        num_bins,
+        binning,
+    )?;
+    let bin_of_row = bin_of_each_row(confidence, num_bins, binning);
+    let mut correct_in_bin = vec![0_usize; num_bins];
     let mut total = 0.0;
     let rounds = outcomes.uniforms.chunks_exact(outcomes.rows.max(1));
     let draws = rounds.len();
     for round in rounds {
-        for ((outcome, &c), &u) in correct.iter_mut().zip(confidence).zip(round) {
-            *outcome = u < c;
+        correct_in_bin.fill(0);
+        for ((&bin, &c), &u) in bin_of_row.iter().zip(confidence).zip(round) {
+            correct_in_bin[bin] += usize::from(u < c);
         }
-        total +=
-            expected_calibration_error(&reliability_bins(confidence, &correct, num_bins, binning)?);
+        for (bin, &correct) in bins.iter_mut().zip(&correct_in_bin) {
+            if bin.count > 0 {
+                bin.accuracy = correct as f64 / bin.count as f64;
+            }
+        }
+        total += expected_calibration_error(&bins);
     }
     Ok(total / draws.max(1) as f64)
+}
+
+/// The bin each row falls in, as [`BinCollector`] cuts them: equal-width by the confidence,
+/// equal-mass by the rank in the same sort (the same comparisons, so the same order of ties).
+fn bin_of_each_row(confidence: &[f64], num_bins: usize, binning: Binning) -> Vec<usize> {
+    match binning {
+        Binning::Width => confidence
+            .iter()
+            .map(|&c| equal_width_index(c, num_bins))
+            .collect(),
+        Binning::Mass => {
+            let mut ranked: Vec<(f64, usize)> = confidence.iter().copied().zip(0..).collect();
+            ranked.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+            let mut bin_of_row = vec![0; confidence.len()];
+            for bin in 0..num_bins {
+                let members = equal_mass_boundary(bin, ranked.len(), num_bins)
+                    ..equal_mass_boundary(bin + 1, ranked.len(), num_bins);
+                for &(_, row) in &ranked[members] {
+                    bin_of_row[row] = bin;
+                }
+            }
+            bin_of_row
+        }
+    }
+}
+
+/// The first sorted position of equal-mass bin `bin` of `num_bins` over `examples` examples.
+fn equal_mass_boundary(bin: usize, examples: usize, num_bins: usize) -> usize {
+    // u64 so that bin·n cannot overflow a 32-bit usize (wasm32).
+    (bin as u64 * examples as u64 / num_bins as u64) as usize
 }
 
 fn total_count(bins: &[Bin]) -> usize {

@@ -578,6 +578,30 @@ fn logits_and_labels() -> impl Strategy<Value = (usize, Vec<f32>, Vec<u32>)> {
 }
 
 proptest! {
+    /// The floor cuts the bins once and counts each round's correct rows in them; it must give
+    /// the same bits as the definition: each round's outcomes binned afresh. Confidences from
+    /// a few values make ties, which equal-mass bins split by the sort's order.
+    #[test]
+    fn ece_noise_floor_equals_binning_each_round_afresh(
+        confidence in prop::collection::vec(
+            prop_oneof![prop::sample::select(vec![0.0, 0.2, 0.5, 0.500_000_1, 0.93, 1.0]), 0.0..=1.0_f64],
+            1..300,
+        ),
+        num_bins in 1_usize..25,
+        mass in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let binning = if mass { Binning::Mass } else { Binning::Width };
+        let outcomes = OutcomeDraws::draw(confidence.len(), 7, seed);
+        let rounds = outcomes.uniforms.chunks_exact(confidence.len());
+        let afresh = rounds.map(|round| {
+            let correct: Vec<bool> = confidence.iter().zip(round).map(|(&c, &u)| u < c).collect();
+            expected_calibration_error(&reliability_bins(&confidence, &correct, num_bins, binning).unwrap())
+        }).sum::<f64>() / 7.0;
+        let floor = ece_noise_floor(&confidence, num_bins, binning, &outcomes).unwrap();
+        prop_assert_eq!(floor.to_bits(), afresh.to_bits(), "{} vs {}", floor, afresh);
+    }
+
     #[test]
     fn accuracy_does_not_depend_on_temperature(
         (num_classes, values, labels) in logits_and_labels(),
