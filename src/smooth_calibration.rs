@@ -382,9 +382,17 @@ fn sampled_normal(steps_per_bandwidth: f64) -> Vec<f64> {
 /// twice: the kernel mass that leaves `[0, 1]` comes back. The kernel is symmetric
 /// (`kernel_{W−d} = kernel_{W+d}`), so each output takes `W + 1` products of the kernel with
 /// sums of mirrored pairs, and the sum runs offset by offset over the whole grid at once.
+/// A kernel wider than the grid is first wrapped onto one period (see [`periodic_kernel`]).
 fn reflected_convolution(values: &[f64], width: usize, kernel: &[f64]) -> Vec<f64> {
     let cells = values.len() / width;
     let steps = cells - 1;
+    let wrapped;
+    let kernel = if kernel.len() / 2 > steps {
+        wrapped = periodic_kernel(kernel, steps);
+        &wrapped
+    } else {
+        kernel
+    };
     let radius = kernel.len() / 2;
     let period = 2 * steps as i64;
     let mut extended = Vec::with_capacity((cells + 2 * radius) * width);
@@ -415,6 +423,27 @@ fn reflected_convolution(values: &[f64], width: usize, kernel: &[f64]) -> Vec<f6
         }
     }
     out
+}
+
+/// The symmetric kernel `kernel` (offsets `−W..=W`) wrapped onto the period `2M` of the
+/// reflected grid, as offsets `−M..=M`: `g̃_d = Σ_m g_{d+2Mm}`. The extended grid repeats every
+/// `2M`, so the products of all offsets congruent modulo `2M` meet the same value, and summing
+/// their weights first gives the same convolution with `2M + 1` offsets instead of `2W + 1`
+/// (at bandwidths near 1 the kernel spans six periods of the 200-step grid). Offsets `M` and
+/// `−M` are one class; each takes half of its weight, which keeps the kernel symmetric.
+fn periodic_kernel(kernel: &[f64], steps: usize) -> Vec<f64> {
+    let radius = (kernel.len() / 2) as i64;
+    let (steps_i, period) = (steps as i64, 2 * steps as i64);
+    let mut wrapped = vec![0.0; 2 * steps + 1];
+    for (offset, &weight) in (-radius..=radius).zip(kernel) {
+        // The class's representative in `−M..M`.
+        let class = (offset + steps_i).rem_euclid(period) - steps_i;
+        wrapped[(class + steps_i) as usize] += weight;
+    }
+    let ends = wrapped[0] / 2.0;
+    wrapped[0] = ends;
+    wrapped[2 * steps] = ends;
+    wrapped
 }
 
 /// Trapezoid sum with unit step: the end values count half.
