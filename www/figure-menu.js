@@ -10,16 +10,16 @@ const EMBED_CHROME_HEIGHT = 260;
 
 // Adds a menu to every <figure> that holds one of the page's canvases. `page` gives the SVG and
 // CSV of a figure in a state, `state()` the current state, `embedHash(id)` the hash of the
-// embed view of figure `id`; failures go to `onError`.
-export function addFigureMenus({ figures, page, state, embedHash, onError }) {
+// embed view of figure `id`, `link()` the address of this view; failures go to `onError`.
+export function addFigureMenus({ figures, page, state, embedHash, link, onError }) {
   const byId = new Map(figures.map((figure) => [figure.id, figure]));
   for (const element of document.querySelectorAll("main figure")) {
     const shown = [...element.querySelectorAll("canvas")].map((canvas) => byId.get(canvas.id)).filter(Boolean);
-    if (shown.length) element.append(menu(shown, { page, state, embedHash, onError }));
+    if (shown.length) element.append(menu(shown, { page, state, embedHash, link, onError }));
   }
 }
 
-function menu(figures, { page, state, embedHash, onError }) {
+function menu(figures, { page, state, embedHash, link, onError }) {
   const details = document.createElement("details");
   details.className = "figure-menu";
   const summary = document.createElement("summary");
@@ -50,13 +50,13 @@ function menu(figures, { page, state, embedHash, onError }) {
     );
     details.append(row);
   }
-  const link = button("Copy link to this view", null, async () => {
-    await navigator.clipboard.writeText(location.href);
+  const copyLink = button("Copy link to this view", null, async () => {
+    await navigator.clipboard.writeText(link());
     status.textContent = "Link copied.";
   });
   const linkRow = document.createElement("div");
   linkRow.className = "figure-menu-row";
-  linkRow.append(link, status);
+  linkRow.append(copyLink, status);
   details.append(linkRow);
   // Each button's failure is shown, never thrown away.
   details.addEventListener("figure-menu-error", (event) => onError(event.detail));

@@ -17,6 +17,11 @@ const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
 const CORRUPTION_CHUNK = 1000;
 // How long the slider rests before its bootstrap intervals are asked for (requestIntervalsAtRest).
 const INTERVAL_REST_MS = 250;
+// Least time between two writes of the link's hash (writeHash). In headless Chromium 156 each
+// history.replaceState took about 11 ms of the browser process's own thread, once per slider
+// move; and Chromium ignores a page's history changes past 200 in 10 seconds, which a slider
+// dragged at 60 frames a second passes, so the link could miss the last position.
+const HASH_WRITE_MS = 200;
 
 // Benchmarks and tests read timings and wasm call counts from here (see scripts/bench):
 // calls.frames holds the number of wasm calls each animation frame made, calls.named the calls
@@ -27,6 +32,8 @@ window.calibra = {
   timings,
   calls,
   get state() { return state; },
+  // Whether a state's hash is still to be written into the address (writeHash).
+  get hashPending() { return pendingHash !== null; },
   get limits() { return limits; },
   // The 28×28 the networks read of the reader's picture, once there is one.
   get ownPixels() { return ownPixels && Array.from(ownPixels); },
@@ -156,10 +163,47 @@ function apply(next) {
   // Intervals asked for in the last state would be computed on its data: its next frame asks anew.
   clearTimeout(intervalTimer);
   pendingPatches.push(...next.patches);
-  history.replaceState(null, "", `#${next.hash}`);
+  writeHash(next.hash);
   showView();
   if (pool && previous && state.model !== previous.model) selectModel();
   scheduleRender();
+}
+
+// The hash not yet written, the timer that writes it, when the last write was, and the
+// address's hash as this page last saw it (after its own write, or a hashchange).
+let pendingHash = null;
+let hashTimer = null;
+let lastHashWrite = -Infinity;
+let knownHash = null;
+
+// Writes `hash` into the address: at once when the last write is HASH_WRITE_MS old, otherwise
+// when it is (the latest hash asked for by then), so the link always ends on the last state.
+function writeHash(hash) {
+  pendingHash = hash;
+  const wait = lastHashWrite + HASH_WRITE_MS - performance.now();
+  if (wait <= 0) flushHash();
+  else hashTimer ??= setTimeout(flushHash, wait);
+}
+
+// Writes the hash waiting to be written, if any. A hash that changed since the page last saw
+// it (a link followed, the address edited) is not overwritten: its hashchange, still to come,
+// applies that state and writes its hash.
+function flushHash() {
+  clearTimeout(hashTimer);
+  hashTimer = null;
+  if (pendingHash === null) return;
+  if (knownHash === null || location.hash === knownHash) {
+    history.replaceState(null, "", `#${pendingHash}`);
+    knownHash = location.hash;
+    lastHashWrite = performance.now();
+  }
+  pendingHash = null;
+}
+
+// The address of this view, its hash up to date (the figure menus' "Copy link").
+function currentLink() {
+  flushHash();
+  return location.href;
 }
 
 // Shows the article, one figure (the embed view) or presentation mode, as the state says.
@@ -1069,7 +1113,7 @@ async function main() {
   limits = readLimits();
   const first = readHash();
   state = first.state;
-  history.replaceState(null, "", `#${first.hash}`);
+  writeHash(first.hash);
   applyPatches(first.patches);
   showView();
   pool.load(modelIndex());
@@ -1094,13 +1138,16 @@ async function main() {
   observeCanvasSizes();
   gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
-  addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), onError: showError });
+  addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), link: currentLink, onError: showError });
   wireOwnImage();
   wireOwnLogits();
   scheduleRender();
 
   document.addEventListener("keydown", onPresentationKey);
+  // A reload or a closed tab keeps the last state's link.
+  window.addEventListener("pagehide", flushHash);
   window.addEventListener("hashchange", () => {
+    knownHash = location.hash;
     clearError();
     apply(readHash());
   });

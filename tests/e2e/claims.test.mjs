@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { collectProblems, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
+import { collectProblems, hashParams, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
 
 const INFERENCE_TIMEOUT_MS = 180_000;
 const SCORES = ["lac", "aps", "raps", "saps"];
@@ -231,7 +231,7 @@ test("9. each \"Try this\" button sets the state it names; its line asks the rea
     await page.click(`.try-this button.preset[data-action="${action}"]`);
     await nextFrames(page, 3);
     await page.waitForFunction(() => document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
-    const hash = await page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+    const hash = await hashParams(page);
     for (const [key, value] of Object.entries(entries)) {
       // The link writes every field; T as the number it is.
       const shown = key === "t" ? Number(hash.t) : hash[key];

@@ -12,7 +12,7 @@ import { gunzipSync } from "node:zlib";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
-import { Native, REPO_ROOT, collectProblems, drawnCanvasData, launchBrowser, nextFrames, openSite, waitForInference } from "./helpers.mjs";
+import { Native, REPO_ROOT, collectProblems, drawnCanvasData, hashParams, launchBrowser, nextFrames, openSite, waitForInference } from "./helpers.mjs";
 
 const INFERENCE_TIMEOUT_MS = 180_000;
 // The page's logits (wasm) and the CLI's (native) differ in the last f32 bits; bin means over
@@ -213,7 +213,7 @@ test("7. every figure's embed view shows that figure alone, drawn, with its slid
     input.dispatchEvent(new Event("input"));
   });
   await view.waitForFunction((old) => document.getElementById("reliability").toDataURL() !== old, before, { timeout: 10_000 });
-  assert.notEqual(new URLSearchParams((await view.evaluate(() => location.hash)).slice(1)).get("t"), "1.5");
+  assert.notEqual((await hashParams(view)).t, "1.5");
   await view.close();
 });
 
@@ -226,7 +226,7 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   await page.waitForFunction(() => document.body.classList.contains("present"));
   assert.deepEqual(await shownFigure(), ["reliability"]);
   assert.equal(await position(), "Figure 1 of 16: reliability diagram");
-  assert.equal(await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("present")), "1");
+  assert.equal((await hashParams(page)).present, "1");
   // Large type: the root font is larger than the article's 17 px.
   assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).fontSize), "22px");
   await nextFrames(page, 3);
@@ -253,7 +253,7 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   await page.keyboard.press("Escape");
   await page.waitForFunction(() => !document.body.classList.contains("present") && !document.body.classList.contains("embed"));
   assert.ok(await page.locator(".masthead").isVisible());
-  const after = await page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+  const after = await hashParams(page);
   assert.equal(after.present, "0");
   assert.equal(after.embed, "none");
   await page.setViewportSize({ width: 1280, height: 900 });

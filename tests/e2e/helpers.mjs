@@ -175,7 +175,9 @@ export function chromiumArgs() {
 }
 
 // One headless Chromium with a fresh profile (a new directory under CHROMIUM_USER_DATA_DIR).
-export async function launchBrowser({ viewport = { width: 1280, height: 900 } } = {}) {
+// Playwright turns off Chromium's guard against floods of history changes (it ignores a page's
+// changes past 200 in 10 s); `historyFloodGuard` keeps it on, as browsers run it.
+export async function launchBrowser({ viewport = { width: 1280, height: 900 }, historyFloodGuard = false } = {}) {
   const parent = process.env.CHROMIUM_USER_DATA_DIR || os.tmpdir();
   mkdirSync(parent, { recursive: true });
   const userDataDir = mkdtempSync(path.join(parent, "calibra-e2e-"));
@@ -185,6 +187,7 @@ export async function launchBrowser({ viewport = { width: 1280, height: 900 } } 
     args: chromiumArgs(),
     viewport,
     deviceScaleFactor: 1,
+    ignoreDefaultArgs: historyFloodGuard ? ["--disable-ipc-flooding-protection"] : [],
   });
   return {
     context,
@@ -302,7 +305,12 @@ export async function scrollThrough(page) {
   await nextFrames(page, 2);
 }
 
-export const hashParams = (page) => page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+// The page's hash entries, once the last state's hash is in the address (the page writes it at
+// most every 200 ms).
+export async function hashParams(page, timeout = 10_000) {
+  await page.waitForFunction(() => !window.calibra.hashPending, null, { timeout });
+  return page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+}
 
 export const canvasData = (page, id) => page.evaluate((canvasId) => document.getElementById(canvasId).toDataURL(), id);
 

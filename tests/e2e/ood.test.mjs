@@ -78,11 +78,10 @@ async function afterOodDraw(action, timeout = INFERENCE_TIMEOUT_MS) {
 // Sets hash entries (the page keeps the rest) and waits for the lab's redraw, if anything
 // changed.
 async function show(entries) {
-  const changes = await page.evaluate((e) => {
-    const params = new URLSearchParams(location.hash.slice(1));
-    for (const [key, value] of Object.entries(e)) params.set(key, String(value));
-    return params.toString() !== location.hash.slice(1) ? params.toString() : null;
-  }, entries);
+  const params = new URLSearchParams(await hashParams(page));
+  const before = params.toString();
+  for (const [key, value] of Object.entries(entries)) params.set(key, String(value));
+  const changes = params.toString() !== before ? params.toString() : null;
   if (changes !== null) await afterOodDraw(() => page.evaluate((h) => { location.hash = h; }, changes));
   return readMetrics(page);
 }
@@ -94,15 +93,14 @@ const cellText = (metric) => page.textContent(`[data-metric="${metric}"]`);
 // images at the hash's T, surest first, each caption's confidence (within half its last shown
 // decimal) and class as computed here from the logits.
 async function checkGalleries(where) {
-  const { hash, limits, columns } = await page.evaluate(() => ({
-    hash: location.hash.slice(1),
+  const state = await hashParams(page);
+  const { limits, columns } = await page.evaluate(() => ({
     limits: window.calibra.limits,
     columns: [...document.querySelectorAll("#ood-gallery > div")].map((column) => ({
       title: column.querySelector("h4").textContent,
       tiles: [...column.querySelectorAll(".ood-tile")].map((tile) => ({ index: Number(tile.dataset.index), caption: tile.querySelector("p").textContent })),
     })),
   }));
-  const state = Object.fromEntries(new URLSearchParams(hash));
   const temperature = Number(state.t);
   assert.equal(await text("#ood-gallery-title"), `The OOD images each network is surest about, at T = ${temperature.toFixed(3)} (the first lab's temperature)`, where);
   const titles = state.tau === "ce" ? ["cross-entropy"] : [`LogitNorm τ = ${state.tau}`, "cross-entropy"];

@@ -332,6 +332,34 @@ test("2b. one wasm call per animation frame: a slider move costs one control cal
   t.diagnostic(`${moves} slider moves: ${moves} control calls and ${frames.length} frames of one render call each`);
 });
 
+test("2c. the link ends on the last of 300 slider moves made in a few seconds, with Chromium's guard against history floods on", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
+  // A history change per move would pass the guard's 200 in 10 s, after which Chromium drops
+  // them and the link keeps an old T; the page writes the hash at most every 200 ms.
+  const guarded = await launchBrowser({ historyFloodGuard: true });
+  try {
+    const page = await guarded.context.newPage();
+    await page.goto(site.url);
+    await waitForInference(page);
+    const moves = await page.evaluate(async () => {
+      const slider = document.getElementById("temperature");
+      const positions = Number(slider.max) + 1;
+      const started = performance.now();
+      for (let i = 0; i < 300; i++) {
+        slider.value = String((7 * i) % positions);
+        slider.dispatchEvent(new Event("input", { bubbles: true }));
+        await new Promise((resolve) => requestAnimationFrame(resolve));
+      }
+      return { seconds: (performance.now() - started) / 1000, last: slider.value };
+    });
+    assert.ok(moves.seconds < 10, `the moves took ${moves.seconds} s: the guard counts 10 s`);
+    const t = await page.evaluate(() => window.calibra.state.t);
+    assert.equal(temperatureToSlider(t), Number(moves.last), "the state follows the last move");
+    assert.equal(Number((await hashParams(page)).t), t, "the link holds the last move's T");
+  } finally {
+    await guarded.close();
+  }
+});
+
 test("3. Fit sets T to the native fitted T (1e-3) and writes it to the hash", { timeout: 30_000 }, async () => {
   const expected = await native.report("ce", { seed: 0 });
   await afterRedraw(main, () => main.click("#fit"));
