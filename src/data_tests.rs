@@ -153,6 +153,36 @@ fn committed_assets_parse() {
     assert_eq!(&ood.labels[..11], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0]);
 }
 
+/// The committed test set is Debian's `dataset-fashion-mnist` files gzipped again
+/// (`scripts/recompress-test-images.mjs`): unzipped, the very bytes of Debian's, whose SHA-256
+/// is `zcat /usr/share/datasets/fashion-mnist/t10k-…-ubyte.gz | sha256sum`.
+#[test]
+fn committed_test_set_unzips_to_debians_bytes() {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fashion-mnist");
+    for (name, debian_sha256) in [
+        (
+            "t10k-images-idx3-ubyte.gz",
+            "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+        ),
+        (
+            "t10k-labels-idx1-ubyte.gz",
+            "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+        ),
+    ] {
+        let mut idx = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(root.join(name)).unwrap())
+            .read_to_end(&mut idx)
+            .unwrap();
+        assert_eq!(
+            format!("{:x}", Sha256::digest(&idx)),
+            debian_sha256,
+            "{name}"
+        );
+    }
+}
+
 #[test]
 fn seeded_split_is_a_reproducible_partition() {
     let (a, b) = seeded_split(1_000, 0.5, 7);

@@ -1117,7 +1117,7 @@ async function main() {
   applyPatches(first.patches);
   showView();
   pool.load(modelIndex());
-  // On a first visit the test images (4.2 MiB) are fetched once the shown network's weights are
+  // On a first visit the test images (4.1 MiB) are fetched once the shown network's weights are
   // in (or refused): on a slow link the two would share it, and the first chart needs all of
   // the weights but only the first 50 images (locally the weights take tens of milliseconds).
   // A revisit, with logits kept, has both in the browser's cache and fetches them at once.
