@@ -525,11 +525,11 @@ async function loadOwnLogits() {
   showData(description);
 }
 
-// Reads a reader's logits files in a worker of their own (the inference worker's script, whose
-// module has the parsers), ended once it answers, so that its memory (the files and the numbers
-// read) goes with it.
+// Reads a reader's logits files in a worker of their own (own-logits-worker.js, whose module
+// has the parsers), ended once it answers, so that its memory (the files and the numbers read)
+// goes with it.
 function readOwnFiles(logits, labels, names) {
-  const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  const worker = new Worker(new URL("./own-logits-worker.js", import.meta.url), { type: "module" });
   return new Promise((resolve, reject) => {
     worker.onmessage = ({ data }) => (data.status === "own-logits" ? resolve(data) : reject(new Error(data.message)));
     worker.onerror = (event) => reject(new Error(`the worker that reads them failed: ${event.message || "it could not start"}`));

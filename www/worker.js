@@ -1,5 +1,4 @@
-// Inference worker: owns one copy of a model and turns batches of pixels into logits; also
-// reads a reader's logits files (its module has the parsers, the page's has not).
+// Inference worker: owns one copy of a model and turns batches of pixels into logits.
 //
 // Protocol (module worker; every message is a plain object):
 //   page -> worker  {type: "load", model, url, classes}   fetch and load a .safetensors model
@@ -16,14 +15,9 @@
 //                   logits: Float32Array [count, 10] (buffer transferred)
 //   worker -> page  {status: "odin", model, set, start, count, scores, millis}
 //                   scores: Float64Array [count], ODIN's score of each image (buffer transferred)
-//   page -> worker  {type: "own-logits", logits, labels, names}
-//                   each file {name, bytes: Uint8Array} (buffers transferred); names may be null
-//   worker -> page  {status: "own-logits", logits, labels, about}
-//                   logits: Float32Array [n, K], labels: Uint32Array [n] (buffers transferred),
-//                   about: what the files are (classes, class_names, logits_name, description)
 //   worker -> page  {status: "error", model, message}     a readable message, never an object
 // Rows are addressed by `start`, so several workers can share one image set.
-import init, { Model, OwnLogitsFiles } from "./pkg-worker/calibra.js";
+import init, { Model } from "./pkg-worker/calibra.js";
 import { available as cacheAvailable, sha256 } from "./logits-cache.js";
 
 const ready = init();
@@ -74,12 +68,6 @@ async function handle(message) {
       { status: "odin", model: message.model, set: message.set, start: message.start, count: scores.length, scores, millis: performance.now() - started },
       [scores.buffer],
     );
-  } else if (message.type === "own-logits") {
-    const { logits, labels, names } = message;
-    const files = new OwnLogitsFiles(logits.bytes, logits.name, labels.bytes, labels.name, names?.bytes, names?.name);
-    const [values, labelValues, about] = [files.take_logits(), files.take_labels(), files.about()];
-    files.free();
-    postMessage({ status: "own-logits", logits: values, labels: labelValues, about }, [values.buffer, labelValues.buffer]);
   } else {
     throw new Error(`unknown message type ${message.type}`);
   }

@@ -5,24 +5,31 @@
 //! (see [`crate::page`]). Every export returns `Result<_, JsError>` so a bad input becomes a
 //! JavaScript exception with a message, never a panic (a panic in WebAssembly kills the page).
 //!
-//! `scripts/build-site` builds two modules from it, so that the page's does not carry the
-//! network: the page's (feature `page`: the page state, the labs and their drawing, the
-//! bootstrap worker's `Bootstrap`), and the inference worker's (feature `inference`: candle and
-//! the network, `Model`, and the parsers of a reader's logits files, `OwnLogitsFiles`). Native
-//! builds and the browser tests have both.
+//! `scripts/build-site` builds four modules from it, so that each download carries only what
+//! its thread runs: the page's (feature `page`: the page state, the labs and their drawing, the
+//! bootstrap worker's `Bootstrap`), the inference worker's (feature `inference`: candle and the
+//! network, `Model`), its ODIN module (feature `odin`: the network with its backward pass,
+//! fetched only for ODIN), and the files worker's (feature `own-logits`: the parsers of a
+//! reader's logits files, `OwnLogitsFiles`, fetched only when a reader chooses files). Native
+//! builds and the browser tests have them all.
 
 #[cfg(feature = "page")]
 mod canvas;
+#[cfg(feature = "own-logits")]
+mod own_logits_files;
 #[cfg(feature = "page")]
 mod page;
 #[cfg(feature = "inference")]
 mod worker;
 
+#[cfg(feature = "own-logits")]
+pub use own_logits_files::OwnLogitsFiles;
 #[cfg(feature = "page")]
 pub use page::*;
 #[cfg(feature = "inference")]
-pub use worker::{Model, OwnLogitsFiles};
+pub use worker::Model;
 
+#[cfg(any(feature = "page", feature = "own-logits"))]
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -34,6 +41,7 @@ pub fn start() {
 }
 
 /// A plain JavaScript object (not a `Map`) for a serde value.
+#[cfg(any(feature = "page", feature = "own-logits"))]
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
     let serializer = serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true);
     Ok(value.serialize(&serializer)?)

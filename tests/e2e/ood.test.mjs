@@ -57,8 +57,10 @@ after(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-test("0. a reader who stays in the first lab downloads neither the digits nor a LogitNorm network", () => {
+test("0. a reader who stays in the first lab downloads neither the digits nor a LogitNorm network, nor the ODIN or files modules", () => {
   const files = fetchedBeforeTauLab.map((pathname) => pathname.split("/").pop());
+  const modules = fetchedBeforeTauLab.filter((pathname) => /\/pkg-(odin|own-logits)\//.test(pathname));
+  assert.deepEqual(modules, [], "fetched before a reader asked for ODIN or chose files");
   assert.ok(files.includes("fmnist-ce.safetensors"), `the first lab's network was fetched: ${files.join(", ")}`);
   assert.ok(files.includes("t10k-images-idx3-ubyte.gz"), `the test images were fetched: ${files.join(", ")}`);
   assert.deepEqual(files.filter((file) => file.includes("mnist-ood") || file.includes("logitnorm")), [], `fetched before the τ lab was on screen: ${files.join(", ")}`);
