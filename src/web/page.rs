@@ -261,8 +261,8 @@ impl Page {
     }
 
     /// Shows the reader's logits (`Float32Array [n, K]`) and `labels` in the temperature and
-    /// conformal labs, with `about` them ([`page::own_logits::OwnAbout`]): what the inference
-    /// worker's [`super::OwnLogitsFiles`] read. Data refused leaves the data shown before as it
+    /// conformal labs, with `about` them ([`page::own_logits::OwnAbout`]): what the files
+    /// worker's `OwnLogitsFiles` read (the files worker's module; not in this one). Data refused leaves the data shown before as it
     /// was; the message names the logits file.
     pub fn load_own_logits(
         &mut self,
