@@ -281,6 +281,29 @@ function tarEntries(gzipped) {
   return entries;
 }
 
+test("8b. 'Copy link to this view' right after two quick slider moves copies the second's T, whose hash was still to be written", { timeout: 30_000 }, async () => {
+  const menu = page.locator("figure", { has: page.locator("canvas#reliability") }).locator("details.figure-menu");
+  await menu.scrollIntoViewIfNeeded();
+  if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
+  // Both moves and the click in one task: the page writes the hash at most every 200 ms, so the
+  // second move's waits, and the copied link must hold it all the same.
+  const moved = await menu.evaluate((details) => {
+    const slider = document.getElementById("temperature");
+    for (const position of [300, 301]) {
+      slider.value = String(position);
+      slider.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+    const pending = window.calibra.hashPending;
+    details.querySelector(".figure-menu-status").textContent = "";
+    [...details.querySelectorAll("button")].find((button) => button.textContent === "Copy link to this view").click();
+    return { pending, t: window.calibra.state.t };
+  });
+  assert.ok(moved.pending, "the second move's hash was waiting when the link was copied");
+  await page.waitForFunction(() => [...document.querySelectorAll(".figure-menu-status")].some((status) => status.textContent === "Link copied."), null, { timeout: 5_000 });
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert.equal(Number(new URLSearchParams(new URL(copied).hash.slice(1)).get("t")), moved.t);
+});
+
 test("9. the footer's source-code link downloads this checkout's source, without weights or images", { timeout: 60_000 }, async () => {
   const link = page.locator("#source-code a");
   const href = await link.evaluate((a) => a.href);
