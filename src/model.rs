@@ -3,7 +3,9 @@
 //! Input `[n, 1, 28, 28]` pixels scaled to [0, 1]; Conv 3×3 32 "same" + ReLU, MaxPool 2,
 //! Conv 3×3 64 "same" + ReLU, MaxPool 2, Flatten, Dense 128 + ReLU, Dense 10 → logits.
 //! Weights are stored as safetensors under the names `conv1.weight`, `conv1.bias`, `conv2.*`,
-//! `dense1.*`, `dense2.*` (candle-nn's layout: conv kernels `[out, in, 3, 3]`, dense `[out, in]`).
+//! `dense1.*`, `dense2.*` (candle-nn's layout: conv kernels `[out, in, 3, 3]`, dense `[out, in]`),
+//! in f16 as the bundled networks ship (half the bytes to download; `train` rounds its f32
+//! weights once) or in f32; either is read into `f32`, and the network computes in `f32`.
 //!
 //! # ODIN
 //! ODIN (Liang, Li & Srikant, "Enhancing the Reliability of Out-of-distribution Image Detection

@@ -9,10 +9,11 @@
 //! `--loss logitnorm` trains with LogitNorm (Wei et al., ICML 2022): cross-entropy of
 //! z / (τ·(‖z‖₂ + 1e-7)); the saved network still outputs the raw logits z.
 //!
-//! Writes `<out-dir>/<name>.safetensors`, the model card `<name>.json`, and the logits of the
-//! first 64 test images to `tests/fixtures/<name>-first64-logits.json`. After every epoch it
-//! writes a checkpoint to `--checkpoint-dir`; `--resume` continues from it to the same bits as
-//! an uninterrupted run, so a stopped run loses at most one epoch.
+//! Writes `<out-dir>/<name>.safetensors` (the trained weights rounded to f16, as they ship),
+//! the model card `<name>.json`, and the logits of the first 64 test images to
+//! `tests/fixtures/<name>-first64-logits.json`. After every epoch it writes a checkpoint to
+//! `--checkpoint-dir`; `--resume` continues from it to the same bits as an uninterrupted run,
+//! so a stopped run loses at most one epoch.
 
 // The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
 #![cfg_attr(target_arch = "wasm32", no_main)]
@@ -54,6 +55,10 @@ const CARD_BINS: usize = 15;
 /// The network, in words, for the card.
 const ARCHITECTURE: &str = "Conv3x3(32, same)+ReLU, MaxPool2, Conv3x3(64, same)+ReLU, MaxPool2, \
                             Flatten, Dense128+ReLU, Dense10 (logits)";
+/// The weights' storage, for the card.
+const WEIGHTS: &str = "float16 (IEEE half precision): the float32 weights at the end of training \
+    rounded to nearest once; the network computes in float32 from them, and the evaluation is \
+    of these rounded weights";
 /// What the card promises about reruns, as far as it was measured.
 const REPRODUCIBILITY: &str = "Weights start from a seeded ChaCha8 draw and batches come in a \
     seeded order. With one thread (RAYON_NUM_THREADS=1) two runs on the same machine gave \
@@ -61,11 +66,12 @@ const REPRODUCIBILITY: &str = "Weights start from a seeded ChaCha8 draw and batc
     run to the same bits. candle picks its matrix kernels by the processor's vector extensions \
     (training.cpu_features), so on another kind of processor the weights, and with them every \
     figure here, come out different: a full one-thread rerun of fmnist-ce on an AVX-512 machine \
-    gave test accuracy 0.9134 and T 1.683 where this project's card has 0.9120 and 1.759. A \
-    second seed measures the spread between runs: fmnist-ce with seed 1 (one thread, an AVX-512 \
-    Xeon; its card is docs/reproducibility/fmnist-ce-seed1.json) gave test accuracy 0.9135, T \
-    1.656 and ECE 0.0414 -> 0.0060 where seed 0 has 0.9120, 1.759 and 0.0430 -> 0.0103, so \
-    another seed moves the figures about as much as another machine. More threads also change \
+    gave test accuracy 0.9134 and T 1.683 where this project's card had 0.9120 and 1.759 (all in \
+    float32; rounded to float16, its weights give 0.9120 and 1.758). A second seed measures the \
+    spread between runs: fmnist-ce with seed 1 (one thread, an AVX-512 Xeon; its card is \
+    docs/reproducibility/fmnist-ce-seed1.json) gave test accuracy 0.9135, T 1.656 and ECE \
+    0.0414 -> 0.0060 where seed 0 had 0.9120, 1.759 and 0.0430 -> 0.0103, so another seed moves \
+    the figures about as much as another machine. More threads also change \
     the summation order; that spread has not been measured.";
 /// What the Keras original of this recipe and the LogitNorm paper lead one to expect.
 const CE_EXPECTATIONS: &str = "The Keras original of this network and recipe reaches a test \
@@ -132,8 +138,9 @@ struct Args {
     /// into parts that `--resume` joins).
     #[arg(long)]
     stop_after: Option<usize>,
-    /// Skip training: reload `<name>.safetensors`, keep the card's recipe and training record,
-    /// and recompute its evaluation and the fixture (after a change to a metric, say).
+    /// Skip training: reload `<name>.safetensors` (rewritten in f16 if it is not), keep the
+    /// card's recipe and training record, and recompute its evaluation and the fixture (after a
+    /// change to a metric, say).
     #[arg(long)]
     evaluate_only: bool,
 }
@@ -219,6 +226,9 @@ struct ModelCard {
     recipe: Recipe,
     training_data_sha256: String,
     training: TrainingRecord,
+    /// How the weights are stored, and so what the evaluation describes.
+    #[serde(default)]
+    weights: String,
     /// Always recomputed from the weights, so a stored one is not read back.
     #[serde(skip_deserializing)]
     evaluation: Option<Evaluation>,
@@ -265,6 +275,11 @@ fn run(args: &Args) -> Result<(), String> {
     let train = train_all.select(&(VALIDATION_SIZE..train_end).collect::<Vec<_>>());
 
     let mut card = if args.evaluate_only {
+        // Weights committed before they shipped in f16 become the shipped ones; f16 ones are
+        // written back to the same bytes.
+        let committed = candle_core::safetensors::load(&weights_path, &Device::Cpu)
+            .map_err(|e| format!("{}: {e}", weights_path.display()))?;
+        save_shipped_weights(&committed, &weights_path)?;
         let text = std::fs::read_to_string(&card_path)
             .map_err(|e| format!("{}: {e}", card_path.display()))?;
         serde_json::from_str::<ModelCard>(&text)
@@ -275,10 +290,15 @@ fn run(args: &Args) -> Result<(), String> {
         };
         std::fs::create_dir_all(&args.out_dir)
             .map_err(|e| format!("{}: {e}", args.out_dir.display()))?;
-        training
+        let trained = training
             .varmap
-            .save(&weights_path)
-            .map_err(|e| format!("{}: {e}", weights_path.display()))?;
+            .data()
+            .lock()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|(name, var)| (name.clone(), var.as_tensor().clone()))
+            .collect();
+        save_shipped_weights(&trained, &weights_path)?;
         Checkpoint::new(&args.checkpoint_dir, &name).remove()?;
         let progress = training.progress;
         ModelCard {
@@ -306,11 +326,13 @@ fn run(args: &Args) -> Result<(), String> {
                 cpu_features: cpu_features(),
                 commit: code_commit(),
             },
+            weights: String::new(),
             evaluation: None,
             reproducibility: String::new(),
             expectations: String::new(),
         }
     };
+    card.weights = WEIGHTS.to_string();
     card.reproducibility = REPRODUCIBILITY.to_string();
     card.expectations = match args.loss {
         LossKind::Ce => CE_EXPECTATIONS,
@@ -357,6 +379,19 @@ fn run(args: &Args) -> Result<(), String> {
         fixture_path.display()
     );
     Ok(())
+}
+
+/// Writes the weights as they ship: every tensor rounded to IEEE half precision (to nearest,
+/// ties to even). The network's file is the largest download before the page's first chart,
+/// and halves (1.6 to 0.8 MiB); the card, the fixture and every figure are computed from these
+/// rounded weights, which the page, the CLI and the benchmark's peers all read into `f32`.
+fn save_shipped_weights(tensors: &HashMap<String, Tensor>, path: &Path) -> Result<(), String> {
+    let halves = tensors
+        .iter()
+        .map(|(name, tensor)| Ok((name.clone(), tensor.to_dtype(DType::F16)?)))
+        .collect::<candle_core::Result<HashMap<_, _>>>()
+        .map_err(|e| e.to_string())?;
+    candle_core::safetensors::save(&halves, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Threads candle's CPU kernels use (rayon's pool: `RAYON_NUM_THREADS` or one per core).

@@ -20,7 +20,8 @@ const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuff
 // The page's module reads IDX files unzipped: the browser unzips them.
 const unzippedBytesOf = async (url) => new Uint8Array(await new Response((await fetch(url)).body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
 
-// The tensors of a safetensors file (all F32 here): { name: { shape, data: Float32Array } }.
+// The tensors of a safetensors file (all F16, as the networks ship), read into f32 as calibra
+// reads them: { name: { shape, data: Float32Array } }.
 function readSafetensors(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = Number(view.getBigUint64(0, true));
@@ -28,10 +29,10 @@ function readSafetensors(bytes) {
   const tensors = {};
   for (const [name, entry] of Object.entries(header)) {
     if (name === "__metadata__") continue;
-    if (entry.dtype !== "F32") throw new Error(`${name}: ${entry.dtype}, expected F32`);
+    if (entry.dtype !== "F16") throw new Error(`${name}: ${entry.dtype}, expected F16`);
     const [start, end] = entry.data_offsets;
     const data = bytes.slice(8 + headerLength + start, 8 + headerLength + end);
-    tensors[name] = { shape: entry.shape, data: new Float32Array(data.buffer) };
+    tensors[name] = { shape: entry.shape, data: Float32Array.from(new Float16Array(data.buffer)) };
   }
   return tensors;
 }
