@@ -85,6 +85,10 @@ const imageDigests = {};
 const cacheKeys = new Map();
 const cachedSince = new Map();
 let lastKeep = Promise.resolve();
+// Whether the logits cache holds anything: asked once as the page starts (the same question
+// again cost a first visit's first batch a tenth of a second), and true once this visit keeps
+// logits.
+let cacheHoldsAny = null;
 // The reader's own picture as they gave it (prepared again when the invert choice changes), the
 // 28×28 Rust made of it, and the networks' logits asked for on it, by request number.
 // The sentence describing the reader's own logits while the first two labs show them.
@@ -793,8 +797,8 @@ class InferencePool {
     slot.worker.postMessage({ type: "load", model, url: limits.models[model].url, classes: limits.classes });
   }
 
-  // Resolves once a worker has fetched the weights of `model` (already asked to load), or has
-  // failed to.
+  // Resolves once a worker's download of the weights of `model` (already asked to load) is a
+  // round trip from its end, or over, or has failed.
   weightsIn(model) {
     return this.weights.get(model);
   }
@@ -889,7 +893,7 @@ async function fromCache(model, set, weightsDigest) {
   // A cache that holds nothing (a first visit) lets inference start at once, before the
   // network's weights are in; while the images download, so does one that holds nothing for
   // this network.
-  if (!(await logitsCache.holdsAny())) return false;
+  if (!(await cacheHoldsAny)) return false;
   const weights = await weightsDigest;
   if (!weights) return false;
   if (rowsIn(set) < imageCount(set) && !(await logitsCache.holdsAny(weights))) return false;
@@ -961,6 +965,7 @@ function keepLogits(model, set) {
   // The images' digest is taken now, while they are here: a corrupted copy's are dropped next.
   imageDigests[set] ??= logitsCache.sha256(imageSet(set));
   lastKeep = cacheKeyOf(model, set, pool.digests.get(model)).then((key) => key && logitsCache.keep(key, logits));
+  cacheHoldsAny = Promise.resolve(true);
 }
 
 // The progress row of the chosen model; hidden, and the page marked for tests, once complete.
@@ -1106,7 +1111,7 @@ async function main() {
   });
   const pageModule = init();
   // Whether this browser kept logits (a revisit), asked while the page's module compiles.
-  const logitsKept = logitsCache.holdsAny();
+  cacheHoldsAny = logitsCache.holdsAny();
   await articleParsed;
   trackSliderBars();
   await pageModule;
@@ -1118,10 +1123,11 @@ async function main() {
   showView();
   pool.load(modelIndex());
   // On a first visit the test images (4.1 MiB) are fetched once the shown network's weights are
-  // in (or refused): on a slow link the two would share it, and the first chart needs all of
-  // the weights but only the first 50 images (locally the weights take tens of milliseconds).
+  // a round trip from in (or refused): on a slow link the two would share it, and the first
+  // chart needs all of the weights but only the first 50 images, which then come right after
+  // them (locally the weights take tens of milliseconds).
   // A revisit, with logits kept, has both in the browser's cache and fetches them at once.
-  if (!(await logitsKept)) {
+  if (!(await cacheHoldsAny)) {
     $("progress-text").textContent = "downloading the network";
     await pool.weightsIn(modelIndex());
     $("progress-text").textContent = "downloading the test images";

@@ -6,8 +6,10 @@
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
 //                   of image set `set` ("test", "mnist", "gaussian", "uniform", or a corrupted
 //                   copy of the test images such as "shift-rotation-3")
-//   worker -> page  {status: "fetched", model}          the weights' bytes are in (the page
-//                   then fetches the test images, which would share a slow link with them)
+//   worker -> page  {status: "fetched", model}          the weights' last bytes are about a round
+//                   trip away, or in (the page then fetches the test images, which would
+//                   share a slow link with them: asked for then, their first bytes follow the
+//                   weights' last)
 //   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
 //                   where the browser has no crypto.subtle
@@ -42,12 +44,10 @@ async function odinModel(index) {
 
 // Runs one message and answers it; any failure is reported as a message string.
 async function handle(message) {
-  await ready;
   if (message.type === "load") {
-    const response = await fetch(message.url);
-    if (!response.ok) throw new Error(`cannot fetch ${message.url}: HTTP ${response.status}`);
-    const weights = new Uint8Array(await response.arrayBuffer());
-    postMessage({ status: "fetched", model: message.model });
+    // The download does not wait for the module to compile.
+    const weights = await fetchBytes(message.url, () => postMessage({ status: "fetched", model: message.model }));
+    await ready;
     models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
     const digest = cacheAvailable ? await sha256(weights) : null;
     postMessage({ status: "ready", model: message.model, digest });
@@ -71,6 +71,41 @@ async function handle(message) {
   } else {
     throw new Error(`unknown message type ${message.type}`);
   }
+}
+
+// The bytes of `url`. Calls `nearlyIn` once, when the bytes still to come would take one round
+// trip (the request's wait for its response) at the rate they have come so far, counted from
+// the request: a request sent then starts to arrive as this one ends, and a slow link neither
+// idles between the two nor carries both at once for long. Where the length is not known (or
+// the bytes come in one piece, as from a cache), that is when all are in.
+async function fetchBytes(url, nearlyIn) {
+  const asked = performance.now();
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
+  const roundTrip = performance.now() - asked;
+  const length = Number(response.headers.get("Content-Length")) || Infinity;
+  const chunks = [];
+  let received = 0;
+  let told = false;
+  for (const reader = response.body.getReader(); ;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    received += value.length;
+    const perMillisecond = received / (performance.now() - asked);
+    if (!told && (length - received) / perMillisecond <= roundTrip) {
+      told = true;
+      nearlyIn();
+    }
+  }
+  if (!told) nearlyIn();
+  const bytes = new Uint8Array(received);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
 }
 
 // The model loaded under `index`, or an error that says it is not.

@@ -1,7 +1,8 @@
 // The order of a visit's downloads. On a first visit the test images wait for the shown
 // network's weights (on a slow link the two would share it, and the first chart needs all of the
 // weights but only 50 images), and the page says it is downloading the network meanwhile; a
-// revisit, with logits kept, fetches the images at once.
+// revisit, with logits kept, fetches the images at once. On a slow link the images are asked for
+// a round trip before the weights' end, so that they follow the weights with no gap.
 //
 // The site is served through a gate that holds the weights' and the images' responses until the
 // test lets them go.
@@ -25,6 +26,11 @@ let problems;
 let page;
 // Paths in the order the browser asked for them.
 let asked = [];
+// The path whose response the gate sends slowly in this visit (a slow link), or null, and how
+// many of its pieces had gone out when each path was asked for.
+let dribbled = null;
+let piecesSentWhenAsked = new Map();
+let piecesSent = 0;
 // The paths whose responses the gate holds in this visit, each with the function that lets its
 // response go once it has been asked for.
 let held = new Map();
@@ -34,12 +40,15 @@ before(async () => {
   gate = createServer(async (request, response) => {
     const { pathname } = new URL(request.url, "http://gate");
     asked.push(pathname);
+    piecesSentWhenAsked.set(pathname, piecesSent);
     if (held.has(pathname)) await new Promise((resolve) => held.set(pathname, resolve));
     const headers = { ...request.headers };
     delete headers.host;
     const upstream = await fetch(new URL(request.url, site.url), { headers });
+    const body = Buffer.from(await upstream.arrayBuffer());
+    if (pathname === dribbled) return dribble(response, upstream, body);
     response.writeHead(upstream.status, Object.fromEntries(upstream.headers));
-    response.end(Buffer.from(await upstream.arrayBuffer()));
+    response.end(body);
   });
   await new Promise((resolve) => gate.listen(0, "127.0.0.1", resolve));
   browser = await launchBrowser();
@@ -52,6 +61,22 @@ after(async () => {
   await new Promise((resolve) => gate?.close(resolve));
   await site?.close();
 });
+
+// A slow link's response: its head after SLOW.roundTripMs, then its body in SLOW.pieces equal
+// pieces, one every SLOW.pieceMs.
+const SLOW = { roundTripMs: 300, pieces: 16, pieceMs: 100 };
+async function dribble(response, upstream, body) {
+  const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  await wait(SLOW.roundTripMs);
+  response.writeHead(upstream.status, Object.fromEntries(upstream.headers));
+  const size = Math.ceil(body.length / SLOW.pieces);
+  for (piecesSent = 0; piecesSent < SLOW.pieces; ) {
+    response.write(body.subarray(piecesSent * size, (piecesSent + 1) * size));
+    piecesSent += 1;
+    await wait(SLOW.pieceMs);
+  }
+  response.end();
+}
 
 // Waits until the page has asked for `path`.
 async function askedFor(path) {
@@ -90,6 +115,28 @@ test("1. a first visit asks for the test images once the weights are in, and say
   assert.ok(asked.indexOf(IMAGES) > asked.indexOf(WEIGHTS), asked.join(", "));
   assert.notEqual(await page.textContent("#progress-text"), "downloading the network");
   await page.evaluate(() => window.calibra.cacheSettled());
+});
+
+test("1b. on a slow link the images are asked for about a round trip before the weights' last bytes, not earlier", { timeout: 400_000 }, async () => {
+  // A fresh profile: a first visit.
+  const fresh = await launchBrowser();
+  try {
+    const visit = await fresh.context.newPage();
+    asked = [];
+    held = new Map();
+    dribbled = WEIGHTS;
+    await visit.goto(`http://127.0.0.1:${gate.address().port}/`);
+    await askedFor(IMAGES);
+    // The weights come 1/16 every 100 ms after a 300 ms wait for their head: at the rate they
+    // came so far, counted from the request, the rest takes at most a round trip once 14 of
+    // the 16 pieces are in (2 pieces in 243 ms; at 13, 3 pieces in 369 ms).
+    const pieces = piecesSentWhenAsked.get(IMAGES);
+    assert.ok(pieces >= SLOW.pieces / 2 && pieces < SLOW.pieces, `the images were asked for after ${pieces} of ${SLOW.pieces} pieces of the weights`);
+    await waitForInference(visit, INFERENCE_TIMEOUT_MS);
+  } finally {
+    dribbled = null;
+    await fresh.close();
+  }
 });
 
 test("2. a revisit, with logits kept, asks for the images without waiting for the weights", { timeout: 400_000 }, async () => {
