@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use calibra::data::{self, IMAGE_PIXELS};
 use calibra::model::{images_to_tensor, Classifier, Cnn};
 use candle_core::{DType, Device, Module};
-use candle_nn::VarBuilder;
 
 /// Images timed per round.
 const IMAGES: usize = 2_560;
@@ -75,7 +74,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         .ok_or(format!("the test set has fewer than {IMAGES} images"))?;
 
     let device = Device::Cpu;
-    let vb = VarBuilder::from_buffered_safetensors(weights.clone(), DType::F32, &device)?;
+    let vb = calibra::model::shipped::var_builder(&weights, DType::F32)?;
     let cnn = Cnn::new(vb)?;
     let classifier = Classifier::from_safetensors(weights)?;
     let plain = |batch: &[u8]| -> Outcome {

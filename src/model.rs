@@ -4,8 +4,9 @@
 //! Conv 3×3 64 "same" + ReLU, MaxPool 2, Flatten, Dense 128 + ReLU, Dense 10 → logits.
 //! Weights are stored as safetensors under the names `conv1.weight`, `conv1.bias`, `conv2.*`,
 //! `dense1.*`, `dense2.*` (candle-nn's layout: conv kernels `[out, in, 3, 3]`, dense `[out, in]`),
-//! in f16 as the bundled networks ship (half the bytes to download; `train` rounds its f32
-//! weights once) or in f32; either is read into `f32`, and the network computes in `f32`.
+//! in the format the bundled networks ship in (module [`shipped`]: the first dense layer in 8
+//! bits, the rest in f16), or in f16 or f32; all are read into `f32`, and the network computes
+//! in `f32`.
 //!
 //! # ODIN
 //! ODIN (Liang, Li & Srikant, "Enhancing the Reliability of Out-of-distribution Image Detection
@@ -31,6 +32,7 @@
 //! ReLU and pooling fused), equal to [`Cnn`]'s forward up to rounding and faster.
 
 mod inference;
+pub mod shipped;
 
 use candle_core::{DType, Device, Module, Tensor, Var};
 use candle_nn::{Conv2d, Conv2dConfig, Linear, VarBuilder};
@@ -54,6 +56,8 @@ const POOLED_SIDE: usize = IMAGE_SIDE / 4;
 pub enum ModelError {
     #[error("cannot load the model weights: {0}")]
     Weights(candle_core::Error),
+    #[error("cannot load the model weights: {0}")]
+    WeightsFile(String),
     #[error("inference failed: {0}")]
     Inference(candle_core::Error),
     #[error("{len} pixel bytes is not a whole number of 28x28 images")]
@@ -161,8 +165,7 @@ impl Classifier {
     /// [`ModelError::Weights`] when the bytes are not safetensors or lack a layer.
     pub fn from_safetensors(bytes: Vec<u8>) -> Result<Self, ModelError> {
         let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)
-            .map_err(ModelError::Weights)?;
+        let vb = shipped::var_builder(&bytes, DType::F32)?;
         let cnn = Cnn::new(vb).map_err(ModelError::Weights)?;
         let inference = InferenceNetwork::new(&cnn).map_err(ModelError::Weights)?;
         Ok(Self {

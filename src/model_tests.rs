@@ -51,7 +51,7 @@ fn log_probability(logits: &[f64], class: usize, temperature: f64) -> f64 {
 /// in `f64` and `ŷ` fixed to `class`.
 fn one_sided_differences(image: &[u8], class: usize, temperature: f64) -> Vec<(f64, f64)> {
     let device = Device::Cpu;
-    let vb = VarBuilder::from_buffered_safetensors(weights(), DType::F64, &device).unwrap();
+    let vb = shipped::var_builder(&weights(), DType::F64).unwrap();
     let cnn = Cnn::new(vb).unwrap();
     let clean: Vec<f64> = image.iter().map(|&p| f64::from(p) / 255.0).collect();
     let mut batch = clean.clone();

@@ -8,7 +8,6 @@ use calibra::data::NUM_CLASSES;
 use calibra::data::{self, FashionMnistPart, IMAGE_PIXELS};
 use calibra::model::{images_to_tensor, Classifier, Cnn};
 use candle_core::{DType, Device, Module};
-use candle_nn::VarBuilder;
 
 /// Same network, same machine class: the logits agree to float32 rounding of the summation order.
 const TOLERANCE: f32 = 1e-5;
@@ -33,8 +32,7 @@ fn check_fixture(name: &str) {
         data::load_fashion_mnist(&root().join("assets/fashion-mnist"), FashionMnistPart::Test)
             .unwrap();
     let pixels = &test.images.pixels()[..FIXTURE_IMAGES * IMAGE_PIXELS];
-    let vb =
-        VarBuilder::from_buffered_safetensors(weights.clone(), DType::F32, &Device::Cpu).unwrap();
+    let vb = calibra::model::shipped::var_builder(&weights, DType::F32).unwrap();
     let plain: Vec<f32> = Cnn::new(vb)
         .unwrap()
         .forward(&images_to_tensor(pixels, &Device::Cpu).unwrap())

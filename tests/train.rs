@@ -1,7 +1,7 @@
 //! Integration test of `train --resume`: a two-epoch run stopped after its first epoch and
 //! resumed must end with the same weights, to the bit, as the same run made in one go, a
-//! resume with another recipe must be refused, and the weights are written in f16, which
-//! `--evaluate-only` leaves as they are. (One test: each run also evaluates the network
+//! resume with another recipe must be refused, and the weights are written in the shipped
+//! format, which `--evaluate-only` leaves as it is. (One test: each run also evaluates the network
 //! on 20,000 images, so the runs are shared.) Runs the real binary, one thread, on the first
 //! 256 training images of Fashion-MNIST (Debian's `dataset-fashion-mnist`, which
 //! `scripts/test` installs).
@@ -120,24 +120,36 @@ fn resumed_run_equals_uninterrupted_run_and_other_recipes_are_refused() {
     let norm = &whole_card["evaluation"]["test_logit_norm"];
     assert!(norm["mean"].as_f64().is_some_and(|m| m > 0.0) && norm["std"].as_f64().is_some());
 
-    // The weights ship in f16, and `--evaluate-only` rewrites them to the same bytes and the
-    // card to the same evaluation.
+    // The weights are written in the shipped format (the first dense layer in 8 bits with its
+    // row scales, the rest in f16), which `--evaluate-only` leaves as it is, the card's
+    // evaluation too.
     let shipped = weights(&whole);
     let header_length = u64::from_le_bytes(shipped[..8].try_into().unwrap()) as usize;
     let header: serde_json::Value = serde_json::from_slice(&shipped[8..8 + header_length]).unwrap();
-    let tensors = header
+    let dtypes: std::collections::BTreeMap<&str, &str> = header
         .as_object()
         .unwrap()
         .iter()
-        .filter(|(name, _)| *name != "__metadata__");
-    assert_eq!(tensors.clone().count(), 8);
-    for (name, tensor) in tensors {
-        assert_eq!(tensor["dtype"], "F16", "{name}");
-    }
+        .filter(|(name, _)| *name != "__metadata__")
+        .map(|(name, tensor)| (name.as_str(), tensor["dtype"].as_str().unwrap()))
+        .collect();
+    let expected: std::collections::BTreeMap<&str, &str> = [
+        ("conv1.bias", "F16"),
+        ("conv1.weight", "F16"),
+        ("conv2.bias", "F16"),
+        ("conv2.weight", "F16"),
+        ("dense1.bias", "F16"),
+        ("dense1.weight", "I8"),
+        ("dense1.weight_scale", "F32"),
+        ("dense2.bias", "F16"),
+        ("dense2.weight", "F16"),
+    ]
+    .into();
+    assert_eq!(dtypes, expected);
     assert_ok(&train(&whole, &["--evaluate-only"]));
     assert!(
         weights(&whole) == shipped,
-        "--evaluate-only changed f16 weights"
+        "--evaluate-only changed shipped weights"
     );
     assert_eq!(card(&whole)["evaluation"], whole_card["evaluation"]);
     std::fs::remove_dir_all(&whole).ok();

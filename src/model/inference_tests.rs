@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Module};
-use candle_nn::VarBuilder;
 use proptest::prelude::*;
 
 use super::*;
@@ -23,7 +22,7 @@ fn root() -> PathBuf {
 /// The network stored as `assets/models/{name}.safetensors`.
 fn load_cnn(name: &str) -> Cnn {
     let weights = std::fs::read(root().join(format!("assets/models/{name}.safetensors"))).unwrap();
-    let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).unwrap();
+    let vb = crate::model::shipped::var_builder(&weights, DType::F32).unwrap();
     Cnn::new(vb).unwrap()
 }
 

@@ -9,7 +9,7 @@
 //! `--loss logitnorm` trains with LogitNorm (Wei et al., ICML 2022): cross-entropy of
 //! z / (τ·(‖z‖₂ + 1e-7)); the saved network still outputs the raw logits z.
 //!
-//! Writes `<out-dir>/<name>.safetensors` (the trained weights rounded to f16, as they ship),
+//! Writes `<out-dir>/<name>.safetensors` (in the format the networks ship in, 8 and 16 bits),
 //! the model card `<name>.json`, and the logits of the first 64 test images to
 //! `tests/fixtures/<name>-first64-logits.json`. After every epoch it writes a checkpoint to
 //! `--checkpoint-dir`; `--resume` continues from it to the same bits as an uninterrupted run,
@@ -33,7 +33,7 @@ use adam::{Adam, AdamConfig};
 use calibra::calibration::{self, Binning, CalibrationReport, Logits};
 use calibra::data::NUM_CLASSES;
 use calibra::data::{self, Dataset, FashionMnistPart, DEBIAN_FASHION_MNIST_DIR};
-use calibra::model::{images_to_tensor, Classifier, Cnn};
+use calibra::model::{images_to_tensor, shipped, Classifier, Cnn};
 use calibra::ood;
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::{loss, VarBuilder, VarMap};
@@ -56,9 +56,11 @@ const CARD_BINS: usize = 15;
 const ARCHITECTURE: &str = "Conv3x3(32, same)+ReLU, MaxPool2, Conv3x3(64, same)+ReLU, MaxPool2, \
                             Flatten, Dense128+ReLU, Dense10 (logits)";
 /// The weights' storage, for the card.
-const WEIGHTS: &str = "float16 (IEEE half precision): the float32 weights at the end of training \
-    rounded to nearest once; the network computes in float32 from them, and the evaluation is \
-    of these rounded weights";
+const WEIGHTS: &str = "the format the page ships (src/model/shipped.rs): the first dense \
+    layer's 401,408 weights in 8 bits, round(w / s) with a float32 scale s = max |w| / 127 per \
+    row, and every other tensor in float16, all from the float32 weights at the end of \
+    training; the network computes in float32 from them as read back, and the evaluation is of \
+    these weights";
 /// What the card promises about reruns, as far as it was measured.
 const REPRODUCIBILITY: &str = "Weights start from a seeded ChaCha8 draw and batches come in a \
     seeded order. With one thread (RAYON_NUM_THREADS=1) two runs on the same machine gave \
@@ -67,7 +69,7 @@ const REPRODUCIBILITY: &str = "Weights start from a seeded ChaCha8 draw and batc
     (training.cpu_features), so on another kind of processor the weights, and with them every \
     figure here, come out different: a full one-thread rerun of fmnist-ce on an AVX-512 machine \
     gave test accuracy 0.9134 and T 1.683 where this project's card had 0.9120 and 1.759 (all in \
-    float32; rounded to float16, its weights give 0.9120 and 1.758). A second seed measures the \
+    float32; stored as they ship, its weights give 0.9122 and 1.760). A second seed measures the \
     spread between runs: fmnist-ce with seed 1 (one thread, an AVX-512 Xeon; its card is \
     docs/reproducibility/fmnist-ce-seed1.json) gave test accuracy 0.9135, T 1.656 and ECE \
     0.0414 -> 0.0060 where seed 0 had 0.9120, 1.759 and 0.0430 -> 0.0103, so another seed moves \
@@ -138,9 +140,9 @@ struct Args {
     /// into parts that `--resume` joins).
     #[arg(long)]
     stop_after: Option<usize>,
-    /// Skip training: reload `<name>.safetensors` (rewritten in f16 if it is not), keep the
-    /// card's recipe and training record, and recompute its evaluation and the fixture (after a
-    /// change to a metric, say).
+    /// Skip training: reload `<name>.safetensors` (rewritten in the shipped format if it is in
+    /// another), keep the card's recipe and training record, and recompute its evaluation and
+    /// the fixture (after a change to a metric, say).
     #[arg(long)]
     evaluate_only: bool,
 }
@@ -275,11 +277,15 @@ fn run(args: &Args) -> Result<(), String> {
     let train = train_all.select(&(VALIDATION_SIZE..train_end).collect::<Vec<_>>());
 
     let mut card = if args.evaluate_only {
-        // Weights committed before they shipped in f16 become the shipped ones; f16 ones are
-        // written back to the same bytes.
-        let committed = candle_core::safetensors::load(&weights_path, &Device::Cpu)
-            .map_err(|e| format!("{}: {e}", weights_path.display()))?;
-        save_shipped_weights(&committed, &weights_path)?;
+        // Weights in another format (f32 or f16, from an earlier version) are written in the
+        // shipped one; shipped weights are left as they are.
+        let committed =
+            std::fs::read(&weights_path).map_err(|e| format!("{}: {e}", weights_path.display()))?;
+        if !shipped::is_shipped(&committed) {
+            let tensors = shipped::decode(&committed)
+                .map_err(|e| format!("{}: {e}", weights_path.display()))?;
+            save_shipped_weights(&tensors, &weights_path)?;
+        }
         let text = std::fs::read_to_string(&card_path)
             .map_err(|e| format!("{}: {e}", card_path.display()))?;
         serde_json::from_str::<ModelCard>(&text)
@@ -381,17 +387,12 @@ fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Writes the weights as they ship: every tensor rounded to IEEE half precision (to nearest,
-/// ties to even). The network's file is the largest download before the page's first chart,
-/// and halves (1.6 to 0.8 MiB); the card, the fixture and every figure are computed from these
-/// rounded weights, which the page, the CLI and the benchmark's peers all read into `f32`.
+/// Writes the weights in the format they ship in (`calibra::model::shipped`: the first dense
+/// layer in 8 bits with a scale per row, the rest in f16), a quarter of their f32 bytes: the
+/// card, the fixture and every figure are computed from these weights as read back.
 fn save_shipped_weights(tensors: &HashMap<String, Tensor>, path: &Path) -> Result<(), String> {
-    let halves = tensors
-        .iter()
-        .map(|(name, tensor)| Ok((name.clone(), tensor.to_dtype(DType::F16)?)))
-        .collect::<candle_core::Result<HashMap<_, _>>>()
-        .map_err(|e| e.to_string())?;
-    candle_core::safetensors::save(&halves, path).map_err(|e| format!("{}: {e}", path.display()))
+    let bytes = shipped::encode(tensors).map_err(|e| e.to_string())?;
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Threads candle's CPU kernels use (rayon's pool: `RAYON_NUM_THREADS` or one per core).

@@ -20,19 +20,28 @@ const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuff
 // The page's module reads IDX files unzipped: the browser unzips them.
 const unzippedBytesOf = async (url) => new Uint8Array(await new Response((await fetch(url)).body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
 
-// The tensors of a safetensors file (all F16, as the networks ship), read into f32 as calibra
-// reads them: { name: { shape, data: Float32Array } }.
+// The tensors of a safetensors file in the format the networks ship in (src/model/shipped.rs),
+// read into f32 as calibra reads them: F16 tensors as they are, and the I8 matrix as each byte
+// times its row's scale (the F32 tensor of the same name with "_scale" appended, which is not
+// one of the network's). { name: { shape, data: Float32Array } }.
+const SCALE_SUFFIX = "_scale";
 function readSafetensors(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = Number(view.getBigUint64(0, true));
   const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+  const data = (entry) => bytes.slice(8 + headerLength + entry.data_offsets[0], 8 + headerLength + entry.data_offsets[1]).buffer;
   const tensors = {};
   for (const [name, entry] of Object.entries(header)) {
-    if (name === "__metadata__") continue;
-    if (entry.dtype !== "F16") throw new Error(`${name}: ${entry.dtype}, expected F16`);
-    const [start, end] = entry.data_offsets;
-    const data = bytes.slice(8 + headerLength + start, 8 + headerLength + end);
-    tensors[name] = { shape: entry.shape, data: Float32Array.from(new Float16Array(data.buffer)) };
+    if (name === "__metadata__" || name.endsWith(SCALE_SUFFIX)) continue;
+    if (entry.dtype === "F16") {
+      tensors[name] = { shape: entry.shape, data: Float32Array.from(new Float16Array(data(entry))) };
+    } else if (entry.dtype === "I8" && header[name + SCALE_SUFFIX]?.dtype === "F32") {
+      const scales = new Float32Array(data(header[name + SCALE_SUFFIX]));
+      const columns = entry.shape[1];
+      tensors[name] = { shape: entry.shape, data: Float32Array.from(new Int8Array(data(entry)), (q, i) => q * scales[Math.floor(i / columns)]) };
+    } else {
+      throw new Error(`${name}: ${entry.dtype}, expected F16, or I8 with row scales`);
+    }
   }
   return tensors;
 }
