@@ -85,9 +85,8 @@ const imageDigests = {};
 const cacheKeys = new Map();
 const cachedSince = new Map();
 let lastKeep = Promise.resolve();
-// Whether the logits cache holds anything: asked once as the page starts (the same question
-// again cost a first visit's first batch a tenth of a second), and true once this visit keeps
-// logits.
+// Whether the logits cache holds anything: asked of IndexedDB once, as the page starts (not
+// again before the first batch), and true once this visit keeps logits.
 let cacheHoldsAny = null;
 // The reader's own picture as they gave it (prepared again when the invert choice changes), the
 // 28×28 Rust made of it, and the networks' logits asked for on it, by request number.

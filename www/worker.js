@@ -77,7 +77,8 @@ async function handle(message) {
 // trip (the request's wait for its response) at the rate they have come so far, counted from
 // the request: a request sent then starts to arrive as this one ends, and a slow link neither
 // idles between the two nor carries both at once for long. Where the length is not known (or
-// the bytes come in one piece, as from a cache), that is when all are in.
+// the bytes come in one piece, as from a cache), that is when all are in; where a host
+// compresses the file, its length is the compressed one, and the call comes a little early.
 async function fetchBytes(url, nearlyIn) {
   const asked = performance.now();
   const response = await fetch(url);

@@ -121,7 +121,7 @@ fn an_eight_bit_matrix_without_its_scales_is_refused_by_name() {
 }
 
 #[test]
-fn an_eight_bit_matrix_of_no_columns_reads_as_empty() {
+fn an_eight_bit_matrix_of_no_columns_is_written_and_read_as_empty() {
     let scales = 1.0f32.to_le_bytes().repeat(2);
     let levels: [u8; 0] = [];
     let bytes = safetensors::serialize(
@@ -139,4 +139,7 @@ fn an_eight_bit_matrix_of_no_columns_reads_as_empty() {
     )
     .unwrap();
     assert_eq!(decode(&bytes).unwrap()[EIGHT_BIT].dims(), [2, 0]);
+    let matrix = Tensor::zeros((2, 0), DType::F32, &Device::Cpu).unwrap();
+    let encoded = encode(&HashMap::from([(EIGHT_BIT.to_string(), matrix)])).unwrap();
+    assert_eq!(decode(&encoded).unwrap()[EIGHT_BIT].dims(), [2, 0]);
 }
