@@ -131,7 +131,7 @@ fn run() -> Result<()> {
             ..Visible::default()
         };
         let started = Instant::now();
-        let frame = page::render(LabData::Own(&mut loaded.lab), &state, &visible)?;
+        let frame = page::render(LabData::Own(&mut loaded), &state, &visible)?;
         let computed = ms(started);
         let sources = Sources {
             frame: &frame,
@@ -156,12 +156,12 @@ fn run() -> Result<()> {
             ms(started) - computed
         );
         if let Some(request) = frame.readouts.rivals_request {
-            let mut halves = loaded.lab.worker_halves()?;
+            let mut halves = loaded.worker_halves()?;
             let started = Instant::now();
             let rivals = halves.rivals(&request)?;
             println!("rivals (the worker's): {:.0} ms", ms(started));
-            loaded.lab.add_rivals(request, rivals);
-            let frame = page::render(LabData::Own(&mut loaded.lab), &state, &visible)?;
+            loaded.add_rivals(request, rivals);
+            let frame = page::render(LabData::Own(&mut loaded), &state, &visible)?;
             let sources = Sources {
                 frame: &frame,
                 experiment: None,
@@ -174,7 +174,7 @@ fn run() -> Result<()> {
             )?;
         }
         let started = Instant::now();
-        page::render(LabData::Own(&mut loaded.lab), &state, &visible)?;
+        page::render(LabData::Own(&mut loaded), &state, &visible)?;
         println!("{lab}: next frame {:.0} ms", ms(started));
     }
     Ok(())

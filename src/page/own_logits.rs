@@ -51,13 +51,6 @@ pub struct OwnAbout {
     pub description: String,
 }
 
-/// The reader's data as the labs hold it, and the sentence that says what it is.
-#[derive(Debug)]
-pub struct OwnLogits {
-    pub lab: Lab,
-    pub description: String,
-}
-
 /// Reads `logits` (`.npy` `[n, K]` f32 or f64, or `.csv`/`.txt`), `labels` (`.npy` integers,
 /// text, or IDX) and the optional class `names` (one a line), and checks them as the
 /// command-line tool does.
@@ -107,7 +100,7 @@ pub fn read(
 /// # Errors
 /// Fewer than two rows or classes, or logits and labels of different lengths, named by the
 /// logits file.
-pub fn lab(table: OwnTable) -> Result<OwnLogits, OwnLogitsError> {
+pub fn lab(table: OwnTable) -> Result<Lab, OwnLogitsError> {
     let OwnTable {
         logits,
         labels,
@@ -121,10 +114,7 @@ pub fn lab(table: OwnTable) -> Result<OwnLogits, OwnLogitsError> {
         .and_then(|lab| lab.with_class_names(about.class_names))
         .map_err(lab_error)?;
     lab.add_logits(0, 0, &logits).map_err(lab_error)?;
-    Ok(OwnLogits {
-        lab,
-        description: about.description,
-    })
+    Ok(lab)
 }
 
 #[cfg(test)]

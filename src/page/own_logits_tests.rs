@@ -46,22 +46,23 @@ fn file<'a>(name: &'a str, bytes: &'a [u8]) -> OwnFile<'a> {
 }
 
 /// The files read as the inference worker reads them, then made a lab as the page makes it.
-fn load(
-    logits: OwnFile,
-    labels: OwnFile,
-    names: Option<OwnFile>,
-) -> Result<OwnLogits, OwnLogitsError> {
+fn load(logits: OwnFile, labels: OwnFile, names: Option<OwnFile>) -> Result<Lab, OwnLogitsError> {
     lab(read(logits, labels, names)?)
 }
 
-fn loaded() -> OwnLogits {
+/// The CSV files with their class names, as the inference worker reads them.
+fn csv_table() -> OwnTable {
     let (logits, labels) = csv_files();
-    load(
+    read(
         file("model.csv", logits.as_bytes()),
         file("labels.txt", labels.as_bytes()),
         Some(file("names.txt", b"cat\ndog\nbird\n")),
     )
     .unwrap()
+}
+
+fn loaded() -> Lab {
+    lab(csv_table()).unwrap()
 }
 
 const BOTH_LABS: Visible = Visible {
@@ -78,10 +79,10 @@ const BOTH_LABS: Visible = Visible {
 #[test]
 fn csv_logits_with_float_labels_and_names_load() {
     let own = loaded();
-    assert_eq!(own.lab.rows(), ROWS);
-    assert_eq!(own.lab.class_names(), ["cat", "dog", "bird"]);
+    assert_eq!(own.rows(), ROWS);
+    assert_eq!(own.class_names(), ["cat", "dog", "bird"]);
     assert_eq!(
-        own.description,
+        csv_table().about.description,
         "400 rows of 3 classes: logits from model.csv, labels from labels.txt, the classes named in names.txt"
     );
     let unnamed = load(
@@ -90,7 +91,7 @@ fn csv_logits_with_float_labels_and_names_load() {
         None,
     )
     .unwrap();
-    assert_eq!(unnamed.lab.class_names(), ["class 0", "class 1", "class 2"]);
+    assert_eq!(unnamed.class_names(), ["class 0", "class 1", "class 2"]);
 }
 
 #[test]
@@ -103,7 +104,7 @@ fn the_labs_equal_the_functions_the_command_line_tool_calls_on_the_same_split() 
         binning: Binning::Width,
         ..PageState::default()
     };
-    let frame = render(LabData::Own(&mut own.lab), &state, &BOTH_LABS).unwrap();
+    let frame = render(LabData::Own(&mut own), &state, &BOTH_LABS).unwrap();
     // What `calibra report --seed 7` computes: the seeded split, T fitted on the calibration
     // part, the metrics and conformal sets on the other.
     let all: Vec<f32> = (0..ROWS).flat_map(logits_row).collect();
@@ -262,11 +263,11 @@ fn every_figure_of_both_labs_draws_for_a_hundred_classes() {
         figures: figures.clone(),
         ..BOTH_LABS
     };
-    let frame = render(LabData::Own(&mut own.lab), &PageState::default(), &visible).unwrap();
+    let frame = render(LabData::Own(&mut own), &PageState::default(), &visible).unwrap();
     let request = frame.readouts.rivals_request.unwrap();
-    let rivals = own.lab.worker_halves().unwrap().rivals(&request).unwrap();
-    own.lab.add_rivals(request, rivals);
-    let frame = render(LabData::Own(&mut own.lab), &PageState::default(), &visible).unwrap();
+    let rivals = own.worker_halves().unwrap().rivals(&request).unwrap();
+    own.add_rivals(request, rivals);
+    let frame = render(LabData::Own(&mut own), &PageState::default(), &visible).unwrap();
     let sources = Sources {
         frame: &frame,
         experiment: None,

@@ -276,7 +276,7 @@ impl Page {
             labels,
             about,
         };
-        self.own_logits = Some(page::own_logits::lab(table)?.lab);
+        self.own_logits = Some(page::own_logits::lab(table)?);
         self.data_changed();
         Ok(())
     }
