@@ -24,7 +24,9 @@
 //! divides the gradient by the normalisation's standard deviation, which this network does not
 //! have, and does not clip `x̃` to `[0, 1]`, nor does this code. The gradient comes from
 //! candle's reverse-mode autograd through the network in `f32`; the score is computed from the
-//! logits in `f64`. Defaults are the paper's, [`ODIN_TEMPERATURE`] and [`ODIN_EPSILON`].
+//! logits in `f64`. Defaults are the paper's,
+//! [`ODIN_TEMPERATURE`](crate::ood::ODIN_TEMPERATURE) and
+//! [`ODIN_EPSILON`](crate::ood::ODIN_EPSILON).
 //!
 //! # Inference
 //! [`Classifier::logits`] runs the same network through the `inference` module's forward pass

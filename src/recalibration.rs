@@ -12,7 +12,7 @@
 //!   `gᵀH⁻¹g` is below `10⁻¹⁴` (Newton converges quadratically: the step before is typically
 //!   at `10⁻⁹`, and NLL values closer than `10⁻¹⁶` cannot be told apart), or after
 //!   [`MAX_NEWTON_STEPS`], reported as not converged. The NLL and gradient are summed over
-//!   every calibration row, the Hessian over at most [`HESSIAN_ROWS`] evenly spaced ones
+//!   every calibration row, the Hessian over at most `HESSIAN_ROWS` (4,096) evenly spaced ones
 //!   (sub-sampled Newton: Byrd, Chin, Neveitt & Nocedal, "On the use of stochastic Hessian
 //!   information in optimization methods for machine learning", SIAM J. Optim. 2011): at
 //!   K = 100 a row adds 20,100 products to the Hessian against 200 exponentials to the
