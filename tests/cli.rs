@@ -710,6 +710,15 @@ fn each_method_reports_what_the_library_computes() {
             "{stdout}"
         );
     }
+    // At a given T, temperature scaling is not fitted, and its block says so.
+    let given = report(&logits, &labels, &["--temperature", "2"]);
+    assert_success(&given);
+    let stdout = String::from_utf8_lossy(&given.stdout);
+    assert!(stdout.contains("temperature scaling (T given)"), "{stdout}");
+    assert!(
+        !stdout.contains("(fitted on the calibration part)"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -465,7 +465,11 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             out += &format!("{name:<16}{:>18}{:>18}\n", range(before), range(after));
         }
     }
-    out += &recalibration_table(&report.recalibration, report.vector_scaling.as_ref());
+    out += &recalibration_table(
+        &report.recalibration,
+        report.vector_scaling.as_ref(),
+        report.temperature_fitted,
+    );
     let c = &report.conformal;
     out += &format!(
         "\nsplit conformal, score {}{}, alpha {}{}\n",
@@ -501,12 +505,19 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
 }
 
 /// The `--method` recalibration's lines, and what the page says of a vector-scaling fit that
-/// did not converge.
-fn recalibration_table(report: &MethodReport, vector: Option<&VectorScaling>) -> String {
-    let mut out = format!(
-        "\n{} (fitted on the calibration part)\n",
-        report.method.title()
-    );
+/// did not converge. Temperature scaling at a `--temperature` (not `temperature_fitted`) was
+/// given its T, not fitted.
+fn recalibration_table(
+    report: &MethodReport,
+    vector: Option<&VectorScaling>,
+    temperature_fitted: bool,
+) -> String {
+    let how = if report.method == Method::Temperature && !temperature_fitted {
+        "T given"
+    } else {
+        "fitted on the calibration part"
+    };
+    let mut out = format!("\n{} ({how})\n", report.method.title());
     for (name, value) in [
         ("accuracy", report.accuracy),
         ("nll", report.nll),
