@@ -598,7 +598,7 @@ function showOwnProblem(message) {
 function showShiftThumbnails({ rows, set }) {
   const key = `${rows.join(",")}:${set}`;
   // Drawn once every test image is in (a frame follows their arrival).
-  if ($("shift-clean").dataset.key === key || testImages.rows < imageCount()) return;
+  if ($("shift-clean").dataset.key === key || rowsIn("test") < imageCount()) return;
   $("shift-clean").dataset.key = key;
   const side = limits.image_side;
   const strip = (pixels, label) => rows.map((row, index) => thumbnailAsRead(pixels, index, `${label} test image ${row}`));
