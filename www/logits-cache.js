@@ -18,6 +18,21 @@ export const available = typeof indexedDB === "object" && globalThis.crypto?.sub
 
 let opened = null;
 
+// Set once logits have been kept: a hint, in localStorage, that read at once says whether asking
+// the database is worth it. On a first visit on a 2-core machine, IndexedDB, opening (and
+// creating) its database, answered 0.4–0.7 s after the navigation, and the first batch waited for
+// it. The database stays the truth: a hint whose logits are gone costs only that wait.
+const KEPT_HINT = "calibra-logits-kept";
+
+// Whether the hint says logits were kept; true where localStorage cannot be read.
+function keptBefore() {
+  try {
+    return localStorage.getItem(KEPT_HINT) !== null;
+  } catch {
+    return true;
+  }
+}
+
 // The database, opened (and created) once.
 function database() {
   opened ??= new Promise((resolve, reject) => {
@@ -57,7 +72,7 @@ export const cacheKey = (weightsDigest, imagesDigest, classes) => `${weightsPref
 // Whether any logits of the network with these weights are kept, on any image set; without a
 // digest, whether any logits at all are kept.
 export async function holdsAny(weightsDigest) {
-  if (!available) return false;
+  if (!available || !keptBefore()) return false;
   const prefix = weightsDigest === undefined ? "" : weightsPrefix(weightsDigest);
   try {
     return (await transaction("readonly", (store) => store.count(IDBKeyRange.bound(prefix, `${prefix}\uffff`)))) > 0;
@@ -96,6 +111,7 @@ export async function keep(key, logits) {
         };
       };
     });
+    localStorage.setItem(KEPT_HINT, "1");
   } catch {
     // A browser that refuses to store (quota, private mode) simply gets no cache.
   }
