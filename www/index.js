@@ -51,9 +51,10 @@ let page = null;
 // Pixels of each image set by name: "test" from the start (filled as the file arrives, see
 // streamTestImages), the OOD sets once a job needs them.
 const images = {};
-// The test images' download: how many images are whole so far, and a promise that resolves
-// once all are (and rejects, with a message, on a broken file).
-const testImages = { rows: 0, complete: null };
+// The test images' download: how many images are whole so far, a promise that resolves once all
+// are (and rejects, with a message, on a broken file), and `held`, set while the first batch is
+// run and drawn (see holdTestImages).
+const testImages = { rows: 0, complete: null, held: null };
 const loadingImages = {};
 let gallery = null;
 let pool = null;
@@ -265,6 +266,7 @@ function scheduleStreamingRender() {
 function render() {
   renderPending = false;
   if (!page) return;
+  if (arrived.has(modelIndex())) testImages.held?.release();
   lastRender = performance.now();
   // This frame draws every batch in so far: a batch's redraw still waiting is not needed.
   clearTimeout(streamingRender);
@@ -297,7 +299,7 @@ function render() {
   }
   applyPatches(readouts.patches);
   // With the reader's logits shown, the labs' rows are theirs; the bar follows the test images.
-  if (!ownData) showProgress(readouts.arrived);
+  showProgress(ownData ? arrived.get(modelIndex()) ?? 0 : readouts.arrived);
   if (wanted.own_image) {
     dirty.own = false;
     if (readouts.own_image) showOwnAnswers(readouts.own_image);
@@ -831,6 +833,7 @@ class InferencePool {
         if (next < 0) break;
         const { model, set, kind, start, count } = this.queue.splice(next, 1)[0];
         const batch = imageSet(set).slice(start * size, (start + count) * size);
+        if (set === "test" && kind === "logits" && !arrived.has(model)) holdTestImages();
         slot.worker.postMessage({ type: kind === "odin" ? "odin" : "infer", model, set, start, pixels: batch }, [batch.buffer]);
         slot.busy += 1;
       }
@@ -954,7 +957,11 @@ function onBatch(message) {
     timings.inferenceDone[message.model] = performance.now();
     performance.mark(`calibra:inference-done:${limits.models[message.model].network}`);
   }
-  showProgress(arrived.get(modelIndex()) ?? 0);
+  // The progress row moves with the frames the batches ask for, which count the same images:
+  // rewritten after each batch, its layout and paint took about a tenth of a second of the
+  // page's thread while the workers needed the cores. The last batch marks the page done in
+  // the task that asks for its frame.
+  if (count === imageCount() && message.model === modelIndex()) showProgress(count);
 }
 
 // Stores the logits of `model` on `set`, all arrived, in the cache under their job's key.
@@ -1041,6 +1048,20 @@ async function unzipped(response) {
   return gzipped ? body.pipeThrough(new DecompressionStream("gzip")) : body;
 }
 
+// Holds the reading of the test images past the first two batches until the next frame that
+// draws logits of the shown network (or a failure): unzipping the rest of the file (4 MB, about
+// 65 ms of the page's thread) while the first batch ran and was drawn delayed the first chart
+// by about 80 ms on a 2-core machine, and nothing needs those images before it. The browser
+// keeps receiving the bytes meanwhile.
+function holdTestImages() {
+  if (testImages.held) return;
+  let release;
+  const promise = new Promise((resolve) => {
+    release = resolve;
+  });
+  testImages.held = { promise, release };
+}
+
 // Reads the test images as they arrive (`response`, the gzipped IDX file), so that the first
 // batches are inferred while the rest downloads: the header, checked by Rust, tells how many;
 // the pixels are copied in place and testImages.rows counts the whole images, each new one
@@ -1076,11 +1097,13 @@ async function streamTestImages(response) {
     if (rows === testImages.rows) return;
     testImages.rows = rows;
     pool.pump();
-    if (page) showProgress(arrived.get(modelIndex()) ?? 0);
+    // Until the first logits, the download is the news; then the frames carry the row.
+    if (page && !arrived.has(modelIndex())) showProgress(0);
   };
   testImages.complete = (async () => {
     if (rest) add(rest);
     for (;;) {
+      if (testImages.rows >= limits.first_batch + limits.batch) await testImages.held?.promise;
       const { done, value } = await read();
       if (done) break;
       add(value);
@@ -1104,6 +1127,8 @@ async function main() {
   // downloads, the workers and the page's module start before the page touches the article.
   const labels = fetchUnzipped(LABELS_URL);
   pool = new InferencePool(window.calibraWorkers, onBatch, onOwnLogits, async (message, model) => {
+    // No frame will draw the first batch's logits: the rest of the test images come in anyway.
+    testImages.held?.release();
     await articleParsed;
     showError(message);
     if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
