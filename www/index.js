@@ -35,6 +35,8 @@ window.calibra = {
   // Whether a state's hash is still to be written into the address (writeHash).
   get hashPending() { return pendingHash !== null; },
   get limits() { return limits; },
+  // How many of the test images are in (see holdTestImages).
+  get testImagesIn() { return testImages.rows; },
   // The 28×28 the networks read of the reader's picture, once there is one.
   get ownPixels() { return ownPixels && Array.from(ownPixels); },
   // The logits the page computed for model `index` on image set `set`, once all have arrived:
@@ -332,6 +334,7 @@ function render() {
     timings.draws.push(millis);
     if (timings.firstChart === null && figuresOnScreen.has("reliability")) {
       timings.firstChart = performance.now();
+      timings.firstChartImages = testImages.rows;
       performance.mark("calibra:first-chart");
     }
     $("render-time").textContent = `(computed and drawn in ${millis.toFixed(1)} ms)`;

@@ -1,6 +1,8 @@
 // The logits cache (www/logits-cache.js): a revisit draws the same numbers with no inference and
 // says so; a network whose weights changed under the same address is inferred again, never
-// shown with the old logits; "Compute them again" infers anew.
+// shown with the old logits; "Compute them again" infers anew; a first visit does not wait for
+// the database (a hint in localStorage says nothing was ever kept), and a hint whose database
+// is gone costs only the asking.
 //
 // One browser profile (so one IndexedDB) over a copy of the site whose weights the test swaps.
 import assert from "node:assert/strict";
@@ -23,15 +25,22 @@ let browser;
 let problems;
 let page;
 
-// Counts the batches the page sends to its inference workers, per page load.
+// Counts the batches the page sends to its inference workers, per page load, and the databases
+// it opened before its first batch.
 function countInference() {
   window.__inferBatches = 0;
+  window.__opensBeforeInference = 0;
   const NativeWorker = window.Worker;
   window.Worker = class extends NativeWorker {
     postMessage(message, transfer) {
       if (message?.type === "infer") window.__inferBatches += 1;
       return super.postMessage(message, transfer);
     }
+  };
+  const open = indexedDB.open.bind(indexedDB);
+  indexedDB.open = (...args) => {
+    if (window.__inferBatches === 0) window.__opensBeforeInference += 1;
+    return open(...args);
   };
 }
 
@@ -45,6 +54,7 @@ async function visit() {
   return {
     metrics: Object.fromEntries(COMPARED.map((name) => [name, metrics[name]])),
     batches: await page.evaluate(() => window.__inferBatches),
+    opensBeforeInference: await page.evaluate(() => window.__opensBeforeInference),
     note: await page.isVisible("#cache-note"),
   };
 }
@@ -68,6 +78,7 @@ after(async () => {
 test("1. a revisit shows the same numbers from the cache, with no inference, and says so", { timeout: 400_000 }, async () => {
   const first = await visit();
   assert.ok(first.batches > 0, "the first visit infers");
+  assert.equal(first.opensBeforeInference, 0, "the first visit infers before it opens the cache's database");
   assert.equal(first.note, false, "no cache note on the first visit");
   const second = await visit();
   assert.equal(second.batches, 0, "the revisit infers nothing");
@@ -103,6 +114,21 @@ test("3. \"Compute them again\" forgets the cached logits and infers them anew",
   assert.deepEqual(Object.fromEntries(COMPARED.map((name) => [name, metrics[name]])), cached.metrics);
 });
 
-test("4. no console errors, uncaught exceptions or failed requests", () => {
+test("4. with the database gone but the hint kept, a revisit infers again and keeps the logits anew", { timeout: 400_000 }, async () => {
+  const cached = await visit();
+  assert.equal(cached.batches, 0);
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send("Storage.clearDataForOrigin", { origin: new URL(site.url).origin, storageTypes: "indexeddb" });
+  await cdp.detach();
+  assert.equal(await page.evaluate(() => localStorage.getItem("calibra-logits-kept")), "1", "the hint is kept");
+  const inferred = await visit();
+  assert.ok(inferred.batches > 0, "nothing cached: inferred");
+  assert.equal(inferred.note, false);
+  assert.deepEqual(inferred.metrics, cached.metrics);
+  const again = await visit();
+  assert.equal(again.batches, 0, "kept again");
+});
+
+test("5. no console errors, uncaught exceptions or failed requests", () => {
   assert.deepEqual(problems, []);
 });
