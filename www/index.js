@@ -1051,11 +1051,11 @@ async function unzipped(response) {
   return gzipped ? body.pipeThrough(new DecompressionStream("gzip")) : body;
 }
 
-// Holds the reading of the test images past the first two batches until the next frame that
-// draws logits of the shown network (or a failure): unzipping the rest of the file (4 MB, about
-// 65 ms of the page's thread) while the first batch ran and was drawn delayed the first chart
-// by about 80 ms on a 2-core machine, and nothing needs those images before it. The browser
-// keeps receiving the bytes meanwhile.
+// Holds the reading of the test images past the first two batches until the first frame with
+// logits of the shown network in, which draws them (or until a failure): unzipping the rest of
+// the file (4 MB, about 65 ms of the page's thread) while the first batch ran and was drawn
+// delayed the first chart by about 80 ms on a 2-core machine, and nothing needs those images
+// before it. The browser keeps receiving the bytes meanwhile.
 function holdTestImages() {
   if (testImages.held) return;
   let release;
