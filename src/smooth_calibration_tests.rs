@@ -237,6 +237,87 @@ fn the_search_and_its_curve_together_equal_each_alone() {
     }
 }
 
+/// The search as relplot states it: every step at `σ ≥ 0.001` evaluates `smECE_σ`.
+fn search_evaluating_every_step(confidence: &[f64], correct: &[bool]) -> SmoothEce {
+    let (mut below, mut above) = (0.0, 1.0);
+    for _ in 0..BANDWIDTH_SEARCH_STEPS {
+        let middle = 0.5 * (below + above);
+        if middle < MIN_BANDWIDTH || middle < smooth_ece_at(confidence, correct, middle).unwrap() {
+            below = middle;
+        } else {
+            above = middle;
+        }
+    }
+    SmoothEce {
+        smece: smooth_ece_at(confidence, correct, above).unwrap(),
+        bandwidth: above,
+    }
+}
+
+/// Confidences like a network's (piled up towards 1, overconfident by `shift`) and outcomes.
+fn network_like(rng: &mut ChaCha8Rng, n: usize, shift: f64) -> (Vec<f64>, Vec<bool>) {
+    let confidence: Vec<f64> = (0..n)
+        .map(|_| rng.random_range(0.1..1.0_f64).powf(0.2))
+        .collect();
+    let correct = confidence
+        .iter()
+        .map(|&c| rng.random::<f64>() < c - shift)
+        .collect();
+    (confidence, correct)
+}
+
+#[test]
+fn the_bounds_hold_at_every_bandwidth_and_decide_steps() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut decided = 0;
+    for (n, shift) in [(5_000, 0.0), (5_000, 0.1), (300, -0.05), (30, 0.4)] {
+        let (confidence, correct) = network_like(&mut rng, n, shift);
+        let bounds = ErrorBounds::new(&confidence, &correct);
+        for bandwidth in [0.001, 0.004, 0.02, 0.07, 0.2, 0.5, 1.0] {
+            let error = smooth_ece_at(&confidence, &correct, bandwidth).unwrap();
+            assert!(
+                bounds.lower <= error * (1.0 + EXACT_TOLERANCE),
+                "{n} {shift} {bandwidth}"
+            );
+            assert!(
+                error <= bounds.upper * (1.0 + EXACT_TOLERANCE),
+                "{n} {shift} {bandwidth}"
+            );
+        }
+        decided += [0.5, 0.25, 0.125]
+            .into_iter()
+            .filter(|&b| bounds.surely_above(b) || bounds.surely_below(b))
+            .count();
+    }
+    // The search's first steps, at wide bandwidths, are decided without kernel sums.
+    assert!(decided >= 6, "{decided}");
+}
+
+#[test]
+fn the_search_equals_one_evaluating_every_step_bit_for_bit() {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let mut cases: Vec<(Vec<f64>, Vec<bool>)> = [
+        (5_000, 0.0),
+        (5_000, 0.08),
+        (5_000, -0.03),
+        (2_000, 0.3),
+        (50, 0.5),
+    ]
+    .into_iter()
+    .map(|(n, shift)| network_like(&mut rng, n, shift))
+    .collect();
+    // Every outcome wrong at confidence 0.9: smECE_σ is 0.9 at every σ, at the bounds.
+    cases.push((vec![0.9; 100], vec![false; 100]));
+    // Constant confidence 0.6 at accuracy 0.5.
+    cases.push((vec![0.6; 100], (0..100).map(|i| i % 2 == 0).collect()));
+    for (confidence, correct) in &cases {
+        assert_eq!(
+            smooth_ece(confidence, correct).unwrap(),
+            search_evaluating_every_step(confidence, correct)
+        );
+    }
+}
+
 #[test]
 fn bad_parameters_are_refused() {
     let (confidence, correct) = ([0.5, 0.7], [true, false]);
