@@ -29,7 +29,7 @@ pub use figure::{ExperimentRun, Figure, FigureError, FigureInfo, Sources, FIGURE
 pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
 pub use readouts::{
     control_patches, experiment_readouts, grouped, BarRow, ExperimentReadouts, GallerySection,
-    MetricItem, Patch, SentTables, TableCell, TableRow,
+    MetricItem, Patch, SentPatches, TableCell, TableRow,
 };
 pub use shift::{ShiftJob, ShiftThumbnails};
 pub use state::{

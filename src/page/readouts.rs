@@ -1,6 +1,8 @@
 //! The page's readouts as patches: which element gets which text, number or control value.
 //! Every number on the page is formatted here, once.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::state::{serde_name, temperature_fraction, Network, PageState, MODELS};
@@ -94,32 +96,54 @@ pub struct BarRow {
     pub bars: Vec<MetricItem>,
 }
 
-/// The rows each table was last sent with. Only [`Patch::Rows`] writes a table's body, so a
-/// frame can leave out a table whose rows have not changed since: rebuilding it costs the page
-/// a layout and a screen reader its place, on every slider step of a table that does not
-/// depend on the slider (the rivals' table under the temperature).
+/// What each element was last sent, so that a frame leaves out the patches that would change
+/// nothing: at every slider step most of a lab's hundred readouts keep their text (its limits,
+/// the metrics at T = 1 and at the fitted T, the rivals' table), and each one sent costs the
+/// frame its conversion to JavaScript and the page a lookup and a comparison, or for a table a
+/// rebuild, which costs a layout and a screen reader its place. Only the page's own frames
+/// write these elements. A control's value and a check box are always sent: the reader
+/// changes them too, and a frame puts back what the state says.
 #[derive(Debug, Default)]
-pub struct SentTables(Vec<(&'static str, Vec<TableRow>)>);
+pub struct SentPatches(HashMap<PatchTarget, Patch>);
 
-impl SentTables {
-    /// Removes from `patches` every table whose rows equal those it was last sent with, and
-    /// remembers the rows of the others.
+/// The element (or, for a readout without an id, every element showing that metric) and the
+/// property of it that a patch writes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PatchTarget {
+    kind: std::mem::Discriminant<Patch>,
+    element: String,
+}
+
+impl SentPatches {
+    /// Removes from `patches` every patch equal to the one last sent to its target (controls
+    /// and check boxes excepted), and remembers the others.
     pub fn drop_unchanged(&mut self, patches: &mut Vec<Patch>) {
         patches.retain(|patch| {
-            let Patch::Rows { id, rows } = patch else {
-                return true;
+            let element = match patch {
+                Patch::Control { .. } | Patch::Checked { .. } => return true,
+                Patch::Metric {
+                    id: None, metric, ..
+                } => metric.clone(),
+                Patch::Metric { id: Some(id), .. }
+                | Patch::Text { id, .. }
+                | Patch::Disabled { id, .. }
+                | Patch::Hidden { id, .. }
+                | Patch::Progress { id, .. }
+                | Patch::Max { id, .. }
+                | Patch::Metrics { id, .. }
+                | Patch::Rows { id, .. }
+                | Patch::Bars { id, .. } => format!("#{id}"),
+                Patch::Style { id, property, .. } => format!("#{id} {property}"),
             };
-            match self.0.iter_mut().find(|(sent, _)| sent == id) {
-                Some((_, sent)) if sent == rows => false,
-                Some((_, sent)) => {
-                    sent.clone_from(rows);
-                    true
-                }
-                None => {
-                    self.0.push((id, rows.clone()));
-                    true
-                }
+            let target = PatchTarget {
+                kind: std::mem::discriminant(patch),
+                element,
+            };
+            if self.0.get(&target) == Some(patch) {
+                return false;
             }
+            self.0.insert(target, patch.clone());
+            true
         });
     }
 }

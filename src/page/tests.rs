@@ -347,7 +347,7 @@ fn the_committed_digits_fill_the_ood_store_and_another_count_is_refused_by_name(
 }
 
 #[test]
-fn a_table_is_sent_again_only_when_its_rows_change() {
+fn a_patch_is_sent_again_only_when_it_changes() {
     let row = |text: &str| TableRow {
         current: false,
         cells: vec![TableCell {
@@ -360,22 +360,71 @@ fn a_table_is_sent_again_only_when_its_rows_change() {
         id,
         rows: vec![row(text)],
     };
-    let text = Patch::Text {
-        id: "status",
-        text: "same".to_string(),
+    let text = |id: &'static str, text: &str| Patch::Text {
+        id,
+        text: text.to_string(),
     };
-    let mut sent = SentTables::default();
-    let mut first = vec![text.clone(), rows("rivals", "a"), rows("comparison", "x")];
+    let metric = |id: Option<&'static str>, metric: &str, value: f64| Patch::Metric {
+        id,
+        metric: metric.to_string(),
+        value: Some(value),
+        text: format!("{value}"),
+        title: None,
+    };
+    let control = Patch::Control {
+        id: "temperature",
+        value: "500".to_string(),
+        valuetext: None,
+    };
+    let checked = Patch::Checked {
+        id: "mondrian",
+        checked: true,
+    };
+    let hidden = |hidden: bool| Patch::Hidden {
+        id: "status",
+        hidden,
+    };
+    let mut sent = SentPatches::default();
+    let mut first = vec![
+        text("status", "same"),
+        hidden(false),
+        rows("rivals", "a"),
+        rows("comparison", "x"),
+        metric(None, "ece", 0.1),
+        metric(Some("ece-at-one"), "ece", 0.2),
+        control.clone(),
+        checked.clone(),
+    ];
+    let all = first.clone();
     sent.drop_unchanged(&mut first);
-    assert_eq!(first.len(), 3);
-    // Unchanged tables go; other patches stay even when unchanged.
-    let mut second = vec![text.clone(), rows("rivals", "a"), rows("comparison", "y")];
+    assert_eq!(first, all);
+    // Unchanged patches go, but a control's value and a check box are always sent; a text and
+    // the hidden flag of one element, or a readout by id and by metric, are apart.
+    let mut second = vec![
+        text("status", "same"),
+        hidden(true),
+        rows("rivals", "a"),
+        rows("comparison", "y"),
+        metric(None, "ece", 0.1),
+        metric(Some("ece-at-one"), "ece", 0.3),
+        control.clone(),
+        checked.clone(),
+    ];
     sent.drop_unchanged(&mut second);
-    assert_eq!(second, vec![text.clone(), rows("comparison", "y")]);
-    // A table changed and changed back is sent both times.
-    let mut third = vec![rows("comparison", "x")];
+    assert_eq!(
+        second,
+        vec![
+            hidden(true),
+            rows("comparison", "y"),
+            metric(Some("ece-at-one"), "ece", 0.3),
+            control,
+            checked,
+        ]
+    );
+    // A patch changed and changed back is sent both times.
+    let mut third = vec![rows("comparison", "x"), hidden(false)];
     sent.drop_unchanged(&mut third);
-    assert_eq!(third, vec![rows("comparison", "x")]);
+    assert_eq!(third, vec![rows("comparison", "x"), hidden(false)]);
 }
 
 /// The rows of a CSV text, header first.

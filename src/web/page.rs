@@ -178,8 +178,8 @@ pub struct Page {
     /// What the rivals' canvas shows: their diagrams do not depend on the slider's T, so a
     /// temperature frame redraws them only when these change.
     rivals_drawn: Option<RivalsDrawn>,
-    /// The tables' rows as last sent, so that an unchanged table is not rebuilt.
-    tables: page::SentTables,
+    /// What each element was last sent, so that a frame sends only what changes.
+    sent: page::SentPatches,
     /// The last coverage experiment, which its figure shows until the next run.
     experiment: Option<page::ExperimentRun>,
     /// The reader's own picture, once they have drawn or chosen one.
@@ -212,7 +212,7 @@ impl Page {
             store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
             shifts: ShiftStore::new(NUM_CLASSES, models, rows),
             rivals_drawn: None,
-            tables: page::SentTables::default(),
+            sent: page::SentPatches::default(),
             experiment: None,
             own_image: None,
             own_image_thresholds: OodThresholds::default(),
@@ -447,7 +447,7 @@ impl Page {
             frame.readouts.patches.extend(patches);
             frame.readouts.own_image = Some(readouts);
         }
-        self.tables.drop_unchanged(&mut frame.readouts.patches);
+        self.sent.drop_unchanged(&mut frame.readouts.patches);
         let sources = page::Sources {
             frame: &frame,
             experiment: self.experiment.as_ref(),
