@@ -978,8 +978,14 @@ function keepLogits(model, set) {
 }
 
 // The progress row of the chosen model; hidden, and the page marked for tests, once complete.
+// Every frame asks; only a change of network, count or download is written (formatting the
+// counts took a throttled phone-class slider frame about 0.7 ms).
+let progressShown = null;
 function showProgress(count) {
   const total = imageCount();
+  const shown = `${modelIndex()} ${count} ${total} ${testImages.rows}`;
+  if (shown === progressShown) return;
+  progressShown = shown;
   const done = count === total;
   // Screen readers hear when inference ends, not every batch.
   if (done && document.body.dataset.inference !== "done") $("status-announce").textContent = `All ${total.toLocaleString("en")} test images are classified.`;
