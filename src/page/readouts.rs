@@ -100,9 +100,11 @@ pub struct BarRow {
 /// nothing: at every slider step most of a lab's hundred readouts keep their text (its limits,
 /// the metrics at T = 1 and at the fitted T, the rivals' table), and each one sent costs the
 /// frame its conversion to JavaScript and the page a lookup and a comparison, or for a table a
-/// rebuild, which costs a layout and a screen reader its place. Only the page's own frames
-/// write these elements. A control's value and a check box are always sent: the reader
-/// changes them too, and a frame puts back what the state says.
+/// rebuild, which costs a layout and a screen reader its place. Besides the frames, only a new
+/// state's control patches and a coverage experiment's readouts write these elements, with the
+/// values the next frame computes from the same state and experiment. A control's value and a
+/// check box are always sent: the reader changes them too, and a frame puts back what the
+/// state says.
 #[derive(Debug, Default)]
 pub struct SentPatches(HashMap<PatchTarget, Patch>);
 
