@@ -177,6 +177,24 @@ impl Classifier {
         })
     }
 
+    /// The network's shape with every weight zero (its logits are all zero): it runs the same
+    /// code as a trained one, which lets the inference worker compile and warm that code up
+    /// before a network's weights have arrived.
+    ///
+    /// # Errors
+    /// [`ModelError::Weights`] from candle, which zero tensors of the network's shapes do not
+    /// give.
+    pub fn blank() -> Result<Self, ModelError> {
+        let device = Device::Cpu;
+        let cnn = Cnn::new(VarBuilder::zeros(DType::F32, &device)).map_err(ModelError::Weights)?;
+        let inference = InferenceNetwork::new(&cnn).map_err(ModelError::Weights)?;
+        Ok(Self {
+            cnn,
+            inference,
+            device,
+        })
+    }
+
     /// Logits `[n, 10]` row-major for `n` images given as `[n, 28, 28]` unsigned bytes, from
     /// the inference-only forward pass (module `inference`).
     ///

@@ -1,5 +1,5 @@
 //! Unit tests of `model.rs`: the ODIN perturbation, its gradient against central differences, on
-//! the first test images.
+//! the first test images; the blank network's logits.
 
 use std::path::Path;
 
@@ -256,4 +256,18 @@ fn odin_refuses_bad_parameters() {
         .odin_scores(&[], ODIN_TEMPERATURE, ODIN_EPSILON)
         .unwrap()
         .is_empty());
+}
+
+#[test]
+fn a_blank_network_gives_zero_logits_of_the_trained_shape() {
+    let pixels = test_pixels();
+    let blank = Classifier::blank().unwrap().logits(&pixels).unwrap();
+    let trained = Classifier::from_safetensors(weights())
+        .unwrap()
+        .logits(&pixels)
+        .unwrap();
+    assert_eq!(blank.len(), TEST_IMAGES * NUM_CLASSES);
+    assert_eq!(blank.len(), trained.len());
+    assert!(blank.iter().all(|&logit| logit == 0.0), "{blank:?}");
+    assert!(trained.iter().any(|&logit| logit != 0.0));
 }

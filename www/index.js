@@ -12,6 +12,10 @@ import { OwnImageInput } from "./own-image.js";
 
 const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+// The same file's header and first batch of images, written by scripts/build-site.
+const FIRST_IMAGES_URL = "assets/fashion-mnist/t10k-images-first-batch-idx3-ubyte.gz";
+// The most bytes of a download handed to the gzip decoder at once (see unzipped).
+const UNZIP_PIECE = 64 * 1024;
 const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
 // Test images corrupted per call when the shift lab makes a corrupted copy (about 10–20 ms).
 const CORRUPTION_CHUNK = 1000;
@@ -740,6 +744,7 @@ class InferencePool {
     // Each model's weights: settles once the first worker has them (or has failed to load them).
     this.weights = new Map();
     this.weightsArrived = new Map();
+    this.weightsSettled = new Set();
     for (const worker of early) this.add(worker);
   }
 
@@ -791,7 +796,10 @@ class InferencePool {
     if (this.loaded.has(model)) return;
     this.loaded.add(model);
     this.digests.set(model, new Promise((resolve) => this.digestArrived.set(model, resolve)));
-    this.weights.set(model, new Promise((resolve) => this.weightsArrived.set(model, resolve)));
+    this.weights.set(model, new Promise((resolve) => this.weightsArrived.set(model, () => {
+      this.weightsSettled.add(model);
+      resolve();
+    })));
     for (const slot of this.workers) this.postLoad(slot, model);
   }
 
@@ -805,6 +813,11 @@ class InferencePool {
   // round trip from its end, or over, or has failed.
   weightsIn(model) {
     return this.weights.get(model);
+  }
+
+  // Whether weightsIn(model) has resolved.
+  hasWeights(model) {
+    return this.weightsSettled.has(model);
   }
 
   // Asks the least busy worker for the logits of `model` (loaded: its test logits are in) on
@@ -983,7 +996,8 @@ function keepLogits(model, set) {
 let progressShown = null;
 function showProgress(count) {
   const total = imageCount();
-  const shown = `${modelIndex()} ${count} ${total} ${testImages.rows}`;
+  const network = !pool.hasWeights(modelIndex());
+  const shown = `${modelIndex()} ${count} ${total} ${testImages.rows} ${network}`;
   if (shown === progressShown) return;
   progressShown = shown;
   const done = count === total;
@@ -994,7 +1008,7 @@ function showProgress(count) {
   $("progress").max = total;
   $("progress").value = count;
   const seconds = (performance.now() - started.get(modelIndex())) / 1000;
-  const parts = [];
+  const parts = network ? ["downloading the network"] : [];
   if (count > 0) parts.push(`${count.toLocaleString("en")} / ${total.toLocaleString("en")} images · ${Math.round(count / seconds).toLocaleString("en")} images/s`);
   if (testImages.rows < total) parts.push(`${testImages.rows.toLocaleString("en")} / ${total.toLocaleString("en")} downloaded`);
   if (!done) $("progress-text").textContent = parts.join(" · ");
@@ -1007,6 +1021,10 @@ function selectModel() {
   pool.request(index, "test");
   pool.prioritise(index);
   showProgress(arrived.get(index) ?? 0);
+  // The row says when the network is in, though no frame may come then.
+  pool.weightsIn(index).then(() => {
+    if (index === modelIndex()) showProgress(arrived.get(index) ?? 0);
+  });
   showCacheNote();
 }
 
@@ -1044,16 +1062,23 @@ async function fetchUnzipped(url) {
 async function unzipped(response) {
   const reader = response.body.getReader();
   const first = await reader.read();
+  let rest = first.done ? null : first.value;
+  const gzipped = rest !== null && rest[0] === 0x1f && rest[1] === 0x8b;
+  // Passed on in pieces of at most UNZIP_PIECE bytes: the browser hands over all that has
+  // arrived (locally, megabytes at once), and a piece is unzipped whole before anything comes
+  // out of it, so the first images waited about 20 ms for the rest of such a chunk.
   const body = new ReadableStream({
-    start(controller) { if (!first.done) controller.enqueue(first.value); },
     async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
+      if (rest === null) {
+        const { done, value } = await reader.read();
+        if (done) return controller.close();
+        rest = value;
+      }
+      controller.enqueue(rest.subarray(0, UNZIP_PIECE));
+      rest = rest.length > UNZIP_PIECE ? rest.subarray(UNZIP_PIECE) : null;
     },
     cancel: (reason) => reader.cancel(reason),
   });
-  const gzipped = !first.done && first.value[0] === 0x1f && first.value[1] === 0x8b;
   return gzipped ? body.pipeThrough(new DecompressionStream("gzip")) : body;
 }
 
@@ -1071,49 +1096,48 @@ function holdTestImages() {
   testImages.held = { promise, release };
 }
 
-// Reads the test images as they arrive (`response`, the gzipped IDX file), so that the first
-// batches are inferred while the rest downloads: the header, checked by Rust, tells how many;
-// the pixels are copied in place and testImages.rows counts the whole images, each new one
-// offered to the workers. Resolves with the pixels (still filling) once the header is in;
-// testImages.complete resolves once every image is.
-async function streamTestImages(response) {
-  const reader = (await unzipped(response)).getReader();
-  const header = new Uint8Array(limits.images_header);
-  // A broken gzip stream rejects a read: say which file.
-  const read = () => reader.read().catch((error) => {
-    throw new Error(`Cannot unzip ${IMAGES_URL}: ${error.message}`);
-  });
-  let filled = 0;
-  let rest = null;
-  while (filled < header.length) {
-    const { done, value } = await read();
-    if (done) throw new Error(`${IMAGES_URL} ends inside its header`);
-    const taken = Math.min(value.length, header.length - filled);
-    header.set(value.subarray(0, taken), filled);
-    filled += taken;
-    if (taken < value.length) rest = value.subarray(taken);
-  }
-  const count = idx_image_count(header, IMAGES_URL);
+// Reads the test images as they arrive, so that the first batches are inferred while the rest
+// downloads. `first` is FIRST_IMAGES_URL unzipped (the header and the first batch's images, a
+// small file asked for at once), or null where it could not be had; `response` resolves to
+// IMAGES_URL's response (the whole gzipped IDX file, asked for once the network's weights are
+// nearly in). The header, checked by Rust, tells how many images there are; the pixels are
+// copied in place and testImages.rows counts the whole images, each new one offered to the
+// workers. Resolves with the pixels (still filling) once a header is in; testImages.complete
+// resolves once every image is, and rejects where the two files disagree.
+async function streamTestImages(response, first) {
   const size = limits.image_side ** 2;
+  const early = first !== null && first.length >= limits.images_header;
+  let file = early ? null : await openIdx(await response, IMAGES_URL);
+  const header = early ? first.subarray(0, limits.images_header) : file.header;
+  const count = idx_image_count(header, early ? FIRST_IMAGES_URL : IMAGES_URL);
   const pixels = new Uint8Array(count * size);
+  const prefix = early ? first.subarray(header.length, header.length + Math.min(first.length - header.length, pixels.length)) : pixels.subarray(0, 0);
+  pixels.set(prefix);
+  testImages.rows = Math.floor(prefix.length / size);
   let written = 0;
   // Bytes past the last image are ignored, as Rust's IDX parser ignores them.
   const add = (chunk) => {
     const taken = Math.min(chunk.length, pixels.length - written);
+    const before = written;
     pixels.set(chunk.subarray(0, taken), written);
     written += taken;
+    if (before < prefix.length && written >= prefix.length && !equalBytes(pixels.subarray(0, prefix.length), prefix)) {
+      throw new Error(`${FIRST_IMAGES_URL} does not hold the first images of ${IMAGES_URL}: the site is built from two different files`);
+    }
     const rows = Math.floor(written / size);
-    if (rows === testImages.rows) return;
+    if (rows <= testImages.rows) return;
     testImages.rows = rows;
     pool.pump();
     // Until the first logits, the download is the news; then the frames carry the row.
     if (page && !arrived.has(modelIndex())) showProgress(0);
   };
   testImages.complete = (async () => {
-    if (rest) add(rest);
+    file ??= await openIdx(await response, IMAGES_URL);
+    if (!equalBytes(file.header, header)) throw new Error(`${FIRST_IMAGES_URL} and ${IMAGES_URL} have different headers: the site is built from two different files`);
+    if (file.rest) add(file.rest);
     for (;;) {
       if (testImages.rows >= limits.first_batch + limits.batch) await testImages.held?.promise;
-      const { done, value } = await read();
+      const { done, value } = await file.read();
       if (done) break;
       add(value);
     }
@@ -1121,6 +1145,31 @@ async function streamTestImages(response) {
   })();
   return pixels;
 }
+
+// Opens the gzipped IDX file of `response` (from `url`) and reads its header: resolves with
+// the header, the bytes read past it (or null) and `read`, which gives the next unzipped piece.
+async function openIdx(response, url) {
+  const reader = (await unzipped(response)).getReader();
+  // A broken gzip stream rejects a read: say which file.
+  const read = () => reader.read().catch((error) => {
+    throw new Error(`Cannot unzip ${url}: ${error.message}`);
+  });
+  const header = new Uint8Array(limits.images_header);
+  let filled = 0;
+  let rest = null;
+  while (filled < header.length) {
+    const { done, value } = await read();
+    if (done) throw new Error(`${url} ends inside its header`);
+    const taken = Math.min(value.length, header.length - filled);
+    header.set(value.subarray(0, taken), filled);
+    filled += taken;
+    if (taken < value.length) rest = value.subarray(taken);
+  }
+  return { header, rest, read };
+}
+
+// Whether two byte arrays hold the same bytes.
+const equalBytes = (a, b) => a.length === b.length && a.every((byte, i) => byte === b[i]);
 
 // Resolves once the article is parsed (index.js loads asynchronously, from the head).
 const articleParsed = new Promise((resolve) => {
@@ -1135,6 +1184,10 @@ async function main() {
   // The script runs as soon as it has loaded, while the article is still being parsed: the
   // downloads, the workers and the page's module start before the page touches the article.
   const labels = fetchUnzipped(LABELS_URL);
+  // The first batch's images come in a file of their own, asked for at once (a few tens of
+  // kilobytes: on a slow link they hardly slow the weights): the first batch then waits for
+  // the network alone. Where that file cannot be had, the whole one serves, a little later.
+  const firstImages = fetchUnzipped(FIRST_IMAGES_URL).catch(() => null);
   pool = new InferencePool(window.calibraWorkers, onBatch, onOwnLogits, async (message, model) => {
     // No frame will draw the first batch's logits: the rest of the test images come in anyway.
     testImages.held?.release();
@@ -1146,7 +1199,6 @@ async function main() {
   // Whether this browser kept logits (a revisit), asked while the page's module compiles.
   cacheHoldsAny = logitsCache.holdsAny();
   await articleParsed;
-  trackSliderBars();
   await pageModule;
   limits = readLimits();
   const first = readHash();
@@ -1154,18 +1206,19 @@ async function main() {
   writeHash(first.hash);
   applyPatches(first.patches);
   showView();
+  // Known before the first logits come, so that their frame draws the charts on screen.
+  observeVisibility();
   pool.load(modelIndex());
-  // On a first visit the test images (4.1 MiB) are fetched once the shown network's weights are
-  // a round trip from in (or refused): on a slow link the two would share it, and the first
-  // chart needs all of the weights but only the first 50 images, which then come right after
-  // them (locally the weights take tens of milliseconds).
-  // A revisit, with logits kept, has both in the browser's cache and fetches them at once.
-  if (!(await cacheHoldsAny)) {
-    $("progress-text").textContent = "downloading the network";
-    await pool.weightsIn(modelIndex());
-    $("progress-text").textContent = "downloading the test images";
-  }
-  images.test = await streamTestImages(await fetchOk(IMAGES_URL));
+  // On a first visit the whole file of test images (4.1 MiB) is fetched once the shown
+  // network's weights are a round trip from in (or refused): on a slow link the two would share
+  // it, and the first chart needs all of the weights but only the first batch's images, which
+  // come with the small file. A revisit, with logits kept, has both in the browser's cache and
+  // fetches them at once.
+  const wholeFile = (async () => {
+    if (!(await cacheHoldsAny)) await pool.weightsIn(modelIndex());
+    return fetchOk(IMAGES_URL);
+  })();
+  images.test = await streamTestImages(wholeFile, await firstImages);
   // Once all are in, a frame draws what waited for them (the shift lab's thumbnails).
   testImages.complete.then(scheduleRender, (error) => {
     showError(error.message);
@@ -1198,7 +1251,10 @@ async function main() {
       scheduleRender();
     }
   }).observe(document.body);
-  observeVisibility();
+  // Last: their first measure restyles each lab (about 600 elements), which had held back the
+  // page's answer to the worker's "weights nearly in" by 10–20 ms; the bars matter only once a
+  // reader moves the focus.
+  trackSliderBars();
 }
 
 main().catch(async (error) => {

@@ -12,17 +12,19 @@
 //                   weights' last)
 //   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
-//                   where the browser has no crypto.subtle
+//                   where the browser has no crypto.subtle; it may come after the model's first
+//                   logits
 //   worker -> page  {status: "logits", model, set, start, count, logits, millis}
 //                   logits: Float32Array [count, 10] (buffer transferred)
 //   worker -> page  {status: "odin", model, set, start, count, scores, millis}
 //                   scores: Float64Array [count], ODIN's score of each image (buffer transferred)
 //   worker -> page  {status: "error", model, message}     a readable message, never an object
 // Rows are addressed by `start`, so several workers can share one image set.
-import init, { Model } from "./pkg-worker/calibra.js";
+import init, { Model, warm_up } from "./pkg-worker/calibra.js";
 import { available as cacheAvailable, sha256 } from "./logits-cache.js";
 
-const ready = init();
+// The module, its code warmed up on a blank network (while the first weights download).
+const ready = init().then(warm_up);
 const models = new Map();
 // The ODIN module (the same crate with its backward pass), fetched at the first ODIN batch, and
 // its copy of each model.
@@ -49,8 +51,12 @@ async function handle(message) {
     const weights = await fetchBytes(message.url, () => postMessage({ status: "fetched", model: message.model }));
     await ready;
     models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
-    const digest = cacheAvailable ? await sha256(weights) : null;
-    postMessage({ status: "ready", model: message.model, digest });
+    // Batches do not wait for the digest, which only the logits cache needs.
+    const digest = cacheAvailable ? sha256(weights) : Promise.resolve(null);
+    digest.then(
+      (digest) => postMessage({ status: "ready", model: message.model, digest }),
+      (error) => postMessage({ status: "error", model: message.model, message: `cannot hash the weights: ${error.message}` }),
+    );
   } else if (message.type === "infer") {
     const loaded = loadedModel(message.model);
     const started = performance.now();

@@ -1,15 +1,18 @@
-// The order of a visit's downloads. On a first visit the test images wait for the shown
-// network's weights (on a slow link the two would share it, and the first chart needs all of the
-// weights but only 50 images), and the page says it is downloading the network meanwhile; a
-// revisit, with logits kept, fetches the images at once. On a slow link the images are asked for
-// a round trip before the weights' end, so that they follow the weights with no gap. Past the
-// first two batches, the images are read once the first batch is drawn, or once the network
-// has failed to load.
+// The order of a visit's downloads. On a first visit the whole file of test images waits for the
+// shown network's weights (on a slow link the two would share it, and the first chart needs all
+// of the weights but only 50 images, which a small file of their own brings at once), and the
+// page says it is downloading the network meanwhile; a revisit, with logits kept, fetches the
+// images at once. On a slow link the images are asked for a round trip before the weights' end,
+// so that they follow the weights with no gap. Past the first two batches, the images are read
+// once the first batch is drawn, or once the network has failed to load. The small file must
+// hold the whole file's first images: where it does not, the page says so; where it is missing,
+// the whole file serves.
 //
 // The site is served through a gate that holds the weights' and the images' responses until the
 // test lets them go.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { after, before, test } from "node:test";
 
 import { SITE_DIR, collectProblems, launchBrowser, serveDirectory, waitForInference } from "./helpers.mjs";
@@ -17,6 +20,7 @@ import { SITE_DIR, collectProblems, launchBrowser, serveDirectory, waitForInfere
 const INFERENCE_TIMEOUT_MS = 180_000;
 const WEIGHTS = "/assets/models/fmnist-ce.safetensors";
 const IMAGES = "/assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+const FIRST_IMAGES = "/assets/fashion-mnist/t10k-images-first-batch-idx3-ubyte.gz";
 // How long the weights are held once asked for: long enough for the page to have asked for the
 // images, had it not waited.
 const HOLD_MS = 2_000;
@@ -105,18 +109,28 @@ async function visitHolding(paths) {
   await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
 }
 
-test("1. a first visit asks for the test images once the weights are in, and says what it downloads", { timeout: 400_000 }, async () => {
+test("1. a first visit asks for the first batch's images at once and for the rest once the weights are in, and says what it downloads", { timeout: 400_000 }, async () => {
   await visitHolding([WEIGHTS, IMAGES]);
   assert.ok(!asked.includes(IMAGES), `the images were asked for while the weights were held: ${asked.join(", ")}`);
-  assert.equal(await page.textContent("#progress-text"), "downloading the network");
+  assert.ok(asked.includes(FIRST_IMAGES), `the first batch's images waited for the held weights: ${asked.join(", ")}`);
+  const first = await page.evaluate(() => window.calibra.limits.first_batch);
+  await page.waitForFunction((first) => window.calibra.testImagesIn === first, first, { timeout: 30_000 });
+  assert.equal(await page.textContent("#progress-text"), `downloading the network · ${first} / 10,000 downloaded`);
   release(WEIGHTS);
   await askedFor(IMAGES);
-  await page.waitForFunction(() => document.getElementById("progress-text").textContent === "downloading the test images", null, { timeout: 30_000 });
+  await page.waitForFunction(() => !document.getElementById("progress-text").textContent.includes("downloading the network"), null, { timeout: 30_000 });
   release(IMAGES);
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
   assert.ok(asked.indexOf(IMAGES) > asked.indexOf(WEIGHTS), asked.join(", "));
-  assert.notEqual(await page.textContent("#progress-text"), "downloading the network");
   await page.evaluate(() => window.calibra.cacheSettled());
+});
+
+test("1a. the first batch's file holds the whole file's header and first batch of images", async () => {
+  const unzip = async (path) => gunzipSync(Buffer.from(await (await fetch(new URL(path, site.url))).arrayBuffer()));
+  const [first, whole] = await Promise.all([unzip(FIRST_IMAGES), unzip(IMAGES)]);
+  const { first_batch: batch, images_header: header, image_side: side } = await page.evaluate(() => window.calibra.limits);
+  assert.equal(first.length, header + batch * side * side);
+  assert.ok(first.equals(whole.subarray(0, first.length)), "the two files begin alike");
 });
 
 test("1b. on a slow link the images are asked for about a round trip before the weights' last bytes, not earlier", { timeout: 400_000 }, async () => {
@@ -144,7 +158,8 @@ test("1b. on a slow link the images are asked for about a round trip before the 
 test("2. a revisit, with logits kept, asks for the images without waiting for the weights", { timeout: 400_000 }, async () => {
   await visitHolding([WEIGHTS]);
   assert.ok(asked.includes(IMAGES), `the images waited for the held weights: ${asked.join(", ")}`);
-  assert.notEqual(await page.textContent("#progress-text"), "downloading the network");
+  // The kept logits are found by the weights' digest: the page still needs the network.
+  assert.match(await page.textContent("#progress-text"), /^downloading the network/);
   release(WEIGHTS);
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
 });
@@ -158,7 +173,7 @@ test("3. past the first two batches, the test images are read once the first bat
     const { firstChartImages, limits } = await visit.evaluate(() => ({ firstChartImages: window.calibra.timings.firstChartImages, limits: window.calibra.limits }));
     // Locally the whole file is in within a tenth of a second; held, at most one more piece of
     // it (64 KiB unzipped, 83 images here) is read past the two batches.
-    assert.ok(firstChartImages >= limits.first_batch + limits.batch && firstChartImages < 1_000, `${firstChartImages} images were in at the first chart`);
+    assert.ok(firstChartImages >= limits.first_batch && firstChartImages < 1_000, `${firstChartImages} images were in at the first chart`);
   } finally {
     await fresh.close();
   }
@@ -175,6 +190,34 @@ test("4. a network that cannot be loaded still lets every test image in", { time
     await visit.waitForFunction(() => window.calibra.testImagesIn === 10_000, null, { timeout: 60_000 });
   } finally {
     await fresh.close();
+  }
+});
+
+test("4a. a first batch's file that is not the whole file's beginning is refused, and one that is missing is done without", { timeout: 400_000 }, async () => {
+  const whole = gunzipSync(Buffer.from(await (await fetch(new URL(IMAGES, site.url))).arrayBuffer()));
+  const { first_batch: batch, images_header: header, image_side: side } = await page.evaluate(() => window.calibra.limits);
+  const altered = Buffer.from(whole.subarray(0, header + batch * side * side));
+  altered[header + 100] ^= 0xff;
+  for (const [name, fulfill] of [
+    ["altered", { status: 200, contentType: "application/gzip", body: gzipSync(altered) }],
+    ["missing", { status: 404, contentType: "text/plain", body: "not found" }],
+  ]) {
+    const fresh = await launchBrowser();
+    try {
+      await fresh.context.route(`**${FIRST_IMAGES}`, (route) => route.fulfill(fulfill));
+      const visit = await fresh.context.newPage();
+      await visit.goto(site.url);
+      if (name === "altered") {
+        await visit.waitForFunction(() => !document.getElementById("error").hidden, null, { timeout: INFERENCE_TIMEOUT_MS });
+        assert.match(await visit.textContent("#error"), /t10k-images-first-batch-idx3-ubyte\.gz does not hold the first images of assets\/fashion-mnist\/t10k-images-idx3-ubyte\.gz/);
+      } else {
+        await waitForInference(visit, INFERENCE_TIMEOUT_MS);
+        assert.equal(await visit.evaluate(() => window.calibra.testImagesIn), 10_000);
+        assert.ok(await visit.evaluate(() => document.getElementById("error").hidden), "no error is shown");
+      }
+    } finally {
+      await fresh.close();
+    }
   }
 });
 
