@@ -81,6 +81,8 @@ const visible = { temperature: true, conformal: false, gallery: false, ood: fals
 // The figures on screen (canvas ids): a frame draws only these, and one scrolling into view
 // asks for its lab again.
 const figuresOnScreen = new Set();
+// The observer of the labs' and figures' visibility (observeVisibility).
+let visibilityObserver = null;
 // Rows of each model whose test-set logits have arrived, as Rust counted them.
 const arrived = new Map();
 // The ODIN scores the τ lab's button would compute (from the last frame).
@@ -272,6 +274,9 @@ function scheduleStreamingRender() {
 function render() {
   renderPending = false;
   if (!page) return;
+  // What the observer has seen and not yet told: Chromium tells it in a task of its own, which
+  // on a busy page came frames late, and the first logits' frame then drew no chart.
+  noteVisibility(visibilityObserver.takeRecords());
   if (arrived.has(modelIndex())) testImages.held?.release();
   lastRender = performance.now();
   // This frame draws every batch in so far: a batch's redraw still waiting is not needed.
@@ -388,26 +393,33 @@ function onBootstrapAnswer(type, request, answer) {
 // Tracks which labs and figures are on screen (with a margin, so charts are ready as they
 // scroll in).
 function observeVisibility() {
-  const parts = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "shift-lab": "shift", "ood-lab": "ood", "own-image": "own" };
-  const figureLabs = new Map(limits.figures.map(({ id, lab }) => [id, lab]));
-  const observer = new IntersectionObserver((entries) => {
-    for (const { target, isIntersecting } of entries) {
-      const lab = figureLabs.get(target.id);
-      if (lab === undefined) {
-        visible[parts[target.id]] = isIntersecting;
-      } else if (isIntersecting) {
-        figuresOnScreen.add(target.id);
-        dirty[lab] = true;
-      } else {
-        figuresOnScreen.delete(target.id);
-      }
-    }
+  visibilityObserver = new IntersectionObserver((entries) => {
+    noteVisibility(entries);
     if (!renderPending) {
       renderPending = true;
       requestAnimationFrame(render);
     }
   }, { rootMargin: "300px 0px" });
-  for (const id of [...Object.keys(parts), ...figureLabs.keys()]) observer.observe($(id));
+  for (const id of [...Object.keys(LAB_ELEMENTS), ...limits.figures.map((figure) => figure.id)]) visibilityObserver.observe($(id));
+}
+
+// The elements whose visibility stands for their lab's.
+const LAB_ELEMENTS = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "shift-lab": "shift", "ood-lab": "ood", "own-image": "own" };
+
+// Notes what the visibility observer saw: a lab on or off screen, a figure on or off screen (one
+// coming on screen asks for its lab).
+function noteVisibility(entries) {
+  for (const { target, isIntersecting } of entries) {
+    const lab = LAB_ELEMENTS[target.id];
+    if (lab !== undefined) {
+      visible[lab] = isIntersecting;
+    } else if (isIntersecting) {
+      figuresOnScreen.add(target.id);
+      dirty[limits.figures.find((figure) => figure.id === target.id).lab] = true;
+    } else {
+      figuresOnScreen.delete(target.id);
+    }
+  }
 }
 
 // Tells Rust each chart canvas's content box whenever a layout changes it, and asks for a
@@ -1066,7 +1078,7 @@ async function unzipped(response) {
   const gzipped = rest !== null && rest[0] === 0x1f && rest[1] === 0x8b;
   // Passed on in pieces of at most UNZIP_PIECE bytes: the browser hands over all that has
   // arrived (locally, megabytes at once), and a piece is unzipped whole before anything comes
-  // out of it, so the first images waited about 20 ms for the rest of such a chunk.
+  // out of it, so the images at its start waited about 20 ms for the rest of it.
   const body = new ReadableStream({
     async pull(controller) {
       if (rest === null) {
@@ -1199,6 +1211,7 @@ async function main() {
   // Whether this browser kept logits (a revisit), asked while the page's module compiles.
   cacheHoldsAny = logitsCache.holdsAny();
   await articleParsed;
+  trackSliderBars();
   await pageModule;
   limits = readLimits();
   const first = readHash();
@@ -1251,10 +1264,6 @@ async function main() {
       scheduleRender();
     }
   }).observe(document.body);
-  // Last: their first measure restyles each lab (about 600 elements), which had held back the
-  // page's answer to the worker's "weights nearly in" by 10–20 ms; the bars matter only once a
-  // reader moves the focus.
-  trackSliderBars();
 }
 
 main().catch(async (error) => {

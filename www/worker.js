@@ -23,8 +23,9 @@
 import init, { Model, warm_up } from "./pkg-worker/calibra.js";
 import { available as cacheAvailable, sha256 } from "./logits-cache.js";
 
-// The module, its code warmed up on a blank network (while the first weights download).
-const ready = init().then(warm_up);
+const ready = init();
+// Whether the module's code has been warmed up (see the "load" message).
+let warmed = false;
 const models = new Map();
 // The ODIN module (the same crate with its backward pass), fetched at the first ODIN batch, and
 // its copy of each model.
@@ -48,8 +49,15 @@ async function odinModel(index) {
 async function handle(message) {
   if (message.type === "load") {
     // The download does not wait for the module to compile.
-    const weights = await fetchBytes(message.url, () => postMessage({ status: "fetched", model: message.model }));
+    let downloaded = false;
+    const download = fetchBytes(message.url, () => postMessage({ status: "fetched", model: message.model }));
+    download.then(() => { downloaded = true; }, () => {});
     await ready;
+    // While the first weights download, the code runs once on a blank network, so that the
+    // first batch finds it compiled and optimised.
+    if (!warmed && !downloaded) warm_up();
+    warmed = true;
+    const weights = await download;
     models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
     // Batches do not wait for the digest, which only the logits cache needs.
     const digest = cacheAvailable ? sha256(weights) : Promise.resolve(null);
