@@ -97,6 +97,10 @@ let lastKeep = Promise.resolve();
 // Whether the logits cache holds anything: asked of IndexedDB once, as the page starts (not
 // again before the first batch), and true once this visit keeps logits.
 let cacheHoldsAny = null;
+// Whether it has answered that it holds nothing (a first visit), and has kept nothing since: a
+// request for logits then skips the cache at once, so that the first batch goes to the worker
+// before the page wires itself.
+let cacheHeldNone = false;
 // The reader's own picture as they gave it (prepared again when the invert choice changes), the
 // 28×28 Rust made of it, and the networks' logits asked for on it, by request number.
 // The sentence describing the reader's own logits while the first two labs show them.
@@ -797,6 +801,7 @@ class InferencePool {
     // are loaded before each step, not once: a corrupted copy's pixels are dropped when another
     // network's logits on it complete, which can happen while the cache is asked.
     const withImages = (next) => (images[set] ? next() : loadImages(set).then(next));
+    if (kind === "logits" && cacheHeldNone && images[set]) return enqueue();
     Promise.resolve(withImages(() => kind === "logits" && fromCache(model, set, this.digests.get(model))))
       .then((cached) => cached || withImages(enqueue))
       .catch((error) => showError(error.message));
@@ -1000,12 +1005,18 @@ function keepLogits(model, set) {
   imageDigests[set] ??= logitsCache.sha256(imageSet(set));
   lastKeep = cacheKeyOf(model, set, pool.digests.get(model)).then((key) => key && logitsCache.keep(key, logits));
   cacheHoldsAny = Promise.resolve(true);
+  cacheHeldNone = false;
 }
 
 // The progress row of the chosen model; hidden, and the page marked for tests, once complete.
 // Every frame asks; only a change of network, count or download is written (formatting the
 // counts took a throttled phone-class slider frame about 0.7 ms).
 let progressShown = null;
+// Writes the progress row's counts ("10,000"). Made while the page waits for its module: the
+// browser's first number formatting took 12–28 ms (Chromium, 2 cores), and the first progress
+// row is written on the way to the first chart.
+let countFormat = null;
+const formatCount = (count) => countFormat.format(count);
 function showProgress(count) {
   const total = imageCount();
   const network = !pool.hasWeights(modelIndex());
@@ -1014,15 +1025,15 @@ function showProgress(count) {
   progressShown = shown;
   const done = count === total;
   // Screen readers hear when inference ends, not every batch.
-  if (done && document.body.dataset.inference !== "done") $("status-announce").textContent = `All ${total.toLocaleString("en")} test images are classified.`;
+  if (done && document.body.dataset.inference !== "done") $("status-announce").textContent = `All ${formatCount(total)} test images are classified.`;
   document.querySelector(".status").classList.toggle("done", done);
   document.body.dataset.inference = done ? "done" : "running";
   $("progress").max = total;
   $("progress").value = count;
   const seconds = (performance.now() - started.get(modelIndex())) / 1000;
   const parts = network ? ["downloading the network"] : [];
-  if (count > 0) parts.push(`${count.toLocaleString("en")} / ${total.toLocaleString("en")} images · ${Math.round(count / seconds).toLocaleString("en")} images/s`);
-  if (testImages.rows < total) parts.push(`${testImages.rows.toLocaleString("en")} / ${total.toLocaleString("en")} downloaded`);
+  if (count > 0) parts.push(`${formatCount(count)} / ${formatCount(total)} images · ${formatCount(Math.round(count / seconds))} images/s`);
+  if (testImages.rows < total) parts.push(`${formatCount(testImages.rows)} / ${formatCount(total)} downloaded`);
   if (!done) $("progress-text").textContent = parts.join(" · ");
 }
 
@@ -1153,7 +1164,7 @@ async function streamTestImages(response, first) {
       if (done) break;
       add(value);
     }
-    if (written < pixels.length) throw new Error(`${IMAGES_URL} ends after ${testImages.rows.toLocaleString("en")} of the ${count.toLocaleString("en")} images its header declares`);
+    if (written < pixels.length) throw new Error(`${IMAGES_URL} ends after ${formatCount(testImages.rows)} of the ${formatCount(count)} images its header declares`);
   })();
   return pixels;
 }
@@ -1210,8 +1221,12 @@ async function main() {
   const pageModule = init();
   // Whether this browser kept logits (a revisit), asked while the page's module compiles.
   cacheHoldsAny = logitsCache.holdsAny();
+  cacheHoldsAny.then((holds) => {
+    cacheHeldNone = !holds;
+  });
   await articleParsed;
   trackSliderBars();
+  countFormat = new Intl.NumberFormat("en");
   await pageModule;
   limits = readLimits();
   const first = readHash();
