@@ -1033,7 +1033,7 @@ function showProgress(count) {
   const seconds = (performance.now() - started.get(modelIndex())) / 1000;
   const parts = network ? ["downloading the network"] : [];
   if (count > 0) parts.push(`${formatCount(count)} / ${formatCount(total)} images · ${formatCount(Math.round(count / seconds))} images/s`);
-  if (testImages.rows < total) parts.push(`${formatCount(testImages.rows)} / ${formatCount(total)} downloaded`);
+  if (testImages.rows < total) parts.push(`${formatCount(testImages.rows)} / ${formatCount(total)} images downloaded`);
   if (!done) $("progress-text").textContent = parts.join(" · ");
 }
 

@@ -115,7 +115,7 @@ test("1. a first visit asks for the first batch's images at once and for the res
   assert.ok(asked.includes(FIRST_IMAGES), `the first batch's images waited for the held weights: ${asked.join(", ")}`);
   const first = await page.evaluate(() => window.calibra.limits.first_batch);
   await page.waitForFunction((first) => window.calibra.testImagesIn === first, first, { timeout: 30_000 });
-  assert.equal(await page.textContent("#progress-text"), `downloading the network · ${first} / 10,000 downloaded`);
+  assert.equal(await page.textContent("#progress-text"), `downloading the network · ${first} / 10,000 images downloaded`);
   release(WEIGHTS);
   await askedFor(IMAGES);
   await page.waitForFunction(() => !document.getElementById("progress-text").textContent.includes("downloading the network"), null, { timeout: 30_000 });
