@@ -4,7 +4,9 @@
 //   node tests/e2e/bench.mjs [--moves N] [--json]
 //
 // One cold visit with a fresh profile (nothing cached), then one revisit in the same profile:
-//   - time to first chart: timings.firstChart, ms since navigation start;
+//   - time to first chart: timings.firstChart, ms since navigation start to the task the page
+//     posts from the frame that drew the reliability diagram, which runs once that frame is
+//     painted;
 //   - inference: timings.inferenceDone[0] (all 10,000 images of the shown model), and images/s
 //     over the inference window: from the page's first message to a worker to the last logits;
 //   - slider: N programmatic moves across the range (value set + `input` dispatched, one per

@@ -3,7 +3,7 @@
 // that follow the page's contract (www/index.js):
 //   - every number has data-metric / data-value;
 //   - body[data-inference] is "done" once the shown model's 10,000 logits have arrived;
-//   - window.calibra.timings = { draws: [ms], firstChart: ms, inferenceDone: { modelIndex: ms } }.
+//   - window.calibra.timings = { draws: [ms], firstChart: ms (once painted), inferenceDone: { modelIndex: ms } }.
 //
 // Environment (scripts/test sets all of them; each has a default for running by hand):
 //   SITE_URL                the served site; unset: site/ is served here on a free port
