@@ -39,7 +39,7 @@ window.calibra = {
   // Whether a state's hash is still to be written into the address (writeHash).
   get hashPending() { return pendingHash !== null; },
   get limits() { return limits; },
-  // How many of the test images are in (see holdTestImages).
+  // How many of the test images are in (see streamTestImages).
   get testImagesIn() { return testImages.rows; },
   // The 28×28 the networks read of the reader's picture, once there is one.
   get ownPixels() { return ownPixels && Array.from(ownPixels); },
@@ -57,10 +57,16 @@ let page = null;
 // Pixels of each image set by name: "test" from the start (filled as the file arrives, see
 // streamTestImages), the OOD sets once a job needs them.
 const images = {};
-// The test images' download: how many images are whole so far, a promise that resolves once all
-// are (and rejects, with a message, on a broken file), and `held`, set while the first batch is
-// run, drawn and painted (see holdTestImages).
-const testImages = { rows: 0, complete: null, held: null };
+// The test images' download: how many images are whole so far, and a promise that resolves once
+// all are (and rejects, with a message, on a broken file).
+const testImages = { rows: 0, complete: null };
+// Resolves once a frame with the shown network's logits is painted, or once inference has
+// failed: on a first visit the rest of the test images are fetched then (see main).
+let showFirstLogits = null;
+const firstLogitsShown = new Promise((resolve) => {
+  showFirstLogits = resolve;
+});
+let firstLogitsDrawn = false;
 const loadingImages = {};
 let gallery = null;
 let pool = null;
@@ -276,15 +282,16 @@ function scheduleStreamingRender() {
   }, wait);
 }
 
-// The animation frame: draws what is on screen, then, with the shown network's first logits in,
-// lets the reading of the test images go on once this frame is painted (holdTestImages). Let
-// go inside the frame, the unzipping of what had arrived meanwhile (60–90 ms of the page's
-// thread) ran in the frame's own task and held the first chart off the screen until it ended.
+// The animation frame: draws what is on screen, and says when the shown network's first logits
+// are painted (firstLogitsShown).
 function frame() {
   renderPending = false;
   if (!page) return;
   render();
-  if (arrived.has(modelIndex()) && testImages.held) afterPaint(() => testImages.held?.release());
+  if (!firstLogitsDrawn && arrived.has(modelIndex())) {
+    firstLogitsDrawn = true;
+    afterPaint(showFirstLogits);
+  }
 }
 
 // Runs `callback` once the frame being drawn is painted: a message posted from a frame's
@@ -890,7 +897,6 @@ class InferencePool {
         if (next < 0) break;
         const { model, set, kind, start, count } = this.queue.splice(next, 1)[0];
         const batch = imageSet(set).slice(start * size, (start + count) * size);
-        if (set === "test" && kind === "logits" && !arrived.has(model)) holdTestImages();
         slot.worker.postMessage({ type: kind === "odin" ? "odin" : "infer", model, set, start, pixels: batch }, [batch.buffer]);
         slot.busy += 1;
       }
@@ -1129,28 +1135,14 @@ async function unzipped(response) {
   return gzipped ? body.pipeThrough(new DecompressionStream("gzip")) : body;
 }
 
-// Holds the reading of the test images past the first two batches until the first frame with
-// logits of the shown network in, which draws them, is painted (or until a failure): unzipping the rest of
-// the file (4 MB, about 65 ms of the page's thread) while the first batch ran and was drawn
-// delayed the first chart by about 80 ms on a 2-core machine, and nothing needs those images
-// before it. The browser keeps receiving the bytes meanwhile.
-function holdTestImages() {
-  if (testImages.held) return;
-  let release;
-  const promise = new Promise((resolve) => {
-    release = resolve;
-  });
-  testImages.held = { promise, release };
-}
-
 // Reads the test images as they arrive, so that the first batches are inferred while the rest
 // downloads. `first` is FIRST_IMAGES_URL unzipped (the header and the first batch's images, a
 // small file asked for at once), or null where it could not be had; `response` resolves to
-// IMAGES_URL's response (the whole gzipped IDX file, asked for once the network's weights are
-// nearly in). The header, checked by Rust, tells how many images there are; the pixels are
-// copied in place and testImages.rows counts the whole images, each new one offered to the
-// workers. Resolves with the pixels (still filling) once a header is in; testImages.complete
-// resolves once every image is, and rejects where the two files disagree.
+// IMAGES_URL's response (the whole gzipped IDX file, asked for when main says). The header,
+// checked by Rust, tells how many images there are; the pixels are copied in place and
+// testImages.rows counts the whole images, each new one offered to the workers. Resolves with
+// the pixels (still filling) once a header is in; testImages.complete resolves once every image
+// is, and rejects where the two files disagree.
 async function streamTestImages(response, first) {
   const size = limits.image_side ** 2;
   const early = first !== null && first.length >= limits.images_header;
@@ -1183,7 +1175,6 @@ async function streamTestImages(response, first) {
     if (!equalBytes(file.header, header)) throw new Error(`${FIRST_IMAGES_URL} and ${IMAGES_URL} have different headers: the site is built from two different files`);
     if (file.rest) add(file.rest);
     for (;;) {
-      if (testImages.rows >= limits.first_batch + limits.batch) await testImages.held?.promise;
       const { done, value } = await file.read();
       if (done) break;
       add(value);
@@ -1215,6 +1206,11 @@ async function openIdx(response, url) {
   return { header, rest, read };
 }
 
+// Whether `first`, the small file unzipped (or null), holds the IDX header and the whole first
+// batch.
+const holdsFirstBatch = (first) =>
+  first !== null && first.length >= limits.images_header + limits.first_batch * limits.image_side ** 2;
+
 // Whether two byte arrays hold the same bytes.
 const equalBytes = (a, b) => a.length === b.length && a.every((byte, i) => byte === b[i]);
 
@@ -1237,7 +1233,7 @@ async function main() {
   const firstImages = fetchUnzipped(FIRST_IMAGES_URL).catch(() => null);
   pool = new InferencePool(window.calibraWorkers, onBatch, onOwnLogits, async (message, model) => {
     // No frame will draw the first batch's logits: the rest of the test images come in anyway.
-    testImages.held?.release();
+    showFirstLogits();
     await articleParsed;
     showError(message);
     if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
@@ -1261,13 +1257,21 @@ async function main() {
   // Known before the first logits come, so that their frame draws the charts on screen.
   observeVisibility();
   pool.load(modelIndex());
-  // On a first visit the whole file of test images (4.1 MiB) is fetched once the shown
-  // network's weights are a round trip from in (or refused): on a slow link the two would share
-  // it, and the first chart needs all of the weights but only the first batch's images, which
-  // come with the small file. A revisit, with logits kept, has both in the browser's cache and
+  // On a first visit the whole file of test images (4.1 MiB) is fetched once the first batch's
+  // logits are on screen: the first chart needs all of the network's weights but only the first
+  // batch's images, which come with the small file, and on two cores the big file's download
+  // and unzipping competed with the first batch and its frame (twelve cold visits each,
+  // alternating: first chart painted at 509 against 585 ms; all images 1.62 against 1.64 s). On
+  // a slow link the file then follows the weights after the first batch's run and a round trip
+  // (at 5 Mbit/s its last image came about 0.2 s later, 9.7 s). Where the small file cannot
+  // serve, the whole one is fetched once the weights are a round trip from in (on a slow link
+  // the two would share it). A revisit, with logits kept, has both in the browser's cache and
   // fetches them at once.
   const wholeFile = (async () => {
-    if (!(await cacheHoldsAny)) await pool.weightsIn(modelIndex());
+    if (!(await cacheHoldsAny)) {
+      if (holdsFirstBatch(await firstImages)) await firstLogitsShown;
+      else await pool.weightsIn(modelIndex());
+    }
     return fetchOk(IMAGES_URL);
   })();
   images.test = await streamTestImages(wholeFile, await firstImages);

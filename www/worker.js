@@ -7,9 +7,10 @@
 //                   of image set `set` ("test", "mnist", "gaussian", "uniform", or a corrupted
 //                   copy of the test images such as "shift-rotation-3")
 //   worker -> page  {status: "fetched", model}          the weights' last bytes are about a round
-//                   trip away, or in (the page then fetches the test images, which would
-//                   share a slow link with them: asked for then, their first bytes follow the
-//                   weights' last)
+//                   trip away, or in (the page then says the network is in; where the first
+//                   batch's images have no file of their own, it fetches the test images,
+//                   which would share a slow link with the weights: asked for then, their first
+//                   bytes follow the weights' last)
 //   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
 //                   where the browser has no crypto.subtle; it may come after the model's first
