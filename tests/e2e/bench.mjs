@@ -177,7 +177,9 @@ async function firstChartVisit(site) {
   try {
     const page = await browser.context.newPage();
     await page.goto(site.url);
-    await page.waitForFunction(() => (window.calibra?.timings.firstChart ?? null) !== null, null, { timeout: 120_000 });
+    // Polled by a timer, as waitForInference polls: polled every animation frame (playwright's
+    // default), the check itself ran in each of the page's frames.
+    await page.waitForFunction(() => (window.calibra?.timings.firstChart ?? null) !== null, null, { timeout: 120_000, polling: 100 });
     return await page.evaluate(() => window.calibra.timings.firstChart);
   } finally {
     await browser.close();
