@@ -1047,23 +1047,30 @@ let progressShown = null;
 // row is written on the way to the first chart.
 let countFormat = null;
 const formatCount = (count) => countFormat.format(count);
+// A failure that stops every network's numbers (the test images, an inference worker), whichever
+// network is shown; one network's own failures are the pool's.
+let inferenceBroken = false;
 function showProgress(count) {
   const total = imageCount();
   const network = !pool.hasWeights(modelIndex());
-  const shown = `${modelIndex()} ${count} ${total} ${testImages.rows} ${network}`;
+  const failed = inferenceBroken || pool.failed.has(modelIndex());
+  const shown = `${modelIndex()} ${count} ${total} ${testImages.rows} ${network} ${failed}`;
   if (shown === progressShown) return;
   progressShown = shown;
   const done = count === total;
   // Screen readers hear when inference ends, not every batch.
   if (done && document.body.dataset.inference !== "done") $("status-announce").textContent = `All ${formatCount(total)} test images are classified.`;
   document.querySelector(".status").classList.toggle("done", done);
-  document.body.dataset.inference = done ? "done" : "running";
+  // Later batches and images do not make a failed page look as if it were still running.
+  document.body.dataset.inference = done ? "done" : failed ? "failed" : "running";
   $("progress").max = total;
   $("progress").value = count;
   const seconds = (performance.now() - started.get(modelIndex())) / 1000;
   const parts = network ? ["downloading the network"] : [];
   if (count > 0) parts.push(`${formatCount(count)} / ${formatCount(total)} images · ${formatCount(Math.round(count / seconds))} images/s`);
-  if (testImages.rows < total) parts.push(`${formatCount(testImages.rows)} / ${formatCount(total)} images downloaded`);
+  // After the images counted above, "downloaded" needs no noun (and the row keeps to one line on
+  // a desktop screen); after "downloading the network" alone, it does.
+  if (testImages.rows < total) parts.push(`${formatCount(testImages.rows)} / ${formatCount(total)} ${count > 0 ? "" : "images "}downloaded`);
   if (!done) $("progress-text").textContent = parts.join(" · ");
 }
 
@@ -1234,6 +1241,7 @@ async function main() {
   pool = new InferencePool(window.calibraWorkers, onBatch, onOwnLogits, async (message, model) => {
     // No frame will draw the first batch's logits: the rest of the test images come in anyway.
     showFirstLogits();
+    if (model === undefined) inferenceBroken = true;
     await articleParsed;
     showError(message);
     if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
@@ -1277,6 +1285,7 @@ async function main() {
   images.test = await streamTestImages(wholeFile, await firstImages);
   // Once all are in, a frame draws what waited for them (the shift lab's thumbnails).
   testImages.complete.then(scheduleRender, (error) => {
+    inferenceBroken = true;
     showError(error.message);
     document.body.dataset.inference = "failed";
   });

@@ -51,7 +51,7 @@ before(async () => {
       inference: document.body.dataset.inference,
     };
   });
-  await page.waitForFunction(() => window.calibra?.timings.firstChart !== null, null, { timeout: INFERENCE_TIMEOUT_MS });
+  await page.waitForFunction(() => (window.calibra?.timings.firstChart ?? null) !== null, null, { timeout: INFERENCE_TIMEOUT_MS });
   labWhileLoading = await labTop();
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
   labLoaded = await labTop();

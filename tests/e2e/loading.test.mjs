@@ -14,7 +14,7 @@ import { createServer } from "node:http";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { after, before, test } from "node:test";
 
-import { SITE_DIR, collectProblems, launchBrowser, serveDirectory, waitForInference } from "./helpers.mjs";
+import { SITE_DIR, collectProblems, launchBrowser, nextFrames, serveDirectory, waitForInference } from "./helpers.mjs";
 
 const INFERENCE_TIMEOUT_MS = 180_000;
 const WEIGHTS = "/assets/models/fmnist-ce.safetensors";
@@ -191,7 +191,7 @@ test("3. on a first visit, no test image past the first batch's is in before the
   }
 });
 
-test("4. a network that cannot be loaded still lets every test image in", { timeout: 400_000 }, async () => {
+test("4. a network that cannot be loaded still lets every test image in, and the page stays marked failed", { timeout: 400_000 }, async () => {
   const fresh = await launchBrowser();
   try {
     await fresh.context.route(`**${WEIGHTS}`, (route) => route.fulfill({ status: 200, contentType: "application/octet-stream", body: Buffer.from("not a network") }));
@@ -200,6 +200,10 @@ test("4. a network that cannot be loaded still lets every test image in", { time
     await visit.waitForFunction(() => !document.getElementById("error").hidden, null, { timeout: INFERENCE_TIMEOUT_MS });
     assert.match(await visit.textContent("#error"), /Inference failed/);
     await visit.waitForFunction(() => window.calibra.testImagesIn === 10_000, null, { timeout: 60_000 });
+    // The images that came in after the failure redrew the progress row; the page still says
+    // its inference failed.
+    await nextFrames(visit);
+    assert.equal(await visit.evaluate(() => document.body.dataset.inference), "failed");
   } finally {
     await fresh.close();
   }

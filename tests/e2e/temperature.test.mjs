@@ -476,7 +476,7 @@ test("6. a bad hash shows a readable error, falls back to defaults, and the page
 
     // Working: the first chart is drawn from the first batches (no need to wait for all 10,000),
     // the hash is rewritten to the valid state, and the slider still redraws.
-    await page.waitForFunction(() => window.calibra?.timings.firstChart !== null, null, { timeout: INFERENCE_TIMEOUT_MS });
+    await page.waitForFunction(() => (window.calibra?.timings.firstChart ?? null) !== null, null, { timeout: INFERENCE_TIMEOUT_MS });
     assert.deepEqual(temperatureParams(await hashParams(page)), { model: "ce", t: "1", bins: "15", binning: "width", split: "0" });
     const start = await readMetrics(page);
     assert.ok(Number.isFinite(start.ece) && Number.isFinite(start.accuracy), "the readouts are filled");
