@@ -61,12 +61,12 @@ const images = {};
 // all are (and rejects, with a message, on a broken file).
 const testImages = { rows: 0, complete: null };
 // Resolves once a frame with the shown network's logits is painted, or once inference has
-// failed: on a first visit the rest of the test images are fetched then (see main).
+// failed: on a first visit the rest of the test images are fetched then (see main). Its resolver
+// is dropped once a frame has asked for it, so that later frames do not ask again.
 let showFirstLogits = null;
 const firstLogitsShown = new Promise((resolve) => {
   showFirstLogits = resolve;
 });
-let firstLogitsDrawn = false;
 const loadingImages = {};
 let gallery = null;
 let pool = null;
@@ -288,9 +288,9 @@ function frame() {
   renderPending = false;
   if (!page) return;
   render();
-  if (!firstLogitsDrawn && arrived.has(modelIndex())) {
-    firstLogitsDrawn = true;
+  if (showFirstLogits && arrived.has(modelIndex())) {
     afterPaint(showFirstLogits);
+    showFirstLogits = null;
   }
 }
 
@@ -1240,7 +1240,7 @@ async function main() {
   const firstImages = fetchUnzipped(FIRST_IMAGES_URL).catch(() => null);
   pool = new InferencePool(window.calibraWorkers, onBatch, onOwnLogits, async (message, model) => {
     // No frame will draw the first batch's logits: the rest of the test images come in anyway.
-    showFirstLogits();
+    showFirstLogits?.();
     if (model === undefined) inferenceBroken = true;
     await articleParsed;
     showError(message);
