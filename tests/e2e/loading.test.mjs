@@ -124,6 +124,8 @@ test("1. a first visit asks for the first batch's images at once and for the res
   release(WEIGHTS);
   await askedFor(IMAGES);
   await page.waitForFunction(() => !document.getElementById("progress-text").textContent.includes("downloading the network"), null, { timeout: 30_000 });
+  // The first batch is drawn and the rest of the images are held: the row counts both.
+  assert.match(await page.textContent("#progress-text"), new RegExp(`^${first} / 10,000 images · [\\d,]+ images/s · ${first} / 10,000 downloaded$`));
   release(IMAGES);
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
   assert.ok(asked.indexOf(IMAGES) > asked.indexOf(WEIGHTS), asked.join(", "));
