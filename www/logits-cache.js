@@ -11,7 +11,7 @@
 
 const DATABASE = "calibra-logits";
 const STORE = "logits";
-const ENTRIES = 64;
+export const ENTRIES = 64;
 
 // Whether this browser can keep logits at all.
 export const available = typeof indexedDB === "object" && globalThis.crypto?.subtle !== undefined;

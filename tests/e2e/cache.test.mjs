@@ -2,7 +2,7 @@
 // says so; a network whose weights changed under the same address is inferred again, never
 // shown with the old logits; "Compute them again" infers anew; a first visit does not wait for
 // the database (a hint in localStorage says nothing was ever kept), and a hint whose database
-// is gone costs only the asking.
+// is gone costs only the asking; the cache holds at most ENTRIES sets of logits.
 //
 // One browser profile (so one IndexedDB) over a copy of the site whose weights the test swaps.
 import assert from "node:assert/strict";
@@ -127,6 +127,31 @@ test("4. with the database gone but the hint kept, a revisit infers again and ke
   assert.deepEqual(inferred.metrics, cached.metrics);
   const again = await visit();
   assert.equal(again.batches, 0, "kept again");
+});
+
+test("4a. the cache keeps at most ENTRIES sets of logits, dropping the oldest stored first", { timeout: 120_000 }, async () => {
+  // A fresh profile, and a page of the site's origin that runs no inference (its style sheet):
+  // only this test's entries are in the database.
+  const fresh = await launchBrowser();
+  try {
+    const sheet = await fresh.context.newPage();
+    await sheet.goto(new URL("style.css", site.url).href);
+    const { entries, stored, kept } = await sheet.evaluate(async (moduleUrl) => {
+      const cache = await import(moduleUrl);
+      const keys = Array.from({ length: cache.ENTRIES + 2 }, (_, i) => `bound-test:${String(i).padStart(3, "0")}`);
+      // One at a time: each entry is stored after the one before.
+      for (const [i, key] of keys.entries()) await cache.keep(key, new Float32Array([i, -i]));
+      const found = await Promise.all(keys.map((key) => cache.lookup(key)));
+      return { entries: cache.ENTRIES, stored: found.filter(Boolean).length, kept: found.map((entry) => entry && Array.from(entry.logits)) };
+    }, new URL("logits-cache.js", site.url).href);
+    assert.equal(entries, 64);
+    assert.equal(stored, entries, "as many entries as the bound");
+    assert.deepEqual(kept.slice(0, 2), [null, null], "the two oldest are dropped");
+    assert.deepEqual(kept[2], [2, -2]);
+    assert.deepEqual(kept.at(-1), [entries + 1, -(entries + 1)], "the newest is kept with its logits");
+  } finally {
+    await fresh.close();
+  }
 });
 
 test("5. no console errors, uncaught exceptions or failed requests", () => {
