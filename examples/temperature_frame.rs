@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use calibra::bootstrap::{self, Resamples};
 use calibra::calibration::{self, Binning, Logits};
+use calibra::calibration_null::{self, NullOutcomes, NULL_DRAWS};
 use calibra::data::Dataset;
 use calibra::data::NUM_CLASSES;
 use calibra::lab::{Lab, BOOTSTRAP, SMOOTH_CURVE_POINTS};
@@ -28,7 +29,6 @@ const TEST_IMAGES: &str = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 const TEST_LABELS: &str = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
 /// The page's defaults: 15 equal-width bins, split seed 0.
 const BINS: usize = 15;
-const NOISE_FLOOR_DRAWS: usize = 10;
 const RUNS: usize = 5;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -74,10 +74,10 @@ fn run() -> Result<()> {
     let (logits, labels) = (evaluation.logits.clone(), evaluation.labels.clone());
     let table = Logits::new(&logits, NUM_CLASSES)?;
 
-    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search and curve | band (100 resamples) | ECE noise floor |");
+    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search and curve | band (100 resamples) | test of calibration (null ECE) |");
     println!("| --- | --- | --- | --- | --- | --- |");
     let resamples = Resamples::draw(labels.len(), &BOOTSTRAP)?;
-    let outcomes = calibration::OutcomeDraws::draw(labels.len(), NOISE_FLOOR_DRAWS, 0);
+    let outcomes = NullOutcomes::draw(labels.len(), NULL_DRAWS, 0);
     for temperature in [0.05, 0.3, 1.0, fitted, 5.0, 20.0] {
         let view = best(|| lab.temperature_view(temperature, BINS, Binning::Width, true))?;
         let full =
@@ -91,7 +91,7 @@ fn run() -> Result<()> {
             })?,
             best(|| smooth_calibration::smooth_ece_and_reliability(f, y, points))?,
             best(|| bootstrap::smooth_reliability_band(f, y, bandwidth, points, &resamples))?,
-            best(|| calibration::ece_noise_floor(f, BINS, Binning::Width, &outcomes))?,
+            best(|| calibration_null::test_calibration(f, y, BINS, Binning::Width, &outcomes))?,
         ];
         let cells: Vec<String> = parts
             .iter()

@@ -748,85 +748,9 @@ pub fn reliability_bins(
     Ok(collector.into_bins())
 }
 
-/// The uniform draws behind [`ece_noise_floor`]: `draws` rounds of one `U[0, 1)` per row, in
-/// order from ChaCha8 seeded with `seed`. They depend only on the number of rows, so a page
-/// that shows the floor at every temperature draws them once per set of rows.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OutcomeDraws {
-    rows: usize,
-    /// Row-major `[draws, rows]`.
-    uniforms: Vec<f64>,
-}
-
-impl OutcomeDraws {
-    /// `draws` rounds of uniforms for `rows` rows.
-    pub fn draw(rows: usize, draws: usize, seed: u64) -> Self {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        Self {
-            rows,
-            uniforms: (0..rows * draws).map(|_| rng.random::<f64>()).collect(),
-        }
-    }
-}
-
-/// The binned ECE that a perfectly calibrated classifier with these confidences would show on
-/// this many examples: the mean, over the rounds of `outcomes`, of the ECE when each example is
-/// correct with probability equal to its confidence (correct when its uniform is below it).
-///
-/// Binned ECE is biased upward: with finite bins every `|acc_b − conf_b|` is positive under
-/// sampling noise, even when the model is calibrated (Kumar et al., "Verified Uncertainty
-/// Calibration", NeurIPS 2019; Roelofs et al., "Mitigating Bias in Calibration Error
-/// Estimation", AISTATS 2022). A measured ECE at or below this floor cannot be told from
-/// perfect calibration.
-///
-/// # Errors
-/// As [`reliability_bins`], and [`CalibrationError::ConfidenceCountMismatch`] when `outcomes`
-/// was drawn for another number of rows.
-pub fn ece_noise_floor(
-    confidence: &[f64],
-    num_bins: usize,
-    binning: Binning,
-    outcomes: &OutcomeDraws,
-) -> Result<f64, CalibrationError> {
-    if outcomes.rows != confidence.len() {
-        return Err(CalibrationError::ConfidenceCountMismatch {
-            confidences: confidence.len(),
-            outcomes: outcomes.rows,
-        });
-    }
-    // The bins hold the same rows in every round, so they are cut once (the outcomes all 0:
-    // only their accuracies change) and each round counts its correct rows per bin. The
-    // counts are whole numbers, so each round's bins are those `reliability_bins` gives.
-    let mut bins = reliability_bins(
-        confidence,
-        &vec![false; confidence.len()],
-        num_bins,
-        binning,
-    )?;
-    let bin_of_row = bin_of_each_row(confidence, num_bins, binning);
-    let mut correct_in_bin = vec![0_usize; num_bins];
-    let mut total = 0.0;
-    let rounds = outcomes.uniforms.chunks_exact(outcomes.rows.max(1));
-    let draws = rounds.len();
-    for round in rounds {
-        correct_in_bin.fill(0);
-        for ((&bin, &c), &u) in bin_of_row.iter().zip(confidence).zip(round) {
-            correct_in_bin[bin] += usize::from(u < c);
-        }
-        for (bin, &correct) in bins.iter_mut().zip(&correct_in_bin) {
-            if bin.count > 0 {
-                bin.accuracy = correct as f64 / bin.count as f64;
-            }
-        }
-        total += expected_calibration_error(&bins);
-    }
-    Ok(total / draws.max(1) as f64)
-}
-
 /// The bin each row falls in, as [`BinCollector`] cuts them: equal-width by the confidence,
 /// equal-mass by the rank in the same sort (the same comparisons, so the same order of ties).
-fn bin_of_each_row(confidence: &[f64], num_bins: usize, binning: Binning) -> Vec<usize> {
+pub(crate) fn bin_of_each_row(confidence: &[f64], num_bins: usize, binning: Binning) -> Vec<usize> {
     match binning {
         Binning::Width => confidence
             .iter()

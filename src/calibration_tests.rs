@@ -20,67 +20,6 @@ const FINITE_DIFFERENCE_STEP: f64 = 1e-5;
 /// Relative tolerance of analytic derivatives against central differences.
 const DERIVATIVE_TOLERANCE: f64 = 1e-6;
 
-#[test]
-fn ece_noise_floor_of_two_fair_coins_is_a_quarter() {
-    // One bin, two examples of confidence 0.5: accuracy is 0, 0.5 or 1 with probabilities
-    // 1/4, 1/2, 1/4, so E|acc − 0.5| = 1/4·0.5 + 1/2·0 + 1/4·0.5 = 0.25. The mean of 4,000
-    // draws has a standard error of 0.25/sqrt(4000) ≈ 0.004.
-    let floor = ece_noise_floor(
-        &[0.5, 0.5],
-        1,
-        Binning::Width,
-        &OutcomeDraws::draw(2, 4000, 1),
-    )
-    .unwrap();
-    assert_close(floor, 0.25, 0.016);
-}
-
-#[test]
-fn ece_noise_floor_follows_the_half_normal_law() {
-    // One bin of n examples at confidence p: acc − p is about N(0, p(1 − p)/n), so the
-    // expected |acc − p| is sqrt(2p(1 − p)/(πn)) = 0.002394 for p = 0.9, n = 10,000. The
-    // mean of 200 draws has a standard error of about 0.0018/sqrt(200) ≈ 0.00013.
-    let expected = (2.0 * 0.9 * 0.1 / (std::f64::consts::PI * 10_000.0)).sqrt();
-    let floor = ece_noise_floor(
-        &vec![0.9; 10_000],
-        1,
-        Binning::Width,
-        &OutcomeDraws::draw(10_000, 200, 7),
-    )
-    .unwrap();
-    assert_close(floor, expected, 0.0005);
-    // More bins cannot lower it: each bin adds its own positive noise.
-    let spread: Vec<f64> = (0..10_000)
-        .map(|i| 0.5 + 0.5 * i as f64 / 10_000.0)
-        .collect();
-    let one = ece_noise_floor(
-        &spread,
-        1,
-        Binning::Width,
-        &OutcomeDraws::draw(spread.len(), 50, 7),
-    )
-    .unwrap();
-    let fifteen = ece_noise_floor(
-        &spread,
-        15,
-        Binning::Width,
-        &OutcomeDraws::draw(spread.len(), 50, 7),
-    )
-    .unwrap();
-    assert!(fifteen > 2.0 * one, "15 bins {fifteen} vs 1 bin {one}");
-}
-
-#[test]
-fn ece_noise_floor_refuses_draws_for_other_rows() {
-    assert_eq!(
-        ece_noise_floor(&[0.5; 3], 1, Binning::Width, &OutcomeDraws::draw(2, 10, 1)),
-        Err(CalibrationError::ConfidenceCountMismatch {
-            confidences: 3,
-            outcomes: 2
-        })
-    );
-}
-
 fn assert_close(actual: f64, expected: f64, tolerance: f64) {
     assert!(
         (actual - expected).abs() <= tolerance,
@@ -578,30 +517,6 @@ fn logits_and_labels() -> impl Strategy<Value = (usize, Vec<f32>, Vec<u32>)> {
 }
 
 proptest! {
-    /// The floor cuts the bins once and counts each round's correct rows in them; it must give
-    /// the same bits as the definition: each round's outcomes binned afresh. Confidences from
-    /// a few values make ties, which equal-mass bins split by the sort's order.
-    #[test]
-    fn ece_noise_floor_equals_binning_each_round_afresh(
-        confidence in prop::collection::vec(
-            prop_oneof![prop::sample::select(vec![0.0, 0.2, 0.5, 0.500_000_1, 0.93, 1.0]), 0.0..=1.0_f64],
-            1..300,
-        ),
-        num_bins in 1_usize..25,
-        mass in any::<bool>(),
-        seed in any::<u64>(),
-    ) {
-        let binning = if mass { Binning::Mass } else { Binning::Width };
-        let outcomes = OutcomeDraws::draw(confidence.len(), 7, seed);
-        let rounds = outcomes.uniforms.chunks_exact(confidence.len());
-        let afresh = rounds.map(|round| {
-            let correct: Vec<bool> = confidence.iter().zip(round).map(|(&c, &u)| u < c).collect();
-            expected_calibration_error(&reliability_bins(&confidence, &correct, num_bins, binning).unwrap())
-        }).sum::<f64>() / 7.0;
-        let floor = ece_noise_floor(&confidence, num_bins, binning, &outcomes).unwrap();
-        prop_assert_eq!(floor.to_bits(), afresh.to_bits(), "{} vs {}", floor, afresh);
-    }
-
     #[test]
     fn accuracy_does_not_depend_on_temperature(
         (num_classes, values, labels) in logits_and_labels(),

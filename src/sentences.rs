@@ -7,6 +7,9 @@
 //! verdicts use (the spread of one split's coverage, the binned-ECE noise floor) are defined in
 //! `docs/definitions.md`.
 
+use crate::calibration_null::{
+    CalibrationTest, ConfidenceVerdict, GAP_STANDARD_ERRORS, NULL_DRAWS,
+};
 use crate::page::grouped;
 use crate::recalibration::VectorScaling;
 
@@ -19,45 +22,88 @@ pub fn percent(value: f64, decimals: usize) -> String {
 /// than chance (about 3 in 1,000 for a normal law).
 pub const CHANCE_DEVIATIONS: f64 = 3.0;
 
+/// The confidence verdict's error rates, as measured by the seeded Monte Carlo tests of
+/// `calibration_null_tests.rs` (release run): on calibrated synthetic networks (three confidence
+/// profiles, 1,000 to 10,000 rows) how many were given a direction, and on networks whose true
+/// temperature is 1.3 (5,000 rows) how many were called overconfident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerdictRates {
+    /// Calibrated networks called over- or underconfident.
+    pub false_alarms: usize,
+    /// Calibrated networks called miscalibrated with no direction.
+    pub no_direction: usize,
+    pub calibrated_sets: usize,
+    pub detections: usize,
+    pub overconfident_sets: usize,
+}
+
+/// The rates the page and `docs/definitions.md` state; the tests fail if a change moves them.
+pub const VERDICT_RATES: VerdictRates = VerdictRates {
+    false_alarms: 0,
+    no_direction: 5,
+    calibrated_sets: 240,
+    detections: 201,
+    overconfident_sets: 201,
+};
+
+/// The line under the verdict that says how often it errs.
+pub fn verdict_rates_line() -> String {
+    let r = VERDICT_RATES;
+    format!(
+        "How far to trust this verdict: it names a direction only when the ECE is beyond what \
+         95% of {} simulated perfectly calibrated networks with these confidences reach and the \
+         mean gap is beyond {GAP_STANDARD_ERRORS:.0} standard errors. In seeded simulations it \
+         called {} of {} calibrated synthetic networks over- or underconfident ({} more \
+         miscalibrated with no direction), and found {} of {} networks whose true temperature \
+         is 1.3 (5,000 images) overconfident.",
+        NULL_DRAWS,
+        r.false_alarms,
+        r.calibrated_sets,
+        r.no_direction,
+        r.detections,
+        r.overconfident_sets,
+    )
+}
+
 /// What the network's confidence says at the slider's temperature: mean confidence against
-/// accuracy, with the gap judged against the ECE a perfectly calibrated network with the same
-/// confidences would show (`ece_floor`), below which binned ECE cannot tell a gap from noise.
-pub fn confidence_verdict(
-    temperature: f64,
-    accuracy: f64,
-    mean_confidence: f64,
-    ece: f64,
-    ece_floor: f64,
-) -> String {
-    let gap = mean_confidence - accuracy;
+/// accuracy, and the test of calibration's verdict (`calibration_null`), with the numbers it
+/// rests on.
+pub fn confidence_verdict(temperature: f64, accuracy: f64, test: &CalibrationTest) -> String {
+    let mean_confidence = accuracy + test.mean_gap;
     let state = format!(
         "At T = {temperature:.3} the network is right on {} of the evaluation images and its \
          mean confidence is {}",
         percent(accuracy, 1),
         percent(mean_confidence, 1)
     );
-    if ece <= ece_floor {
-        format!(
-            "{state}. Its ECE, {:.4}, is at or below {:.4}, the ECE a perfectly calibrated \
-             network with these confidences would show on this many images: binned ECE cannot \
-             tell what is left from noise.",
-            ece, ece_floor
-        )
-    } else if gap > 0.0 {
-        format!(
-            "{state}: overconfident, surer than it is right by {:.1} points.",
-            100.0 * gap
-        )
-    } else if gap < 0.0 {
-        format!(
-            "{state}: underconfident, less sure than it is right by {:.1} points.",
-            -100.0 * gap
-        )
-    } else {
-        format!(
-            "{state}: equal on average, yet the ECE of {ece:.4} shows gaps inside the bins that \
-             cancel in the mean."
-        )
+    let margin = 100.0 * GAP_STANDARD_ERRORS * test.gap_standard_error;
+    let beyond = format!(
+        "its ECE, {:.4}, is beyond {:.4}, which 95% of perfectly calibrated networks with these \
+         confidences stay under on this many images",
+        test.ece, test.null_ece_limit
+    );
+    match test.verdict() {
+        ConfidenceVerdict::CannotTell => format!(
+            "{state}. Its ECE, {:.4}, is within what chance gives a perfectly calibrated network \
+             with these confidences on this many images (95% of them stay under {:.4}): these \
+             images cannot tell it from a calibrated network.",
+            test.ece, test.null_ece_limit
+        ),
+        ConfidenceVerdict::Overconfident => format!(
+            "{state}: overconfident, surer than it is right by {:.1} points (± {margin:.1}); \
+             {beyond}.",
+            100.0 * test.mean_gap
+        ),
+        ConfidenceVerdict::Underconfident => format!(
+            "{state}: underconfident, less sure than it is right by {:.1} points (± \
+             {margin:.1}); {beyond}.",
+            -100.0 * test.mean_gap
+        ),
+        ConfidenceVerdict::NoDirection => format!(
+            "{state}: miscalibrated, since {beyond}, but in no one direction: the mean gap, \
+             {:.1} points, is within ± {margin:.1} of zero, so the bins' gaps point both ways.",
+            100.0 * test.mean_gap
+        ),
     }
 }
 

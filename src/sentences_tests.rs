@@ -8,36 +8,56 @@ fn percent_rounds_to_the_asked_decimals() {
     assert_eq!(percent(0.9, 0), "90%");
 }
 
-#[test]
-fn overconfident_network_is_called_overconfident_with_its_gap() {
-    let text = confidence_verdict(1.0, 0.912, 0.961, 0.043, 0.008);
-    assert!(text.contains("T = 1.000"), "{text}");
-    assert!(text.contains("91.2%") && text.contains("96.1%"), "{text}");
-    assert!(
-        text.contains("overconfident") && text.contains("4.9 points"),
-        "{text}"
-    );
+/// A test result with the given p-value and mean gap (standard error 0.4 points).
+fn tested(p_value: f64, mean_gap: f64) -> CalibrationTest {
+    CalibrationTest {
+        ece: 0.043,
+        null_ece_mean: 0.006,
+        null_ece_limit: 0.0104,
+        p_value,
+        mean_gap,
+        gap_standard_error: 0.004,
+    }
 }
 
 #[test]
-fn underconfident_network_is_called_underconfident() {
-    // The LogitNorm network at T = 1: 19% mean confidence at 91% accuracy.
-    let text = confidence_verdict(1.0, 0.91, 0.19, 0.72, 0.008);
+fn each_verdict_says_its_direction_with_the_numbers_it_rests_on() {
+    let over = confidence_verdict(1.0, 0.912, &tested(1.0 / 201.0, 0.049));
+    assert!(over.contains("T = 1.000") && over.contains("91.2%") && over.contains("96.1%"));
     assert!(
-        text.contains("underconfident") && text.contains("72.0 points"),
-        "{text}"
+        over.contains("overconfident") && over.contains("4.9 points (± 0.8)"),
+        "{over}"
     );
-    assert!(!text.contains("overconfident"), "{text}");
+    assert!(over.contains("0.0430") && over.contains("0.0104"), "{over}");
+    let under = confidence_verdict(1.0, 0.91, &tested(1.0 / 201.0, -0.72));
+    assert!(
+        under.contains("underconfident") && under.contains("72.0 points"),
+        "{under}"
+    );
+    assert!(!under.contains("overconfident"), "{under}");
+    let neither = confidence_verdict(1.0, 0.91, &tested(1.0 / 201.0, 0.005));
+    assert!(
+        neither.contains("miscalibrated") && neither.contains("no one direction"),
+        "{neither}"
+    );
+    assert!(!neither.contains("overconfident") && !neither.contains("underconfident"));
+    let noise = confidence_verdict(1.759, 0.912, &tested(0.3, 0.02));
+    assert!(noise.contains("cannot tell"), "{noise}");
+    assert!(!noise.contains("overconfident") && !noise.contains("underconfident"));
 }
 
 #[test]
-fn gap_below_the_noise_floor_is_not_called_a_gap() {
-    let text = confidence_verdict(1.759, 0.912, 0.915, 0.007, 0.008);
-    assert!(text.contains("cannot tell"), "{text}");
-    assert!(
-        !text.contains("overconfident") && !text.contains("underconfident"),
-        "{text}"
-    );
+fn the_rates_line_states_the_measured_counts() {
+    let line = verdict_rates_line();
+    let r = VERDICT_RATES;
+    assert!(line.contains(&format!(
+        "{} of {} calibrated",
+        r.false_alarms, r.calibrated_sets
+    )));
+    assert!(line.contains(&format!(
+        "{} of {} networks",
+        r.detections, r.overconfident_sets
+    )));
 }
 
 #[test]

@@ -12,7 +12,8 @@
 //! a slider move costs one pass over the evaluation rows per chart.
 
 use crate::bootstrap::{MetricIntervals, Resamples};
-use crate::calibration::{self, Binning, CalibrationError, Logits, OutcomeDraws, TemperatureFit};
+use crate::calibration::{self, Binning, CalibrationError, Logits, TemperatureFit};
+use crate::calibration_null::NullOutcomes;
 pub use crate::conformal::ScoreKind;
 use crate::conformal::{self, ConformalError, Score};
 use crate::data;
@@ -126,8 +127,9 @@ struct Cache {
     /// The evaluation rows each resample of the smooth diagram's band draws (independent of
     /// T, so drawn once per split).
     band_resamples: Option<Resamples>,
-    /// The uniform draws behind the ECE noise floor of the evaluation rows (independent of T).
-    noise_floor_draws: Option<OutcomeDraws>,
+    /// The uniforms of the null law behind the confidence verdict, for the evaluation rows
+    /// (independent of T, so drawn once per split).
+    null_outcomes: Option<NullOutcomes>,
     /// Bootstrap intervals a worker computed for this network and split.
     intervals: Answers<IntervalRequest, MetricIntervals>,
     /// Temperature scaling's rivals a worker computed for this network and split.
@@ -376,7 +378,7 @@ impl Lab {
                 reports: None,
                 smooth_fixed: None,
                 band_resamples: None,
-                noise_floor_draws: None,
+                null_outcomes: None,
                 intervals: Answers::default(),
                 rivals: Answers::default(),
                 probabilities: None,

@@ -7,13 +7,11 @@ use super::intervals::{IntervalRequest, BOOTSTRAP};
 use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
 use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
-use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits, OutcomeDraws};
+use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
+use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
 
-/// Resampled outcomes behind the ECE noise floor: enough for a mean within about ±0.0006 at
-/// 5,000 images, few enough for a slider frame.
-const NOISE_FLOOR_DRAWS: usize = 10;
 /// Points the smooth reliability curve is drawn through: finer than a chart's pixels need at
 /// the bandwidths the search finds on thousands of images.
 pub const SMOOTH_CURVE_POINTS: usize = 201;
@@ -35,9 +33,10 @@ pub struct TemperatureView {
     /// reliability diagram's equal-width bins.
     pub confidence_counts: Vec<usize>,
     pub mean_confidence: f64,
-    /// ECE a perfectly calibrated network with these confidences would show on these images.
-    pub ece_floor: f64,
-    /// What mean confidence, accuracy and ECE say together, in words.
+    /// The test of calibration at the slider's T: the ECE against the law of a perfectly
+    /// calibrated network with these confidences on these images, and the mean gap.
+    pub calibration_test: CalibrationTest,
+    /// The test's verdict on the confidence, in words.
     pub verdict: String,
     /// Reliability bins of each class (binned on p_k) at the slider's T.
     pub classwise_bins: Vec<Vec<Bin>>,
@@ -151,16 +150,12 @@ impl Lab {
             bootstrap::smooth_diagram(&confidences, &correct, SMOOTH_CURVE_POINTS, resamples)?;
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
         let outcomes = cache
-            .noise_floor_draws
-            .get_or_insert_with(|| OutcomeDraws::draw(labels.len(), NOISE_FLOOR_DRAWS, seed));
-        let ece_floor = calibration::ece_noise_floor(&confidences, bins, binning, outcomes)?;
-        let verdict = sentences::confidence_verdict(
-            temperature,
-            at_temperature.accuracy,
-            mean_confidence,
-            at_temperature.ece,
-            ece_floor,
-        );
+            .null_outcomes
+            .get_or_insert_with(|| NullOutcomes::draw(labels.len(), NULL_DRAWS, seed));
+        let calibration_test =
+            calibration_null::test_calibration(&confidences, &correct, bins, binning, outcomes)?;
+        let verdict =
+            sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
         let mut view = TemperatureView {
             temperature,
             fitted_temperature: cache.fit.temperature,
@@ -169,7 +164,7 @@ impl Lab {
             n_evaluation: labels.len(),
             confidence_counts: calibration::histogram_counts(&confidences, bins)?,
             mean_confidence,
-            ece_floor,
+            calibration_test,
             verdict,
             classwise_bins,
             at_one,

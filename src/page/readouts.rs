@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::state::{serde_name, temperature_fraction, Network, PageState, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::calibration_null::GAP_STANDARD_ERRORS;
 use crate::lab::{
     ConformalView, CoverageExperiment, GalleryItem, RivalsView, ScoreKind, TemperatureView,
     SWEEP_STEP, SWEEP_STEPS,
@@ -533,8 +534,27 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
         ),
         metric(
             "ece_floor",
-            view.ece_floor,
-            format!("{:.4}", view.ece_floor),
+            view.calibration_test.null_ece_mean,
+            format!("{:.4}", view.calibration_test.null_ece_mean),
+        ),
+        metric(
+            "ece_null_limit",
+            view.calibration_test.null_ece_limit,
+            format!("{:.4}", view.calibration_test.null_ece_limit),
+        ),
+        metric(
+            "ece_p_value",
+            view.calibration_test.p_value,
+            format!("{:.3}", view.calibration_test.p_value),
+        ),
+        metric(
+            "mean_gap",
+            view.calibration_test.mean_gap,
+            format!(
+                "{:+.1} ± {:.1} points",
+                100.0 * view.calibration_test.mean_gap,
+                100.0 * GAP_STANDARD_ERRORS * view.calibration_test.gap_standard_error
+            ),
         ),
         metric(
             "smece_bandwidth",
@@ -542,6 +562,7 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             format!("{:.4}", view.smooth.ece.bandwidth),
         ),
         text("confidence-verdict", view.verdict.clone()),
+        text("verdict-rates", sentences::verdict_rates_line()),
         metric("fitted_temperature", fitted, format!("{fitted:.3}{bound}")),
         Patch::Disabled {
             id: "fit",

@@ -77,17 +77,13 @@ after(async () => {
   await site?.close();
 });
 
-// The confidence verdict says over-/underconfident exactly when the readouts do, or that the
-// ECE is at the noise floor; its numbers are the readouts'.
+// The confidence verdict states the readouts' numbers and contradicts none of them: a direction
+// only on the side of the mean gap. Whether the verdict is right is tested natively on networks
+// whose truth is known (calibration_null_tests.rs) and below on calibrated synthetic logits.
 function checkConfidenceVerdict(verdict, m, where) {
   assert.ok(verdict.includes(pct(m.accuracy, 1)) && verdict.includes(pct(m.mean_confidence, 1)), `${where}: ${verdict}`);
-  if (m.ece <= m.ece_floor) {
-    assert.match(verdict, /cannot tell/, where);
-  } else if (m.mean_confidence > m.accuracy) {
-    assert.match(verdict, /overconfident/, where);
-  } else {
-    assert.match(verdict, /underconfident|cancel/, where);
-  }
+  assert.ok(verdict.includes(m.ece.toFixed(4)) && verdict.includes(m.ece_null_limit.toFixed(4)), `${where}: ${verdict}`);
+  assert.match(verdict, /overconfident|underconfident|cannot tell|no one direction/, where);
   assert.ok(!(verdict.includes("overconfident") && m.mean_confidence <= m.accuracy), where);
   assert.ok(!(verdict.includes("underconfident") && m.mean_confidence >= m.accuracy), where);
 }
