@@ -108,6 +108,32 @@ export function showError(message) {
   box.textContent = message;
 }
 
+// Shows a control's refusal right after the control (its own alert, created the first time), so
+// the reader sees it where they acted; the next valid change of that control clears it.
+export function showControlError(control, message) {
+  let box = document.getElementById(`${control.id}-error`);
+  if (!box) {
+    box = document.createElement("p");
+    box.id = `${control.id}-error`;
+    box.className = "error control-error";
+    box.setAttribute("role", "alert");
+    control.after(box);
+    const described = control.getAttribute("aria-describedby");
+    control.setAttribute("aria-describedby", described ? `${described} ${box.id}` : box.id);
+  }
+  box.hidden = false;
+  box.textContent = message;
+}
+
+// Hides a control's refusal, if it shows one.
+export function clearControlError(control) {
+  const box = document.getElementById(`${control.id}-error`);
+  if (box) {
+    box.hidden = true;
+    box.textContent = "";
+  }
+}
+
 // Hides the message box (a new, valid view replaces whatever went wrong before).
 export function clearError() {
   const box = $("error");

@@ -3,7 +3,7 @@
 // validation (limits(), read_hash, Page.control), every number and every sentence; this file
 // only wires events, workers and the DOM.
 import init, { Page, idx_image_count, limits as readLimits, noise_pixels, parse_labels, parse_mnist, read_hash, shifted_pixels, shifted_rows, view_hash } from "./pkg/calibra.js";
-import { $, applyPatches, clearError, showError } from "./dom.js";
+import { $, applyPatches, clearControlError, clearError, showControlError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
 import { addFigureMenus, download } from "./figure-menu.js";
 import { Gallery, showOodGalleries, thumbnail } from "./gallery.js";
@@ -481,22 +481,23 @@ function trackSliderBars() {
 // Gives each control its range from Rust's fields, and wires it: a move goes through Rust,
 // which validates it and returns the next state.
 function wireControls() {
+  for (const slider of limits.sliders) {
+    const element = $(slider.control);
+    element.min = String(slider.min);
+    element.max = String(slider.max);
+    element.step = String(slider.step);
+  }
   for (const field of limits.fields) {
     if (!field.control) continue;
     const element = $(field.control);
-    if (field.kind === "number") {
-      const log = field.slider.scale === "log";
-      element.min = String(log ? 0 : field.min);
-      element.max = String(log ? field.slider.positions : field.max);
-      element.step = String(log ? 1 : field.slider.step);
-    }
     const event = element.type === "range" ? "input" : "change";
     element.addEventListener(event, () => {
       const value = element.type === "checkbox" ? String(element.checked) : element.value;
       try {
         apply(page.control(state, field.control, value));
+        clearControlError(element);
       } catch (error) {
-        showError(error.message);
+        showControlError(element, error.message);
       }
     });
   }

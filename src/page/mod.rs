@@ -34,7 +34,7 @@ pub use readouts::{
 pub use shift::{ShiftJob, ShiftThumbnails};
 pub use state::{
     serde_name, Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange,
-    PageState, Rejected, Slider, FIELDS, MODELS,
+    PageState, Rejected, Slider, SliderRange, FIELDS, MODELS,
 };
 
 /// Images per inference batch: small enough for progress to move every few hundred
@@ -97,6 +97,8 @@ pub struct Limits {
     pub models: &'static [ModelInfo],
     /// The τ slider's values, in order.
     pub tau_steps: Vec<String>,
+    /// Every slider's range (each field a slider sets, by [`Field::slider_range`]).
+    pub sliders: Vec<SliderRange>,
     /// The lab's index of each `model` value (`{"ce": 0, "logitnorm": 1}`).
     pub model_index: std::collections::BTreeMap<String, usize>,
     pub defaults: PageState,
@@ -127,6 +129,7 @@ pub fn limits() -> Limits {
         fields: &FIELDS,
         models: &MODELS,
         tau_steps: Network::trained().into_iter().map(Network::name).collect(),
+        sliders: FIELDS.iter().filter_map(Field::slider_range).collect(),
         model_index: [ModelKey::Ce, ModelKey::Logitnorm]
             .into_iter()
             .map(|key| (serde_name(key), key.index()))

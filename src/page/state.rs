@@ -295,6 +295,16 @@ pub enum FieldKind {
     Number(NumberRange),
 }
 
+/// A slider's range, as its element's `min`, `max` and `step` attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SliderRange {
+    /// The id of the slider's element.
+    pub control: &'static str,
+    pub min: f64,
+    pub max: f64,
+    pub step: f64,
+}
+
 /// One field of [`PageState`]: its hash key, the id of the control that sets it, and its kind.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Field {
@@ -472,9 +482,10 @@ pub struct Rejected {
     pub reason: String,
 }
 
-/// The presets the text's buttons show: a few fields set at once.
-/// The "Try this" buttons and the links in the text: each sets the entries it names and keeps
-/// the rest of the state. (The fitted temperature is the `fit` action, not a preset.)
+/// The "Try this" buttons and the links in the text: each shows the state its line describes,
+/// the entries it names on the defaults, so that no earlier choice (α, Mondrian, bins) makes the
+/// line describe a state that is not shown; only the split and the view (embed, presentation)
+/// are kept. (The fitted temperature is the `fit` action, not a preset.)
 const PRESETS: [(&str, &[(&str, &str)]); 6] = [
     ("overconfident", &[("model", "ce"), ("t", "1")]),
     ("too_cold", &[("model", "ce"), ("t", "0.3")]),
@@ -547,7 +558,8 @@ impl PageState {
     }
 
     /// The state after the control `control` (an element id) took the value `raw`: a slider's
-    /// position, a select's value, or `"true"`/`"false"` for a checkbox.
+    /// position, a select's value, or `"true"`/`"false"` for a checkbox. Another network puts
+    /// T back at 1.
     ///
     /// # Errors
     /// [`Rejected`] for an unknown control or a value it cannot take; the state is unchanged.
@@ -561,7 +573,13 @@ impl PageState {
                 value: raw.to_string(),
                 reason: "is not a control of this page".to_string(),
             })?;
-        self.with(field, field.parse_control(raw), raw)
+        let next = self.with(field, field.parse_control(raw), raw)?;
+        // Switching the network shows it as trained: T back at 1, never a T fitted to the
+        // other network (the page states this rule beside the choice).
+        if next.model != self.model {
+            return Ok(Self { t: 1.0, ..next });
+        }
+        Ok(next)
     }
 
     /// The state with field `key` set to `value` (as a hash writes it).
@@ -595,9 +613,15 @@ impl PageState {
                 value: name.to_string(),
                 reason: "is not a preset of this page".to_string(),
             })?;
+        let start = Self {
+            split: self.split,
+            embed: self.embed,
+            present: self.present,
+            ..Self::default()
+        };
         entries
             .iter()
-            .try_fold(self.clone(), |state, (key, value)| state.set(key, value))
+            .try_fold(start, |state, (key, value)| state.set(key, value))
     }
 
     /// The state after a button or key: `fit` (T fitted on the calibration half, once known),
@@ -731,6 +755,40 @@ impl Field {
             FieldKind::Steps => Network::trained().into_iter().map(Network::name).collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// The range of the slider that sets this field (`<input type="range">`'s min, max and
+    /// step), or `None` for a field no slider sets. Every position in it is one the control
+    /// accepts ([`PageState::control`]), and no other: the page takes its sliders' ranges
+    /// from here, so a pointer, a touch or a key (Home, End, Page Up and Down) can reach
+    /// every value and none past them.
+    pub fn slider_range(&self) -> Option<SliderRange> {
+        let control = self.control?;
+        let (min, max, step) = match self.kind {
+            FieldKind::Steps => (0.0, (self.steps().len() - 1) as f64, 1.0),
+            FieldKind::Number(NumberRange {
+                slider: Slider::Log { positions },
+                ..
+            }) => (0.0, f64::from(positions), 1.0),
+            FieldKind::Number(NumberRange {
+                min,
+                max,
+                slider: Slider::Linear { step },
+                ..
+            }) => (min, max, step),
+            FieldKind::Number(NumberRange {
+                slider: Slider::None,
+                ..
+            })
+            | FieldKind::Choice
+            | FieldKind::Flag => return None,
+        };
+        Some(SliderRange {
+            control,
+            min,
+            max,
+            step,
+        })
     }
 
     /// A control's value: a slider position, a select's value or a checkbox's state.

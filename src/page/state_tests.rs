@@ -170,54 +170,72 @@ fn buttons_and_presets() {
         .unwrap_err()
         .to_string()
         .contains("once inference has reached both halves"));
-    let cold = state.act("aps_raw_cold", None).unwrap();
+    // A preset shows the state its line describes: its entries on the defaults, whatever was
+    // chosen before (α, Mondrian, the score), keeping only the split and the view.
+    let chosen = PageState {
+        alpha: 0.3,
+        mondrian: true,
+        bins: 7,
+        embed: Embed::Figure(FIGURES[0].id),
+        ..state.clone()
+    };
+    let on_defaults = |entries: PageState| PageState {
+        split: chosen.split,
+        embed: chosen.embed,
+        ..entries
+    };
     assert_eq!(
-        cold,
-        PageState {
+        chosen.act("aps_raw_cold", None).unwrap(),
+        on_defaults(PageState {
             model: ModelKey::Ce,
             score: ScoreKind::Aps,
             randomized: false,
             t: 0.3,
-            ..state.clone()
-        }
+            ..PageState::default()
+        })
     );
-    assert_eq!(state.act("aps_raw_t1", None).unwrap().t, 1.0);
-    // The "Try this" presets set what they name and keep the rest.
-    let cross_entropy_at = |t: f64| PageState {
-        model: ModelKey::Ce,
-        t,
-        ..state.clone()
-    };
+    assert_eq!(chosen.act("aps_raw_t1", None).unwrap().t, 1.0);
+    for (preset, t) in [("overconfident", 1.0), ("too_cold", 0.3)] {
+        assert_eq!(
+            chosen.act(preset, None).unwrap(),
+            on_defaults(PageState {
+                model: ModelKey::Ce,
+                t,
+                ..PageState::default()
+            })
+        );
+    }
     assert_eq!(
-        state.act("overconfident", None).unwrap(),
-        cross_entropy_at(1.0)
-    );
-    assert_eq!(state.act("too_cold", None).unwrap(), cross_entropy_at(0.3));
-    let cross_entropy = PageState {
-        model: ModelKey::Ce,
-        ..state.clone()
-    };
-    assert_eq!(
-        cross_entropy.act("logitnorm_raw", None).unwrap(),
-        PageState {
+        chosen.act("logitnorm_raw", None).unwrap(),
+        on_defaults(PageState {
             model: ModelKey::Logitnorm,
             t: 1.0,
-            ..cross_entropy.clone()
-        }
+            ..PageState::default()
+        })
     );
     assert_eq!(
-        state.act("mondrian", None).unwrap(),
-        PageState {
+        chosen.act("mondrian", None).unwrap(),
+        on_defaults(PageState {
             score: ScoreKind::Aps,
             randomized: true,
             mondrian: true,
-            ..state.clone()
-        }
+            ..PageState::default()
+        })
     );
-    assert_eq!(
-        state.act("launch", None).unwrap_err().to_string(),
-        "action \"launch\" is not a button of this page"
-    );
+}
+
+#[test]
+fn switching_the_network_puts_t_back_at_one() {
+    let fitted = PageState {
+        model: ModelKey::Logitnorm,
+        t: 0.070,
+        ..PageState::default()
+    };
+    let back = fitted.set_control("model", "ce").unwrap();
+    assert_eq!((back.model, back.t), (ModelKey::Ce, 1.0));
+    // The same network again changes nothing; a link keeps its T.
+    assert_eq!(fitted.set_control("model", "logitnorm").unwrap(), fitted);
+    assert_eq!(PageState::from_hash("model=ce&t=0.07").0.t, 0.07);
 }
 
 #[test]
@@ -379,4 +397,44 @@ fn inversion_is_on_or_off_and_a_corruption_change_keeps_a_severity_it_has() {
              `rotation`, `blur`, `noise`, `contrast`, `translation`, `inversion`",
         ]
     );
+}
+
+/// Every slider's range, as the page gives it to its element, holds exactly the positions its
+/// control accepts: each step from min to max sets the state, and one step past either end is
+/// refused. (The τ slider once had no range: the browser's 0 to 100 let a click, End or Page Up
+/// ask for positions past the seven networks.)
+#[test]
+fn every_slider_range_holds_exactly_the_positions_its_control_accepts() {
+    let ranges: Vec<SliderRange> = FIELDS.iter().filter_map(Field::slider_range).collect();
+    for control in ["temperature", "tau", "alpha", "bins", "severity"] {
+        assert!(
+            ranges.iter().any(|range| range.control == control),
+            "{control} has no slider range"
+        );
+    }
+    for range in ranges {
+        // The browser writes a position as min + i·step in the step's decimals.
+        let decimals = (-range.step.log10()).ceil().max(0.0) as usize;
+        let position = |i: f64| format!("{:.*}", decimals, range.min + i * range.step);
+        let steps = ((range.max - range.min) / range.step).round();
+        for i in 0..=steps as usize {
+            let raw = position(i as f64);
+            assert!(
+                PageState::default()
+                    .set_control(range.control, &raw)
+                    .is_ok(),
+                "{} refuses {raw}, inside its slider's range",
+                range.control
+            );
+        }
+        for raw in [position(-1.0), position(steps + 1.0)] {
+            assert!(
+                PageState::default()
+                    .set_control(range.control, &raw)
+                    .is_err(),
+                "{} accepts {raw}, outside its slider's range",
+                range.control
+            );
+        }
+    }
 }

@@ -177,7 +177,7 @@ export function chromiumArgs() {
 // One headless Chromium with a fresh profile (a new directory under CHROMIUM_USER_DATA_DIR).
 // Playwright turns off Chromium's guard against floods of history changes (it ignores a page's
 // changes past 200 in 10 s); `historyFloodGuard` keeps it on, as browsers run it.
-export async function launchBrowser({ viewport = { width: 1280, height: 900 }, historyFloodGuard = false } = {}) {
+export async function launchBrowser({ viewport = { width: 1280, height: 900 }, historyFloodGuard = false, hasTouch = false } = {}) {
   const parent = process.env.CHROMIUM_USER_DATA_DIR || os.tmpdir();
   mkdirSync(parent, { recursive: true });
   const userDataDir = mkdtempSync(path.join(parent, "calibra-e2e-"));
@@ -187,6 +187,7 @@ export async function launchBrowser({ viewport = { width: 1280, height: 900 }, h
     args: chromiumArgs(),
     viewport,
     deviceScaleFactor: 1,
+    hasTouch,
     ignoreDefaultArgs: historyFloodGuard ? ["--disable-ipc-flooding-protection"] : [],
   });
   return {

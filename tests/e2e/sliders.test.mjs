@@ -1,0 +1,123 @@
+// Every slider as a person moves it: a pointer click at 10%, 50% and 90% of its track, a tap,
+// and the keys Home, End, Page Up, Page Down and the arrows, in headless Chromium. After each, the
+// slider keeps the position it was moved to (Rust accepted it: a refused position snaps back),
+// the link's entry follows, and no error shows. Each slider's range comes from Rust
+// (`Limits::sliders`); this file reads it from the page.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { collectProblems, hashParams, launchBrowser, nextFrames, openSite, waitForInference } from "./helpers.mjs";
+
+const INFERENCE_TIMEOUT_MS = 300_000;
+// Where a slider's own state is enabled: the score sliders only with their score.
+const ENABLING_HASH = { "raps-lambda": "score=raps", "k-reg": "score=raps", "saps-lambda": "score=saps" };
+
+let site;
+let browser;
+let page;
+let problems;
+let limits;
+
+before(async () => {
+  site = await openSite();
+  browser = await launchBrowser({ hasTouch: true });
+  problems = collectProblems(browser.context);
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  await page.goto(site.url);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  limits = await page.evaluate(() => window.calibra.limits);
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
+});
+
+// The slider's value, the shown error (if any) and the link's entry for its field, a few frames
+// after the last move (a refused move would have been put back by then).
+async function settled(control, key) {
+  await nextFrames(page, 3);
+  const hash = await hashParams(page);
+  const shown = await page.evaluate((id) => {
+    const error = document.getElementById("error");
+    const inline = document.getElementById(`${id}-error`);
+    return {
+      value: Number(document.getElementById(id).value),
+      error: error.hidden ? "" : error.textContent,
+      inline: inline && !inline.hidden ? inline.textContent : "",
+    };
+  }, control);
+  return { ...shown, entry: hash[key] };
+}
+
+// The slider's track: where a pointer at `fraction` of its width lands.
+async function trackPoint(control, fraction) {
+  const locator = page.locator(`#${control}`);
+  await locator.scrollIntoViewIfNeeded();
+  await nextFrames(page, 2);
+  const box = await locator.boundingBox();
+  return { x: box.x + fraction * box.width, y: box.y + box.height / 2 };
+}
+
+function checkMove(control, range, after, what) {
+  assert.equal(after.error, "", `${control} ${what}: the page shows an error: ${after.error}`);
+  assert.equal(after.inline, "", `${control} ${what}: the slider shows an error: ${after.inline}`);
+  assert.ok(after.value >= range.min && after.value <= range.max, `${control} ${what}: ${after.value} outside ${range.min}–${range.max}`);
+}
+
+test("every slider's range comes from Rust, and the τ slider's holds the trained networks", async () => {
+  const tau = limits.sliders.find((s) => s.control === "tau");
+  assert.deepEqual([tau.min, tau.max, tau.step], [0, limits.tau_steps.length - 1, 1]);
+  for (const range of limits.sliders) {
+    const attributes = await page.evaluate((id) => {
+      const element = document.getElementById(id);
+      return [Number(element.min), Number(element.max), Number(element.step)];
+    }, range.control);
+    assert.deepEqual(attributes, [range.min, range.max, range.step], range.control);
+  }
+});
+
+test("each slider follows a pointer, a tap and every key over its whole range", { timeout: 600_000 }, async (t) => {
+  const keyOf = Object.fromEntries(limits.fields.filter((f) => f.control).map((f) => [f.control, f.key]));
+  for (const range of limits.sliders) {
+    const { control } = range;
+    const key = keyOf[control];
+    await page.evaluate((hash) => { location.hash = hash; }, ENABLING_HASH[control] ?? "");
+    await nextFrames(page, 3);
+    assert.equal(await page.locator(`#${control}`).isDisabled(), false, `${control} is enabled`);
+
+    const clicked = [];
+    for (const fraction of [0.1, 0.5, 0.9]) {
+      const point = await trackPoint(control, fraction);
+      await page.mouse.click(point.x, point.y);
+      const after = await settled(control, key);
+      checkMove(control, range, after, `click at ${fraction * 100}%`);
+      clicked.push(after.value);
+      if (control === "tau") assert.equal(after.entry, limits.tau_steps[after.value], `τ at position ${after.value}`);
+    }
+    // Where each click landed: past the first tenth, before the last, in order.
+    const span = range.max - range.min;
+    assert.ok(clicked[0] < range.min + 0.25 * span && clicked[2] > range.min + 0.75 * span, `${control}: clicks landed at ${clicked}`);
+    assert.ok(clicked[0] < clicked[1] && clicked[1] < clicked[2], `${control}: clicks landed at ${clicked}`);
+
+    const tap = await trackPoint(control, 0.2);
+    await page.touchscreen.tap(tap.x, tap.y);
+    const tapped = await settled(control, key);
+    checkMove(control, range, tapped, "tap at 20%");
+    assert.ok(Math.abs(tapped.value - clicked[2]) > 0, `${control}: a tap at 20% left it at ${tapped.value}`);
+
+    await page.focus(`#${control}`);
+    const entries = new Set();
+    for (const [keyName, expected] of [["End", range.max], ["PageDown", undefined], ["PageUp", range.max], ["Home", range.min], ["ArrowRight", range.min + range.step], ["ArrowLeft", range.min], ["ArrowLeft", range.min], ["End", range.max], ["ArrowRight", range.max]]) {
+      await page.keyboard.press(keyName);
+      const after = await settled(control, key);
+      checkMove(control, range, after, keyName);
+      if (expected !== undefined) assert.ok(Math.abs(after.value - expected) < 1e-9, `${control} ${keyName}: ${after.value}, expected ${expected}`);
+      else assert.ok(after.value < range.max, `${control} ${keyName} from the end stayed at ${after.value}`);
+      entries.add(after.entry);
+    }
+    assert.ok(entries.size >= 3, `${control}: the link followed the keys (${[...entries].join(", ")})`);
+    t.diagnostic(`${control}: clicks at ${clicked.join(", ")}; tap at ${tapped.value}; keys over ${range.min}–${range.max}`);
+  }
+});
