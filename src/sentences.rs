@@ -107,6 +107,30 @@ pub fn confidence_verdict(temperature: f64, accuracy: f64, test: &CalibrationTes
     }
 }
 
+/// How often the coverage verdict calls a valid method's coverage more than chance, as measured
+/// by the seeded Monte Carlo test in `sentences_tests.rs`: split conformal on exchangeable,
+/// tie-free scores (5,000 calibration and 5,000 evaluation rows, α = 0.1) over random splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoverageFalseAlarms {
+    pub alarms: usize,
+    pub splits: usize,
+}
+
+/// The rate the page states; the test fails if a change moves it.
+pub const COVERAGE_FALSE_ALARMS: CoverageFalseAlarms = CoverageFalseAlarms {
+    alarms: 3,
+    splits: 1000,
+};
+
+/// The measured false-alarm rate, as a clause.
+fn coverage_false_alarms_clause() -> String {
+    format!(
+        "a valid method went past it in {} of {} random splits in a seeded simulation",
+        COVERAGE_FALSE_ALARMS.alarms,
+        grouped(COVERAGE_FALSE_ALARMS.splits)
+    )
+}
+
 /// Whether a coverage lies inside the guarantee band, and the sentence that says so.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CoverageVerdict {
@@ -152,18 +176,22 @@ pub fn coverage_verdict(
         if explained_by_chance {
             format!(
                 "Coverage {covered} is {distance}: {spread}, and the guarantee holds on average \
-                 over splits, so a distance of up to {CHANCE_DEVIATIONS:.0} is what chance gives."
+                 over splits, so a distance of up to {CHANCE_DEVIATIONS:.0} is what chance gives \
+                 ({}).",
+                coverage_false_alarms_clause()
             )
         } else if deviations > 0.0 && calibration_ties_at_threshold > 1 {
             format!(
-                "Coverage {covered} is {distance}, more than chance gives ({spread}): \
+                "Coverage {covered} is {distance}, more than chance usually gives ({spread}): \
                  {calibration_ties_at_threshold} calibration scores tie with q̂, and the upper \
                  bound holds only for scores without ties."
             )
         } else {
             format!(
-                "Coverage {covered} is {distance}, more than chance gives ({spread}): the \
-                 guarantee's conditions do not hold for this split."
+                "Coverage {covered} is {distance}, more than chance usually gives ({spread}; {}) \
+                 — a sign that a condition fails (ties, T fitted on the calibration half, data \
+                 that are not exchangeable).",
+                coverage_false_alarms_clause()
             )
         }
     };

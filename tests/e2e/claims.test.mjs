@@ -97,7 +97,7 @@ function checkCoverageVerdict(verdict, m, alpha, where) {
   assert.ok(Math.abs(m.coverage_deviations - deviations) < 1e-6, `${where}: page ${m.coverage_deviations}, law ${deviations}`);
   if (deviations === 0) assert.match(verdict, /inside the guarantee band/, where);
   else assert.ok(verdict.includes(`${Math.abs(deviations).toFixed(1)} standard deviations ${deviations < 0 ? "below" : "above"}`), `${where}: ${verdict}`);
-  assert.equal(/what chance gives\./.test(verdict) || /inside the guarantee band/.test(verdict), Math.abs(deviations) <= 3, `${where}: ${verdict}`);
+  assert.equal(/is what chance gives/.test(verdict) || /inside the guarantee band/.test(verdict), Math.abs(deviations) <= 3, `${where}: ${verdict}`);
 }
 
 // The per-class sentence names the classes with the lowest and highest coverage shown.
