@@ -378,7 +378,7 @@ pub fn proportion_interval(
     })
 }
 
-fn check_settings(settings: &BootstrapSettings) -> Result<(), BootstrapError> {
+pub(crate) fn check_settings(settings: &BootstrapSettings) -> Result<(), BootstrapError> {
     if !(2..=MAX_RESAMPLES).contains(&settings.resamples) {
         return Err(BootstrapError::InvalidResampleCount(settings.resamples));
     }
@@ -390,7 +390,7 @@ fn check_settings(settings: &BootstrapSettings) -> Result<(), BootstrapError> {
 
 /// The `q`-quantile of sorted values (at least one), interpolated linearly at position
 /// `q·(R − 1)`.
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
     let position = q * (sorted.len() - 1) as f64;
     let below = position.floor() as usize;
     let above = (below + 1).min(sorted.len() - 1);

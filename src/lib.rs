@@ -15,6 +15,7 @@ pub mod lab;
 #[cfg(feature = "inference")]
 pub mod model;
 pub mod ood;
+pub mod ood_difference;
 pub mod ood_view;
 pub mod own_image;
 pub mod page;

@@ -1,0 +1,205 @@
+//! How far apart two detectors really are on the same images: the paired bootstrap of the
+//! difference of their FPR95 and AUROC.
+//!
+//! Two networks (LogitNorm and cross-entropy, say) score the *same* in-distribution and OOD
+//! images, so their metrics share the images' noise. Each of `R` resamples draws `n_in` ID rows
+//! and `n_out` OOD rows with replacement (`rng.random_range(0..n)` from ChaCha8 seeded with the
+//! settings' seed: the ID rows first, then the OOD rows) and recomputes both networks' FPR95 and
+//! AUROC **on the same rows**; the interval of `chosen − reference` is the percentile interval of
+//! the `R` differences (Efron & Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 13;
+//! numpy's linear interpolation, as `bootstrap.rs`). The ID and OOD rows are resampled
+//! separately, so every resample keeps the sets' sizes, as the metrics' definitions need.
+//!
+//! The metrics are those of [`crate::ood`] (FPR95 at the `⌈0.95·n_in⌉`-th largest ID score,
+//! ties in AUROC counting half), computed on the resample's counts: each network's scores are
+//! sorted once, and every resample walks that order adding its counts, `O(n)` per resample and
+//! network. With every count 1 the walk gives [`crate::ood::detection_metrics`]' values.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::bootstrap::{percentile, BootstrapError, BootstrapSettings, MetricInterval};
+use crate::ood::{check_scores, OodError, ScoreSet, TARGET_TRUE_POSITIVE_PERCENT};
+
+/// Why a paired difference was refused.
+#[derive(Debug, Error, PartialEq)]
+pub enum DifferenceError {
+    /// A score set was empty or held a NaN.
+    #[error(transparent)]
+    Scores(#[from] OodError),
+    /// The resample count or level was refused.
+    #[error(transparent)]
+    Settings(#[from] BootstrapError),
+    /// The two networks did not score the same number of images.
+    #[error("the two networks scored {chosen} and {reference} {set} images, not the same images")]
+    UnpairedSets {
+        set: ScoreSet,
+        chosen: usize,
+        reference: usize,
+    },
+}
+
+/// The difference `chosen − reference` of FPR95 and AUROC, each with its paired bootstrap
+/// percentile interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PairedDifference {
+    pub fpr95: MetricInterval,
+    pub auroc: MetricInterval,
+}
+
+/// One network's scores in decreasing order, as (row, is ID), with the end of each run of
+/// equal scores.
+struct Ranked {
+    order: Vec<(u32, bool)>,
+    group_ends: Vec<usize>,
+}
+
+impl Ranked {
+    fn new(in_distribution: &[f64], out_of_distribution: &[f64]) -> Self {
+        let mut scored: Vec<(f64, u32, bool)> = in_distribution
+            .iter()
+            .zip(0..)
+            .map(|(&score, row)| (score, row, true))
+            .chain(
+                out_of_distribution
+                    .iter()
+                    .zip(0..)
+                    .map(|(&score, row)| (score, row, false)),
+            )
+            .collect();
+        scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        let mut group_ends = Vec::new();
+        for (position, pair) in scored.windows(2).enumerate() {
+            // `!=`, not `total_cmp`: −0.0 and 0.0 are one score, as in `ood.rs`.
+            if pair[0].0 != pair[1].0 {
+                group_ends.push(position + 1);
+            }
+        }
+        group_ends.push(scored.len());
+        Self {
+            order: scored
+                .into_iter()
+                .map(|(_, row, is_in)| (row, is_in))
+                .collect(),
+            group_ends,
+        }
+    }
+
+    /// FPR95 and AUROC when ID row i counts `in_counts[i]` times and OOD row j
+    /// `out_counts[j]` times (integer arithmetic, as `ood.rs`).
+    fn metrics(&self, in_counts: &[u32], out_counts: &[u32]) -> (f64, f64) {
+        let total_in: u64 = in_counts.iter().map(|&c| u64::from(c)).sum();
+        let total_out: u64 = out_counts.iter().map(|&c| u64::from(c)).sum();
+        let required = (TARGET_TRUE_POSITIVE_PERCENT as u64 * total_in).div_ceil(100);
+        let (mut in_above, mut out_above) = (0_u64, 0_u64);
+        let mut fpr95 = None;
+        let mut twice_u = 0_u64;
+        let mut start = 0;
+        for &end in &self.group_ends {
+            let (mut in_here, mut out_here) = (0_u64, 0_u64);
+            for &(row, is_in) in &self.order[start..end] {
+                if is_in {
+                    in_here += u64::from(in_counts[row as usize]);
+                } else {
+                    out_here += u64::from(out_counts[row as usize]);
+                }
+            }
+            // Pairs with the OOD image here and the ID image above, ties counting half.
+            twice_u += out_here * (2 * in_above + in_here);
+            in_above += in_here;
+            out_above += out_here;
+            if fpr95.is_none() && in_above >= required {
+                fpr95 = Some(out_above as f64 / total_out as f64);
+            }
+            start = end;
+        }
+        let auroc = twice_u as f64 / (2.0 * total_in as f64 * total_out as f64);
+        (fpr95.unwrap_or(1.0), auroc)
+    }
+}
+
+/// The paired bootstrap of `chosen − reference` in FPR95 and AUROC, each network given as (ID
+/// scores, OOD scores) of the same images in the same order.
+///
+/// # Errors
+/// [`DifferenceError::Scores`] for an empty set or a NaN (chosen network first, ID set first),
+/// [`DifferenceError::UnpairedSets`] when the networks' sets differ in size, and
+/// [`DifferenceError::Settings`] for a resample count outside 2 to 10,000 or a level outside
+/// (0, 1).
+pub fn paired_difference(
+    chosen: (&[f64], &[f64]),
+    reference: (&[f64], &[f64]),
+    settings: &BootstrapSettings,
+) -> Result<PairedDifference, DifferenceError> {
+    for (a, b) in [chosen, reference] {
+        check_scores(a, ScoreSet::InDistribution)?;
+        check_scores(b, ScoreSet::OutOfDistribution)?;
+    }
+    for (set, a, b) in [
+        (ScoreSet::InDistribution, chosen.0.len(), reference.0.len()),
+        (
+            ScoreSet::OutOfDistribution,
+            chosen.1.len(),
+            reference.1.len(),
+        ),
+    ] {
+        if a != b {
+            return Err(DifferenceError::UnpairedSets {
+                set,
+                chosen: a,
+                reference: b,
+            });
+        }
+    }
+    crate::bootstrap::check_settings(settings)?;
+    let (n_in, n_out) = (chosen.0.len(), chosen.1.len());
+    let ranked = [
+        Ranked::new(chosen.0, chosen.1),
+        Ranked::new(reference.0, reference.1),
+    ];
+    let difference = |in_counts: &[u32], out_counts: &[u32]| {
+        let (a, b) = (
+            ranked[0].metrics(in_counts, out_counts),
+            ranked[1].metrics(in_counts, out_counts),
+        );
+        (a.0 - b.0, a.1 - b.1)
+    };
+    let estimate = difference(&vec![1; n_in], &vec![1; n_out]);
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+    let (mut in_counts, mut out_counts) = (vec![0_u32; n_in], vec![0_u32; n_out]);
+    let (mut fpr95, mut auroc) = (
+        Vec::with_capacity(settings.resamples),
+        Vec::with_capacity(settings.resamples),
+    );
+    for _ in 0..settings.resamples {
+        in_counts.fill(0);
+        out_counts.fill(0);
+        for _ in 0..n_in {
+            in_counts[rng.random_range(0..n_in)] += 1;
+        }
+        for _ in 0..n_out {
+            out_counts[rng.random_range(0..n_out)] += 1;
+        }
+        let (f, a) = difference(&in_counts, &out_counts);
+        fpr95.push(f);
+        auroc.push(a);
+    }
+    let interval = |mut values: Vec<f64>, estimate: f64| {
+        values.sort_unstable_by(f64::total_cmp);
+        MetricInterval {
+            estimate,
+            lower: percentile(&values, (1.0 - settings.level) / 2.0),
+            upper: percentile(&values, (1.0 + settings.level) / 2.0),
+        }
+    };
+    Ok(PairedDifference {
+        fpr95: interval(fpr95, estimate.0),
+        auroc: interval(auroc, estimate.1),
+    })
+}
+
+#[cfg(test)]
+#[path = "ood_difference_tests.rs"]
+mod tests;
