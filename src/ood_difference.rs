@@ -17,7 +17,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::bootstrap::{percentile, BootstrapError, BootstrapSettings, MetricInterval};
@@ -43,7 +43,7 @@ pub enum DifferenceError {
 
 /// The difference `chosen − reference` of FPR95 and AUROC, each with its paired bootstrap
 /// percentile interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairedDifference {
     pub fpr95: MetricInterval,
     pub auroc: MetricInterval,

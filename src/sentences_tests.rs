@@ -1,6 +1,7 @@
 //! Each sentence on both sides of every threshold that flips it.
 
 use super::*;
+use crate::bootstrap::MetricInterval;
 
 #[test]
 fn percent_rounds_to_the_asked_decimals() {
@@ -212,48 +213,81 @@ fn thresholds_a_hair_below_one_are_not_written_as_one() {
     assert_eq!(threshold_text(f64::INFINITY), "∞");
 }
 
+/// A paired difference with these estimates and intervals.
+fn difference(fpr95: (f64, f64, f64), auroc: (f64, f64, f64)) -> PairedDifference {
+    let interval = |(estimate, lower, upper)| MetricInterval {
+        estimate,
+        lower,
+        upper,
+    };
+    PairedDifference {
+        fpr95: interval(fpr95),
+        auroc: interval(auroc),
+    }
+}
+
 #[test]
-fn the_ood_lesson_follows_both_metrics() {
-    let worse = ood_lesson(
+fn the_ood_lesson_names_a_difference_only_beyond_its_interval() {
+    let args = (
         "LogitNorm τ = 0.04",
         "MNIST digits",
         "energy",
         (0.92, 0.61),
         (0.559, 0.774),
     );
+    let pending = ood_lesson(args.0, args.1, args.2, args.3, args.4, None);
     assert!(
-        worse.contains("detects out-of-distribution inputs worse"),
-        "{worse}"
+        pending.contains("92.0%") && pending.contains("55.9%"),
+        "{pending}"
+    );
+    assert!(pending.contains("AUROC 0.610 against 0.774"), "{pending}");
+    assert!(
+        pending.contains("Computing how much of the difference is noise"),
+        "{pending}"
+    );
+    let worse = difference((0.361, 0.33, 0.39), (-0.164, -0.18, -0.15));
+    let text = ood_lesson(args.0, args.1, args.2, args.3, args.4, Some(&worse));
+    assert!(
+        text.contains("on this run, LogitNorm τ = 0.04 raises FPR95 by 36.1 points (95% interval +33.0 to +39.0)"),
+        "{text}"
     );
     assert!(
-        worse.contains("92.0%") && worse.contains("55.9%"),
-        "{worse}"
+        text.contains("AUROC falls by 0.164 (95% interval -0.180 to -0.150)"),
+        "{text}"
     );
-    assert!(worse.contains("AUROC 0.610 against 0.774"), "{worse}");
-    assert!(worse.contains("it does not hold"), "{worse}");
-    let better = ood_lesson(
-        "LogitNorm τ = 1",
-        "uniform noise",
-        "MSP",
+    let better = difference((-0.3, -0.35, -0.25), (0.05, 0.04, 0.06));
+    let text = ood_lesson(
+        args.0,
+        args.1,
+        args.2,
         (0.1, 0.95),
         (0.4, 0.9),
-    );
-    assert!(better.contains("better than cross-entropy") && better.contains("here it holds"));
-    let mixed = ood_lesson(
-        "LogitNorm τ = 1",
-        "uniform noise",
-        "MSP",
-        (0.1, 0.85),
-        (0.4, 0.9),
+        Some(&better),
     );
     assert!(
-        mixed.contains("not better than cross-entropy on both counts"),
-        "{mixed}"
+        text.contains("lowers FPR95 by 30.0 points") && text.contains("AUROC rises"),
+        "{text}"
+    );
+    let noise = difference((0.01, -0.02, 0.04), (-0.004, -0.01, 0.002));
+    let text = ood_lesson(
+        args.0,
+        args.1,
+        args.2,
+        (0.57, 0.79),
+        (0.56, 0.79),
+        Some(&noise),
     );
     assert!(
-        !mixed.contains("paper"),
-        "no claim about the paper when the result is mixed"
+        text.contains("the FPR95 difference, +1.0 points, is within noise"),
+        "{text}"
     );
+    assert!(
+        text.contains("the AUROC difference, -0.004, is within noise"),
+        "{text}"
+    );
+    for text in [pending, text] {
+        assert!(!text.contains("holds") && !text.contains("paper"), "{text}");
+    }
 }
 
 #[test]
@@ -263,6 +297,7 @@ fn the_calibration_lesson_states_the_numbers_and_the_direction_of_t() {
         accuracy: 0.9105,
         ece_raw: 0.7176,
         fitted_temperature: 0.0661,
+        fitted_bound_hit: false,
         ece_fitted: 0.0127,
     };
     let ce = NetworkFigures {
@@ -270,6 +305,7 @@ fn the_calibration_lesson_states_the_numbers_and_the_direction_of_t() {
         accuracy: 0.912,
         ece_raw: 0.0417,
         fitted_temperature: 1.759,
+        fitted_bound_hit: false,
         ece_fitted: 0.0123,
     };
     let text = calibration_lesson(&logitnorm, &ce);
@@ -285,6 +321,21 @@ fn the_calibration_lesson_states_the_numbers_and_the_direction_of_t() {
         "{text}"
     );
     assert!(text.contains("accuracy 91.05% against 91.20%"), "{text}");
+    assert!(
+        text.contains("softmax(z/(τ‖z‖))") && !text.contains("stay small"),
+        "{text}"
+    );
+    assert!(!text.contains("bound"), "{text}");
+    let at_bound = NetworkFigures {
+        fitted_temperature: 0.05,
+        fitted_bound_hit: true,
+        ..logitnorm
+    };
+    let text = calibration_lesson(&at_bound, &ce);
+    assert!(
+        text.contains("T = 0.050 (the fit stopped at the slider's bound"),
+        "{text}"
+    );
     let text = calibration_lesson(&ce, &logitnorm);
     assert!(
         text.contains("no worse calibrated than") && text.contains("softens"),

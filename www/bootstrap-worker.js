@@ -11,10 +11,16 @@
 //                   request's model and split; an interval request is {model, split,
 //                   temperature, bins, binning}, a rivals request the same (temperature: the
 //                   lab's fitted T)
+//   page -> worker  {type: "difference", request, chosen_in, chosen_out, reference_in,
+//                   reference_out}   the τ lab's paired bootstrap: both networks' scores
+//                   (Float64Array) on the test (_in) and OOD (_out) images, transferred; the
+//                   request is {chosen, reference, set, score, temperature}
 //   worker -> page  {status: "intervals", request, intervals}
 //   worker -> page  {status: "rivals", request, rivals}
+//   worker -> page  {status: "difference", request, difference}   {fpr95, auroc}, each
+//                   {estimate, lower, upper}
 //   worker -> page  {status: "error", message}     a readable message, never an object
-import init, { Bootstrap } from "./pkg/calibra.js";
+import init, { Bootstrap, paired_difference } from "./pkg/calibra.js";
 
 const ready = init();
 // The last halves sent, and the model and split they belong to.
@@ -23,6 +29,11 @@ let data = null;
 // Runs one message and answers it; any failure is reported as a message string.
 async function handle(message) {
   await ready;
+  if (message.type === "difference") {
+    const difference = paired_difference(message.chosen_in, message.chosen_out, message.reference_in, message.reference_out);
+    postMessage({ status: "difference", request: message.request, difference });
+    return;
+  }
   if (message.type === "data") {
     const halves = new Bootstrap(message.classes, message.calibration_logits, message.calibration_labels, message.evaluation_logits, message.evaluation_labels);
     data?.halves.free();

@@ -352,6 +352,8 @@ function render() {
       dirty.ood = false;
       timings.oodDraws.push(millis);
       showOodGalleries(readouts.ood_galleries, imageSet, limits.image_side);
+      // The lesson's paired difference: a second of bootstrap, so the worker computes it.
+      if (readouts.difference_request) bootstrapWorker().request("difference", [readouts.difference_request]);
     }
   }
   if (wanted.shift) {
@@ -406,14 +408,20 @@ function bootstrapWorker() {
   return bootstrap;
 }
 
-// Keeps intervals or rivals the bootstrap worker computed and redraws the temperature lab
-// with them.
+// Keeps intervals, rivals or a paired difference the bootstrap worker computed and redraws the
+// lab that shows them.
 function onBootstrapAnswer(type, request, answer) {
   try {
     if (type === "intervals") page.add_intervals(request, answer);
-    else page.add_rivals(request, answer);
+    else if (type === "rivals") page.add_rivals(request, answer);
+    else page.add_difference(request, answer);
   } catch (error) {
     showError(error.message);
+    return;
+  }
+  if (type === "difference") {
+    dirty.ood = true;
+    scheduleRender();
     return;
   }
   if (type === "intervals") timings.intervals.push(performance.now());
@@ -731,7 +739,7 @@ class BootstrapWorker {
   constructor(onAnswer, onError) {
     this.worker = new Worker(new URL("./bootstrap-worker.js", import.meta.url), { type: "module" });
     this.busy = false; // the message being computed, as JSON, or false
-    this.waiting = { rivals: [], intervals: [] };
+    this.waiting = { rivals: [], difference: [], intervals: [] };
     this.sent = null; // "model:split" of the halves the worker holds
     this.worker.onmessage = (event) => {
       this.busy = false;
@@ -743,8 +751,8 @@ class BootstrapWorker {
     this.worker.onerror = (event) => onError(event.message || "could not start");
   }
 
-  // Replaces the waiting requests of one `type` ("rivals" or "intervals") with a frame's (less
-  // the one being computed).
+  // Replaces the waiting requests of one `type` ("rivals", "difference" or "intervals") with a
+  // frame's (less the one being computed).
   request(type, requests) {
     this.waiting[type] = requests.filter((request) => JSON.stringify({ type, request }) !== this.busy);
     this.next();
@@ -755,6 +763,19 @@ class BootstrapWorker {
     const type = Object.keys(this.waiting).find((kind) => this.waiting[kind].length > 0);
     if (this.busy || type === undefined) return;
     const request = this.waiting[type].shift();
+    if (type === "difference") {
+      // Both networks' scores on the test and OOD images go with the request (transferred).
+      let scores;
+      try {
+        scores = page.difference_scores(request);
+      } catch {
+        return this.next(); // the views are gone (another temperature): a later frame asks again
+      }
+      const message = { type, request, ...scores };
+      this.busy = JSON.stringify({ type, request });
+      this.worker.postMessage(message, Object.values(scores).map((values) => values.buffer));
+      return;
+    }
     const key = `${request.model}:${request.split}`;
     if (this.sent !== key) {
       const halves = page.halves();

@@ -32,7 +32,7 @@ mod streamed;
 mod temperature_view;
 
 pub use halves::Halves;
-pub use ood_store::{ImageSet, OodSet, OodStore};
+pub use ood_store::{DifferenceRequest, ImageSet, OodSet, OodStore, DIFFERENCE_BOOTSTRAP};
 pub use own_image::OwnImageSet;
 pub use rivals::{RivalsRequest, RivalsView};
 pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
@@ -99,6 +99,8 @@ pub struct NetworkSummary {
     pub ece_raw: f64,
     /// Fitted on the calibration half.
     pub fitted_temperature: f64,
+    /// The fit stopped at a bound of the slider's range (0.05 or 20).
+    pub fitted_bound_hit: bool,
     /// ECE on the evaluation half at the fitted T.
     pub ece_fitted: f64,
 }
@@ -444,6 +446,7 @@ impl Lab {
             accuracy,
             ece_raw: raw.ece,
             fitted_temperature: fit.temperature,
+            fitted_bound_hit: fit.bound_hit.is_some(),
             ece_fitted: scaled.ece,
         })
     }

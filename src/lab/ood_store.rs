@@ -1,13 +1,39 @@
 //! The OOD lab's data: each network's logits on each out-of-distribution set, and its ODIN
 //! scores once the reader asks for them, as inference streams them in; and the views built from
-//! them, cached per network, set and temperature.
+//! them, cached per network, set and temperature; and the paired differences a worker computed
+//! between a network and cross-entropy.
 
 use serde::{Deserialize, Serialize};
 
 use super::{LabError, Streamed};
+use crate::bootstrap::BootstrapSettings;
 use crate::calibration::Logits;
 use crate::data::NoiseKind;
-use crate::ood_view::{OdinScores, OodView};
+use crate::ood_difference::PairedDifference;
+use crate::ood_view::{OdinScores, OodView, ScoreKind};
+
+/// The paired bootstrap of the τ lab's lesson: 1,000 resamples of the test and OOD images, 95%.
+pub const DIFFERENCE_BOOTSTRAP: BootstrapSettings = BootstrapSettings {
+    resamples: 1000,
+    level: 0.95,
+    seed: 0,
+};
+
+/// Which paired difference (`ood_difference`): network `chosen` against network `reference` on
+/// one OOD set, by one score at one temperature (the first lab's T; MSP and energy use it).
+/// The page asks a worker for it, since 1,000 resamples take longer than a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DifferenceRequest {
+    pub chosen: usize,
+    pub reference: usize,
+    pub set: OodSet,
+    pub score: ScoreKind,
+    pub temperature: f64,
+}
+
+/// Paired differences kept at once (each is a few numbers).
+const KEPT_DIFFERENCES: usize = 64;
 
 /// An out-of-distribution set of the lab (serde: `"mnist"`, `"gaussian"`, `"uniform"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +136,8 @@ pub struct OodStore {
     /// `[model][image set]`: the test images, then the OOD sets.
     odin: Vec<Vec<Streamed<f64>>>,
     views: Vec<CachedView>,
+    /// Answers of the worker, oldest first.
+    differences: Vec<(DifferenceRequest, PairedDifference)>,
 }
 
 impl OodStore {
@@ -134,7 +162,26 @@ impl OodStore {
             logits: vec![logits; model_count],
             odin: vec![odin; model_count],
             views: Vec::new(),
+            differences: Vec::new(),
         }
+    }
+
+    /// Keeps a paired difference a worker computed (beyond [`KEPT_DIFFERENCES`], the oldest
+    /// goes).
+    pub fn add_difference(&mut self, request: DifferenceRequest, difference: PairedDifference) {
+        self.differences.retain(|(kept, _)| kept != &request);
+        if self.differences.len() == KEPT_DIFFERENCES {
+            self.differences.remove(0);
+        }
+        self.differences.push((request, difference));
+    }
+
+    /// The kept answer to `request`, if a worker has given one.
+    pub fn difference(&self, request: &DifferenceRequest) -> Option<PairedDifference> {
+        self.differences
+            .iter()
+            .find(|(kept, _)| kept == request)
+            .map(|&(_, difference)| difference)
     }
 
     fn check_model(&self, model: usize) -> Result<(), LabError> {

@@ -21,12 +21,14 @@ use crate::data::{
     DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
 };
 use crate::lab::{
-    ConformalView, Explanation, IntervalRequest, Lab, LabError, OodSet, OodStore, RivalsRequest,
-    ShiftStore, ShiftView, TemperatureView,
+    ConformalView, DifferenceRequest, Explanation, IntervalRequest, Lab, LabError, OodSet,
+    OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
 };
 
 pub use figure::{ExperimentRun, Figure, FigureError, FigureInfo, Sources, FIGURES};
-pub use ood::{score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile};
+pub use ood::{
+    difference_scores, score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile,
+};
 pub use readouts::{
     control_patches, experiment_readouts, grouped, BarRow, ExperimentReadouts, GallerySection,
     MetricItem, Patch, SentPatches, TableCell, TableRow,
@@ -198,6 +200,8 @@ pub struct Readouts {
     pub interval_requests: Vec<IntervalRequest>,
     /// The rivals the temperature lab shows, when a worker has not computed them yet.
     pub rivals_request: Option<RivalsRequest>,
+    /// The τ lab's paired difference to ask the bootstrap worker for.
+    pub difference_request: Option<DifferenceRequest>,
     /// The "your own image" section, when it is on screen and holds a picture.
     pub own_image: Option<own_image::OwnImageReadouts>,
     /// The next corrupted copy the shift lab needs, if any: the shown severity first.
@@ -264,6 +268,7 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         frame.readouts.needs = ood.needs;
         frame.readouts.odin_needs = ood.odin_needs;
         frame.readouts.ood_galleries = ood.galleries;
+        frame.readouts.difference_request = ood.difference_request;
         if ood.charts.is_some() {
             frame.readouts.drawn.push("ood");
         }

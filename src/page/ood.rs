@@ -7,8 +7,9 @@ use serde::Serialize;
 use super::readouts::{grouped, metric, metric_cell, text, Patch, TableCell, TableRow};
 use super::state::{serde_name, Network, PageState};
 use crate::data::FASHION_MNIST_CLASSES;
-use crate::lab::{ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore};
+use crate::lab::{DifferenceRequest, ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore};
 use crate::ood::{ODIN_EPSILON, ODIN_TEMPERATURE};
+use crate::ood_difference::PairedDifference;
 use crate::ood_view::{
     thin_roc_curve, LogitNormMeans, OodView, PairedHistogram, RocPoint, ScoreKind as OodScore,
 };
@@ -72,6 +73,8 @@ pub struct OodOutput {
     pub odin_needs: Vec<Job>,
     pub charts: Option<OodCharts>,
     pub galleries: Vec<OodGallery>,
+    /// The paired difference the lesson waits for, to ask a worker for.
+    pub difference_request: Option<DifferenceRequest>,
 }
 
 /// A score's name as the text writes it.
@@ -186,11 +189,26 @@ pub(super) fn render(
             state.t
         ),
     ));
+    let request = DifferenceRequest {
+        chosen,
+        reference: cross_entropy,
+        set,
+        score: state.ood_score,
+        temperature: state.t,
+    };
+    let difference = store.difference(&request);
+    if difference.is_none()
+        && chosen != cross_entropy
+        && chosen_view.summary(state.ood_score).is_ok()
+    {
+        out.difference_request = Some(request);
+    }
     out.patches.extend(lessons(
         &chosen_view,
         &ce_view,
         &chosen_summary,
         &ce_summary,
+        difference.as_ref(),
         state,
     ));
 
@@ -262,6 +280,32 @@ pub(super) fn render(
 }
 
 /// The test-set logits of `model`, once all have arrived.
+/// The scores a paired difference is computed on: `[chosen ID, chosen OOD, reference ID,
+/// reference OOD]`, each network's test and OOD images in the same order.
+///
+/// # Errors
+/// [`LabError::NotReady`] before either network's logits are complete, and the views' errors
+/// (a score not computed, ODIN before it is).
+pub fn difference_scores(
+    lab: &Lab,
+    store: &mut OodStore,
+    request: &DifferenceRequest,
+) -> Result<[Vec<f64>; 4], LabError> {
+    let mut scores = Vec::with_capacity(4);
+    for model in [request.chosen, request.reference] {
+        let view = store.view(
+            model,
+            request.set,
+            request.temperature,
+            complete(lab, model)?,
+        )?;
+        let (in_distribution, out_of_distribution) = view.scores(request.score)?;
+        scores.push(in_distribution.to_vec());
+        scores.push(out_of_distribution.to_vec());
+    }
+    scores.try_into().map_err(|_| LabError::NotReady)
+}
+
 fn complete(lab: &Lab, model: usize) -> Result<&[f32], LabError> {
     lab.complete_logits(model)?.ok_or(LabError::NotReady)
 }
@@ -375,6 +419,7 @@ fn lessons(
     cross_entropy: &OodView,
     chosen_summary: &NetworkSummary,
     ce_summary: &NetworkSummary,
+    difference: Option<&PairedDifference>,
     state: &PageState,
 ) -> Vec<Patch> {
     if state.tau == Network::Ce {
@@ -390,6 +435,7 @@ fn lessons(
             score_name(kind),
             (a.metrics.fpr95, a.metrics.auroc),
             (b.metrics.fpr95, b.metrics.auroc),
+            difference,
         ),
         _ => format!(
             "{} is not computed yet for these networks.",
@@ -402,6 +448,7 @@ fn lessons(
         accuracy: s.accuracy,
         ece_raw: s.ece_raw,
         fitted_temperature: s.fitted_temperature,
+        fitted_bound_hit: s.fitted_bound_hit,
         ece_fitted: s.ece_fitted,
     };
     let chosen_figures = figures(&title, chosen_summary);

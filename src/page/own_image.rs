@@ -320,8 +320,11 @@ pub fn render(
         });
         if model == state.model.index() {
             sentence = Some(format!(
-                "The {} network takes your image for a {} ({} at T = 1, {} at T = {t:.3}). Its {} set is {}. \
-                 By its {} score it {}: {} is {} the threshold {} that keeps 95% of the test images.",
+                "The {} network takes your image for a {} ({} at T = 1, {} at T = {t:.3}). Its {} set is {}: \
+                 a promise about random test images (that share of their sets holds the label), not about \
+                 this one picture. By its {} score it {}: {} is {} {}, the level that 95% of the test \
+                 images reach. A drawing is itself a shift from the photographed garments, so being \
+                 flagged may only mean being drawn.",
                 info.title,
                 FASHION_MNIST_CLASSES[top],
                 confidence_text(raw[top]),
