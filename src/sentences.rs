@@ -621,8 +621,7 @@ pub fn vector_scaling_stop_sentence(fit: &VectorScaling) -> Option<String> {
         grouped(fit.steps)
     ))
 }
-
-/// A top-label method's figures for [`rivals_binning_sentence`].
+/// One recalibration's figures in the rivals' binning sentence.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BinningFigures {
     /// Distinct confidences among the evaluation images.
@@ -631,47 +630,41 @@ pub struct BinningFigures {
     pub ece: f64,
     /// ECE on the calibration half it was fitted on.
     pub calibration_ece: f64,
+    /// NLL on the evaluation half.
+    pub nll: f64,
 }
 
-/// What the rivals table says about histogram binning and isotonic regression: how few
-/// distinct confidences they give (against temperature scaling's `temperature_distinct`), and
-/// whether each fits its calibration half better than the evaluation half, by ECE.
+/// What the rivals table says about histogram binning and isotonic regression against
+/// temperature scaling: how few distinct confidences they give, why their ECE on the half they
+/// were fitted on shows nothing (it is near zero by construction: each bin, or each isotonic
+/// step, says its own accuracy there), and where overfitting does show: ECE and NLL on the
+/// evaluation half, where a confidence of 1 that misses costs 36 nats (NLL's clip at 2⁻⁵²).
 pub fn rivals_binning_sentence(
     histogram: BinningFigures,
     isotonic: BinningFigures,
-    temperature_distinct: usize,
+    temperature: BinningFigures,
     images: usize,
 ) -> String {
-    let few = format!(
+    format!(
         "Histogram binning and isotonic regression give the {} evaluation images only {} and \
-         {} distinct confidences (temperature scaling: {})",
+         {} distinct confidences (temperature scaling: {}). On the calibration half they were \
+         fitted on, their ECE ({:.4} and {:.4}) is near zero by construction, since each bin or \
+         isotonic step says its own accuracy there, so it cannot show overfitting. It shows on \
+         the evaluation half: ECE {:.4} and {:.4} against temperature scaling's {:.4}, and NLL \
+         {:.4} and {:.4} against {:.4}, where a bin that says 1 costs 36 nats on each miss.",
         grouped(images),
         grouped(histogram.distinct),
         grouped(isotonic.distinct),
-        grouped(temperature_distinct)
-    );
-    let overfits = |f: BinningFigures| f.calibration_ece < f.ece;
-    let halves =
-        |f: BinningFigures| format!("ECE {:.4} there, {:.4} here", f.calibration_ece, f.ece);
-    let both = format!(
-        "ECE {:.4} and {:.4} there, {:.4} and {:.4} here",
-        histogram.calibration_ece, isotonic.calibration_ece, histogram.ece, isotonic.ece
-    );
-    let better = "the calibration half better than the evaluation half";
-    match (overfits(histogram), overfits(isotonic)) {
-        (true, true) => format!("{few}, and both fit {better}: {both}."),
-        (false, false) => format!("{few}; here neither fits {better}: {both}."),
-        (true, false) => format!(
-            "{few}; histogram binning fits {better} ({}), isotonic regression does not ({}).",
-            halves(histogram),
-            halves(isotonic)
-        ),
-        (false, true) => format!(
-            "{few}; isotonic regression fits {better} ({}), histogram binning does not ({}).",
-            halves(isotonic),
-            halves(histogram)
-        ),
-    }
+        grouped(temperature.distinct),
+        histogram.calibration_ece,
+        isotonic.calibration_ece,
+        histogram.ece,
+        isotonic.ece,
+        temperature.ece,
+        histogram.nll,
+        isotonic.nll,
+        temperature.nll,
+    )
 }
 
 #[cfg(test)]

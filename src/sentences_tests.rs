@@ -377,35 +377,34 @@ fn rivals_accuracy_sentence_says_what_vector_scaling_did() {
 }
 
 #[test]
-fn rivals_binning_sentence_names_which_method_fits_its_half_better() {
-    let figures = |calibration_ece, ece| BinningFigures {
-        distinct: 12,
+fn rivals_binning_sentence_puts_overfitting_where_it_is_measured() {
+    let figures = |distinct, calibration_ece, ece, nll| BinningFigures {
+        distinct,
         ece,
         calibration_ece,
+        nll,
     };
-    let both = rivals_binning_sentence(figures(0.001, 0.01), figures(0.0, 0.02), 5000, 5000);
-    assert!(
-        both.contains("only 12 and 12 distinct confidences (temperature scaling: 5,000)")
-            && both.contains("both fit the calibration half better")
-            && both.contains("ECE 0.0010 and 0.0000 there, 0.0100 and 0.0200 here"),
-        "{both}"
+    let text = rivals_binning_sentence(
+        figures(12, 0.0, 0.011, 0.31),
+        figures(40, 0.0009, 0.013, 0.35),
+        figures(5000, 0.008, 0.010, 0.24),
+        5000,
     );
-    let neither = rivals_binning_sentence(figures(0.03, 0.01), figures(0.02, 0.02), 5000, 5000);
-    assert!(neither.contains("neither fits"), "{neither}");
-    let histogram_only =
-        rivals_binning_sentence(figures(0.001, 0.01), figures(0.03, 0.02), 5000, 5000);
     assert!(
-        histogram_only.contains("histogram binning fits the calibration half better")
-            && histogram_only
-                .contains("isotonic regression does not (ECE 0.0300 there, 0.0200 here)"),
-        "{histogram_only}"
+        text.contains("only 12 and 40 distinct confidences (temperature scaling: 5,000)"),
+        "{text}"
     );
-    let isotonic_only =
-        rivals_binning_sentence(figures(0.03, 0.02), figures(0.001, 0.01), 5000, 5000);
     assert!(
-        isotonic_only.contains("isotonic regression fits the calibration half better"),
-        "{isotonic_only}"
+        text.contains("their ECE (0.0000 and 0.0009) is near zero by construction")
+            && text.contains("cannot show overfitting"),
+        "{text}"
     );
+    assert!(
+        text.contains("ECE 0.0110 and 0.0130 against temperature scaling's 0.0100")
+            && text.contains("NLL 0.3100 and 0.3500 against 0.2400"),
+        "{text}"
+    );
+    assert!(!text.contains("fits the calibration half better"), "{text}");
 }
 
 #[test]

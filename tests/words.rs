@@ -130,3 +130,23 @@ fn the_logitnorm_lab_states_how_the_paper_differs_and_claims_no_verdict_on_it() 
         "this one's overconfidence comes from overfitting the NLL",
     );
 }
+
+#[test]
+fn intervals_say_what_they_are_not() {
+    assert_says(
+        PAGE,
+        "the intervals' caption",
+        "with 100 resamples their endpoints are rough",
+    );
+    assert_says(
+        PAGE,
+        "the intervals' caption",
+        "at a T held fixed (the fitted T's own noise is not in it)",
+    );
+    assert_says(
+        PAGE,
+        "the intervals' caption",
+        "ECE's and smooth ECE's intervals are no confidence intervals for the true error",
+    );
+    assert_says(PAGE, "the smooth diagram's caption", "relplot, the authors' library, gives larger values than this page where confidences pile up at 1");
+}

@@ -150,6 +150,7 @@ fn with_sentences(
         distinct: report.distinct_confidences,
         ece: report.ece,
         calibration_ece: report.calibration_ece,
+        nll: report.nll,
     };
     let mut accuracy_sentence = sentences::rivals_accuracy_sentence(
         temperature.accuracy,
@@ -162,7 +163,7 @@ fn with_sentences(
     let binning_sentence = sentences::rivals_binning_sentence(
         binning(find(Method::Histogram)?),
         binning(find(Method::Isotonic)?),
-        temperature.distinct_confidences,
+        binning(temperature),
         images,
     );
     Ok(RivalsView {

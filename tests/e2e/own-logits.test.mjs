@@ -299,3 +299,46 @@ test("6. the rivals table fills from the bootstrap worker with `calibra report -
   assert.deepEqual(problems, [], "no page errors");
 });
 
+
+// Perfectly calibrated synthetic logits: ten classes, z = 3·N(0, 1), each label drawn from
+// softmax(z) itself, so that P(right | confidence c) = c by construction.
+function calibratedData(seed, rows) {
+  let state = seed;
+  const random = () => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return (state + 0.5) / 2147483648;
+  };
+  const normal = () => Math.sqrt(-2 * Math.log(random())) * Math.cos(2 * Math.PI * random());
+  const logits = new Float64Array(rows * 10);
+  const labels = new BigInt64Array(rows);
+  for (let i = 0; i < rows; i++) {
+    const row = Array.from({ length: 10 }, () => 3 * normal());
+    const weights = row.map(Math.exp);
+    let u = random() * weights.reduce((a, b) => a + b, 0);
+    let label = weights.findIndex((w) => (u -= w) < 0);
+    if (label < 0) label = 9;
+    logits.set(row, i * 10);
+    labels[i] = BigInt(label);
+  }
+  return { logits, labels };
+}
+
+test("7. perfectly calibrated logits, as a reader's own files at T = 1, are not called over- or underconfident", { timeout: 300_000 }, async (t) => {
+  for (const seed of [1, 2, 3]) {
+    const { logits, labels } = calibratedData(seed, 10_000);
+    const logitsFile = path.join(scratch, `calibrated-${seed}-logits.npy`);
+    const labelsFile = path.join(scratch, `calibrated-${seed}-labels.npy`);
+    writeFileSync(logitsFile, npy("<f8", [10_000, 10], logits));
+    writeFileSync(labelsFile, npy("<i8", [10_000], labels));
+    await choose(logitsFile, labelsFile);
+    await page.evaluate(() => { location.hash = "t=1"; });
+    await page.locator("#confidence-verdict").scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => document.getElementById("confidence-verdict").textContent.startsWith("At T = 1.000 "), null, { timeout: 30_000, polling: 100 });
+    const verdict = await page.textContent("#confidence-verdict");
+    t.diagnostic(`seed ${seed}: ${verdict}`);
+    assert.doesNotMatch(verdict, /overconfident|underconfident/, `seed ${seed}: ${verdict}`);
+    assert.match(verdict, /cannot tell it from a calibrated network/, `seed ${seed}: ${verdict}`);
+    assert.match(await page.textContent("#verdict-rates"), /called 0 of 240 calibrated synthetic networks over- or underconfident/);
+  }
+  assert.deepEqual(problems, [], "no page errors");
+});

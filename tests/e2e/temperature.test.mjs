@@ -166,20 +166,14 @@ async function checkRivals(page, model, t) {
   const binningSentence = await page.locator("#rivals-binning-sentence").textContent();
   const distinct = await Promise.all(["histogram", "isotonic", "temperature"].map((m) => shown(page, `rival_${m}_distinct_confidences`)));
   assert.ok(binningSentence.includes(`only ${distinct[0]} and ${distinct[1]} distinct confidences (temperature scaling: ${distinct[2]})`), binningSentence);
-  for (const method of ["histogram", "isotonic"]) {
-    for (const name of ["ece", "calibration_ece"]) {
+  for (const method of ["histogram", "isotonic", "temperature"]) {
+    for (const name of method === "temperature" ? ["ece", "nll"] : ["ece", "calibration_ece", "nll"]) {
       const text = await shown(page, `rival_${method}_${name}`);
       assert.ok(binningSentence.includes(text), `${binningSentence} shows ${method} ${name} ${text}`);
     }
   }
-  const fitsBetter = (method) => metrics[`rival_${method}_calibration_ece`] < metrics[`rival_${method}_ece`];
-  const verdict = {
-    "true,true": "both fit the calibration half better",
-    "false,false": "neither fits the calibration half better",
-    "true,false": "histogram binning fits the calibration half better",
-    "false,true": "isotonic regression fits the calibration half better",
-  }[[fitsBetter("histogram"), fitsBetter("isotonic")].join()];
-  assert.ok(binningSentence.includes(verdict), `${binningSentence} should say "${verdict}"`);
+  // In-sample ECE cannot show overfitting: the sentence says so rather than comparing it.
+  assert.ok(binningSentence.includes("near zero by construction") && !binningSentence.includes("fits the calibration half better"), binningSentence);
   assert.ok(Number(distinct[0].replace(/,/g, "")) <= 15, "histogram binning gives at most 15 distinct confidences");
   t.diagnostic(`${model}: ${accuracySentence} ${binningSentence}`);
   t.diagnostic(`${model} rivals: ${JSON.stringify(Object.fromEntries(Object.entries(metrics).filter(([name]) => name.startsWith("rival_"))))}`);
