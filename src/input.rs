@@ -3,7 +3,7 @@
 //! logits, [`crate::page::own_logits`]) and the fuzz targets (`fuzz/`, run by `scripts/fuzz`)
 //! run the same code.
 //!
-//! Logits: `.npy` of f32 or f64 with shape `[n, K]`, or text with one row of K numbers a line
+//! Logits: `.npy` of float16, float32 or float64 with shape `[n, K]`, or text with one row of K numbers a line
 //! (comma- or whitespace-separated, as NumPy's `savetxt` writes), an optional header row and
 //! blank lines ignored; a first row is a header only when none of its fields is a number.
 //! Labels: `.npy` of any integer dtype with shape `[n]`, or one integer a line (or an integral
@@ -655,10 +655,19 @@ fn parse_npy_logits(bytes: &[u8], path: &Path) -> Result<LogitsTable, InputError
             .map(f64::from)
             .collect(),
         Some((TypeChar::Float, 8)) => npy.into_vec::<f64>().map_err(read_error)?,
+        Some((TypeChar::Float, 2)) => npy
+            .into_vec::<half::f16>()
+            .map_err(read_error)?
+            .into_iter()
+            .map(f64::from)
+            .collect(),
         _ => {
             return Err(npy_error(
                 path,
-                format!("logits must be float32 or float64, found {:?}", npy.dtype()),
+                format!(
+                    "logits must be float16, float32 or float64, found dtype {}",
+                    npy.dtype().descr()
+                ),
             ))
         }
     };
@@ -716,7 +725,10 @@ fn parse_npy_labels(bytes: &[u8], path: &Path) -> Result<Vec<u32>, InputError> {
         _ => {
             return Err(npy_error(
                 path,
-                format!("labels must be integers, found {:?}", npy.dtype()),
+                format!(
+                    "labels must be integers, found dtype {}",
+                    npy.dtype().descr()
+                ),
             ))
         }
     };

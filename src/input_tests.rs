@@ -68,3 +68,78 @@ fn labels_written_by_savetxt_as_integral_floats_are_read() {
         );
     }
 }
+
+/// A version 1.0 `.npy` file of `descr` values with `shape`, as NumPy writes it.
+fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    let tuple = if shape.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let dictionary = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
+    let unpadded = 10 + dictionary.len() + 1;
+    let header = format!("{dictionary}{}\n", " ".repeat((64 - unpadded % 64) % 64));
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    bytes
+}
+
+#[test]
+fn float16_logits_are_read_as_their_exact_values() {
+    // Mixed-precision models save float16: 1.5, −2, 0.333251953125 (the nearest float16 to 1/3)
+    // and 65504 (the largest) are exact in f32.
+    let values = [1.5_f32, -2.0, 0.333_251_95, 65504.0];
+    let data: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+        .collect();
+    let table = parse_logits(
+        &npy("<f2", &[2, 2], &data),
+        Format::Npy,
+        Path::new("half.npy"),
+    )
+    .unwrap();
+    assert_eq!(table.values, values);
+    assert_eq!(table.num_classes, 2);
+}
+
+#[test]
+fn a_refused_dtype_is_named_as_numpy_names_it() {
+    let ints: Vec<u8> = [1_i32, 2, 3, 4]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let error = parse_logits(
+        &npy("<i4", &[2, 2], &ints),
+        Format::Npy,
+        Path::new("int.npy"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("logits must be float16, float32 or float64, found dtype '<i4'"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("Plain") && !error.contains("TypeStr"),
+        "{error}"
+    );
+    let floats: Vec<u8> = [1.0_f64, 2.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let error = parse_labels(
+        &npy("<f8", &[2], &floats),
+        Format::Npy,
+        Path::new("labels.npy"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("labels must be integers, found dtype '<f8'"),
+        "{error}"
+    );
+}

@@ -872,7 +872,10 @@ fn malformed_npy_files_are_refused() {
     let integer_logits = dir.write("int-logits.npy", npy_logits(&[1_i32, 2, 3, 4], 2));
     assert_refused(
         &report(&integer_logits, &labels, NO_ARGS),
-        &[&shown(&integer_logits), "float32 or float64"],
+        &[
+            &shown(&integer_logits),
+            "float16, float32 or float64, found dtype '<i4'",
+        ],
     );
     let flat_logits = dir.write("flat-logits.npy", npy_labels(&data.logits));
     assert_refused(
