@@ -539,7 +539,7 @@ function wireControls() {
 
 // The "your own image" section: its inputs, the invert choice and the IDX download.
 function wireOwnImage() {
-  new OwnImageInput({ onPicture: takeOwnPicture, onError: showOwnProblem });
+  new OwnImageInput({ onPicture: takeOwnPicture, onCleared: clearOwnPicture, onError: showOwnProblem });
   $("own-invert").addEventListener("change", () => {
     if (ownPicture) takeOwnPicture(ownPicture);
   });
@@ -633,14 +633,16 @@ function showData(description) {
   scheduleRender();
 }
 
-// Makes a picture the reader's image through Rust; one it refuses leaves the last one shown.
-// Its closest test images are searched among all of them, so it waits until they are in.
+// Makes a picture the reader's image through Rust; one it refuses clears the answers about the
+// last one, which would otherwise sit under its error. Its closest test images are searched
+// among all of them, so it waits until they are in.
 async function takeOwnPicture(picture) {
   let pixels;
   try {
     await testImages.complete;
     pixels = page.set_own_image(picture.rgba, picture.width, picture.height, $("own-invert").value, images.test);
   } catch (error) {
+    clearOwnPicture();
     showOwnProblem(`Cannot use ${picture.name}: ${error.message}.`);
     return;
   }
@@ -650,6 +652,19 @@ async function takeOwnPicture(picture) {
   $("own-status").textContent = `Showing ${picture.name}.`;
   $("own-download").disabled = false;
   $("own-seen").replaceChildren(thumbnailAsRead(pixels, 0, `the 28×28 the networks read of ${picture.name}`));
+  scheduleRender();
+}
+
+// Forgets the reader's picture: an empty pad, or one refused, has no answers.
+function clearOwnPicture() {
+  page.clear_own_image();
+  ownPicture = null;
+  ownPixels = null;
+  ownRequests.clear();
+  $("own-status").textContent = "No picture yet.";
+  $("own-download").disabled = true;
+  $("own-seen").replaceChildren();
+  dirty.own = true;
   scheduleRender();
 }
 

@@ -11,10 +11,12 @@ const INK = "#fff";
 const PAPER = "#000";
 
 export class OwnImageInput {
-  // onPicture({rgba, width, height, name}) gets every new picture; onError(message) every
-  // file the browser cannot decode (the picture before stays).
-  constructor({ onPicture, onError }) {
+  // onPicture({rgba, width, height, name}) gets every new picture; onCleared() a pad emptied by
+  // Clear or by undoing its last stroke; onError(message) every file the browser cannot decode
+  // (the answers about the picture before go with it: they would sit under the error).
+  constructor({ onPicture, onCleared, onError }) {
     this.onPicture = onPicture;
+    this.onCleared = onCleared;
     this.onError = onError;
     this.pad = $("own-pad");
     this.context = this.pad.getContext("2d", { willReadFrequently: true });
@@ -79,10 +81,12 @@ export class OwnImageInput {
       this.strokes.pop();
       this.paint();
       if (this.strokes.length) this.sendPad();
+      else this.onCleared();
     });
     $("own-clear").addEventListener("click", () => {
       this.strokes = [];
       this.paint();
+      this.onCleared();
     });
   }
 
@@ -127,6 +131,7 @@ export class OwnImageInput {
       // logits` decodes a PNG).
       bitmap = await createImageBitmap(file, { colorSpaceConversion: "none", premultiplyAlpha: "none" });
     } catch {
+      this.onCleared();
       this.onError(`Cannot read “${file.name}”: this browser cannot decode it as a picture (${file.type || "unknown type"}).`);
       return;
     }

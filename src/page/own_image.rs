@@ -163,6 +163,15 @@ fn models_on_page(lab: &Lab, state: &PageState) -> Result<Vec<usize>, LabError> 
     Ok(complete)
 }
 
+/// The section without a picture: its answers hidden (a Clear, an undo of the last stroke or a
+/// refused picture leaves nothing to answer about).
+pub fn without_picture() -> Vec<Patch> {
+    vec![Patch::Hidden {
+        id: "own-results",
+        hidden: true,
+    }]
+}
+
 /// The section's patches and readouts for `image` in `state`: the networks table, the lab
 /// network's probabilities, and the sentence, once that network's logits on the image are in.
 ///

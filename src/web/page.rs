@@ -239,6 +239,12 @@ impl Page {
         })
     }
 
+    /// Forgets the reader's picture (the pad emptied, or a picture refused): the section shows
+    /// no answers until the next one.
+    pub fn clear_own_image(&mut self) {
+        self.own_image = None;
+    }
+
     /// Keeps the content box (CSS pixels) of the canvas `id`, as the page's ResizeObserver
     /// reports it once a layout has placed it; frames draw the canvas at this size.
     pub fn canvas_resized(&mut self, id: &str, width: f64, height: f64) {
@@ -486,15 +492,22 @@ impl Page {
         let on_screen = &visible.figures;
         let data = self.lab_data();
         let mut frame = page::render(data, &state, &visible)?;
-        if let (true, Some(image)) = (visible.own_image, &self.own_image) {
-            let (patches, readouts) = page::own_image::render(
-                &mut self.lab,
-                &mut self.own_image_thresholds,
-                &state,
-                image,
-            )?;
-            frame.readouts.patches.extend(patches);
-            frame.readouts.own_image = Some(readouts);
+        match (visible.own_image, &self.own_image) {
+            (true, Some(image)) => {
+                let (patches, readouts) = page::own_image::render(
+                    &mut self.lab,
+                    &mut self.own_image_thresholds,
+                    &state,
+                    image,
+                )?;
+                frame.readouts.patches.extend(patches);
+                frame.readouts.own_image = Some(readouts);
+            }
+            (true, None) => frame
+                .readouts
+                .patches
+                .extend(page::own_image::without_picture()),
+            (false, _) => {}
         }
         self.sent.drop_unchanged(&mut frame.readouts.patches);
         let sources = page::Sources {

@@ -228,13 +228,18 @@ test("2. a PNG dropped on the section: negated by the guess, its own test image 
   if (process.env.UPDATE_SCREENSHOT === "1") copyFileSync(shot, path.join(REPO_ROOT, "docs/own-image.png"));
 });
 
-test("3. a file that is no picture and a blank picture say so, and keep the picture shown", { timeout: 60_000 }, async () => {
-  const before = await page.evaluate(() => ({ pixels: window.calibra.ownPixels, sentence: document.getElementById("own-sentence").textContent }));
-  assert.ok(before.pixels, "a picture is shown");
+// The section's answers are on screen, or hidden with no picture kept.
+const answersShown = () => page.evaluate(() => ({ pixels: window.calibra.ownPixels, hidden: document.getElementById("own-results").hidden }));
+
+test("3. a file that is no picture and a blank picture say so, and take away the answers about the picture before", { timeout: 60_000 }, async () => {
+  const before = await answersShown();
+  assert.ok(before.pixels && !before.hidden, "a picture is shown with its answers");
   const notes = path.join(scratch, "notes.png");
   writeFileSync(notes, "these are notes, not a picture\n");
   await page.setInputFiles("#own-file", notes);
   await page.waitForFunction(() => document.getElementById("own-status").textContent.startsWith("Cannot read “notes.png”"), null, { timeout: 10_000 });
+  await nextFrames(page, 2);
+  assert.deepEqual(await answersShown(), { pixels: null, hidden: true }, "no answer sits under the refusal");
   // A white PNG, encoded by the browser.
   const blank = await page.evaluate(async () => {
     const canvas = new OffscreenCanvas(40, 30);
@@ -250,8 +255,25 @@ test("3. a file that is no picture and a blank picture say so, and keep the pict
   await page.waitForFunction(() => document.getElementById("own-status").textContent.includes("“white.png”"), null, { timeout: 10_000 });
   assert.match(await page.locator("#own-status").textContent(), /^Cannot use “white\.png”: the picture is blank/);
   await nextFrames(page, 2);
-  const after = await page.evaluate(() => ({ pixels: window.calibra.ownPixels, sentence: document.getElementById("own-sentence").textContent }));
-  assert.deepEqual(after, before, "the picture and answer shown before stay");
+  assert.deepEqual(await answersShown(), { pixels: null, hidden: true });
+});
+
+test("3b. Clear, and undoing the only stroke, take the answers away with the drawing", { timeout: 120_000 }, async () => {
+  const box = await page.locator("#own-pad").boundingBox();
+  const stroke = async () => {
+    await page.mouse.move(box.x + 0.3 * box.width, box.y + 0.2 * box.height);
+    await page.mouse.down();
+    for (let step = 1; step <= 10; step++) await page.mouse.move(box.x + 0.3 * box.width, box.y + (0.2 + 0.06 * step) * box.height);
+    await page.mouse.up();
+    await page.waitForFunction(() => window.calibra.ownPixels !== null && !document.getElementById("own-results").hidden, null, { timeout: 30_000 });
+  };
+  for (const button of ["#own-clear", "#own-undo"]) {
+    await stroke();
+    await page.click(button);
+    await nextFrames(page, 2);
+    assert.deepEqual(await answersShown(), { pixels: null, hidden: true }, `${button} leaves no answer under an empty pad`);
+    assert.equal(await page.textContent("#own-status"), "No picture yet.");
+  }
 });
 
 test("4. no console error, failed request or HTTP error", () => {
