@@ -380,15 +380,36 @@ pub fn per_class_sentence(
 }
 
 /// When too few calibration images give a finite q̂: every set holds every label.
-pub fn coverage_verdict_without_threshold(coverage: f64) -> CoverageVerdict {
+///
+/// `infinite_classes` names the classes whose Mondrian q̂ is infinite (too few calibration images
+/// of that class): only their labels join every set. Empty, the one marginal q̂ is infinite and
+/// every set holds every label.
+pub fn coverage_verdict_without_threshold(
+    coverage: f64,
+    infinite_classes: &[&str],
+) -> CoverageVerdict {
+    let covered = percent(coverage, 2);
+    let text = if infinite_classes.is_empty() {
+        format!(
+            "Coverage {covered}: too few calibration images for a finite q̂ at this α, so every \
+             set holds every label and the guarantee is met trivially."
+        )
+    } else {
+        let (classes, their) = match infinite_classes {
+            [one] => (format!("class {one}"), "its label joins"),
+            many => (format!("classes {}", many.join(", ")), "their labels join"),
+        };
+        format!(
+            "Coverage {covered}: too few calibration images of {classes} for a finite q̂ at this \
+             α, so {their} every set (and each of them is covered trivially); only those labels \
+             do. The other classes' thresholds are finite, and each of those classes keeps its \
+             coverage of at least 1 − α on average over calibration sets."
+        )
+    };
     CoverageVerdict {
         deviations: 0.0,
         explained_by_chance: true,
-        text: format!(
-            "Coverage {}: too few calibration images for a finite q̂ at this α, so every set \
-             holds every label and the guarantee is met trivially.",
-            percent(coverage, 2)
-        ),
+        text,
     }
 }
 

@@ -201,8 +201,30 @@ fn score_and_threshold_show_enough_decimals_to_compare() {
 
 #[test]
 fn too_few_calibration_images_is_said() {
-    let verdict = coverage_verdict_without_threshold(1.0);
-    assert!(verdict.text.contains("100.00%") && verdict.text.contains("trivially"));
+    let verdict = coverage_verdict_without_threshold(1.0, &[]);
+    assert!(
+        verdict.text.contains("100.00%") && verdict.text.contains("every set holds every label")
+    );
+    // Mondrian: only the classes whose own q̂ is infinite join every set.
+    let one = coverage_verdict_without_threshold(0.93, &["Sandal"]);
+    assert!(
+        one.text.contains("of class Sandal for a finite q̂")
+            && one.text.contains("its label joins every set"),
+        "{}",
+        one.text
+    );
+    assert!(
+        !one.text.contains("every set holds every label"),
+        "{}",
+        one.text
+    );
+    let two = coverage_verdict_without_threshold(0.93, &["Sandal", "Bag"]);
+    assert!(
+        two.text.contains("of classes Sandal, Bag")
+            && two.text.contains("their labels join every set"),
+        "{}",
+        two.text
+    );
 }
 
 #[test]

@@ -453,7 +453,19 @@ impl Lab {
         let law = conformal::coverage_law(n_calibration, n_evaluation, alpha).ok();
         let split_standard_deviation = law.map_or(0.0, |l| l.split_standard_deviation);
         let verdict = if thresholds.values().iter().any(|q| q.is_infinite()) || law.is_none() {
-            sentences::coverage_verdict_without_threshold(metrics.coverage)
+            // Under Mondrian thresholds, the classes whose own q̂ is infinite.
+            let values = thresholds.values();
+            let infinite: Vec<&str> = if values.len() > 1 {
+                values
+                    .iter()
+                    .zip(&class_names)
+                    .filter(|(q, _)| q.is_infinite())
+                    .map(|(_, name)| name.as_str())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            sentences::coverage_verdict_without_threshold(metrics.coverage, &infinite)
         } else {
             sentences::coverage_verdict(
                 metrics.coverage,

@@ -188,7 +188,7 @@ fn verdict(view: &ShiftView) -> String {
             sd,
             exchangeable,
         ),
-        None => sentences::coverage_verdict_without_threshold(coverage).text,
+        None => sentences::coverage_verdict_without_threshold(coverage, &[]).text,
     };
     if point.severity == 0 {
         return format!(

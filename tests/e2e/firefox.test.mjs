@@ -197,6 +197,46 @@ test("3. the temperature slider, moved with the keyboard in Firefox, changes the
   t.diagnostic(`slider ${position} -> ${moved}, hash t=${tBefore} -> ${t1}, ECE ${before.ece} -> ${afterMove.ece}`);
 });
 
+test("3b. every slider in Firefox follows a pointer at 10%, 50% and 90% of its track and the keys Home, End, Page Up and Page Down, with no error", { timeout: 180_000 }, async (t) => {
+  const page = firefoxPage;
+  const limits = await page.evaluate(() => window.calibra.limits);
+  const enabling = { "raps-lambda": "score=raps", "k-reg": "score=raps", "saps-lambda": "score=saps" };
+  const settled = async (id) => {
+    await nextFrames(page, 3);
+    return page.evaluate((control) => ({
+      value: Number(document.getElementById(control).value),
+      error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
+      inline: document.getElementById(`${control}-error`)?.hidden === false ? document.getElementById(`${control}-error`).textContent : "",
+      tau: new URLSearchParams(location.hash.slice(1)).get("tau"),
+    }), id);
+  };
+  for (const range of limits.sliders) {
+    const id = range.control;
+    await page.evaluate((hash) => { location.hash = hash; }, enabling[id] ?? "");
+    await page.evaluate((control) => document.getElementById(control).scrollIntoView({ block: "center" }), id);
+    await nextFrames(page, 3);
+    const box = await (await page.$(`#${id}`)).boundingBox();
+    const landed = [];
+    for (const fraction of [0.1, 0.5, 0.9]) {
+      await page.mouse.click(box.x + fraction * box.width, box.y + box.height / 2);
+      const after = await settled(id);
+      assert.deepEqual([after.error, after.inline], ["", ""], `${id} click at ${fraction}`);
+      if (id === "tau") assert.equal(after.tau, limits.tau_steps[after.value], "τ follows the slider");
+      landed.push(after.value);
+    }
+    assert.ok(landed[0] < landed[1] && landed[1] < landed[2], `${id}: clicks landed at ${landed}`);
+    await page.focus(`#${id}`);
+    for (const [key, expected] of [["End", range.max], ["PageDown", null], ["PageUp", range.max], ["Home", range.min]]) {
+      await page.keyboard.press(key);
+      const after = await settled(id);
+      assert.deepEqual([after.error, after.inline], ["", ""], `${id} ${key}`);
+      if (expected === null) assert.ok(after.value < range.max, `${id} ${key} from the end: ${after.value}`);
+      else assert.ok(Math.abs(after.value - expected) < 1e-9, `${id} ${key}: ${after.value}, expected ${expected}`);
+    }
+    t.diagnostic(`${id}: clicks at ${landed.join(", ")}`);
+  }
+});
+
 test("4. no console error, uncaught exception or failed request in Firefox (nor in Chromium)", () => {
   assert.deepEqual(firefoxProblems, [], `Firefox:\n${firefoxProblems.join("\n")}`);
   assert.deepEqual(chromiumProblems, [], `Chromium:\n${chromiumProblems.join("\n")}`);
