@@ -1207,6 +1207,61 @@ pub fn coverage_law(
     })
 }
 
+/// The CovGap a perfect Mondrian predictor shows on average at these class sizes: the expected
+/// mean over classes of `|coverage_y − (1 − α)|` when each class's scores are exchangeable and
+/// tie-free, so that class `y`'s coverage on its `m_y` evaluation examples follows
+/// `BetaBinomial(m_y, k_y, n_y + 1 − k_y) / m_y` with `k_y = ⌈(n_y + 1)(1 − α)⌉` over its `n_y`
+/// calibration examples ([`CoverageLaw`]). Summed exactly over the law's support. A measured
+/// CovGap near this value is what chance gives an exact method; classes with no evaluation
+/// example are left out (as CovGap leaves them out), and a class too small for a finite q̂
+/// (`k_y > n_y`) is covered always, a gap of exactly α.
+///
+/// # Errors
+/// [`ConformalError::InvalidAlpha`]; [`ConformalError::InvalidParameter`] (`"classes"`) when
+/// the two count lists differ in length or no class has an evaluation example.
+pub fn covgap_of_exact_mondrian(
+    calibration_counts: &[usize],
+    evaluation_counts: &[usize],
+    alpha: f64,
+) -> Result<f64, ConformalError> {
+    use statrs::function::gamma::ln_gamma;
+    alpha_numerator(alpha)?;
+    let classes = calibration_counts.len();
+    let shown = evaluation_counts.iter().filter(|&&m| m > 0).count();
+    if classes != evaluation_counts.len() || shown == 0 {
+        return Err(ConformalError::InvalidParameter {
+            name: "classes",
+            value: classes as f64,
+        });
+    }
+    let target = 1.0 - alpha;
+    let mut total = 0.0;
+    for (&n, &m) in calibration_counts.iter().zip(evaluation_counts) {
+        if m == 0 {
+            continue;
+        }
+        let k = quantile_rank(n, alpha)?;
+        if k > n {
+            total += alpha;
+            continue;
+        }
+        // ln P(X = x) = ln C(m, x) + ln B(x + a, m − x + b) − ln B(a, b).
+        let (a, b, m) = (k as f64, (n + 1 - k) as f64, m as f64);
+        let ln_beta = |p: f64, q: f64| ln_gamma(p) + ln_gamma(q) - ln_gamma(p + q);
+        let ln_norm = ln_gamma(m + 1.0) - ln_beta(a, b);
+        let expected_gap: f64 = (0..=m as usize)
+            .map(|x| {
+                let x = x as f64;
+                let ln_p =
+                    ln_norm - ln_gamma(x + 1.0) - ln_gamma(m - x + 1.0) + ln_beta(x + a, m - x + b);
+                ln_p.exp() * (x / m - target).abs()
+            })
+            .sum();
+        total += expected_gap;
+    }
+    Ok(total / shown as f64)
+}
+
 /// Density at `x` of `Beta(k, n + 1 − k)`, `k = ⌈(n + 1)(1 − α)⌉`: the distribution of the
 /// coverage of a large test set over random calibration sets of size `n` (statrs's Beta).
 /// Zero outside `[0, 1]`.

@@ -76,6 +76,9 @@ pub struct ConformalView {
     pub verdict: CoverageVerdict,
     /// Which classes fall short and which overshoot, in words.
     pub per_class_sentence: String,
+    /// The CovGap an exact Mondrian predictor shows on average at these class sizes
+    /// ([`conformal::covgap_of_exact_mondrian`]): the noise floor CovGap is read against.
+    pub covgap_floor: f64,
     pub metrics: SetMetrics,
     /// The 95% bootstrap interval of the coverage on the evaluation images (exact, see
     /// [`bootstrap::proportion_interval`]): the noise of this evaluation set alone.
@@ -475,6 +478,11 @@ impl Lab {
                 ties_at_threshold,
             )
         };
+        let covgap_floor = conformal::covgap_of_exact_mondrian(
+            &calibration_counts,
+            &class_counts(&cache.evaluation.labels, k),
+            alpha,
+        )?;
         let per_class_sentence = per_class_sentence(
             &class_names,
             &metrics.per_class_coverage,
@@ -499,6 +507,7 @@ impl Lab {
             ties_at_threshold,
             verdict,
             per_class_sentence,
+            covgap_floor,
             coverage_interval: bootstrap::proportion_interval(
                 metrics.covered,
                 n_evaluation,

@@ -702,6 +702,7 @@ pub(super) fn conformal(
         ("singleton_hit_rate", m.singleton_hit_rate),
         ("empty_rate", m.empty_rate),
         ("covgap", m.covgap),
+        ("covgap_floor", view.covgap_floor),
         ("guarantee_lower", view.guarantee_lower),
         ("guarantee_upper", view.guarantee_upper),
     ] {
