@@ -1245,18 +1245,29 @@ pub fn covgap_of_exact_mondrian(
             total += alpha;
             continue;
         }
-        // ln P(X = x) = ln C(m, x) + ln B(x + a, m − x + b) − ln B(a, b).
-        let (a, b, m) = (k as f64, (n + 1 - k) as f64, m as f64);
+        // P(X = x) = C(m, x)·B(x + a, m − x + b)/B(a, b), from its mean outward by the ratio
+        // P(x + 1)/P(x) = (m − x)(x + a) / ((x + 1)(m − x − 1 + b)): log-gammas only at the
+        // start (an α slider frame computes this), and no term underflows near the mass.
+        let (a, b, trials) = (k as f64, (n + 1 - k) as f64, m as f64);
         let ln_beta = |p: f64, q: f64| ln_gamma(p) + ln_gamma(q) - ln_gamma(p + q);
-        let ln_norm = ln_gamma(m + 1.0) - ln_beta(a, b);
-        let expected_gap: f64 = (0..=m as usize)
-            .map(|x| {
-                let x = x as f64;
-                let ln_p =
-                    ln_norm - ln_gamma(x + 1.0) - ln_gamma(m - x + 1.0) + ln_beta(x + a, m - x + b);
-                ln_p.exp() * (x / m - target).abs()
-            })
-            .sum();
+        let ratio = |x: f64| (trials - x) * (x + a) / ((x + 1.0) * (trials - x - 1.0 + b));
+        let start = (trials * a / (a + b)).round().clamp(0.0, trials);
+        let ln_start =
+            ln_gamma(trials + 1.0) - ln_gamma(start + 1.0) - ln_gamma(trials - start + 1.0)
+                + ln_beta(start + a, trials - start + b)
+                - ln_beta(a, b);
+        let gap = |x: f64| (x / trials - target).abs();
+        let mut expected_gap = 0.0;
+        let mut p = ln_start.exp();
+        for x in (start as usize)..=m {
+            expected_gap += p * gap(x as f64);
+            p *= ratio(x as f64);
+        }
+        let mut p = ln_start.exp();
+        for x in (0..start as usize).rev() {
+            p /= ratio(x as f64);
+            expected_gap += p * gap(x as f64);
+        }
         total += expected_gap;
     }
     Ok(total / shown as f64)

@@ -997,7 +997,7 @@ fn bad_input_is_rejected() {
 fn covgap_of_exact_mondrian_matches_a_simulation() {
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(43);
-    let (calibration, evaluation, alpha) = ([99_usize, 30, 5], [40_usize, 12, 20], 0.1);
+    let (calibration, evaluation, alpha) = ([99_usize, 30, 5, 9], [40_usize, 12, 20, 15], 0.1);
     let exact = covgap_of_exact_mondrian(&calibration, &evaluation, alpha).unwrap();
     let draws = 20_000;
     let mut simulated = 0.0;
