@@ -150,3 +150,29 @@ fn intervals_say_what_they_are_not() {
     );
     assert_says(PAGE, "the smooth diagram's caption", "relplot, the authors' library, gives larger values than this page where confidences pile up at 1");
 }
+
+#[test]
+fn every_paper_link_names_its_paper() {
+    for (start, _) in PAGE.match_indices("<a href=\"https://") {
+        let tag = &PAGE[start..start + PAGE[start..].find('>').unwrap_or(0)];
+        let paper = ["arxiv.org", "doi.org", "cseweb.ucsd.edu"]
+            .iter()
+            .any(|host| tag.contains(host));
+        assert!(
+            !paper || tag.contains(" title=\""),
+            "a paper link without its title: {tag}"
+        );
+    }
+}
+
+#[test]
+fn every_verdict_is_a_polite_live_region() {
+    for (start, _) in PAGE.match_indices("class=\"verdict\"") {
+        let end = start + PAGE[start..].find('>').unwrap_or(0);
+        assert!(
+            PAGE[start..end].contains("aria-live=\"polite\""),
+            "a verdict a screen reader does not hear change: {}",
+            &PAGE[start.saturating_sub(40)..end]
+        );
+    }
+}
