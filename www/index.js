@@ -262,6 +262,18 @@ function readHash() {
   return next;
 }
 
+// Brings the figure or table a "Try this" line names into view (smoothly unless the reader asks
+// for reduced motion) and marks it for a moment.
+function showFigure(element) {
+  const smooth = !matchMedia("(prefers-reduced-motion: reduce)").matches;
+  const target = element.closest("figure") ?? element;
+  target.scrollIntoView({ behavior: smooth ? "smooth" : "auto", block: "center" });
+  target.classList.remove("shown-by-preset");
+  void target.offsetWidth; // restarts the mark's animation when the same button is pressed again
+  target.classList.add("shown-by-preset");
+  setTimeout(() => target.classList.remove("shown-by-preset"), 1600);
+}
+
 // Asks for one render on the next animation frame; repeated asks in a frame collapse.
 function scheduleRender() {
   dirty.temperature = dirty.conformal = dirty.gallery = dirty.ood = dirty.shift = dirty.own = true;
@@ -515,7 +527,9 @@ function wireControls() {
         apply(page.action(state, button.dataset.action));
       } catch (error) {
         showError(error.message);
+        return;
       }
+      if (button.dataset.shows) showFigure($(button.dataset.shows));
     });
   }
   const repetitions = $("repetitions");

@@ -301,12 +301,18 @@ test("6. the rivals table fills from the bootstrap worker with `calibra report -
 
 
 // Perfectly calibrated synthetic logits: ten classes, z = 3·N(0, 1), each label drawn from
-// softmax(z) itself, so that P(right | confidence c) = c by construction.
+// softmax(z) itself, so that P(right | confidence c) = c by construction. The draws come from
+// mulberry32: the LCG above, whose products lose bits in doubles, made logits and labels depend
+// on each other (over 200,000 rows: mean confidence 66.6% at 65.4% accuracy), and the verdict
+// rightly called such a set overconfident.
 function calibratedData(seed, rows) {
-  let state = seed;
+  let state = seed >>> 0;
   const random = () => {
-    state = (state * 1103515245 + 12345) % 2147483648;
-    return (state + 0.5) / 2147483648;
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
   };
   const normal = () => Math.sqrt(-2 * Math.log(random())) * Math.cos(2 * Math.PI * random());
   const logits = new Float64Array(rows * 10);

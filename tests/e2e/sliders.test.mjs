@@ -121,3 +121,23 @@ test("each slider follows a pointer, a tap and every key over its whole range", 
     t.diagnostic(`${control}: clicks at ${clicked.join(", ")}; tap at ${tapped.value}; keys over ${range.min}–${range.max}`);
   }
 });
+
+test("a preset sets every key its line depends on and brings the figure its line names into view", { timeout: 120_000 }, async () => {
+  await page.evaluate(() => { location.hash = "alpha=0.3&mondrian=1&bins=7"; });
+  await nextFrames(page, 3);
+  await page.locator('button.preset[data-action="aps_raw_t1"]').scrollIntoViewIfNeeded();
+  await page.click('button.preset[data-action="aps_raw_t1"]');
+  const hash = await hashParams(page);
+  assert.deepEqual([hash.alpha, hash.mondrian, hash.bins, hash.score, hash.randomized, hash.t], ["0.1", "0", "15", "aps", "0", "1"], JSON.stringify(hash));
+  // Smooth scrolling ends within a second; the table the line names is then on screen.
+  await page.waitForFunction(() => {
+    const box = document.getElementById("conformal-metrics").getBoundingClientRect();
+    return box.top >= 0 && box.bottom <= innerHeight;
+  }, null, { timeout: 5_000, polling: 100 });
+  assert.ok(await page.evaluate(() => document.getElementById("conformal-metrics").classList.contains("shown-by-preset")));
+  // Switching the network back puts T at 1, whatever T the other network was fitted to.
+  await page.evaluate(() => { location.hash = "model=logitnorm&t=0.07"; });
+  await nextFrames(page, 3);
+  await page.selectOption("#model", "ce");
+  assert.equal((await hashParams(page)).t, "1");
+});
