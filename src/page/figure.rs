@@ -488,32 +488,35 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
         }
         Figure::Histogram => {
             let view = sources.temperature(figure)?;
-            table.header(&BIN_COLUMNS);
+            table.header(&["bin_lower", "bin_upper", "count"]);
             let bins = view.confidence_counts.len();
             for (index, count) in view.confidence_counts.iter().enumerate() {
                 table.row([
                     number(index as f64 / bins as f64),
                     number((index + 1) as f64 / bins as f64),
                     count.to_string(),
-                    number(view.mean_confidence),
-                    number(view.at_temperature.accuracy),
                 ]);
             }
         }
         Figure::SmoothReliability => {
             let (smooth, band) = sources.smooth(figure)?;
+            // `shown` is 0 where the chart leaves the curve out (too few confidences within a
+            // bandwidth to average): there the accuracy may even leave [0, 1].
             table.header(&[
                 "confidence",
                 "accuracy",
+                "shown",
                 "density",
                 "band_lower",
                 "band_upper",
             ]);
             let curve = &smooth.curve;
             for (index, &confidence) in curve.confidence.iter().enumerate() {
+                let shown = plot::smooth_curve_shown(curve, curve.density[index]);
                 table.row([
                     number(confidence),
                     number(curve.accuracy[index]),
+                    u8::from(shown).to_string(),
                     number(curve.density[index]),
                     number(band.lower[index]),
                     number(band.upper[index]),
@@ -732,13 +735,15 @@ const BIN_COLUMNS: [&str; 5] = [
     "accuracy",
 ];
 
+/// A bin's row; an empty bin has no mean confidence or accuracy, so those fields are empty.
 fn bin_fields(bin: &Bin) -> [String; 5] {
+    let mean = |value: f64| optional((bin.count > 0).then_some(value));
     [
         number(bin.lower),
         number(bin.upper),
         bin.count.to_string(),
-        number(bin.confidence),
-        number(bin.accuracy),
+        mean(bin.confidence),
+        mean(bin.accuracy),
     ]
 }
 

@@ -465,12 +465,33 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
         bins: 10,
         ..PageState::default()
     };
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    // The smooth diagram's band is computed only while the diagram is on screen.
+    let visible = Visible {
+        figures: vec![Figure::SmoothReliability],
+        ..ALL
+    };
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
     let sources = Sources {
         frame: &frame,
         experiment: None,
     };
     let view = frame.temperature.as_ref().unwrap();
+    // Each column means what its header says: the histogram's file holds counts, not the
+    // overall mean confidence repeated under a per-bin header.
+    let histogram = csv_rows(&figure::csv(Figure::Histogram, &sources).unwrap());
+    assert_eq!(histogram[0], ["bin_lower", "bin_upper", "count"]);
+    // The smooth curve's file flags the points the chart leaves out, and only there may the
+    // smoothed accuracy leave [0, 1].
+    let smooth = csv_rows(&figure::csv(Figure::SmoothReliability, &sources).unwrap());
+    assert_eq!(smooth[0][..3], ["confidence", "accuracy", "shown"]);
+    assert!(smooth[1..].iter().any(|row| row[2] == "1"));
+    for row in &smooth[1..] {
+        let accuracy: f64 = row[1].parse().unwrap();
+        assert!(
+            row[2] == "0" || (0.0..=1.0).contains(&accuracy),
+            "shown at {row:?}"
+        );
+    }
     let rows = csv_rows(&figure::csv(Figure::Reliability, &sources).unwrap());
     assert_eq!(
         rows[0],
@@ -484,6 +505,11 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
     );
     assert_eq!(rows.len(), 1 + view.at_temperature.bins.len());
     for (row, bin) in rows[1..].iter().zip(&view.at_temperature.bins) {
+        if bin.count == 0 {
+            // An empty bin has no mean confidence or accuracy: blank, not 0.
+            assert_eq!(row[3..], ["", ""]);
+            continue;
+        }
         let read = |i: usize| row[i].parse::<f64>().unwrap();
         // Shortest round-trip text: the same f64 back, bit for bit.
         assert_eq!(

@@ -181,6 +181,13 @@ const DENSITY_BAND_HEIGHT: f64 = 0.25;
 /// The smooth curve is drawn where about this many examples lie within one bandwidth of the
 /// confidence (`n·δ̂(t)·2σ`): fewer, and the kernel regression averages far-away examples.
 const SMOOTH_CURVE_MIN_EXAMPLES: f64 = 10.0;
+
+/// Whether the smooth curve is drawn where the confidences' density is `density`: about
+/// [`SMOOTH_CURVE_MIN_EXAMPLES`] examples or more lie within one bandwidth. The chart asks it of
+/// each segment (its ends' mean density), the figure's CSV of each point.
+pub fn smooth_curve_shown(curve: &SmoothReliability, density: f64) -> bool {
+    density * curve.examples as f64 * 2.0 * curve.bandwidth >= SMOOTH_CURVE_MIN_EXAMPLES
+}
 /// The smooth curve's width, in curve widths: `a + b·share` of the peak density.
 const SMOOTH_CURVE_WIDTH_RANGE: (f64, f64) = (0.5, 1.5);
 
@@ -296,9 +303,8 @@ fn draw_smooth_curve<DB: DrawingBackend>(
     // curve is drawn only where about ten lie within σ, and thicker where more lie (as relplot
     // draws it).
     let at = |p: usize, value: f64| pixels.point(curve.confidence[p], value.clamp(0.0, 1.0));
-    let examples_per_density = curve.examples as f64 * 2.0 * curve.bandwidth;
     let segment_density = |p: usize| 0.5 * (curve.density[p - 1] + curve.density[p]);
-    let drawn = |p: usize| segment_density(p) * examples_per_density >= SMOOTH_CURVE_MIN_EXAMPLES;
+    let drawn = |p: usize| smooth_curve_shown(curve, segment_density(p));
     if let Some(band) = band {
         // One polygon per run of drawn segments: seams between polygons would show through
         // the band's transparency.

@@ -26,7 +26,7 @@ mod test_support;
 
 pub use calibration::{
     classwise_reliability, confidence_histogram, method_reliability, reliability_diagram,
-    smooth_reliability_diagram, MethodPanel,
+    smooth_curve_shown, smooth_reliability_diagram, MethodPanel,
 };
 pub use conformal::{
     alpha_sweep_curves, coverage_experiment_histogram, density_histogram, per_class_coverage,
