@@ -1,5 +1,5 @@
-// Each figure's "Save or share" menu: PNG (the canvas as drawn), SVG and CSV (from Rust: the
-// same plot code on the SVG backend, and the numbers the figure draws), the code of an <iframe>
+// Each figure's "Save or share" menu: PNG (the figure at twice its size on screen, for slides),
+// SVG and CSV (from Rust: the same plot code on the SVG backend, and the numbers the figure draws), the code of an <iframe>
 // showing the figure alone (the embed view), and a link to this view (the address, whose hash
 // is the page state). Rust lists the figures (limits().figures).
 
@@ -40,7 +40,7 @@ function menu(figures, { page, state, embedHash, link, onError }) {
       download(await make(), `${figure.file_stem}.${kind.toLowerCase()}`);
     });
     row.append(
-      save("PNG", () => canvasBlob(document.getElementById(figure.id))),
+      save("PNG", () => pngAtTwice(page.figure_svg(state(), figure.id))),
       save("SVG", () => new Blob([page.figure_svg(state(), figure.id)], { type: "image/svg+xml" })),
       save("CSV", () => new Blob([page.figure_csv(state(), figure.id)], { type: "text/csv" })),
       button("Copy embed code", `Copy embed code for the ${figure.title}`, async () => {
@@ -87,11 +87,22 @@ function embedCode(figure, hash) {
 
 const capitalised = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 
-// The canvas as a PNG, at the pixels it is drawn with.
-function canvasBlob(canvas) {
-  return new Promise((resolve, reject) => {
-    canvas.toBlob((blob) => (blob ? resolve(blob) : reject(new Error(`cannot encode #${canvas.id} as PNG`))), "image/png");
-  });
+// Scale of a saved PNG against the figure's size on screen: sharp on a projector whatever the
+// reader's screen (the canvas itself has only the screen's device pixels).
+const PNG_SCALE = 2;
+
+// The figure's SVG (Rust's, at the canvas's CSS size) drawn at PNG_SCALE times that size on
+// white, as a PNG. A data: URL, which the page's Content-Security-Policy allows for images.
+async function pngAtTwice(svg) {
+  const image = new Image();
+  image.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
+  await image.decode();
+  const canvas = new OffscreenCanvas(PNG_SCALE * image.naturalWidth, PNG_SCALE * image.naturalHeight);
+  const context = canvas.getContext("2d");
+  context.fillStyle = "#fff";
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.drawImage(image, 0, 0, canvas.width, canvas.height);
+  return canvas.convertToBlob({ type: "image/png" });
 }
 
 // Saves a blob under `name` through a temporary link.

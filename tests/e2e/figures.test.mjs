@@ -85,7 +85,7 @@ test("1. the reliability diagram's CSV holds the CLI's bins at this T", { timeou
   });
 });
 
-test("2. the SVG is the figure at the canvas's size, the PNG the canvas's pixels", { timeout: 60_000 }, async () => {
+test("2. the SVG is the figure at the canvas's size, the PNG the figure at twice that size", { timeout: 60_000 }, async () => {
   const size = await page.evaluate(() => {
     const canvas = document.getElementById("reliability");
     return { css: [canvas.clientWidth, canvas.clientHeight], pixels: [canvas.width, canvas.height] };
@@ -97,8 +97,9 @@ test("2. the SVG is the figure at the canvas's size, the PNG the canvas's pixels
   const png = await saved("reliability", "PNG");
   assert.equal(png.name, "calibra-reliability.png");
   assert.deepEqual([...png.bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], "PNG signature");
-  // IHDR: width and height, big-endian, at bytes 16 and 20.
-  assert.deepEqual([png.bytes.readUInt32BE(16), png.bytes.readUInt32BE(20)], size.pixels);
+  // IHDR: width and height, big-endian, at bytes 16 and 20: twice the figure's size on screen,
+  // for slides, whatever the screen's pixel ratio.
+  assert.deepEqual([png.bytes.readUInt32BE(16), png.bytes.readUInt32BE(20)], size.css.map((side) => 2 * side));
 });
 
 test("3. coverage per class in the CSV is the lab's at this α and T", { timeout: 60_000 }, async () => {
