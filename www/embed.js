@@ -5,6 +5,8 @@
 // the DOM already holds.
 
 let shown = null;
+// The figure presentation mode showed last, to return to when it ends.
+let lastPresented = null;
 
 // Shows the whole page for "none", or only `figureId`'s canvas, its caption and menu, its lab's
 // slider bar and the controls marked data-embed-with for it; `articleHref` is the link back to
@@ -25,7 +27,14 @@ export function showEmbed({ figureId, articleHref, present, figures }) {
   for (const element of document.querySelectorAll(".embed-keep, .embed-path")) element.classList.remove("embed-keep", "embed-path");
   document.body.classList.toggle("embed", embedded);
   link.hidden = !embedded || presenting;
-  if (!embedded) return;
+  if (!embedded) {
+    // Leaving presentation mode returns the reader to the figure last presented, not to the
+    // top of the article.
+    if (lastPresented) document.getElementById(lastPresented)?.closest("figure")?.scrollIntoView({ block: "center" });
+    lastPresented = null;
+    return;
+  }
+  lastPresented = presenting ? figureId : null;
   if (presenting) {
     const index = figures.findIndex((figure) => figure.id === figureId);
     document.getElementById("presentation-position").textContent = `Figure ${index + 1} of ${figures.length}: ${figures[index].title}`;

@@ -251,9 +251,17 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   assert.equal(Number(await page.inputValue("#temperature")), Number(t) + 1);
   assert.equal(await position(), "Figure 1 of 16: reliability diagram");
   await page.evaluate(() => document.activeElement.blur());
+  await page.keyboard.press("ArrowLeft");
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 16 "));
   await page.keyboard.press("Escape");
   await page.waitForFunction(() => !document.body.classList.contains("present") && !document.body.classList.contains("embed"));
   assert.ok(await page.locator(".masthead").isVisible());
+  // Back in the article at the figure presented last (the τ chart, near its end), not at its top.
+  const [top, bottom, height] = await page.evaluate(() => {
+    const box = document.getElementById("tau-chart").getBoundingClientRect();
+    return [box.top, box.bottom, innerHeight];
+  });
+  assert.ok(top < height && bottom > 0, `the τ chart at ${top}–${bottom} of ${height} px after Escape`);
   const after = await hashParams(page);
   assert.equal(after.present, "0");
   assert.equal(after.embed, "none");
