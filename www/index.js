@@ -569,6 +569,13 @@ function wireOwnImage() {
 // "Your own model": the logits, labels and names inputs, and the way back to the test images.
 function wireOwnLogits() {
   for (const id of ["own-logits-file", "own-labels-file", "own-names-file"]) $(id).addEventListener("change", loadOwnLogits);
+  // A file chosen by mistake (a wrong class-names file) can be taken back; the rest are read again.
+  for (const button of document.querySelectorAll(".file-remove")) {
+    button.addEventListener("click", () => {
+      $(button.dataset.clears).value = "";
+      loadOwnLogits();
+    });
+  }
   for (const button of document.querySelectorAll(".own-logits-back")) button.addEventListener("click", showTestImages);
   $("own-logits-show").addEventListener("click", () => {
     $("temperature-lab").scrollIntoView({ block: "start" });
@@ -581,6 +588,11 @@ function wireOwnLogits() {
 async function loadOwnLogits() {
   const [logits, labels, names] = ["own-logits-file", "own-labels-file", "own-names-file"].map((id) => $(id).files[0]);
   const status = $("own-logits-status");
+  status.classList.remove("error");
+  if (!logits && !labels) {
+    status.textContent = ownData ? `Showing ${ownData}.` : "No files yet: the labs show the test images.";
+    return;
+  }
   if (!logits || !labels) {
     status.textContent = `Choose ${logits ? "a labels" : "a logits"} file too.`;
     return;
@@ -601,7 +613,10 @@ async function loadOwnLogits() {
     timings.ownLogits = { started, read: readAt, parsed: performance.now(), drawn: null, rivals: null };
   } catch (error) {
     // A read that a later choice overtook says nothing, its refusal included.
-    if (load === ownLoads) status.textContent = `Cannot use these files: ${error.message ?? error}`;
+    if (load === ownLoads) {
+      status.textContent = `Cannot use these files: ${error.message ?? error}`;
+      status.classList.add("error");
+    }
     return;
   }
   showData(description);
@@ -637,6 +652,7 @@ function showData(description) {
   $("own-logits-show").hidden = !description;
   for (const span of document.querySelectorAll(".own-data-description")) span.textContent = description ?? "";
   $("own-logits-status").textContent = description ? `Showing ${description}.` : "No files yet: the labs show the test images.";
+  $("own-logits-status").classList.remove("error");
   // The bootstrap worker holds the halves of the data shown before: a new one starts with the
   // next request, and no interval or rival computed on the old data can arrive.
   clearTimeout(intervalTimer);

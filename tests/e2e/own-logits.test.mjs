@@ -233,11 +233,17 @@ test("3. each bad file shows the command-line tool's message and keeps the numbe
     // The page knows a file by its name, the CLI by its path.
     const expected = `Cannot use these files: ${message.replaceAll(scratch + path.sep, "")}`;
     assert.equal(await page.textContent("#own-logits-status"), expected);
+    assert.ok(await page.evaluate(() => document.getElementById("own-logits-status").classList.contains("error")), "a refusal looks like one, not like help text");
     assert.ok(await page.evaluate(() => document.body.classList.contains("own-data")), "the reader's data stays");
     const now = await labMetrics();
     for (const name of [...TEMPERATURE_METRICS, ...CONFORMAL_METRICS]) assert.equal(now[name], shown[name], `${path.basename(logits)}: ${name} unchanged`);
     await page.evaluate(() => { document.getElementById("own-logits-status").textContent = ""; });
   }
+  // The wrong class-names file of the last case can be taken back: the other two files are read
+  // again and shown.
+  await page.click('button.file-remove[data-clears="own-names-file"]');
+  await page.waitForFunction(() => document.getElementById("own-logits-status").textContent.startsWith("Showing"), null, { timeout: 30_000, polling: 100 });
+  assert.ok(!(await page.evaluate(() => document.getElementById("own-logits-status").classList.contains("error"))));
 });
 
 test("4. with 100 classes the per-class chart's canvas grows a row a class, and both labs draw", { timeout: 120_000 }, async () => {
