@@ -356,10 +356,19 @@ fn network_patches(summary: &NetworkSummary, suffix: &str) -> Vec<Patch> {
             summary.ece_raw,
             format!("{:.4}", summary.ece_raw),
         ),
+        // A fit stopped at the slider's bound is flagged, as the first lab flags it.
         metric(
             named("network_fitted_temperature"),
             summary.fitted_temperature,
-            format!("{:.3}", summary.fitted_temperature),
+            format!(
+                "{:.3}{}",
+                summary.fitted_temperature,
+                if summary.fitted_bound_hit {
+                    " (bound)"
+                } else {
+                    ""
+                }
+            ),
         ),
         metric(
             named("network_ece_fitted"),
