@@ -883,20 +883,23 @@ pub struct SetMetrics {
     pub singleton_hit_rate: f64,
     /// Fraction with `|C| = 0`.
     pub empty_rate: f64,
-    /// Size strata 0–1, 2–3, 4–6, 7–10, and `11–K` only when `K > 10`.
+    /// Size strata 0 (empty sets, never covered), 1, 2–3, 4–6, 7–10, and `11–K` only when
+    /// `K > 10`: Angelopoulos et al.'s strata, with the empty sets apart from the singletons,
+    /// since the two mean opposite things.
     pub size_stratified: Vec<Stratum>,
     /// CovGap: mean over the classes present of `|cov_y − (1 − α)|`.
     pub covgap: f64,
 }
 
-/// Index of the size stratum (0–1, 2–3, 4–6, 7–10, 11+).
+/// Index of the size stratum (0, 1, 2–3, 4–6, 7–10, 11+).
 fn stratum_index(size: u32) -> usize {
     match size {
-        0..=1 => 0,
-        2..=3 => 1,
-        4..=6 => 2,
-        7..=10 => 3,
-        _ => 4,
+        0 => 0,
+        1 => 1,
+        2..=3 => 2,
+        4..=6 => 3,
+        7..=10 => 4,
+        _ => 5,
     }
 }
 
@@ -926,7 +929,7 @@ pub fn set_metrics(
     if labels.is_empty() {
         return Err(ConformalError::Empty);
     }
-    let mut strata: Vec<Stratum> = [(0, 1), (2, 3), (4, 6), (7, 10)]
+    let mut strata: Vec<Stratum> = [(0, 0), (1, 1), (2, 3), (4, 6), (7, 10)]
         .into_iter()
         .chain((num_classes > 10).then_some((11, num_classes as u32)))
         .map(|(min_size, max_size)| Stratum {

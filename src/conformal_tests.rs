@@ -431,7 +431,8 @@ fn set_metrics_by_hand() {
     assert_eq!(
         metrics.size_stratified,
         [
-            stratum(0, 1, 2, Some(0.5)),
+            stratum(0, 0, 1, Some(0.0)),
+            stratum(1, 1, 1, Some(1.0)),
             stratum(2, 3, 2, Some(0.5)),
             stratum(4, 6, 0, None),
             stratum(7, 10, 0, None),
@@ -448,7 +449,7 @@ fn set_metrics_by_hand() {
         sizes: vec![11],
     };
     let metrics = set_metrics(&wide, &[0], ALPHA).unwrap();
-    assert_eq!(metrics.size_stratified[4], stratum(11, 12, 1, Some(1.0)));
+    assert_eq!(metrics.size_stratified[5], stratum(11, 12, 1, Some(1.0)));
     assert_eq!(metrics.per_class_coverage[1], None);
     assert_close(&[metrics.covgap], &[0.1], HAND_TOLERANCE);
 }
