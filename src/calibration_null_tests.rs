@@ -163,14 +163,7 @@ fn synthetic_network(
             .iter()
             .map(|&z| (f64::from(z) / true_temperature).exp())
             .collect();
-        let mut u = rng.random_range(0.0..weights.iter().sum::<f64>());
-        let label = weights
-            .iter()
-            .position(|w| {
-                u -= w;
-                u < 0.0
-            })
-            .unwrap_or(CLASSES - 1);
+        let label = crate::test_support::draw_index(&weights, &mut *rng);
         logits.extend(row);
         labels.push(label as u32);
     }

@@ -24,5 +24,7 @@ pub mod recalibration;
 pub mod sentences;
 pub mod shift;
 pub mod smooth_calibration;
+#[cfg(test)]
+mod test_support;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

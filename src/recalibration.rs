@@ -1,7 +1,11 @@
-//! Temperature scaling's rivals: vector scaling, histogram binning and isotonic regression,
-//! fitted on a calibration part and compared with temperature scaling on another part.
+//! Temperature scaling's rivals: normalised temperature scaling, vector scaling, histogram
+//! binning and isotonic regression, fitted on a calibration part and compared with temperature
+//! scaling on another part.
 //!
 //! # What it computes
+//! * **Normalised temperature scaling**: `p = softmax(z/(T·(‖z‖₂ + ε)))`, the input-dependent
+//!   temperature LogitNorm (Wei et al., ICML 2022) trains with, one `T` fitted by NLL
+//!   ([`fit_normalized_temperature`]: temperature scaling of the unit-length logits).
 //! * **Vector scaling** (Guo et al., "On Calibration of Modern Neural Networks", ICML 2017,
 //!   §4.2): a scale `w_k` and a bias `b_k` per class on the logits, `p = softmax(w ⊙ z + b)`,
 //!   fitted by minimising the mean NLL on the calibration part. The NLL is convex in
@@ -90,6 +94,11 @@ const MAX_STEP_HALVINGS: usize = 40;
 const SUFFICIENT_DECREASE: f64 = 1e-4;
 /// The ridge added to the Newton system, relative to the Hessian's largest diagonal entry.
 const RELATIVE_RIDGE: f64 = 1e-10;
+/// LogitNorm's guard against a zero logit length.
+const NORMALIZED_EPSILON: f64 = 1e-7;
+/// Normalised temperature scaling is fitted on the unit-length logits times this (see
+/// [`fit_normalized_temperature`]).
+const NORMALIZED_LOGIT_SCALE: f64 = 20.0;
 /// Tenfold increases of the ridge tried when the Cholesky factorisation fails.
 const MAX_RIDGE_INCREASES: i32 = 12;
 
@@ -104,6 +113,9 @@ pub enum Method {
     /// One temperature for every logit.
     #[default]
     Temperature,
+    /// One temperature for the logits divided by their length: `softmax(z/(T‖z‖))`, the
+    /// input-dependent temperature LogitNorm trains with.
+    Normalized,
     /// A scale and a bias per class.
     Vector,
     /// Equal-mass histogram binning of the top-label confidence.
@@ -114,9 +126,10 @@ pub enum Method {
 
 impl Method {
     /// Every method, in the order the page's table lists them.
-    pub const ALL: [Method; 5] = [
+    pub const ALL: [Method; 6] = [
         Method::Uncalibrated,
         Method::Temperature,
+        Method::Normalized,
         Method::Vector,
         Method::Histogram,
         Method::Isotonic,
@@ -127,6 +140,7 @@ impl Method {
         match self {
             Method::Uncalibrated => "uncalibrated",
             Method::Temperature => "temperature scaling",
+            Method::Normalized => "normalised temperature scaling",
             Method::Vector => "vector scaling",
             Method::Histogram => "histogram binning",
             Method::Isotonic => "isotonic regression",
@@ -211,6 +225,8 @@ impl StepFunction {
 pub enum Recalibration {
     Uncalibrated,
     Temperature(f64),
+    /// Normalised temperature scaling's T: row `z` is divided by `T·(‖z‖₂ + ε)`.
+    Normalized(f64),
     Vector(VectorScaling),
     /// Histogram binning or isotonic regression of the top-label confidence.
     TopLabel(StepFunction),
@@ -226,6 +242,7 @@ pub fn fit(method: Method, calibration: &Labelled) -> Result<Recalibration, Cali
         Method::Temperature => Recalibration::Temperature(
             fit_temperature(&calibration.logits, calibration.labels)?.temperature,
         ),
+        Method::Normalized => Recalibration::Normalized(fit_normalized_temperature(calibration)?),
         Method::Vector => Recalibration::Vector(fit_vector_scaling(calibration)),
         Method::Histogram | Method::Isotonic => {
             let (confidence, correct) =
@@ -237,6 +254,37 @@ pub fn fit(method: Method, calibration: &Labelled) -> Result<Recalibration, Cali
             })
         }
     })
+}
+
+/// A row's logit length `‖z‖₂ + ε` (`ε` = LogitNorm's `10⁻⁷`, so that all-zero logits stay
+/// finite).
+fn logit_length(row: &[f32]) -> f64 {
+    row.iter()
+        .map(|&z| f64::from(z).powi(2))
+        .sum::<f64>()
+        .sqrt()
+        + NORMALIZED_EPSILON
+}
+
+/// Fits normalised temperature scaling by NLL: temperature scaling of the unit-length logits
+/// `z/(‖z‖ + ε)`, which [`fit_temperature`] fits after scaling them by
+/// [`NORMALIZED_LOGIT_SCALE`] (its range `[0.05, 20]` then covers `T ∈ [0.0025, 1]`, where the
+/// unit-length logits' temperatures lie: cross-entropy's about 0.05, LogitNorm's near its τ).
+///
+/// # Errors
+/// The label errors of [`fit_temperature`].
+pub fn fit_normalized_temperature(calibration: &Labelled) -> Result<f64, CalibrationError> {
+    let k = calibration.logits.num_classes();
+    let mut scaled = Vec::with_capacity(calibration.logits.len() * k);
+    for row in calibration.logits.rows() {
+        let length = logit_length(row);
+        scaled.extend(
+            row.iter()
+                .map(|&z| (NORMALIZED_LOGIT_SCALE * f64::from(z) / length) as f32),
+        );
+    }
+    let fit = fit_temperature(&Logits::new(&scaled, k)?, calibration.labels)?;
+    Ok(fit.temperature / NORMALIZED_LOGIT_SCALE)
 }
 
 /// Mean NLL and gradient of vector scaling at `θ = (w, b)`, over every calibration row.
@@ -626,6 +674,7 @@ impl Recalibration {
             let temperature = match self {
                 Recalibration::Uncalibrated | Recalibration::TopLabel(_) => Some(1.0),
                 Recalibration::Temperature(t) => Some(*t),
+                Recalibration::Normalized(t) => Some(t * logit_length(row)),
                 Recalibration::Vector(fit) => {
                     scaled_log_softmax(row, &fit.scales, &fit.biases, &mut log_p);
                     for (p, &lp) in p.iter_mut().zip(&log_p) {

@@ -584,8 +584,8 @@ pub fn calibration_lesson(chosen: &NetworkFigures, cross_entropy: &NetworkFigure
 /// they will be once every row's logits are in.
 pub fn rivals_pending(fitting: bool) -> String {
     if fitting {
-        "Fitting vector scaling, histogram binning and isotonic regression on the calibration \
-         half…"
+        "Fitting normalised temperature scaling, vector scaling, histogram binning and isotonic \
+         regression on the calibration half…"
             .to_string()
     } else {
         "The rivals are fitted once the logits of every row are in.".to_string()

@@ -86,7 +86,7 @@ function assertColumn(metrics, suffix, report, context) {
 }
 
 // The rivals table's methods and readouts (`rival_<method>_<metric>`).
-const RIVALS = ["uncalibrated", "temperature", "vector", "histogram", "isotonic"];
+const RIVALS = ["uncalibrated", "temperature", "normalized", "vector", "histogram", "isotonic"];
 const RIVAL_METRICS = ["accuracy", "ece", "smece", "nll", "brier", "calibration_ece"];
 
 // `calibra report --method <method> --json` on the page's own logits of `model` (uncalibrated:

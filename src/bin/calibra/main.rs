@@ -74,7 +74,8 @@ pub struct ReportArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub temperature: Option<f64>,
     /// The recalibration fitted on the calibration part and reported on the test part beside
-    /// temperature scaling's metrics: temperature, vector (a scale and bias per class),
+    /// temperature scaling's metrics: temperature, normalized (one temperature for the logits
+    /// divided by their length, LogitNorm's form), vector (a scale and bias per class),
     /// histogram (binning of the top-label confidence) or isotonic (regression of it).
     #[arg(long, value_enum, default_value = "temperature")]
     pub method: Method,
