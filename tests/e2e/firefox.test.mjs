@@ -203,6 +203,8 @@ test("3b. every slider in Firefox follows a pointer at 10%, 50% and 90% of its t
   const enabling = { "raps-lambda": "score=raps", "k-reg": "score=raps", "saps-lambda": "score=saps" };
   const settled = async (id) => {
     await nextFrames(page, 3);
+    // The link is written at most every 200 ms: wait until it holds the last move.
+    await poll(page, () => !window.calibra.hashPending, null, REDRAW_TIMEOUT_MS, "the link to follow the slider");
     return page.evaluate((control) => ({
       value: Number(document.getElementById(control).value),
       error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
