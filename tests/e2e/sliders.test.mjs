@@ -125,8 +125,10 @@ test("each slider follows a pointer, a tap and every key over its whole range", 
 test("a preset sets every key its line depends on and brings the figure its line names into view", { timeout: 120_000 }, async () => {
   await page.evaluate(() => { location.hash = "alpha=0.3&mondrian=1&bins=7"; });
   await nextFrames(page, 3);
-  await page.locator('button.preset[data-action="aps_raw_t1"]').scrollIntoViewIfNeeded();
-  await page.click('button.preset[data-action="aps_raw_t1"]');
+  // The "Try this" list's button (the text below it has one too).
+  const preset = page.locator('button.preset[data-action="aps_raw_t1"]').first();
+  await preset.scrollIntoViewIfNeeded();
+  await preset.click();
   const hash = await hashParams(page);
   assert.deepEqual([hash.alpha, hash.mondrian, hash.bins, hash.score, hash.randomized, hash.t], ["0.1", "0", "15", "aps", "0", "1"], JSON.stringify(hash));
   // Smooth scrolling ends within a second; the table the line names is then on screen.
