@@ -732,7 +732,9 @@ impl Field {
     /// A hash entry's value, checked against the field's kind and range.
     fn parse_hash(&self, raw: &str) -> Result<Value, String> {
         match self.kind {
-            FieldKind::Choice => Ok(Value::String(raw.to_string())),
+            FieldKind::Choice => {
+                check_choice(self.key, raw).map(|()| Value::String(raw.to_string()))
+            }
             FieldKind::Steps if self.steps().iter().any(|s| s == raw) => {
                 Ok(Value::String(raw.to_string()))
             }
@@ -888,6 +890,55 @@ fn state_of(fields: Map<String, Value>) -> Result<PageState, String> {
         serde_json::from_value(Value::Object(fields)).map_err(|e| format!("is not valid: {e}"))?;
     state.severity = state.severity.min(state.shift.max_severity());
     Ok(state)
+}
+
+/// A choice's refusal in the reader's words, made from serde's own list of the names a field
+/// takes (never serde's message, which quotes names in backticks).
+#[derive(Debug)]
+struct ChoiceError(String);
+
+impl std::fmt::Display for ChoiceError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ChoiceError {}
+
+impl serde::de::Error for ChoiceError {
+    fn custom<T: std::fmt::Display>(message: T) -> Self {
+        Self(message.to_string())
+    }
+
+    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> Self {
+        let names = match expected {
+            [] => String::new(),
+            [one] => (*one).to_string(),
+            [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+        };
+        Self(format!("is not one of {names}"))
+    }
+}
+
+/// Checks `raw` against the names the choice field `key` takes.
+fn check_choice(key: &str, raw: &str) -> Result<(), String> {
+    fn names<'de, T: Deserialize<'de>>(raw: &'de str) -> Result<(), String> {
+        T::deserialize(serde::de::value::StrDeserializer::<ChoiceError>::new(raw))
+            .map(|_| ())
+            .map_err(|error| error.0)
+    }
+    match key {
+        "model" => names::<ModelKey>(raw),
+        "binning" => names::<Binning>(raw),
+        "score" => names::<ScoreKind>(raw),
+        "gallery" => names::<GalleryChoice>(raw),
+        "ood" => names::<OodSet>(raw),
+        "ood_score" => names::<OodScore>(raw),
+        "shift" => names::<Corruption>(raw),
+        "embed" => names::<Embed>(raw),
+        // Every choice field is listed above (a test reads each field's refusal).
+        _ => Ok(()),
+    }
 }
 
 /// Sets one field in the map if the whole state still parses; the map is unchanged otherwise.

@@ -73,13 +73,13 @@ fn each_bad_entry_is_ignored_with_its_reason_and_the_rest_kept() {
         [
             "temperature \"500\" is not a number from 0.05 to 20",
             "bins \"3\" is not a whole number from 5 to 30",
-            "score \"foo\" is not valid: unknown variant `foo`, expected one of `lac`, `aps`, `raps`, `saps`",
+            "score \"foo\" is not one of lac, aps, raps or saps",
             "Mondrian \"2\" is not 0 or 1",
             "bogus \"1\" is not a setting of this page",
             "RAPS k_reg \"2.5\" is not a whole number from 1 to 10",
             "split \"-1\" is not a whole number from 0 to 4294967295",
             "temperature \"abc\" is not a number from 0.05 to 20",
-            "model \"vgg\" is not valid: unknown variant `vgg`, expected `ce` or `logitnorm`",
+            "model \"vgg\" is not one of ce or logitnorm",
         ]
     );
     assert_eq!(
@@ -339,9 +339,7 @@ fn the_embed_view_names_a_figure_or_none() {
     assert_eq!(rejected.len(), 1);
     let message = rejected[0].to_string();
     assert!(
-        message.starts_with(
-            "embed \"pie-chart\" is not valid: is not none or a figure: reliability, histogram,"
-        ),
+        message.starts_with("embed \"pie-chart\" is not none or a figure: reliability, histogram,"),
         "{message}"
     );
 }
@@ -393,8 +391,8 @@ fn inversion_is_on_or_off_and_a_corruption_change_keeps_a_severity_it_has() {
         messages(&rejected),
         [
             "severity \"6\" is not a whole number from 0 to 5",
-            "corruption \"tilt\" is not valid: unknown variant `tilt`, expected one of \
-             `rotation`, `blur`, `noise`, `contrast`, `translation`, `inversion`",
+            "corruption \"tilt\" is not one of rotation, blur, noise, contrast, translation or \
+             inversion",
         ]
     );
 }
@@ -435,6 +433,23 @@ fn every_slider_range_holds_exactly_the_positions_its_control_accepts() {
                 "{} accepts {raw}, outside its slider's range",
                 range.control
             );
+        }
+    }
+}
+
+/// A bad choice in a link is refused in the reader's words, for every choice field: never
+/// serde's wording ("unknown variant", backticks, "is not valid").
+#[test]
+fn every_choice_field_refuses_in_the_readers_words() {
+    for field in FIELDS.iter().filter(|f| f.kind == FieldKind::Choice) {
+        let rejected = PageState::default().set(field.key, "nonsense").unwrap_err();
+        let message = rejected.to_string();
+        assert!(
+            message.contains("is not one of") || message.contains("is not none or a figure"),
+            "{message}"
+        );
+        for serde_words in ["unknown variant", "`", "is not valid"] {
+            assert!(!message.contains(serde_words), "{message}");
         }
     }
 }
