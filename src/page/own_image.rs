@@ -174,6 +174,9 @@ pub fn without_picture() -> Vec<Patch> {
 
 /// The section's patches and readouts for `image` in `state`: the networks table, the lab
 /// network's probabilities, and the sentence, once that network's logits on the image are in.
+/// `digits` are the lab network's logits on the MNIST digits (`[n, K]`), once the LogitNorm lab
+/// has them: the sentence then says how many digits pass the same level, how often a pass is
+/// wrong about an image of another kind.
 ///
 /// # Errors
 /// [`OwnImageViewError`] from the lab, the OOD scores or the conformal sets.
@@ -182,6 +185,7 @@ pub fn render(
     thresholds: &mut OodThresholds,
     state: &PageState,
     image: &OwnImage,
+    digits: Option<&[f32]>,
 ) -> Result<(Vec<Patch>, OwnImageReadouts), OwnImageViewError> {
     let k = FASHION_MNIST_CLASSES.len();
     let t = state.t;
@@ -328,12 +332,30 @@ pub fn render(
             ],
         });
         if model == state.model.index() {
+            let digits_passing = match digits {
+                Some(digits) => {
+                    let digit_scores = scores(
+                        ood_score,
+                        &Logits::new(digits, k).map_err(LabError::from)?,
+                        t,
+                    )?;
+                    let passing = digit_scores.iter().filter(|&&s| s >= threshold).count();
+                    format!(
+                        " Not every pass is proof: at this level, {} of the MNIST digits pass \
+                         for Fashion-MNIST too (this network, this score).",
+                        percent(passing as f64 / digit_scores.len() as f64, 1)
+                    )
+                }
+                None => " How many MNIST digits pass the same level, the LogitNorm lab measures \
+                         once it has run."
+                    .to_string(),
+            };
             sentence = Some(format!(
                 "The {} network takes your image for a {} ({} at T = 1, {} at T = {t:.3}). Its {} set is {}: \
                  a promise about random test images (that share of their sets holds the label), not about \
                  this one picture. By its {} score it {}: {} is {} {}, the level that 95% of the test \
-                 images reach. A drawing is itself a shift from the photographed garments, so being \
-                 flagged may only mean being drawn.",
+                 images reach.{digits_passing} A drawing is itself a shift from the photographed \
+                 garments, so being flagged may only mean being drawn.",
                 info.title,
                 FASHION_MNIST_CLASSES[top],
                 confidence_text(raw[top]),

@@ -75,8 +75,14 @@ fn text<'a>(patches: &'a [Patch], wanted: &str) -> &'a str {
 fn the_networks_on_the_page_are_asked_for_and_the_nearest_images_named() {
     let (mut lab, mut image) = (lab(), image());
     let state = PageState::default();
-    let (patches, readouts) =
-        render(&mut lab, &mut OodThresholds::default(), &state, &image).unwrap();
+    let (patches, readouts) = render(
+        &mut lab,
+        &mut OodThresholds::default(),
+        &state,
+        &image,
+        None,
+    )
+    .unwrap();
     // Only cross-entropy has all its test logits: it is the one asked for.
     assert_eq!(readouts.needs, vec![Network::Ce.index().unwrap()]);
     let rows: Vec<usize> = readouts.neighbours.iter().map(|n| n.row).collect();
@@ -90,7 +96,14 @@ fn the_networks_on_the_page_are_asked_for_and_the_nearest_images_named() {
         (1.0, "negated, since its border is light".to_string())
     );
     image.add_logits(0, &row_logits(3)).unwrap();
-    let (_, readouts) = render(&mut lab, &mut OodThresholds::default(), &state, &image).unwrap();
+    let (_, readouts) = render(
+        &mut lab,
+        &mut OodThresholds::default(),
+        &state,
+        &image,
+        None,
+    )
+    .unwrap();
     assert!(readouts.needs.is_empty());
 }
 
@@ -100,7 +113,14 @@ fn a_networks_answer_is_the_softmax_the_set_and_the_ood_threshold() {
     let state = PageState::default();
     let logits = row_logits(3); // favours class 4 (Coat)
     image.add_logits(0, &logits).unwrap();
-    let (patches, _) = render(&mut lab, &mut OodThresholds::default(), &state, &image).unwrap();
+    let (patches, _) = render(
+        &mut lab,
+        &mut OodThresholds::default(),
+        &state,
+        &image,
+        None,
+    )
+    .unwrap();
     // Probabilities by hand: exp(z_k / T) over their sum.
     let softmax = |t: f64| {
         let e: Vec<f64> = logits.iter().map(|&z| (f64::from(z) / t).exp()).collect();
@@ -149,6 +169,32 @@ fn a_networks_answer_is_the_softmax_the_set_and_the_ood_threshold() {
     assert_eq!(
         sentence.contains("is flagged as out-of-distribution"),
         !passes
+    );
+    assert!(
+        sentence.contains("the LogitNorm lab measures once it has run"),
+        "{sentence}"
+    );
+    // With the network's logits on the digits, the sentence says how many pass the same level:
+    // here 4 digits, of which the first (all logits 5: energy far above the threshold) passes
+    // and the other three (all −5) do not.
+    let digits: Vec<f32> = [5.0_f32, -5.0, -5.0, -5.0]
+        .iter()
+        .flat_map(|&z| vec![z; K])
+        .collect();
+    let digit_energy = |z: f32| energy(&vec![z; K]);
+    assert!(digit_energy(5.0) >= threshold && digit_energy(-5.0) < threshold);
+    let (patches, _) = render(
+        &mut lab,
+        &mut OodThresholds::default(),
+        &state,
+        &image,
+        Some(&digits),
+    )
+    .unwrap();
+    let sentence = text(&patches, "own-sentence");
+    assert!(
+        sentence.contains("at this level, 25.0% of the MNIST digits pass for Fashion-MNIST too"),
+        "{sentence}"
     );
 }
 

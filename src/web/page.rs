@@ -494,11 +494,15 @@ impl Page {
         let mut frame = page::render(data, &state, &visible)?;
         match (visible.own_image, &self.own_image) {
             (true, Some(image)) => {
+                let digits = self
+                    .store
+                    .complete_logits(state.model.index(), OodSet::Mnist)?;
                 let (patches, readouts) = page::own_image::render(
                     &mut self.lab,
                     &mut self.own_image_thresholds,
                     &state,
                     image,
+                    digits,
                 )?;
                 frame.readouts.patches.extend(patches);
                 frame.readouts.own_image = Some(readouts);
