@@ -39,6 +39,16 @@ fn image() -> OwnImage {
     OwnImage::new(prepared, &test_pixels, MODELS.len()).unwrap()
 }
 
+/// The section's answer on `image`, with fresh thresholds.
+fn answer(
+    lab: &mut Lab,
+    state: &PageState,
+    image: &OwnImage,
+    digits: Option<&[f32]>,
+) -> (Vec<Patch>, OwnImageReadouts) {
+    render(lab, &mut OodThresholds::default(), state, image, digits).unwrap()
+}
+
 fn metric(patches: &[Patch], name: &str) -> (f64, String) {
     patches
         .iter()
@@ -75,14 +85,7 @@ fn text<'a>(patches: &'a [Patch], wanted: &str) -> &'a str {
 fn the_networks_on_the_page_are_asked_for_and_the_nearest_images_named() {
     let (mut lab, mut image) = (lab(), image());
     let state = PageState::default();
-    let (patches, readouts) = render(
-        &mut lab,
-        &mut OodThresholds::default(),
-        &state,
-        &image,
-        None,
-    )
-    .unwrap();
+    let (patches, readouts) = answer(&mut lab, &state, &image, None);
     // Only cross-entropy has all its test logits: it is the one asked for.
     assert_eq!(readouts.needs, vec![Network::Ce.index().unwrap()]);
     let rows: Vec<usize> = readouts.neighbours.iter().map(|n| n.row).collect();
@@ -96,14 +99,7 @@ fn the_networks_on_the_page_are_asked_for_and_the_nearest_images_named() {
         (1.0, "negated, since its border is light".to_string())
     );
     image.add_logits(0, &row_logits(3)).unwrap();
-    let (_, readouts) = render(
-        &mut lab,
-        &mut OodThresholds::default(),
-        &state,
-        &image,
-        None,
-    )
-    .unwrap();
+    let (_, readouts) = answer(&mut lab, &state, &image, None);
     assert!(readouts.needs.is_empty());
 }
 
@@ -113,14 +109,7 @@ fn a_networks_answer_is_the_softmax_the_set_and_the_ood_threshold() {
     let state = PageState::default();
     let logits = row_logits(3); // favours class 4 (Coat)
     image.add_logits(0, &logits).unwrap();
-    let (patches, _) = render(
-        &mut lab,
-        &mut OodThresholds::default(),
-        &state,
-        &image,
-        None,
-    )
-    .unwrap();
+    let (patches, _) = answer(&mut lab, &state, &image, None);
     // Probabilities by hand: exp(z_k / T) over their sum.
     let softmax = |t: f64| {
         let e: Vec<f64> = logits.iter().map(|&z| (f64::from(z) / t).exp()).collect();
@@ -181,16 +170,9 @@ fn a_networks_answer_is_the_softmax_the_set_and_the_ood_threshold() {
         .iter()
         .flat_map(|&z| vec![z; K])
         .collect();
-    let digit_energy = |z: f32| energy(&vec![z; K]);
+    let digit_energy = |z: f32| energy(&[z; K]);
     assert!(digit_energy(5.0) >= threshold && digit_energy(-5.0) < threshold);
-    let (patches, _) = render(
-        &mut lab,
-        &mut OodThresholds::default(),
-        &state,
-        &image,
-        Some(&digits),
-    )
-    .unwrap();
+    let (patches, _) = answer(&mut lab, &state, &image, Some(&digits));
     let sentence = text(&patches, "own-sentence");
     assert!(
         sentence.contains("at this level, 25.0% of the MNIST digits pass for Fashion-MNIST too"),
