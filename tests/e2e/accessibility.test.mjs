@@ -60,6 +60,8 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await site?.close();
+  // Checked once every page of the file has run: a lone test would pass when run alone.
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
 // Every lab drawn, the gallery filled and one image's explanation open: the page's fullest state.
@@ -287,8 +289,4 @@ test("the first screen (1280×900) shows the temperature slider and the whole re
     }
   }
   assert.deepEqual(labLoaded.diagram, labWhileLoading.diagram, "the diagram does not move when loading ends");
-});
-
-test("no console errors, uncaught exceptions or failed requests", () => {
-  assert.deepEqual(problems, []);
 });

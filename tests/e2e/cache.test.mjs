@@ -73,6 +73,8 @@ after(async () => {
   await browser?.close();
   await site?.close();
   if (copy) rmSync(copy, { recursive: true, force: true });
+  // Checked once every page of the file has run: a lone test would pass when run alone.
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
 test("1. a revisit shows the same numbers from the cache, with no inference, and says so", { timeout: 400_000 }, async () => {
@@ -152,8 +154,4 @@ test("4a. the cache keeps at most ENTRIES sets of logits, dropping the oldest st
   } finally {
     await fresh.close();
   }
-});
-
-test("5. no console errors, uncaught exceptions or failed requests", () => {
-  assert.deepEqual(problems, []);
 });

@@ -75,6 +75,8 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await site?.close();
+  // Checked once every page of the file has run: a lone test would pass when run alone.
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
 // The confidence verdict states the readouts' numbers and contradicts none of them: a direction
@@ -257,8 +259,4 @@ test("10. the temperature lab's numbers are the evaluation half's, but for the o
   assert.ok(calibrationColumns[0].last, "it is its table's last column");
   const rivals = await page.$eval("#temperature-lab table:has(#def-calibration-ece)", (table) => [...table.tHead.rows[0].cells].length);
   assert.ok(rivals > 0, "it is the rivals table's");
-});
-
-test("11. no console errors, page errors or failed requests", () => {
-  assert.deepEqual(problems, []);
 });

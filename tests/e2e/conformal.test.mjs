@@ -94,6 +94,8 @@ after(async () => {
   await browser?.close();
   await site?.close();
   native?.close();
+  // Checked once every page of the file has run: a lone test would pass when run alone.
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
 test("1. for α in {0.05, 0.1, 0.2} and every score, coverage lies in the guarantee band ± 3 split standard deviations", { timeout: 120_000 }, async (t) => {
@@ -259,8 +261,4 @@ test("7. a hash link restores the conformal lab", { timeout: INFERENCE_TIMEOUT_M
   const m = await readMetrics(fresh);
   assert.ok(Math.abs(m.guarantee_lower - 0.85) < 1e-12, "α = 0.15 is in force");
   await fresh.close();
-});
-
-test("8. no console errors, page errors or failed requests", () => {
-  assert.deepEqual(problems, []);
 });

@@ -40,6 +40,8 @@ after(async () => {
   await browser?.close();
   await site?.close();
   native?.close();
+  // Checked once every page of the file has run: a lone test would pass when run alone.
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
 // Clicks `button` of figure `id`'s menu (opened first) and returns the download's name and bytes.
@@ -327,8 +329,4 @@ test("9. the footer's source-code link downloads this checkout's source, without
   const names = [...entries.keys()];
   assert.deepEqual(names.filter((name) => !name.startsWith("calibra/")), [], "every entry is under calibra/");
   assert.deepEqual(names.filter((name) => /\.safetensors$|^calibra\/assets\/(fashion-mnist|mnist-ood-)/.test(name)), [], "no weights or images");
-});
-
-test("10. no console errors, uncaught exceptions or failed requests", () => {
-  assert.deepEqual(problems, []);
 });

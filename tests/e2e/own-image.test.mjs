@@ -55,6 +55,8 @@ after(async () => {
   await site?.close();
   native?.close();
   rmSync(scratch, { recursive: true, force: true });
+  // Checked once every page of the file has run: a lone test would pass when run alone.
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
 // softmax(z / t), in f64.
@@ -274,8 +276,4 @@ test("3b. Clear, and undoing the only stroke, take the answers away with the dra
     assert.deepEqual(await answersShown(), { pixels: null, hidden: true }, `${button} leaves no answer under an empty pad`);
     assert.equal(await page.textContent("#own-status"), "No picture yet.");
   }
-});
-
-test("4. no console error, failed request or HTTP error", () => {
-  assert.deepEqual(problems, []);
 });
