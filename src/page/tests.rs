@@ -897,3 +897,44 @@ fn metric_patch_in_rows(frame: &Frame, metric: &str) -> (Option<f64>, String) {
         .map(|cell| (cell.value, cell.text.clone()))
         .unwrap_or_else(|| panic!("no cell {metric}"))
 }
+
+/// Every element a frame's patches name is in `index.html`: each id (`id="…"`), and each
+/// readout sent to all elements that show it (`data-metric="…"`). A patch for an element that
+/// is not there is dropped by `dom.js` without a word.
+#[test]
+fn every_element_a_patch_names_is_in_the_page() {
+    let html = include_str!("../../www/index.html");
+    let mut lab = lab_with_logits(300, 300);
+    let visible = Visible {
+        figures: FIGURES.iter().map(|f| f.id).collect(),
+        ..ALL
+    };
+    let (mut missing, mut checked) = (Vec::new(), 0);
+    for state in [
+        PageState::default(),
+        PageState {
+            mondrian: true,
+            score: crate::lab::ScoreKind::Raps,
+            ..PageState::default()
+        },
+    ] {
+        let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+        let patches = serde_json::to_value(&frame.readouts.patches).unwrap();
+        for patch in patches.as_array().unwrap() {
+            let named = match (patch["id"].as_str(), patch["metric"].as_str()) {
+                (Some(id), _) => format!("id=\"{id}\""),
+                (None, Some(metric)) => format!("data-metric=\"{metric}\""),
+                (None, None) => continue,
+            };
+            checked += 1;
+            if !html.contains(&named) && !missing.contains(&named) {
+                missing.push(named);
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} patches checked");
+    assert!(
+        missing.is_empty(),
+        "patched but not in index.html: {missing:?}"
+    );
+}
