@@ -2449,3 +2449,79 @@ fn corrupted_images_give_the_logits_of_the_shift_labs_copy_and_bad_severities_ar
     let (output, _) = logits(&["--corruption", "blur"], "alone.npy");
     assert_refused(&output, &["--severity"]);
 }
+
+/// With a reference network's logits on the same images, `ood` adds the paired bootstrap of the
+/// difference: each estimate is the difference of the two networks' own metrics, and each
+/// interval the library's (`ood_difference`, the τ lab's settings) on the same scores. A
+/// reference for other images is refused with its path.
+#[test]
+fn ood_with_a_reference_gives_the_paired_difference_of_the_two_networks() {
+    let dir = TempDir::new("ood-reference");
+    let (id_logits, ood_logits) = ood_files(&dir, "npy");
+    let shift = |values: &[f32]| -> Vec<f32> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &z)| if i % 3 == 0 { z + 0.5 } else { z })
+            .collect()
+    };
+    let (id_data, ood_data) = (small_data(12).logits, small_data(9).logits);
+    let reference_id = write_logits(&dir, "reference-id.npy", &shift(&id_data), 3);
+    let reference_ood = write_logits(&dir, "reference-ood.npy", &shift(&ood_data), 3);
+    let with = ood_json(
+        &id_logits,
+        &ood_logits,
+        &[
+            OsStr::new("--reference-id-logits"),
+            reference_id.as_os_str(),
+            OsStr::new("--reference-ood-logits"),
+            reference_ood.as_os_str(),
+        ],
+    );
+    let own = ood_json(&id_logits, &ood_logits, NO_ARGS);
+    let reference = ood_json(&reference_id, &reference_ood, NO_ARGS);
+    assert!(
+        own.get("difference").is_none(),
+        "no reference, no difference"
+    );
+    let energy =
+        |values: &[f32]| calibra::ood::energy_score(&Logits::new(values, 3).unwrap(), 1.0).unwrap();
+    let expected = calibra::ood_difference::paired_difference(
+        (&energy(&id_data), &energy(&ood_data)),
+        (&energy(&shift(&id_data)), &energy(&shift(&ood_data))),
+        &calibra::lab::DIFFERENCE_BOOTSTRAP,
+    )
+    .unwrap();
+    for metric in ["fpr95", "auroc"] {
+        let shown = &with["difference"]["energy"][metric];
+        let own_minus_reference =
+            own["energy"][metric].as_f64().unwrap() - reference["energy"][metric].as_f64().unwrap();
+        assert_eq!(
+            shown["estimate"].as_f64().unwrap(),
+            own_minus_reference,
+            "{metric}"
+        );
+        let interval = if metric == "fpr95" {
+            expected.fpr95
+        } else {
+            expected.auroc
+        };
+        assert_eq!(shown["lower"].as_f64().unwrap(), interval.lower, "{metric}");
+        assert_eq!(shown["upper"].as_f64().unwrap(), interval.upper, "{metric}");
+    }
+    let other_images = write_logits(&dir, "other.npy", &small_data(5).logits, 3);
+    let output = ood(
+        &id_logits,
+        &ood_logits,
+        &[
+            OsStr::new("--reference-id-logits"),
+            other_images.as_os_str(),
+            OsStr::new("--reference-ood-logits"),
+            reference_ood.as_os_str(),
+        ],
+    );
+    assert_refused(
+        &output,
+        &[&shown(&other_images), "not the 12 rows of 3 classes"],
+    );
+}
