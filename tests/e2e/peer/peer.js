@@ -5,8 +5,15 @@
 // isolation it runs its non-threaded SIMD build) and through onnxruntime-web's WebAssembly
 // backend (SIMD, one thread), after checking that all three give the same logits. Each engine
 // runs batches of 1, 64 and 256 on one thread, the main one (the call calibra's inference worker
-// makes). With ?check-only the page only compares the logits (tests/e2e/peer.test.mjs: two
-// independent implementations of the network).
+// makes). Each peer runs at its best-known configuration: its weights laid out once, before any
+// timing, as it prefers them (TF.js: NHWC filters and the first dense layer's rows permuted to
+// the NHWC flattening order, so that no activation is transposed, and [in, out] products fused
+// with their bias and ReLU; onnxruntime-web: a session per batch size with the batch dimension
+// fixed, full graph optimisation), and the pixels given to each as it takes them, prepared once
+// outside the timed loop (the peers get float32 in [0, 1]; calibra takes the bytes and
+// converts them inside its call, which its time includes). With ?check-only the page only
+// compares the logits (tests/e2e/peer.test.mjs: two independent implementations of the
+// network).
 import initPage, { parse_images } from "./pkg/calibra.js";
 import initWorker, { Model } from "./pkg-worker/calibra.js";
 import * as ort from "./ort.wasm.min.mjs";
@@ -46,43 +53,68 @@ function readSafetensors(bytes) {
   return tensors;
 }
 
-// The network in TF.js ops, NHWC inside: candle's conv filters [out, in, kh, kw] become
-// [kh, kw, in, out], its dense weights [out, in] are multiplied transposed, and the activation is
-// brought back to NCHW before flattening, as candle flattens it.
+// An [out, in] matrix as [in, out], the layout of a product without a transposed operand.
+function transposed({ shape: [rows, columns], data }) {
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < columns; c++) out[c * rows + r] = data[r * columns + c];
+  return { shape: [columns, rows], data: out };
+}
+
+// candle flattens the last feature maps [C, H, W] channel first; an NHWC network flattens them
+// [H, W, C]. The first dense layer's columns reordered once so that the NHWC features multiply
+// the same weights (no transpose of the activation at run time).
+function nhwcColumns({ shape: [rows, columns], data }, channels) {
+  const cells = columns / channels;
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < channels; c++) {
+      for (let cell = 0; cell < cells; cell++) out[r * columns + cell * channels + c] = data[r * columns + c * cells + cell];
+    }
+  }
+  return { shape: [rows, columns], data: out };
+}
+
+// The network in TF.js ops, NHWC throughout, every layer one fused op (convolution or product,
+// bias and ReLU together, as TF.js's converter emits for a trained model): candle's conv filters
+// [out, in, kh, kw] become [kh, kw, in, out] and the dense weights [in, out], once. Takes
+// float32 pixels in [0, 1].
 function tfNetwork(tensors) {
-  const tensor = (name) => tf.tensor(tensors[name].data, tensors[name].shape);
-  const filter = (name) => tf.transpose(tensor(name), [2, 3, 1, 0]);
+  const tensor = ({ shape, data }) => tf.tensor(data, shape);
+  const filter = (name) => tf.tidy(() => tf.transpose(tensor(tensors[name]), [2, 3, 1, 0]));
+  const channels = tensors["conv2.bias"].shape[0];
   const w = {
-    conv1: filter("conv1.weight"), b1: tensor("conv1.bias"),
-    conv2: filter("conv2.weight"), b2: tensor("conv2.bias"),
-    dense1: tensor("dense1.weight"), d1: tensor("dense1.bias"),
-    dense2: tensor("dense2.weight"), d2: tensor("dense2.bias"),
+    conv1: filter("conv1.weight"), b1: tensor(tensors["conv1.bias"]),
+    conv2: filter("conv2.weight"), b2: tensor(tensors["conv2.bias"]),
+    dense1: tensor(transposed(nhwcColumns(tensors["dense1.weight"], channels))), d1: tensor(tensors["dense1.bias"]),
+    dense2: tensor(transposed(tensors["dense2.weight"])), d2: tensor(tensors["dense2.bias"]),
   };
-  return (pixels, n) => tf.tidy(() => {
-    const x = tf.tensor4d(Float32Array.from(pixels, (p) => p / 255), [n, SIDE, SIDE, 1]);
-    // TF.js's fused convolution (convolution, bias and ReLU in one op), as its converter emits
-    // for a trained model. The dense layers are a product, a bias and a ReLU: TF.js 4.22's fused
-    // product with a transposed weight gave other logits here (the check below caught it).
+  return (floats, n) => tf.tidy(() => {
+    const x = tf.tensor4d(floats, [n, SIDE, SIDE, 1]);
     const block = (input, filter, bias) => tf.maxPool(tf.fused.conv2d({ x: input, filter, strides: 1, pad: "same", bias, activation: "relu" }), 2, 2, "valid");
-    const features = block(block(x, w.conv1, w.b1), w.conv2, w.b2);
-    const flat = tf.reshape(tf.transpose(features, [0, 3, 1, 2]), [n, -1]);
-    const dense = (input, weight, bias, activation) => {
-      const product = tf.add(tf.matMul(input, weight, false, true), bias);
-      return activation === "relu" ? tf.relu(product) : product;
-    };
-    return dense(dense(flat, w.dense1, w.d1, "relu"), w.dense2, w.d2, "linear").dataSync();
+    const flat = tf.reshape(block(block(x, w.conv1, w.b1), w.conv2, w.b2), [n, -1]);
+    const hidden = tf.fused.matMul({ a: flat, b: w.dense1, bias: w.d1, activation: "relu" });
+    return tf.fused.matMul({ a: hidden, b: w.dense2, bias: w.d2 }).dataSync();
   });
 }
 
 // The network through onnxruntime-web's WebAssembly backend, one thread, from the same tensors
-// converted to ONNX (onnx.js). Its `run` answers with a promise, as onnxruntime-web's API does.
+// converted to ONNX (onnx.js), one session per batch size with the batch dimension fixed
+// (freeDimensionOverrides) so that its optimiser sees static shapes. Takes float32 pixels in
+// [0, 1]; its `run` answers with a promise, as onnxruntime-web's API does.
 async function ortNetwork(tensors) {
   ort.env.wasm.numThreads = 1;
   ort.env.wasm.wasmPaths = new URL("./", location.href).href;
-  const session = await ort.InferenceSession.create(onnxModel(tensors), { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
-  return async (pixels, n) => {
-    const images = new ort.Tensor("float32", Float32Array.from(pixels, (p) => p / 255), [n, 1, SIDE, SIDE]);
-    const { logits } = await session.run({ images });
+  const model = onnxModel(tensors);
+  const sessions = new Map();
+  const sessionFor = async (n) => {
+    if (!sessions.has(n)) {
+      sessions.set(n, await ort.InferenceSession.create(model, { executionProviders: ["wasm"], graphOptimizationLevel: "all", freeDimensionOverrides: { N: n } }));
+    }
+    return sessions.get(n);
+  };
+  return async (floats, n) => {
+    const session = await sessionFor(n);
+    const { logits } = await session.run({ images: new ort.Tensor("float32", floats, [n, 1, SIDE, SIDE]) });
     return logits.data;
   };
 }
@@ -95,9 +127,10 @@ function largestDifference(mine, theirs) {
 }
 
 // Images per second of `run(pixels, n)` over `total` images in batches of `batch`, after one
-// warm-up batch; the best of `rounds` passes (the least disturbed by the machine). Every engine's
-// batch is awaited (onnxruntime-web's runs are asynchronous; awaiting the others' plain results
-// costs a microtask).
+// warm-up batch; the best of `rounds` passes (the least disturbed by the machine). `images` is
+// the engine's own input (bytes for calibra, floats for the peers), prepared before timing.
+// Every engine's batch is awaited (onnxruntime-web's runs are asynchronous; awaiting the others'
+// plain results costs a microtask).
 async function throughput(run, images, batch, total, rounds = 3) {
   const size = SIDE * SIDE;
   await run(images.subarray(0, batch * size), batch);
@@ -135,12 +168,13 @@ async function main() {
   const tensors = readSafetensors(weights);
   const tfjs = tfNetwork(tensors);
   const onnx = await ortNetwork(tensors);
+  const floats = Float32Array.from(images, (p) => p / 255);
   // Honest comparison first: the same logits on 256 images.
   const check = 256;
-  const pixels = images.subarray(0, check * SIDE * SIDE);
-  const mine = calibra(pixels);
+  const mine = calibra(images.subarray(0, check * SIDE * SIDE));
+  const peerInput = floats.subarray(0, check * SIDE * SIDE);
   const results = {
-    maxLogitDifference: { tfjs: largestDifference(mine, tfjs(pixels, check)), ort: largestDifference(mine, await onnx(pixels, check)) },
+    maxLogitDifference: { tfjs: largestDifference(mine, tfjs(peerInput, check)), ort: largestDifference(mine, await onnx(peerInput, check)) },
     tfBackend: tf.getBackend(),
     tfSimd: await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"),
     tfThreads: await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT"),
@@ -153,8 +187,8 @@ async function main() {
     results.rows.push({
       batch,
       calibra: await throughput(calibra, images, batch, total),
-      tfjs: await throughput(tfjs, images, batch, total),
-      ort: await throughput(onnx, images, batch, total),
+      tfjs: await throughput(tfjs, floats, batch, total),
+      ort: await throughput(onnx, floats, batch, total),
     });
   }
   if (timed) results.peakIterationsPerSecond = await simdPeak();
