@@ -529,7 +529,7 @@ fn reliability_panels<DB: DrawingBackend>(
     for ((panel, bins), &title) in areas.iter().zip(panels).zip(titles) {
         let layout = ChartLayout {
             margin_top: PANEL_MARGIN,
-            margin_right: PANEL_MARGIN,
+            margin_right: PANEL_MARGIN_RIGHT,
             x_label_area: PANEL_X_LABEL_AREA,
             y_label_area: PANEL_Y_LABEL_AREA,
             title: Some(title),

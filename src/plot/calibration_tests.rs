@@ -269,6 +269,19 @@ fn classwise_example() -> Vec<Vec<Bin>> {
         .collect()
 }
 
+/// The classwise chart of the ten Fashion-MNIST classes drawn at `size`.
+fn classwise_svg(per_class: &[Vec<Bin>], size: (u32, u32)) -> String {
+    render(size, |area| {
+        classwise_reliability(
+            area,
+            per_class,
+            &FASHION_MNIST_CLASSES,
+            &ChartStyle::default(),
+        )
+    })
+    .unwrap()
+}
+
 #[test]
 fn classwise_draws_ten_titled_panels() {
     let per_class = classwise_example();
@@ -278,15 +291,7 @@ fn classwise_draws_ten_titled_panels() {
         .filter(|bin| bin.count > 0)
         .count();
     for size in [(900, 420), (360, 900)] {
-        let svg = render(size, |area| {
-            classwise_reliability(
-                area,
-                &per_class,
-                &FASHION_MNIST_CLASSES,
-                &ChartStyle::default(),
-            )
-        })
-        .unwrap();
+        let svg = classwise_svg(&per_class, size);
         for name in FASHION_MNIST_CLASSES {
             let titles = texts(&svg).filter(|(_, text)| *text == name).count();
             assert_eq!(titles, 1, "{name}");
@@ -659,4 +664,32 @@ fn smooth_diagram_refuses_a_malformed_curve() {
         smooth_diagram(&negative),
         Err(PlotError::NegativeDensity { index: 3, .. })
     ));
+}
+
+/// No chart text below 11 CSS pixels, and the small multiples' last x tick ("1.0", centred on
+/// the axis's end) inside its panel, at the widths the page gives the classwise chart on a
+/// desktop and on a phone, and in an area small enough to scale the chart down.
+#[test]
+fn classwise_text_is_readable_and_no_tick_is_clipped() {
+    let per_class = classwise_example();
+    for size in [(1100, 480), (350, 900), (200, 360)] {
+        let svg = classwise_svg(&per_class, size);
+        for (attributes, text) in texts(&svg) {
+            // plotters' SVG backend writes a font of s pixels as font-size s / 1.24.
+            let font = 1.24
+                * attribute(&attributes, "font-size")
+                    .unwrap()
+                    .parse::<f64>()
+                    .unwrap();
+            assert!(font >= 11.0 - 1e-9, "{text:?} at {font} px in {size:?}");
+        }
+        // The widest "1.0" ends at least half its width (11 px text: about 9 px) before the
+        // chart's right edge.
+        let rightmost = texts(&svg)
+            .filter(|(_, text)| *text == "1.0")
+            .map(|(attributes, _)| number(&attributes, "x"))
+            .max()
+            .unwrap();
+        assert!(rightmost + 9 <= size.0 as i32, "{rightmost} in {size:?}");
+    }
 }

@@ -158,7 +158,10 @@ const TICK_FONT: f64 = 12.0;
 const DESCRIPTION_FONT: f64 = 13.0;
 const LEGEND_FONT: f64 = 12.0;
 const PANEL_TITLE_FONT: f64 = 11.0;
-const PANEL_TICK_FONT: f64 = 9.0;
+const PANEL_TICK_FONT: f64 = 11.0;
+/// No chart text is smaller than this (CSS pixels), however far a small area scales the chart
+/// down: below it, tick labels stop being readable on a phone.
+const MIN_FONT: f64 = 11.0;
 
 /// Chart layout (CSS pixels).
 const MARGIN_TOP: f64 = 6.0;
@@ -167,8 +170,11 @@ const X_LABEL_AREA: f64 = 40.0;
 const Y_LABEL_AREA: f64 = 46.0;
 const TICK_MARK: f64 = 4.0;
 const PANEL_MARGIN: f64 = 3.0;
-const PANEL_X_LABEL_AREA: f64 = 14.0;
-const PANEL_Y_LABEL_AREA: f64 = 22.0;
+/// Room right of a small multiple for half of its last x tick label ("1.0"), which is centred
+/// on the axis's end.
+const PANEL_MARGIN_RIGHT: f64 = 10.0;
+const PANEL_X_LABEL_AREA: f64 = 17.0;
+const PANEL_Y_LABEL_AREA: f64 = 26.0;
 const PANEL_TICK_MARK: f64 = 2.0;
 /// Width or height of the strip holding a shared axis description of the small multiples.
 const SHARED_DESCRIPTION_STRIP: f64 = 18.0;
@@ -354,6 +360,8 @@ type PlotArea<DB> = DrawingArea<DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>
 struct Metrics {
     /// Device pixels per CSS pixel: the requested scale, reduced when the area is small.
     unit: f64,
+    /// The smallest font, in device pixels: [`MIN_FONT`] at the requested scale.
+    font_floor: f64,
 }
 
 impl Metrics {
@@ -378,6 +386,7 @@ impl Metrics {
         }
         Ok(Self {
             unit: style.scale.min(fit),
+            font_floor: MIN_FONT * style.scale,
         })
     }
 
@@ -396,9 +405,13 @@ impl Metrics {
         (css * self.unit).round().max(1.0) as u32
     }
 
-    /// A sans-serif text style of `css` CSS pixels.
+    /// A sans-serif text style of `css` CSS pixels, scaled as the chart, and never below
+    /// [`MIN_FONT`].
     fn font(self, css: f64, colour: &'static RGBColor) -> TextStyle<'static> {
-        (FontFamily::SansSerif, css * self.unit)
+        (
+            FontFamily::SansSerif,
+            (css * self.unit).max(self.font_floor),
+        )
             .into_font()
             .color(colour)
     }
