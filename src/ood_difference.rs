@@ -7,7 +7,8 @@
 //! settings' seed: the ID rows first, then the OOD rows) and recomputes both networks' FPR95 and
 //! AUROC **on the same rows**; the interval of `chosen − reference` is the percentile interval of
 //! the `R` differences (Efron & Tibshirani, "An Introduction to the Bootstrap", 1993, ch. 13;
-//! numpy's linear interpolation, as `bootstrap.rs`). The ID and OOD rows are resampled
+//! numpy's linear interpolation, as `bootstrap.rs`); each network's own FPR95 and AUROC get the
+//! percentile interval of their `R` resampled values, from the same resamples. The ID and OOD rows are resampled
 //! separately, so every resample keeps the sets' sizes, as the metrics' definitions need.
 //!
 //! The metrics are those of [`crate::ood`] (FPR95 at the `⌈0.95·n_in⌉`-th largest ID score,
@@ -42,9 +43,19 @@ pub enum DifferenceError {
 }
 
 /// The difference `chosen − reference` of FPR95 and AUROC, each with its paired bootstrap
-/// percentile interval.
+/// percentile interval, and each network's own FPR95 and AUROC with their intervals from the
+/// same resamples.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairedDifference {
+    pub fpr95: MetricInterval,
+    pub auroc: MetricInterval,
+    pub chosen: DetectionIntervals,
+    pub reference: DetectionIntervals,
+}
+
+/// One network's FPR95 and AUROC, each with its bootstrap percentile interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DetectionIntervals {
     pub fpr95: MetricInterval,
     pub auroc: MetricInterval,
 }
@@ -159,20 +170,23 @@ pub fn paired_difference(
         Ranked::new(chosen.0, chosen.1),
         Ranked::new(reference.0, reference.1),
     ];
-    let difference = |in_counts: &[u32], out_counts: &[u32]| {
+    // Per resample: chosen's (FPR95, AUROC), reference's, and their difference.
+    let metrics = |in_counts: &[u32], out_counts: &[u32]| {
         let (a, b) = (
             ranked[0].metrics(in_counts, out_counts),
             ranked[1].metrics(in_counts, out_counts),
         );
-        (a.0 - b.0, a.1 - b.1)
+        [a, b, (a.0 - b.0, a.1 - b.1)]
     };
-    let estimate = difference(&vec![1; n_in], &vec![1; n_out]);
+    let estimate = metrics(&vec![1; n_in], &vec![1; n_out]);
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     let (mut in_counts, mut out_counts) = (vec![0_u32; n_in], vec![0_u32; n_out]);
-    let (mut fpr95, mut auroc) = (
-        Vec::with_capacity(settings.resamples),
-        Vec::with_capacity(settings.resamples),
-    );
+    let mut draws: [(Vec<f64>, Vec<f64>); 3] = std::array::from_fn(|_| {
+        (
+            Vec::with_capacity(settings.resamples),
+            Vec::with_capacity(settings.resamples),
+        )
+    });
     for _ in 0..settings.resamples {
         in_counts.fill(0);
         out_counts.fill(0);
@@ -182,21 +196,28 @@ pub fn paired_difference(
         for _ in 0..n_out {
             out_counts[rng.random_range(0..n_out)] += 1;
         }
-        let (f, a) = difference(&in_counts, &out_counts);
-        fpr95.push(f);
-        auroc.push(a);
+        for (draw, (f, a)) in draws.iter_mut().zip(metrics(&in_counts, &out_counts)) {
+            draw.0.push(f);
+            draw.1.push(a);
+        }
     }
-    let interval = |mut values: Vec<f64>, estimate: f64| {
+    let interval = |values: &mut Vec<f64>, estimate: f64| {
         values.sort_unstable_by(f64::total_cmp);
         MetricInterval {
             estimate,
-            lower: percentile(&values, (1.0 - settings.level) / 2.0),
-            upper: percentile(&values, (1.0 + settings.level) / 2.0),
+            lower: percentile(values, (1.0 - settings.level) / 2.0),
+            upper: percentile(values, (1.0 + settings.level) / 2.0),
         }
     };
+    let [chosen, reference, difference] = std::array::from_fn(|i| DetectionIntervals {
+        fpr95: interval(&mut draws[i].0, estimate[i].0),
+        auroc: interval(&mut draws[i].1, estimate[i].1),
+    });
     Ok(PairedDifference {
-        fpr95: interval(fpr95, estimate.0),
-        auroc: interval(auroc, estimate.1),
+        fpr95: difference.fpr95,
+        auroc: difference.auroc,
+        chosen,
+        reference,
     })
 }
 

@@ -69,20 +69,37 @@ fn the_estimate_is_the_difference_of_the_metrics_on_all_images() {
     );
     assert_eq!(difference.fpr95.estimate, a.fpr95 - b.fpr95);
     assert_eq!(difference.auroc.estimate, a.auroc - b.auroc);
+    assert_eq!(
+        (
+            difference.chosen.fpr95.estimate,
+            difference.chosen.auroc.estimate
+        ),
+        (a.fpr95, a.auroc)
+    );
+    assert_eq!(
+        (
+            difference.reference.fpr95.estimate,
+            difference.reference.auroc.estimate
+        ),
+        (b.fpr95, b.auroc)
+    );
     assert!(difference.fpr95.lower <= difference.fpr95.upper);
     assert!(difference.auroc.lower <= difference.auroc.upper);
 }
 
 /// Over 100 seeded pairs of detectors with a planted difference (shifts 1.5 and 1.0: FPR95
 /// 0.554 against 0.724, AUROC 0.856 against 0.760) and 100 with none, the 95% intervals must
-/// hold the true difference in at least 88 of 100 (a percentile bootstrap's coverage is
-/// approximate; at 95% the count of 100 has a standard deviation of about 2).
+/// hold the true difference, and each network's own intervals its true FPR95 and AUROC, in at
+/// least 88 of 100 (a percentile bootstrap's coverage is approximate; at 95% the count of 100
+/// has a standard deviation of about 2).
 #[test]
 fn the_intervals_cover_a_planted_difference_and_a_planted_tie() {
     let mut rng = ChaCha8Rng::seed_from_u64(41);
     for shifts in [(1.5, 1.0), (1.2, 1.2)] {
         let ((fpr_a, auroc_a), (fpr_b, auroc_b)) = (true_metrics(shifts.0), true_metrics(shifts.1));
         let (mut fpr_covered, mut auroc_covered) = (0, 0);
+        // Chosen's FPR95 and AUROC, reference's.
+        let mut own_covered = [0; 4];
         for trial in 0..100 {
             let ((in_a, out_a), (in_b, out_b)) = detectors(shifts, 0.7, (1000, 300), &mut rng);
             let settings = BootstrapSettings {
@@ -93,7 +110,20 @@ fn the_intervals_cover_a_planted_difference_and_a_planted_tie() {
             fpr_covered += usize::from((d.fpr95.lower..=d.fpr95.upper).contains(&(fpr_a - fpr_b)));
             auroc_covered +=
                 usize::from((d.auroc.lower..=d.auroc.upper).contains(&(auroc_a - auroc_b)));
+            let own = [
+                (d.chosen.fpr95, fpr_a),
+                (d.chosen.auroc, auroc_a),
+                (d.reference.fpr95, fpr_b),
+                (d.reference.auroc, auroc_b),
+            ];
+            for (covered, (interval, truth)) in own_covered.iter_mut().zip(own) {
+                *covered += usize::from((interval.lower..=interval.upper).contains(&truth));
+            }
         }
+        assert!(
+            own_covered.iter().all(|&c| c >= 88),
+            "each network's FPR95 and AUROC covered {own_covered:?} of 100 at {shifts:?}"
+        );
         assert!(
             fpr_covered >= 88,
             "FPR95 difference covered {fpr_covered} of 100 at {shifts:?}"

@@ -531,6 +531,103 @@ pub fn ood_lesson(
     )
 }
 
+/// Each shown network's FPR95 and AUROC with its 95% bootstrap interval over the test and OOD
+/// images (`networks`: the chosen network's title, then the reference's unless it is the same
+/// network; `difference` holds both networks' intervals once a worker has computed them).
+pub fn detection_intervals(
+    networks: &[String],
+    score: &str,
+    resamples: usize,
+    difference: Option<&PairedDifference>,
+) -> String {
+    let Some(difference) = difference else {
+        return format!(
+            "Computing each network's 95% interval by {score} (a bootstrap over the test and \
+             OOD images)…"
+        );
+    };
+    let clauses: Vec<String> = networks
+        .iter()
+        .zip([&difference.chosen, &difference.reference])
+        .map(|(network, own)| {
+            format!(
+                "{network}, FPR95 {:.3} ({:.3} to {:.3}) and AUROC {:.3} ({:.3} to {:.3})",
+                own.fpr95.estimate,
+                own.fpr95.lower,
+                own.fpr95.upper,
+                own.auroc.estimate,
+                own.auroc.lower,
+                own.auroc.upper
+            )
+        })
+        .collect();
+    format!(
+        "By {score}, with 95% bootstrap intervals over the test and OOD images ({} resamples): \
+         {}. They measure the images' noise for this training run only.",
+        grouped(resamples),
+        clauses.join("; ")
+    )
+}
+
+/// One network's detection metrics on each training seed evaluated, in seed order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedFigures {
+    /// "cross-entropy", "LogitNorm τ = 0.04".
+    pub network: String,
+    pub fpr95: Vec<f64>,
+    pub auroc: Vec<f64>,
+}
+
+/// What training again with another seed does to the detection metrics: for each network with
+/// several seeds evaluated, the mean FPR95 and AUROC over its seeds, each seed's value and the
+/// FPR95's range, so that a reader weighs a difference between networks against the spread of
+/// one network retrained (which the image-bootstrap intervals leave out).
+pub fn seed_spread(score: &str, networks: &[SeedFigures]) -> String {
+    let several: Vec<&SeedFigures> = networks.iter().filter(|n| n.fpr95.len() > 1).collect();
+    if several.is_empty() {
+        return "Cross-entropy, LogitNorm τ = 0.04 and τ = 1 were each trained with other seeds \
+                too, same recipe: evaluate every network to see how far a retraining moves \
+                them."
+            .to_string();
+    }
+    let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len() as f64;
+    let list = |values: &[f64]| {
+        values
+            .iter()
+            .map(|v| format!("{v:.3}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let clauses: Vec<String> = several
+        .iter()
+        .map(|n| {
+            let (low, high) = n
+                .fpr95
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            format!(
+                "{}: FPR95 {:.3} on average over {} seeds ({}; {:.1} points apart), AUROC {:.3} \
+                 ({})",
+                n.network,
+                mean(&n.fpr95),
+                n.fpr95.len(),
+                list(&n.fpr95),
+                100.0 * (high - low),
+                mean(&n.auroc),
+                list(&n.auroc)
+            )
+        })
+        .collect();
+    format!(
+        "Trained again with other seeds, same recipe, by {score}: {}. The chart's filled dots \
+         are these means, its rings the seeds; the bootstrap intervals above cover the images' \
+         noise, not this training noise.",
+        clauses.join("; ")
+    )
+}
+
 /// A confidence as a percentage with one decimal, or with as many as it takes (up to six) not to
 /// round up to 100%: "97.3%", "99.9994%", "> 99.99995%".
 pub fn confidence_text(p: f64) -> String {

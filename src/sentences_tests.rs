@@ -242,9 +242,15 @@ fn difference(fpr95: (f64, f64, f64), auroc: (f64, f64, f64)) -> PairedDifferenc
         lower,
         upper,
     };
+    let own = crate::ood_difference::DetectionIntervals {
+        fpr95: interval((0.5, 0.4, 0.6)),
+        auroc: interval((0.8, 0.7, 0.9)),
+    };
     PairedDifference {
         fpr95: interval(fpr95),
         auroc: interval(auroc),
+        chosen: own,
+        reference: own,
     }
 }
 
@@ -517,4 +523,46 @@ fn a_valid_method_is_rarely_called_more_than_chance() {
         "{alarms} false alarms in {} splits",
         coverages.len()
     );
+}
+
+#[test]
+fn the_seed_spread_gives_each_retrained_network_its_mean_and_range() {
+    let networks = [
+        SeedFigures {
+            network: "cross-entropy".to_string(),
+            fpr95: vec![0.5, 0.8, 0.65],
+            auroc: vec![0.7, 0.6, 0.8],
+        },
+        SeedFigures {
+            network: "LogitNorm τ = 0.1".to_string(),
+            fpr95: vec![0.4],
+            auroc: vec![0.9],
+        },
+    ];
+    let text = seed_spread("energy at T = 1.00", &networks);
+    assert!(
+        text.contains("cross-entropy: FPR95 0.650 on average over 3 seeds (0.500, 0.800, 0.650; 30.0 points apart), AUROC 0.700 (0.700, 0.600, 0.800)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("τ = 0.1"),
+        "a network of one seed has no spread"
+    );
+    assert!(seed_spread("MSP", &networks[1..]).contains("evaluate every network"));
+}
+
+#[test]
+fn the_detection_intervals_give_each_shown_network_its_own() {
+    let d = difference((0.1, 0.05, 0.15), (-0.05, -0.1, 0.0));
+    let networks = ["LogitNorm τ = 1".to_string(), "cross-entropy".to_string()];
+    let pending = detection_intervals(&networks, "energy", 1000, None);
+    assert!(pending.starts_with("Computing"), "{pending}");
+    let text = detection_intervals(&networks, "energy", 1000, Some(&d));
+    assert!(
+        text.contains("LogitNorm τ = 1, FPR95 0.500 (0.400 to 0.600) and AUROC 0.800 (0.700 to 0.900); cross-entropy, FPR95 0.500"),
+        "{text}"
+    );
+    assert!(text.contains("1,000 resamples"), "{text}");
+    let alone = detection_intervals(&networks[1..], "energy", 1000, Some(&d));
+    assert_eq!(alone.matches("FPR95").count(), 1, "{alone}");
 }

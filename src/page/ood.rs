@@ -197,12 +197,23 @@ pub(super) fn render(
         temperature: state.t,
     };
     let difference = store.difference(&request);
-    if difference.is_none()
-        && chosen != cross_entropy
-        && chosen_view.summary(state.ood_score).is_ok()
-    {
+    // Asked for cross-entropy alone too: its own intervals come with the resamples.
+    if difference.is_none() && chosen_view.summary(state.ood_score).is_ok() {
         out.difference_request = Some(request);
     }
+    let mut networks = vec![state.tau.title()];
+    if chosen != cross_entropy {
+        networks.push(Network::Ce.title());
+    }
+    out.patches.push(text(
+        "ood-intervals",
+        sentences::detection_intervals(
+            &networks,
+            score_name(state.ood_score),
+            crate::lab::DIFFERENCE_BOOTSTRAP.resamples,
+            difference.as_ref(),
+        ),
+    ));
     out.patches.extend(lessons(
         &chosen_view,
         &ce_view,
@@ -235,7 +246,7 @@ pub(super) fn render(
         roc.truncate(1);
     }
     let tau_points = tau_points(lab, store, state)?;
-    let trained = Network::trained().len();
+    let trained = super::MODELS.len();
     out.patches.push(Patch::Metric {
         id: Some("tau-points"),
         metric: "tau_points".to_string(),
@@ -243,6 +254,10 @@ pub(super) fn render(
         text: format!("{} of {trained} networks evaluated.", tau_points.len()),
         title: None,
     });
+    out.patches.push(text(
+        "tau-seeds",
+        sentences::seed_spread(&score_label(kind, state.t), &seed_figures(&tau_points)),
+    ));
     out.charts = Some(OodCharts {
         score_histogram,
         score_label: score_label(kind, state.t),
@@ -480,19 +495,35 @@ fn score_label(kind: OodScore, temperature: f64) -> String {
     }
 }
 
-/// One point per trained network whose logits on the test images and on the chosen set have
-/// all arrived (and whose chosen score is computed): the τ chart grows as networks are
-/// evaluated.
+/// The τ chart's points as each network's figures over its seeds, in the slider's order.
+fn seed_figures(points: &[TauPoint]) -> Vec<sentences::SeedFigures> {
+    Network::trained()
+        .into_iter()
+        .map(|network| {
+            let seeds: Vec<&TauPoint> = points.iter().filter(|p| p.tau == network.tau()).collect();
+            sentences::SeedFigures {
+                network: network.title(),
+                fpr95: seeds.iter().map(|p| p.fpr95).collect(),
+                auroc: seeds.iter().map(|p| p.auroc).collect(),
+            }
+        })
+        .filter(|figures| !figures.fpr95.is_empty())
+        .collect()
+}
+
+/// One point per trained network and seed whose logits on the test images and on the chosen
+/// set have all arrived (and whose chosen score is computed): the τ chart grows as networks
+/// are evaluated.
 fn tau_points(
     lab: &mut Lab,
     store: &mut OodStore,
     state: &PageState,
 ) -> Result<Vec<TauPoint>, LabError> {
     let mut points = Vec::new();
-    for network in Network::trained() {
-        let Some(model) = network.index() else {
-            continue;
-        };
+    for model in Network::trained()
+        .into_iter()
+        .flat_map(Network::seed_models)
+    {
         let Some(logits) = lab.complete_logits(model)? else {
             continue;
         };
@@ -507,7 +538,8 @@ fn tau_points(
         let (fpr95, auroc) = (detection.metrics.fpr95, detection.metrics.auroc);
         let summary = lab.network_summary(model, state.bins, state.binning)?;
         points.push(TauPoint {
-            tau: network.tau(),
+            tau: super::MODELS[model].network.tau(),
+            seed: super::MODELS[model].seed,
             accuracy: summary.accuracy,
             ece_raw: summary.ece_raw,
             ece_fitted: summary.ece_fitted,

@@ -153,7 +153,8 @@ fn scores(score: OodScore, logits: &Logits, temperature: f64) -> Result<Vec<f64>
 fn models_on_page(lab: &Lab, state: &PageState) -> Result<Vec<usize>, LabError> {
     let chosen = state.model.index();
     let mut models = vec![chosen];
-    models.extend((0..MODELS.len()).filter(|&m| m != chosen));
+    // One network per τ: the other seeds are only the τ lab's spread.
+    models.extend((0..MODELS.len()).filter(|&m| m != chosen && MODELS[m].seed == 0));
     let mut complete = Vec::new();
     for model in models {
         if lab.complete_logits(model)?.is_some() {

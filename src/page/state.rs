@@ -30,6 +30,9 @@ pub enum ModelKey {
 pub struct ModelInfo {
     /// The network in the τ lab.
     pub network: Network,
+    /// The training seed its card records: 0 for the network every lab shows; the others are
+    /// the same recipe trained again, for the τ lab's spread over seeds.
+    pub seed: u32,
     /// Relative to the page.
     pub url: &'static str,
     /// As the progress line names it.
@@ -37,42 +40,74 @@ pub struct ModelInfo {
 }
 
 /// Every network the page can show; a model's index in the lab is its position here. Only
-/// trained networks are listed: their weights and cards are in `assets/models/`.
-pub const MODELS: [ModelInfo; 7] = [
+/// trained networks are listed: their weights and cards are in `assets/models/`. Seed 0 of
+/// each network first, then the other seeds, which only the τ lab's spread over seeds loads.
+pub const MODELS: [ModelInfo; 11] = [
     ModelInfo {
         network: Network::Ce,
+        seed: 0,
         url: "assets/models/fmnist-ce.safetensors",
         title: "cross-entropy",
     },
     ModelInfo {
         network: Network::Tau004,
+        seed: 0,
         url: "assets/models/fmnist-logitnorm.safetensors",
         title: "LogitNorm (τ = 0.04)",
     },
     ModelInfo {
         network: Network::Tau1,
+        seed: 0,
         url: "assets/models/fmnist-logitnorm-tau1.0.safetensors",
         title: "LogitNorm (τ = 1)",
     },
     ModelInfo {
         network: Network::Tau001,
+        seed: 0,
         url: "assets/models/fmnist-logitnorm-tau0.01.safetensors",
         title: "LogitNorm (τ = 0.01)",
     },
     ModelInfo {
         network: Network::Tau01,
+        seed: 0,
         url: "assets/models/fmnist-logitnorm-tau0.1.safetensors",
         title: "LogitNorm (τ = 0.1)",
     },
     ModelInfo {
         network: Network::Tau002,
+        seed: 0,
         url: "assets/models/fmnist-logitnorm-tau0.02.safetensors",
         title: "LogitNorm (τ = 0.02)",
     },
     ModelInfo {
         network: Network::Tau03,
+        seed: 0,
         url: "assets/models/fmnist-logitnorm-tau0.3.safetensors",
         title: "LogitNorm (τ = 0.3)",
+    },
+    ModelInfo {
+        network: Network::Ce,
+        seed: 1,
+        url: "assets/models/fmnist-ce-seed1.safetensors",
+        title: "cross-entropy (seed 1)",
+    },
+    ModelInfo {
+        network: Network::Ce,
+        seed: 2,
+        url: "assets/models/fmnist-ce-seed2.safetensors",
+        title: "cross-entropy (seed 2)",
+    },
+    ModelInfo {
+        network: Network::Tau004,
+        seed: 1,
+        url: "assets/models/fmnist-logitnorm-tau0.04-seed1.safetensors",
+        title: "LogitNorm (τ = 0.04, seed 1)",
+    },
+    ModelInfo {
+        network: Network::Tau1,
+        seed: 1,
+        url: "assets/models/fmnist-logitnorm-tau1.0-seed1.safetensors",
+        title: "LogitNorm (τ = 1, seed 1)",
     },
 ];
 
@@ -132,9 +167,19 @@ impl Network {
         }
     }
 
-    /// The network's index in [`MODELS`], if it is trained.
+    /// The index in [`MODELS`] of the network's seed 0 (the one every lab shows), if it is
+    /// trained.
     pub fn index(self) -> Option<usize> {
-        MODELS.iter().position(|m| m.network == self)
+        MODELS.iter().position(|m| m.network == self && m.seed == 0)
+    }
+
+    /// The indices in [`MODELS`] of every trained seed of the network, seed 0 first.
+    pub fn seed_models(self) -> Vec<usize> {
+        let mut models: Vec<usize> = (0..MODELS.len())
+            .filter(|&m| MODELS[m].network == self)
+            .collect();
+        models.sort_by_key(|&m| MODELS[m].seed);
+        models
     }
 
     /// The trained networks, in the τ slider's order.

@@ -204,6 +204,21 @@ fn thousands_are_grouped_by_commas() {
     }
 }
 
+/// One frame of the bundled labs with the τ lab's store.
+fn ood_frame(lab: &mut Lab, store: &mut OodStore, state: &PageState, visible: &Visible) -> Frame {
+    let rows = lab.rows();
+    render(
+        LabData::Bundled {
+            lab,
+            store,
+            shifts: &mut ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
+        },
+        state,
+        visible,
+    )
+    .unwrap()
+}
+
 #[test]
 fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     let rows = 300;
@@ -216,16 +231,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     let state = PageState::default();
     let chosen = state.tau.index().unwrap();
     let ce = Network::Ce.index().unwrap();
-    let frame = render(
-        LabData::Bundled {
-            lab: &mut lab,
-            store: &mut store,
-            shifts: &mut ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
-        },
-        &state,
-        &visible,
-    )
-    .unwrap();
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
     let needs: Vec<(usize, crate::lab::ImageSet)> = frame
         .readouts
         .needs
@@ -255,16 +261,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     for model in [chosen, ce] {
         store.add_logits(model, OodSet::Mnist, 0, &flat).unwrap();
     }
-    let frame = render(
-        LabData::Bundled {
-            lab: &mut lab,
-            store: &mut store,
-            shifts: &mut ShiftStore::new(NUM_CLASSES, MODELS.len(), rows),
-        },
-        &state,
-        &visible,
-    )
-    .unwrap();
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
     assert!(frame.readouts.needs.is_empty());
     assert_eq!(frame.readouts.drawn, ["ood"]);
     let charts = frame.ood.unwrap();
@@ -309,6 +306,38 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     let lesson = text_patch(&frame.readouts.patches, "ood-lesson");
     assert!(lesson.contains(&percent(energy.fpr95, 1)), "{lesson}");
     assert_eq!(frame.readouts.ood_galleries.len(), 2);
+    let seeds = text_patch(&frame.readouts.patches, "tau-seeds");
+    assert!(seeds.contains("evaluate every network"), "{seeds}");
+
+    // Cross-entropy's seed 1, once evaluated, joins the τ chart as a second seed of its τ, and
+    // the seed sentence gives the mean over both seeds.
+    let seed_one = Network::Ce.seed_models()[1];
+    assert_eq!(MODELS[seed_one].seed, 1);
+    lab.add_logits(seed_one, 0, &test).unwrap();
+    let flatter: Vec<f32> = flat.iter().map(|z| z * 3.0).collect();
+    store
+        .add_logits(seed_one, OodSet::Mnist, 0, &flatter)
+        .unwrap();
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    let points = frame.ood.unwrap().tau_points;
+    let ce_points: Vec<_> = points.iter().filter(|p| p.tau.is_none()).collect();
+    assert_eq!(ce_points.iter().map(|p| p.seed).collect::<Vec<_>>(), [0, 1]);
+    let mut fpr95 = |model: usize| {
+        let logits = lab.complete_logits(model).unwrap().unwrap().to_vec();
+        let view = store.view(model, OodSet::Mnist, state.t, &logits).unwrap();
+        view.summary(crate::ood_view::ScoreKind::Energy)
+            .unwrap()
+            .metrics
+            .fpr95
+    };
+    let mean = (fpr95(ce) + fpr95(seed_one)) / 2.0;
+    let seeds = text_patch(&frame.readouts.patches, "tau-seeds");
+    assert!(
+        seeds.contains(&format!(
+            "cross-entropy: FPR95 {mean:.3} on average over 2 seeds"
+        )),
+        "{seeds}"
+    );
 }
 
 #[test]

@@ -68,11 +68,14 @@ pub struct RocCurve<'a> {
     pub points: &'a [RocPoint],
 }
 
-/// One evaluated network on the τ chart; every value is a fraction in `[0, 1]`.
+/// One evaluated network (one τ, one training seed) on the τ chart; every value is a
+/// fraction in `[0, 1]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TauPoint {
     /// LogitNorm's temperature `τ`; `None` for the cross-entropy network.
     pub tau: Option<f64>,
+    /// The training seed.
+    pub seed: u32,
     pub accuracy: f64,
     /// ECE at `T = 1`.
     pub ece_raw: f64,
@@ -414,8 +417,9 @@ pub fn roc_curves<DB: DrawingBackend>(
 
 /// Draws the τ chart into `area` (module documentation): for each series (accuracy blue, raw
 /// ECE vermillion, ECE after T orange, FPR95 purple, AUROC green) one dot per network at
-/// `log10 τ`, lines joining the LogitNorm networks in increasing `τ`, and the cross-entropy
-/// network's dots at the "CE" position right of the τ axis. The axis spans at least
+/// `log10 τ` — the mean over its seeds, each seed a ring beside it when it has several —, lines
+/// joining the LogitNorm networks' means in increasing `τ`, and the cross-entropy network at
+/// the "CE" position right of the τ axis. The axis spans at least
 /// `τ ∈ [0.01, 1]`, labelled at the powers of ten. Comfortable from about 260×220 CSS pixels.
 ///
 /// # Errors
@@ -456,12 +460,12 @@ pub fn tau_chart<DB: DrawingBackend>(
         .collect();
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
 
-    // LogitNorm networks by increasing τ, at log10 τ.
-    let mut logit_norm: Vec<(f64, &TauPoint)> = points
+    let groups = seed_groups(points);
+    // LogitNorm networks by increasing τ, at log10 τ, each the mean over its seeds.
+    let logit_norm: Vec<(f64, &TauPoint)> = groups
         .iter()
-        .filter_map(|point| point.tau.map(|tau| (tau.log10(), point)))
+        .filter_map(|(mean, _)| mean.tau.map(|tau| (tau.log10(), mean)))
         .collect();
-    logit_norm.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (log_low, log_high) = logit_norm
         .iter()
         .fold(TAU_LOG_RANGE, |(low, high), &(x, _)| {
@@ -530,22 +534,60 @@ pub fn tau_chart<DB: DrawingBackend>(
     )?;
 
     let radius = metrics.px_at_least_one(MARKER_RADIUS);
+    let x_of = |point: &TauPoint| point.tau.map_or(cross_entropy_x, f64::log10);
     for &(_, colour, value) in &TAU_SERIES {
         if logit_norm.len() >= 2 {
             let line = logit_norm.iter().map(|&(x, point)| (x, value(point)));
             draw_polyline(&pixels, line, colour, metrics)?;
         }
-        let markers = points.iter().map(|point| {
-            let x = point.tau.map_or(cross_entropy_x, f64::log10);
-            pixels.point(x, value(point))
-        });
-        for centre in markers {
-            pixels
-                .canvas
-                .draw(&Circle::new(centre, radius, colour.filled()))?;
+        for (mean, seeds) in &groups {
+            pixels.canvas.draw(&Circle::new(
+                pixels.point(x_of(mean), value(mean)),
+                radius,
+                colour.filled(),
+            ))?;
+            // Each seed as a ring around the mean's column, when there is more than one.
+            if seeds.len() > 1 {
+                for seed in seeds {
+                    pixels.canvas.draw(&Circle::new(
+                        pixels.point(x_of(seed), value(seed)),
+                        radius,
+                        colour.stroke_width(metrics.stroke(1.0)),
+                    ))?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// The points grouped by τ (in increasing τ, cross-entropy last): the mean of the group's
+/// values (its `seed` set to 0), and the group's points by seed.
+fn seed_groups(points: &[TauPoint]) -> Vec<(TauPoint, Vec<TauPoint>)> {
+    let mut sorted = points.to_vec();
+    let key = |point: &TauPoint| point.tau.unwrap_or(f64::INFINITY);
+    sorted.sort_by(|a, b| key(a).total_cmp(&key(b)).then(a.seed.cmp(&b.seed)));
+    let mut groups: Vec<(TauPoint, Vec<TauPoint>)> = Vec::new();
+    for point in sorted {
+        match groups.last_mut() {
+            Some((_, seeds)) if seeds[0].tau == point.tau => seeds.push(point),
+            _ => groups.push((point, vec![point])),
+        }
+    }
+    for (mean, seeds) in &mut groups {
+        let count = seeds.len() as f64;
+        let average = |value: fn(&TauPoint) -> f64| seeds.iter().map(value).sum::<f64>() / count;
+        *mean = TauPoint {
+            tau: seeds[0].tau,
+            seed: 0,
+            accuracy: average(|p| p.accuracy),
+            ece_raw: average(|p| p.ece_raw),
+            ece_fitted: average(|p| p.ece_fitted),
+            fpr95: average(|p| p.fpr95),
+            auroc: average(|p| p.auroc),
+        };
+    }
+    groups
 }
 
 #[cfg(test)]

@@ -235,6 +235,7 @@ fn logit_norm_histogram_draws_bars_and_both_means() {
 fn tau_point(tau: Option<f64>, base: f64) -> TauPoint {
     TauPoint {
         tau,
+        seed: 0,
         accuracy: 0.9,
         ece_raw: base,
         ece_fitted: base / 4.0,
@@ -278,7 +279,13 @@ fn tau_chart_draws_one_marker_per_point_and_series() {
         .collect();
     let tick = |label| f64::from(x_tick(&svg, label));
     let at = |tau: f64| tick("0.01") + (tick("1") - tick("0.01")) * (tau.log10() + 2.0) / 2.0;
-    for (marker, point) in accuracy_markers.iter().zip(&points) {
+    // Drawn in increasing τ, cross-entropy last.
+    let mut in_order = points.to_vec();
+    in_order.sort_by(|a, b| {
+        let key = |p: &TauPoint| p.tau.unwrap_or(f64::INFINITY);
+        key(a).total_cmp(&key(b))
+    });
+    for (marker, point) in accuracy_markers.iter().zip(&in_order) {
         let expected = match point.tau {
             Some(tau) => at(tau),
             None => tick("CE"),
@@ -296,6 +303,61 @@ fn tau_chart_draws_one_marker_per_point_and_series() {
     for label in ["accuracy", "ECE (raw)", "ECE (after T)", "FPR95", "AUROC"] {
         assert!(has_text(&svg, label), "{label} missing");
     }
+}
+
+#[test]
+fn tau_chart_draws_the_mean_over_seeds_and_a_ring_per_seed() {
+    // Cross-entropy and τ = 0.04 with three seeds each, τ = 0.1 with one.
+    let seeded = |tau, seed, fpr95| TauPoint {
+        seed,
+        fpr95,
+        ..tau_point(tau, 0.1)
+    };
+    let points = [
+        seeded(None, 0, 0.2),
+        seeded(Some(0.04), 2, 0.9),
+        seeded(None, 1, 0.5),
+        seeded(Some(0.1), 0, 0.4),
+        seeded(Some(0.04), 0, 0.7),
+        seeded(None, 2, 0.8),
+        seeded(Some(0.04), 1, 0.8),
+    ];
+    let svg = render((560, 420), |area| tau_chart(area, &points, &style())).unwrap();
+    let circles = elements(&svg, "circle");
+    let purple = |filled: bool| -> Vec<(i32, i32)> {
+        circles
+            .iter()
+            .filter(|c| (attribute(c, "fill") == Some(PURPLE_HEX)) == filled)
+            .filter(|c| filled || attribute(c, "stroke") == Some(PURPLE_HEX))
+            .map(|c| (number(c, "cx"), number(c, "cy")))
+            .collect()
+    };
+    let (means, rings) = (purple(true), purple(false));
+    assert_eq!(means.len(), 3, "one mean per τ");
+    assert_eq!(rings.len(), 6, "a ring per seed where there are several");
+    let y = |fpr95: f64| {
+        let (top, bottom) = (y_tick(&svg, "1.0"), y_tick(&svg, "0.0"));
+        f64::from(bottom) + (f64::from(top) - f64::from(bottom)) * fpr95
+    };
+    let cross_entropy = means.iter().max_by_key(|m| m.0).unwrap();
+    assert!((f64::from(cross_entropy.1) - y(0.5)).abs() <= f64::from(PIXEL_TOLERANCE));
+    let ce_rings: Vec<i32> = rings
+        .iter()
+        .filter(|r| r.0 == cross_entropy.0)
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(ce_rings.len(), 3);
+    for fpr95 in [0.2, 0.5, 0.8] {
+        assert!(ce_rings
+            .iter()
+            .any(|&r| (f64::from(r) - y(fpr95)).abs() <= f64::from(PIXEL_TOLERANCE)));
+    }
+    // The line joins the two LogitNorm means, τ = 0.04's (at 0.8) and τ = 0.1's.
+    let leftmost = means.iter().min_by_key(|m| m.0).unwrap();
+    assert!((f64::from(leftmost.1) - y(0.8)).abs() <= f64::from(PIXEL_TOLERANCE));
+    assert!(polylines(&svg, PURPLE_HEX)
+        .iter()
+        .any(|line| line.len() == 2 && line[0] == *leftmost));
 }
 
 #[test]
