@@ -7,6 +7,19 @@
 let shown = null;
 // The figure presentation mode showed last, to return to when it ends.
 let lastPresented = null;
+// Inside a frame, the embed view's height as last told to the page holding the frame.
+let toldHeight = 0;
+
+// An embed view inside an <iframe> tells the page holding it how tall it is, whenever that
+// changes (the figure drawn, a caption rewrapped): the embed code's script sets the frame's
+// height from it, so the figure is never cut off nor followed by a blank band. The height is
+// no secret: any page may hear it.
+const heightReporter = new ResizeObserver(() => {
+  const height = Math.ceil(document.documentElement.scrollHeight);
+  if (!document.body.classList.contains("embed") || height === toldHeight) return;
+  toldHeight = height;
+  window.parent.postMessage({ type: "calibra:embed-height", height }, "*");
+});
 
 // Shows the whole page for "none", or only `figureId`'s canvas, its caption and menu, its lab's
 // slider bar and the controls marked data-embed-with for it; `articleHref` is the link back to
@@ -35,6 +48,7 @@ export function showEmbed({ figureId, articleHref, present, figures }) {
     return;
   }
   lastPresented = presenting ? figureId : null;
+  if (window.parent !== window && !presenting) heightReporter.observe(document.body);
   if (presenting) {
     const index = figures.findIndex((figure) => figure.id === figureId);
     document.getElementById("presentation-position").textContent = `Figure ${index + 1} of ${figures.length}: ${figures[index].title}`;

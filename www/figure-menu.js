@@ -76,13 +76,18 @@ function button(text, label, action) {
   return element;
 }
 
-// An <iframe> of the embed view, as tall as the figure needs at EMBED_WIDTH.
+// The script of the embed code: it sets each calibra frame's height to the one its embed view
+// reports (embed.js), so that the frame fits its figure exactly.
+const RESIZE_SCRIPT = `<script>addEventListener("message", (event) => { if (event.data?.type !== "calibra:embed-height") return; for (const frame of document.querySelectorAll("iframe[data-calibra-embed]")) if (frame.contentWindow === event.source) frame.height = String(event.data.height); });</script>`;
+
+// An <iframe> of the embed view, about as tall as the figure needs at EMBED_WIDTH, and the
+// script that makes it exactly as tall once it has drawn (where the host keeps scripts).
 function embedCode(figure, hash) {
   const canvas = document.getElementById(figure.id);
   const ratio = canvas.clientHeight / Math.max(1, canvas.clientWidth);
   const height = Math.round(EMBED_WIDTH * ratio + EMBED_CHROME_HEIGHT);
   const src = new URL(`#${hash}`, location.href).href;
-  return `<iframe src="${src}" width="${EMBED_WIDTH}" height="${height}" title="calibra: ${figure.title}" loading="lazy" style="border: 0; max-width: 100%"></iframe>`;
+  return `<iframe src="${src}" width="${EMBED_WIDTH}" height="${height}" title="calibra: ${figure.title}" loading="lazy" style="border: 0; max-width: 100%" data-calibra-embed></iframe>\n${RESIZE_SCRIPT}`;
 }
 
 const capitalised = (text) => text.charAt(0).toUpperCase() + text.slice(1);

@@ -165,6 +165,21 @@ test("6. 'Copy embed code' copies an <iframe> of the embed view of that figure i
   assert.equal(hash.get("embed"), "sweep");
   assert.equal(hash.get("t"), "1.5");
   assert.equal(new URL(src[1]).origin + new URL(src[1]).pathname, new URL(site.url).href);
+
+  // Pasted into a blog post, the code gives a frame exactly as tall as the embed view: nothing
+  // cut off, no blank band under it.
+  const host = await browser.context.newPage();
+  try {
+    await host.setViewportSize({ width: 800, height: 700 });
+    await host.setContent(`<!doctype html><body style="margin: 0">${code}</body>`);
+    const frame = await (await host.waitForSelector("iframe[data-calibra-embed]")).contentFrame();
+    await frame.waitForFunction(() => document.body.classList.contains("embed") && document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
+    await nextFrames(host, 3);
+    const content = await frame.evaluate(() => document.documentElement.scrollHeight);
+    await host.waitForFunction((height) => Number(document.querySelector("iframe[data-calibra-embed]").height) === height, content, { timeout: 10_000 });
+  } finally {
+    await host.close();
+  }
 });
 
 // A figure's embed view: only its canvas shows, drawn, with its lab's slider; the rest of the
