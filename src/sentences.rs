@@ -531,6 +531,50 @@ pub fn ood_lesson(
     )
 }
 
+/// The reliability diagram's numbers in words, for its text alternative: at `temperature`, the
+/// accuracy, mean confidence and ECE, how many bins hold images, and the bin with the largest
+/// gap between confidence and accuracy (its range, direction, size and image count).
+pub fn reliability_summary(
+    temperature: f64,
+    mean_confidence: f64,
+    report: &crate::calibration::CalibrationReport,
+) -> String {
+    let filled: Vec<&crate::calibration::Bin> =
+        report.bins.iter().filter(|bin| bin.count > 0).collect();
+    let figures = format!(
+        "At T = {temperature:.3}: accuracy {}, mean confidence {}, ECE {:.4}; {} of {} bins \
+         hold images",
+        percent(report.accuracy, 1),
+        percent(mean_confidence, 1),
+        report.ece,
+        filled.len(),
+        report.bins.len()
+    );
+    let largest = filled.iter().max_by(|a, b| {
+        (a.confidence - a.accuracy)
+            .abs()
+            .total_cmp(&(b.confidence - b.accuracy).abs())
+    });
+    match largest {
+        Some(bin) => format!(
+            "{figures}; the largest gap is in the bin {:.2}–{:.2} ({} images): confidence {} \
+             against accuracy {}, {} by {:.1} points.",
+            bin.lower,
+            bin.upper,
+            grouped(bin.count),
+            percent(bin.confidence, 1),
+            percent(bin.accuracy, 1),
+            if bin.confidence > bin.accuracy {
+                "overconfident"
+            } else {
+                "underconfident"
+            },
+            100.0 * (bin.confidence - bin.accuracy).abs()
+        ),
+        None => format!("{figures}."),
+    }
+}
+
 /// Each shown network's FPR95 and AUROC with its 95% bootstrap interval over the test and OOD
 /// images (`networks`: the chosen network's title, then the reference's unless it is the same
 /// network; `difference` holds both networks' intervals once a worker has computed them).

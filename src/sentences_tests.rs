@@ -566,3 +566,31 @@ fn the_detection_intervals_give_each_shown_network_its_own() {
     let alone = detection_intervals(&networks[1..], "energy", 1000, Some(&d));
     assert_eq!(alone.matches("FPR95").count(), 1, "{alone}");
 }
+
+#[test]
+fn the_reliability_summary_names_the_bin_with_the_largest_gap() {
+    let bin = |lower: f64, count, confidence, accuracy| crate::calibration::Bin {
+        lower,
+        upper: lower + 0.5,
+        count,
+        confidence,
+        accuracy,
+    };
+    let report = crate::calibration::CalibrationReport {
+        accuracy: 0.8,
+        nll: 0.5,
+        brier: 0.2,
+        ece: 0.0625,
+        rmsce: 0.1,
+        mce: 0.15,
+        classwise_ece: 0.01,
+        bins: vec![bin(0.0, 0, 0.0, 0.0), bin(0.5, 40, 0.9, 0.75)],
+    };
+    let text = reliability_summary(1.0, 0.9, &report);
+    assert_eq!(
+        text,
+        "At T = 1.000: accuracy 80.0%, mean confidence 90.0%, ECE 0.0625; 1 of 2 bins hold \
+         images; the largest gap is in the bin 0.50–1.00 (40 images): confidence 90.0% against \
+         accuracy 75.0%, overconfident by 15.0 points."
+    );
+}

@@ -562,6 +562,14 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             format!("{:.4}", view.smooth.ece.bandwidth),
         ),
         text("confidence-verdict", view.verdict.clone()),
+        text(
+            "reliability-summary",
+            sentences::reliability_summary(
+                view.temperature,
+                view.mean_confidence,
+                &view.at_temperature,
+            ),
+        ),
         text("verdict-rates", sentences::verdict_rates_line()),
         metric("fitted_temperature", fitted, format!("{fitted:.3}{bound}")),
         Patch::Disabled {

@@ -112,17 +112,19 @@ for (const [name, viewport] of Object.entries(VIEWPORTS)) {
   });
 }
 
-// Each slider and the words a screen reader says for it, made from the text shown beside it
-// (the outputs, by id); `score` is the score that enables a slider the others leave disabled.
+// Each slider, its name (a screen reader says it, then the value: a name never ends in a dangling
+// "=" waiting for the value) and the words it says for the value, made from the text shown
+// beside it (the outputs, by id); `score` is the score that enables a slider the others leave
+// disabled.
 const SLIDERS = [
-  { id: "temperature", spoken: (shown) => `T = ${shown["temperature-value"]}` },
-  { id: "bins", spoken: (shown) => `${shown["bins-value"]} bins` },
-  { id: "alpha", spoken: (shown) => `α = ${shown["alpha-value"]}, target coverage ${shown["target-value"]}` },
-  { id: "raps-lambda", score: "raps", spoken: (shown) => `λ = ${shown["raps-lambda-value"]}` },
-  { id: "k-reg", score: "raps", spoken: (shown) => `k reg = ${shown["k-reg-value"]}` },
-  { id: "saps-lambda", score: "saps", spoken: (shown) => `λ = ${shown["saps-lambda-value"]}` },
-  { id: "severity", spoken: (shown) => `severity ${shown["severity-value"]}` },
-  { id: "tau", spoken: (shown) => shown["tau-value"] },
+  { id: "temperature", name: "Temperature T", spoken: (shown) => `T = ${shown["temperature-value"]}` },
+  { id: "bins", name: "Bins", spoken: (shown) => `${shown["bins-value"]} bins` },
+  { id: "alpha", name: "Miscoverage α", spoken: (shown) => `α = ${shown["alpha-value"]}, target coverage ${shown["target-value"]}` },
+  { id: "raps-lambda", name: "RAPS λ", score: "raps", spoken: (shown) => `λ = ${shown["raps-lambda-value"]}` },
+  { id: "k-reg", name: "RAPS k_reg", score: "raps", spoken: (shown) => `k reg = ${shown["k-reg-value"]}` },
+  { id: "saps-lambda", name: "SAPS λ", score: "saps", spoken: (shown) => `λ = ${shown["saps-lambda-value"]}` },
+  { id: "severity", name: "Severity", spoken: (shown) => `severity ${shown["severity-value"]}` },
+  { id: "tau", name: "Network", spoken: (shown) => shown["tau-value"] },
 ];
 const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value"];
 
@@ -137,6 +139,10 @@ test("every slider's aria-valuetext says the value shown beside it, before and a
   const start = await sliderTexts();
   assert.deepEqual(Object.keys(start.spoken).sort(), SLIDERS.map((slider) => slider.id).sort(), "every range input is checked here");
   for (const slider of SLIDERS) assert.equal(start.spoken[slider.id], slider.spoken(start.shown), `#${slider.id} at load`);
+  for (const slider of SLIDERS) {
+    const named = page.getByRole("slider", { name: slider.name, exact: true, includeHidden: true });
+    assert.equal(await named.getAttribute("id"), slider.id, `#${slider.id} is named "${slider.name}"`);
+  }
 
   const initialScore = await page.inputValue("#score");
   for (const slider of SLIDERS) {

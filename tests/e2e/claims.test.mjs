@@ -244,7 +244,7 @@ test("9. each \"Try this\" button sets the state it names; its line asks the rea
 });
 
 test("10. the temperature lab's numbers are the evaluation half's, but for the one rivals column headed \"calibration half\"", async () => {
-  const intro = await text("#temperature-lab .results-first .readouts > p:nth-of-type(2)");
+  const intro = await text("#temperature-lab .method > p:nth-of-type(2)");
   assert.match(intro, /measured on the other, evaluation half, but for the one column of the rivals table below that is headed "calibration half"/);
   const tables = await page.$$eval("#temperature-lab table", (all) => all.map((table) => ({
     caption: table.caption?.textContent ?? "",

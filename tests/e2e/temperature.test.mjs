@@ -7,7 +7,7 @@
 //
 // Run: bash scripts/test (stage 7), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/*.test.mjs
-// UPDATE_SCREENSHOT=1 also copies the desktop screenshot to docs/screenshot.png.
+// The README's first screens are layout.test.mjs's.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -486,7 +486,7 @@ test("6. a bad hash shows a readable error, falls back to defaults, and the page
   }
 });
 
-test("8. screenshots at 1280 px and 390 px wide", { timeout: 60_000 }, async (t) => {
+test("8. screenshots at 1280 px and 390 px wide", { timeout: 60_000 }, async () => {
   const directory = path.join(REPO_ROOT, "tests/e2e/screenshots");
   mkdirSync(directory, { recursive: true });
   // The view people land on: CE, T = 1 (the overconfident model), default bins and split.
@@ -516,13 +516,4 @@ test("8. screenshots at 1280 px and 390 px wide", { timeout: 60_000 }, async (t)
   });
   await main.setViewportSize({ width: 1280, height: 900 });
   assert.deepEqual(overflow, [], "the page fits in 390 px without horizontal scrolling");
-
-  if (process.env.UPDATE_SCREENSHOT === "1") {
-    // The README shows the first screen: the title, the temperature slider and the diagram.
-    await main.evaluate(() => scrollTo(0, 0));
-    await nextFrames(main, 3);
-    mkdirSync(path.join(REPO_ROOT, "docs"), { recursive: true });
-    await main.screenshot({ path: path.join(REPO_ROOT, "docs/screenshot.png") });
-    t.diagnostic("wrote docs/screenshot.png");
-  }
 });

@@ -1,0 +1,116 @@
+// The article as a reader first sees it, in headless Chromium: on the first screen at 1280×900
+// the first lab's reliability diagram at least 500 px tall with its lesson beside it; on a phone
+// (390×844) the diagram starting on the first screen; the labs' index at hand while scrolling,
+// its links moving to their lab without touching the link's state, the lab in view marked; the
+// skip link first in the tab order; no empty band left by the progress bar once every image is
+// in. UPDATE_SCREENSHOT=1 also copies both first screens to docs/first-screen-1280.png and
+// docs/first-screen-390.png.
+import assert from "node:assert/strict";
+import { copyFileSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import { REPO_ROOT, collectProblems, launchBrowser, nextFrames, openSite, waitForInference } from "./helpers.mjs";
+
+const INFERENCE_TIMEOUT_MS = 300_000;
+const SCREENSHOTS = path.join(REPO_ROOT, "tests/e2e/screenshots");
+
+let site;
+let browser;
+let page;
+let problems;
+
+before(async () => {
+  site = await openSite();
+  browser = await launchBrowser();
+  problems = collectProblems(browser.context);
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  await page.goto(site.url);
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  await nextFrames(page, 3);
+});
+
+after(async () => {
+  await browser?.close();
+  await site?.close();
+  assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
+});
+
+const box = (selector) => page.locator(selector).boundingBox();
+
+// Saves the window as it is now, and copies it into docs/ when asked to.
+async function firstScreen(name) {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const shot = path.join(SCREENSHOTS, name);
+  await page.screenshot({ path: shot });
+  if (process.env.UPDATE_SCREENSHOT === "1") copyFileSync(shot, path.join(REPO_ROOT, "docs", name));
+}
+
+test("at 1280×900 the first screen holds the reliability diagram, at least 500 px tall, and its lesson beside it", async () => {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await nextFrames(page, 2);
+  const diagram = await box("#reliability");
+  const lesson = await box("#confidence-verdict");
+  assert.ok(diagram.height >= 500, `the diagram is ${diagram.height.toFixed(0)} px tall`);
+  assert.ok(diagram.y + diagram.height <= 900, `the diagram ends at ${(diagram.y + diagram.height).toFixed(0)} px`);
+  assert.ok(lesson.x >= diagram.x + diagram.width, "the lesson is beside the diagram");
+  assert.ok(lesson.y >= diagram.y - 1 && lesson.y + lesson.height <= 900, `the lesson spans ${lesson.y.toFixed(0)}–${(lesson.y + lesson.height).toFixed(0)} px`);
+  assert.match(await page.locator("#confidence-verdict").textContent(), /\w/, "the lesson is written");
+  await firstScreen("first-screen-1280.png");
+});
+
+test("once every image is in, the progress bar leaves no band in the article", async () => {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  assert.equal(await page.locator(".status").isVisible(), false);
+  const masthead = await box(".masthead");
+  const index = await box("#lab-index");
+  const title = await box("#temperature-title");
+  assert.ok(index.y - (masthead.y + masthead.height) < 16, "the index follows the masthead");
+  assert.ok(title.y - (index.y + index.height) < 16, "the first lab follows the index");
+});
+
+test("the labs' index stays at hand, moves to a lab without changing the link, and marks the lab in view", async () => {
+  const hash = await page.evaluate(() => location.hash);
+  await page.click('#lab-index a[href="#shift-lab"]');
+  await page.waitForFunction(() => Math.abs(document.getElementById("shift-lab").getBoundingClientRect().top - document.getElementById("lab-index").getBoundingClientRect().height) < 4, null, { timeout: 5_000 });
+  assert.equal(await page.evaluate(() => location.hash), hash, "the link's state is untouched");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "shift-title", "focus moves to the lab's heading");
+  const index = await box("#lab-index");
+  assert.ok(Math.abs(index.y) < 1, "the index is stuck at the top");
+  await page.waitForFunction(() => document.querySelector('#lab-index a[aria-current="location"]')?.getAttribute("href") === "#shift-lab", null, { timeout: 5_000 });
+  // A stuck slider bar sits under the index, not behind it.
+  await page.click('#lab-index a[href="#ood-lab"]');
+  await page.evaluate(() => window.scrollBy(0, 600));
+  await nextFrames(page, 2);
+  const bar = await box("#ood-lab .slider-bar");
+  const after = await box("#lab-index");
+  assert.ok(bar.y >= after.y + after.height - 1, `the τ bar (at ${bar.y.toFixed(0)} px) is under the index (${(after.y + after.height).toFixed(0)} px)`);
+  assert.ok(bar.height <= 80, `the τ bar is one line (${bar.height.toFixed(0)} px)`);
+});
+
+test("the skip link is the first stop of the keyboard and leads to the index", async () => {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  // A click on the page's empty top corner makes it the starting point of the next Tab, as a
+  // fresh load does.
+  await page.mouse.click(2, 2);
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.className), "skip-link");
+  assert.ok(await page.locator(".skip-link").isVisible(), "shown once focused");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "lab-index");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("href")), "#temperature-lab");
+});
+
+test("on a phone (390×844) the first lab's diagram starts on the first screen", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  try {
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await nextFrames(page, 3);
+    const diagram = await box("#reliability");
+    assert.ok(diagram.y < 844 - 200, `the diagram starts at ${diagram.y.toFixed(0)} px`);
+    await firstScreen("first-screen-390.png");
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+});

@@ -1,0 +1,62 @@
+// @ts-check
+// The labs' index (nav#lab-index in index.html) and the skip link to it. A link moves to its
+// lab without touching the URL's hash, which holds the page's state (index.js reads it), and
+// the lab in view is marked (aria-current); --index-height follows the index's height, so that
+// the labs' sticky slider bars stop under it.
+
+const index = /** @type {HTMLElement} */ (document.getElementById("lab-index"));
+const links = [...index.querySelectorAll("a")];
+const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
+
+/** Scrolls to `target` (at once when the reader asks for reduced motion) and focuses it, or
+ * its first heading, so that the next Tab continues from there. The labs passed on the way
+ * draw as they come into view and grow, which moves the target: once the scroll ends, it is
+ * put back in place (a few times at most).
+ * @param {HTMLElement} target */
+function moveTo(target) {
+  let corrections = 3;
+  const realign = () => {
+    const offset = target.getBoundingClientRect().top - index.getBoundingClientRect().height;
+    if (Math.abs(offset) > 2 && corrections-- > 0) target.scrollIntoView({ behavior: "instant", block: "start" });
+    else removeEventListener("scrollend", realign);
+  };
+  addEventListener("scrollend", realign);
+  target.scrollIntoView({ behavior: reducedMotion.matches ? "auto" : "smooth", block: "start" });
+  const focus = /** @type {HTMLElement} */ (target.querySelector("h2") ?? target);
+  if (!focus.hasAttribute("tabindex")) focus.setAttribute("tabindex", "-1");
+  focus.focus({ preventScroll: true });
+}
+
+/** @param {HTMLAnchorElement} link */
+function follow(link) {
+  link.addEventListener("click", (event) => {
+    const target = document.getElementById((link.getAttribute("href") ?? "").slice(1));
+    if (!target) return;
+    event.preventDefault();
+    moveTo(target);
+  });
+}
+for (const link of links) follow(link);
+for (const link of document.querySelectorAll("a.skip-link")) follow(/** @type {HTMLAnchorElement} */ (link));
+
+// The lab crossing the line a third of the way down the window is the one being read.
+const current = new IntersectionObserver(
+  (entries) => {
+    for (const entry of entries) {
+      if (!entry.isIntersecting) continue;
+      for (const link of links) {
+        if (link.getAttribute("href") === `#${entry.target.id}`) link.setAttribute("aria-current", "location");
+        else link.removeAttribute("aria-current");
+      }
+    }
+  },
+  { rootMargin: "-33% 0px -66% 0px" },
+);
+for (const link of links) {
+  const lab = document.getElementById((link.getAttribute("href") ?? "").slice(1));
+  if (lab) current.observe(lab);
+}
+
+new ResizeObserver(([entry]) => {
+  document.documentElement.style.setProperty("--index-height", `${entry.borderBoxSize[0].blockSize}px`);
+}).observe(index);
