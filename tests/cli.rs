@@ -1552,7 +1552,7 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
         data.k,
         &score,
         ALPHA,
-        false,
+        conformal::ThresholdRule::Marginal,
         &pick(&calibration_rows),
         &pick(&test_rows),
     )
@@ -1589,6 +1589,94 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
     close("/conformal/singleton_rate", metrics.singleton_rate);
     close("/conformal/singleton_hit_rate", metrics.singleton_hit_rate);
     close("/conformal/empty_rate", metrics.empty_rate);
+}
+
+/// `--pac EPS,DELTA`: `conformal.qhat` is the `conformal.pac_k`-th smallest calibration score,
+/// `k` the rank that exact rational arithmetic gives (`scripts/conformal-reference.py`), and
+/// the threshold is above the marginal one at α = EPS.
+#[test]
+fn pac_threshold_is_the_pac_k_th_calibration_score() {
+    const N: usize = 1000;
+    let reference: Value = serde_json::from_str(include_str!("fixtures/conformal/pac-ranks.json"))
+        .expect("the PAC fixture");
+    let case = reference["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|case| case["n"] == N && case["epsilon"] == 0.1 && case["delta"] == 0.05)
+        .expect("the fixture's case n = 1000, 0.1, 0.05");
+    let expected_k = case["k"].as_u64().unwrap() as usize;
+    let dir = TempDir::new("pac");
+    let calibration_data = synthetic_data(N, 5, 1.7, 11);
+    let (logits, labels) = calibration_data.write(&dir, "cal", "npy");
+    let (test_logits, test_labels) = synthetic_data(3000, 5, 1.7, 12).write(&dir, "test", "npy");
+    let files = [
+        OsStr::new("--test-logits"),
+        test_logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        test_labels.as_os_str(),
+        OsStr::new("--score"),
+        OsStr::new("lac"),
+    ];
+    let mut pac_args = files.to_vec();
+    pac_args.extend([OsStr::new("--pac"), OsStr::new("0.1,0.05")]);
+    let json = report_json(&logits, &labels, &pac_args);
+    let conformal = &json["conformal"];
+    assert_eq!(conformal["pac_k"].as_u64(), Some(expected_k as u64));
+    assert_eq!(number(&json, "/conformal/alpha"), 0.1);
+    assert_eq!(number(&json, "/conformal/pac_delta"), 0.05);
+
+    let view = Logits::new(&calibration_data.logits, 5).unwrap();
+    let probabilities = calibration::softmax(&view, number(&json, "/temperature")).unwrap();
+    let scores: Vec<f64> = probabilities
+        .chunks(5)
+        .zip(&calibration_data.labels)
+        .map(|(p, &y)| 1.0 - p[y as usize])
+        .collect();
+    let qhat = number(&json, "/conformal/qhat");
+    let below = scores.iter().filter(|&&s| s < qhat).count();
+    let at_or_below = scores.iter().filter(|&&s| s <= qhat).count();
+    assert!(
+        below < expected_k && expected_k <= at_or_below,
+        "qhat {qhat}: {below} scores below, {at_or_below} at or below, k = {expected_k}"
+    );
+
+    let marginal = report_json(&logits, &labels, &files);
+    assert!(marginal["conformal"].get("pac_k").is_none());
+    assert!(qhat > number(&marginal, "/conformal/qhat"));
+    assert!(number(&json, "/conformal/coverage") >= number(&marginal, "/conformal/coverage"));
+
+    let table = report(&logits, &labels, &pac_args);
+    assert_success(&table);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("coverage >= 0.9 with probability >= 0.95"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("pac_k{expected_k:>25}")), "{text}");
+}
+
+#[test]
+fn bad_pac_levels_and_too_few_rows_for_them_are_refused() {
+    let dir = TempDir::new("pac-refused");
+    let (logits, labels) = small_data(64).write(&dir, "data", "csv");
+    for bad in ["0.1", "0.1,1", "0,0.1", "a,0.1", "0.1,0.05,0.2"] {
+        assert_refused(
+            &report(&logits, &labels, &["--pac", bad]),
+            &["--pac", bad, "EPS,DELTA"],
+        );
+    }
+    for other in [["--alpha", "0.2"], ["--mondrian", "--json"]] {
+        let mut args = vec!["--pac", "0.1,0.1"];
+        args.extend(other);
+        assert_refused(&report(&logits, &labels, &args), &["--pac", other[0]]);
+    }
+    // 32 calibration rows: 0.9³² = 0.034 > δ = 0.01 (the smallest n is 44).
+    assert_refused(
+        &report(&logits, &labels, &["--pac", "0.1,0.01"]),
+        &[&shown(&logits), "32 calibration rows", "at least 44"],
+    );
+    assert_success(&report(&logits, &labels, &["--pac", "0.1,0.05"]));
 }
 
 #[test]

@@ -88,6 +88,10 @@ pub struct ReportArgs {
     /// rows.
     #[arg(long)]
     pub mondrian: bool,
+    /// Training-conditional (PAC) threshold: coverage at least 1 − EPS for this calibration
+    /// part with probability at least 1 − DELTA over calibration parts (replaces --alpha).
+    #[arg(long, value_name = "EPS,DELTA", value_parser = parse_pac, conflicts_with_all = ["alpha", "mondrian"])]
+    pub pac: Option<PacLevels>,
     /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub randomized: bool,
@@ -168,6 +172,28 @@ fn parse_corruption(name: &str) -> Result<Corruption, String> {
     use serde::{de::IntoDeserializer, Deserialize};
     Corruption::deserialize(name.into_deserializer())
         .map_err(|e: serde::de::value::Error| e.to_string())
+}
+
+/// `--pac EPS,DELTA`: the coverage `1 − epsilon` held with probability `1 − delta`.
+#[derive(Debug, Clone, Copy)]
+pub struct PacLevels {
+    pub epsilon: f64,
+    pub delta: f64,
+}
+
+/// A `--pac` value: two numbers in (0, 1) separated by a comma.
+fn parse_pac(text: &str) -> Result<PacLevels, String> {
+    let levels = text.split_once(',').and_then(|(epsilon, delta)| {
+        Some((epsilon.trim().parse().ok()?, delta.trim().parse().ok()?))
+    });
+    match levels {
+        Some((epsilon, delta)) if [epsilon, delta].iter().all(|&v: &f64| v > 0.0 && v < 1.0) => {
+            Ok(PacLevels { epsilon, delta })
+        }
+        _ => Err(format!(
+            "'{text}' is not two numbers between 0 and 1 written EPS,DELTA (e.g. 0.1,0.05)"
+        )),
+    }
 }
 
 /// `--invert`'s values, those of the page's control.

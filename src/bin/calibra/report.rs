@@ -6,7 +6,7 @@ use std::path::Path;
 
 use calibra::bootstrap::{self, BootstrapSettings, MetricInterval, MetricIntervals};
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
-use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
+use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
 use calibra::page::serde_name;
@@ -67,6 +67,13 @@ struct ConformalSummary {
     k_reg: Option<usize>,
     #[serde(flatten)]
     threshold: Threshold,
+    /// With `--pac EPS,DELTA`: `q̂` is the `pac_k`-th smallest calibration score, whose
+    /// coverage is at least `1 − alpha` (`alpha` = EPS) with probability at least
+    /// `1 − pac_delta` over calibration parts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pac_k: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pac_delta: Option<f64>,
     coverage: f64,
     /// With `--bootstrap`: coverage's 95% bootstrap interval over the test part
     /// (`bootstrap::proportion_interval`), as the page shows it.
@@ -113,15 +120,31 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     let score = score(args)?;
     check_options(args)?;
     let parts = read_parts(args)?;
-    // The CLI refuses an infinite threshold: the calibration part must be large enough for α.
-    conformal::finite_quantile_rank(parts.calibration_labels.len(), args.alpha).map_err(|e| {
-        let part = if args.test_logits.is_some() {
-            ""
-        } else {
-            " (calibration part)"
-        };
-        format!("{}{part}: {e}", args.logits.display())
-    })?;
+    // `--pac EPS,DELTA` sets α = EPS.
+    let alpha = args.pac.map_or(args.alpha, |levels| levels.epsilon);
+    let rule = match args.pac {
+        Some(levels) => ThresholdRule::TrainingConditional {
+            delta: levels.delta,
+        },
+        None if args.mondrian => ThresholdRule::ClassConditional,
+        None => ThresholdRule::Marginal,
+    };
+    // The CLI refuses an infinite threshold: the calibration part must be large enough for α
+    // (or for the training-conditional guarantee).
+    let n_calibration = parts.calibration_labels.len();
+    let pac_k = args
+        .pac
+        .map(|levels| conformal::pac::pac_rank(n_calibration, levels.epsilon, levels.delta))
+        .transpose()
+        .and_then(|k| conformal::finite_quantile_rank(n_calibration, alpha).map(|_| k))
+        .map_err(|e| {
+            let part = if args.test_logits.is_some() {
+                ""
+            } else {
+                " (calibration part)"
+            };
+            format!("{}{part}: {e}", args.logits.display())
+        })?;
     let num_classes = parts.calibration.num_classes;
     let calibration =
         Logits::new(&parts.calibration.values, num_classes).map_err(|e| e.to_string())?;
@@ -186,8 +209,8 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         &parts.test_labels,
         num_classes,
         &score,
-        args.alpha,
-        args.mondrian,
+        alpha,
+        rule,
         &parts.calibration_uniforms,
         &parts.test_uniforms,
     )
@@ -223,11 +246,13 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         vector_scaling,
         conformal: ConformalSummary {
             score: score.name(),
-            alpha: args.alpha,
+            alpha,
             randomized: score.is_randomized(),
             lambda,
             k_reg,
             threshold,
+            pac_k,
+            pac_delta: args.pac.map(|levels| levels.delta),
             coverage: metrics.coverage,
             coverage_interval: args
                 .bootstrap
@@ -255,7 +280,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         let rows_per_class = RowsPerClass {
             calibration: count_per_class(&parts.calibration_labels, num_classes),
             test: count_per_class(&parts.test_labels, num_classes),
-            needed: conformal::minimum_calibration_rows(args.alpha)
+            needed: conformal::minimum_calibration_rows(alpha)
                 .map_err(|e| format!("--alpha: {e}"))?,
         };
         print!("{}", table(&report, &rows_per_class));
@@ -476,13 +501,21 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         c.score,
         if c.randomized { " (randomized)" } else { "" },
         c.alpha,
-        match c.threshold {
-            Threshold::Marginal(_) => "",
-            Threshold::PerClass(_) => ", Mondrian (one qhat per class)",
+        match (&c.threshold, c.pac_delta) {
+            (Threshold::PerClass(_), _) => ", Mondrian (one qhat per class)".to_string(),
+            (Threshold::Marginal(_), Some(delta)) => format!(
+                ", training-conditional (coverage >= {} with probability >= {})",
+                1.0 - c.alpha,
+                1.0 - delta
+            ),
+            (Threshold::Marginal(_), None) => String::new(),
         }
     );
     if let Threshold::Marginal(qhat) = c.threshold {
         out += &format!("{:<20}{qhat:>10.4}\n", "qhat");
+    }
+    if let Some(k) = c.pac_k {
+        out += &format!("{:<20}{k:>10}\n", "pac_k");
     }
     for (name, value) in [
         ("coverage", c.coverage),
