@@ -11,20 +11,32 @@ Writes into tests/fixtures/conformal/:
   read as the decimals they are written as), and scipy.stats.beta.cdf is checked to agree; the
   smallest n for which any k works, the smallest n with (1 - epsilon)^n <= delta, is written too.
   src/conformal/pac_tests.rs compares the ranks exactly.
+* `ood-pvalues.json`: conformal p-values of OOD scores (higher = more in-distribution) against
+  300 held-out in-distribution scores, from crepes' `p_values_batch` (non-smoothed, with the
+  nonconformity -score), for a batch of 200 in-distribution and 60 shifted scores, some rounded
+  to a 0.25 grid so that scores tie within and across the sets; and which of them statsmodels'
+  Benjamini-Hochberg (`multipletests(..., method="fdr_bh")`) rejects at q = 0.05, 0.1, 0.2.
+  src/ood_pvalues_tests.rs compares the p-values within 1e-12 and the rejections exactly.
 
 Rerun from the repository root:
   python3 -m venv /tmp/venv-conformal
-  /tmp/venv-conformal/bin/pip install numpy==2.4.6 scipy==1.17.1
+  /tmp/venv-conformal/bin/pip install numpy==2.4.6 scipy==1.17.1 pandas crepes==0.9.1 \
+      statsmodels==0.15.0
   /tmp/venv-conformal/bin/python scripts/conformal-reference.py
 """
 
+import importlib.metadata
 import json
 import math
 import pathlib
 from fractions import Fraction
 
+import numpy as np
 import scipy
+import statsmodels
+from crepes.base import p_values_batch
 from scipy.stats import beta
+from statsmodels.stats.multitest import multipletests
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "conformal"
 
@@ -86,10 +98,39 @@ def pac_cases():
     return cases
 
 
+FDR_LEVELS = (0.05, 0.1, 0.2)
+
+
+def ood_pvalues():
+    rng = np.random.default_rng(43)
+    calibration = rng.normal(0.0, 1.0, 300)
+    in_distribution = rng.normal(0.0, 1.0, 200)
+    out_of_distribution = rng.normal(-2.5, 1.0, 60)
+    # Ties: a quarter of each set on a 0.25 grid.
+    for scores in (calibration, in_distribution, out_of_distribution):
+        scores[: len(scores) // 4] = np.round(scores[: len(scores) // 4] * 4.0) / 4.0
+    tested = np.concatenate([in_distribution, out_of_distribution])
+    pvalues = p_values_batch(-calibration, -tested, smoothing=False)
+    bh = []
+    for level in FDR_LEVELS:
+        rejected, _, _, _ = multipletests(pvalues, alpha=level, method="fdr_bh")
+        bh.append({"level": level, "rejected": [bool(r) for r in rejected]})
+    return {
+        "crepes": importlib.metadata.version("crepes"),
+        "statsmodels": statsmodels.__version__,
+        "calibration": calibration.tolist(),
+        "tested": tested.tolist(),
+        "n_in_distribution": len(in_distribution),
+        "pvalues": pvalues.tolist(),
+        "benjamini_hochberg": bh,
+    }
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     pac = {"scipy": scipy.__version__, "cases": pac_cases()}
     (OUT / "pac-ranks.json").write_text(json.dumps(pac, indent=1) + "\n")
+    (OUT / "ood-pvalues.json").write_text(json.dumps(ood_pvalues()) + "\n")
 
 
 if __name__ == "__main__":

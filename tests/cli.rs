@@ -2390,6 +2390,94 @@ fn ood_metrics_match_scikit_learn() {
     }
 }
 
+/// `calibra ood --pvalues` equals the library's outlier test on the same halves: the
+/// in-distribution rows split as `seeded_split(n, 0.5, seed)`, every score at the temperature.
+#[test]
+fn ood_pvalues_equal_the_librarys_outlier_test_on_the_same_halves() {
+    use calibra::ood;
+    use calibra::ood_pvalues;
+    const SEED: u64 = 3;
+    const LEVEL: f64 = 0.2;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ood");
+    let (id_path, ood_path) = (
+        fixtures.join("id-logits.npy"),
+        fixtures.join("ood-logits.npy"),
+    );
+    let json = ood_json(
+        &id_path,
+        &ood_path,
+        &[
+            "--temperature",
+            "2",
+            "--pvalues",
+            "--fdr",
+            &LEVEL.to_string(),
+            "--seed",
+            &SEED.to_string(),
+        ],
+    );
+    let id_table = calibra::input::read_logits(&id_path).unwrap();
+    let ood_table = calibra::input::read_logits(&ood_path).unwrap();
+    let id_view = Logits::new(&id_table.values, id_table.num_classes).unwrap();
+    let ood_view = Logits::new(&ood_table.values, ood_table.num_classes).unwrap();
+    let (calibration_rows, tested_rows) = seeded_split(id_view.len(), 0.5, SEED);
+    type ScoreOf = fn(&Logits) -> Vec<f64>;
+    let scores: [(&str, ScoreOf); 3] = [
+        ("msp", |l| ood::max_softmax_probability(l, 2.0).unwrap()),
+        ("max_logit", ood::max_logit),
+        ("energy", |l| ood::energy_score(l, 2.0).unwrap()),
+    ];
+    assert_eq!(json["pvalues"]["seed"], SEED);
+    for (name, score) in scores {
+        let id_scores = score(&id_view);
+        let pick = |rows: &[usize]| rows.iter().map(|&i| id_scores[i]).collect::<Vec<f64>>();
+        let expected = ood_pvalues::outlier_test(
+            &pick(&calibration_rows),
+            &pick(&tested_rows),
+            &score(&ood_view),
+            LEVEL,
+        )
+        .unwrap();
+        assert_json_close(
+            &json["pvalues"][name],
+            &serde_json::to_value(&expected).unwrap(),
+            LIBRARY_TOLERANCE,
+            name,
+        );
+    }
+    assert!(number(&json, "/pvalues/energy/discoveries") > 0.0);
+    assert!(json.get("difference").is_none());
+    let table = ood(&id_path, &ood_path, &["--pvalues"]);
+    assert_success(&table);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("conformal p-values against 100 in-distribution rows (seed 0)")
+            && text.contains("Benjamini-Hochberg at false discovery rate 0.1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ood_bad_fdr_levels_and_too_few_rows_for_pvalues_are_refused() {
+    let dir = TempDir::new("ood-pvalues");
+    let (id_logits, ood_logits) = ood_files(&dir, "csv");
+    for level in ["0", "1", "-0.1", "NaN"] {
+        assert_refused(
+            &ood(&id_logits, &ood_logits, &["--pvalues", "--fdr", level]),
+            &["--fdr", "between 0 and 1"],
+        );
+    }
+    assert_refused(
+        &ood(&id_logits, &ood_logits, &["--fdr", "0.1"]),
+        &["--pvalues"],
+    );
+    let single = dir.write("single.csv", "1,0,0\n");
+    assert_refused(
+        &ood(&single, &ood_logits, &["--pvalues"]),
+        &[&shown(&single), "at least 2 in-distribution rows"],
+    );
+}
+
 #[test]
 fn ood_table_output_names_every_score() {
     let dir = TempDir::new("ood-table");

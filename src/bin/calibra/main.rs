@@ -138,6 +138,22 @@ pub struct OodArgs {
     /// The second network's logits on the same out-of-distribution images, in the same order.
     #[arg(long, requires = "reference_id_logits")]
     pub reference_ood_logits: Option<PathBuf>,
+    /// Conformal p-values: split the in-distribution rows in halves (--seed, as `report` and
+    /// the page split them), score every row of the second half and every OOD row against the
+    /// first half, and declare OOD what Benjamini–Hochberg rejects at --fdr.
+    #[arg(long)]
+    pub pvalues: bool,
+    /// The false discovery rate level of Benjamini–Hochberg.
+    #[arg(
+        long,
+        default_value_t = 0.1,
+        requires = "pvalues",
+        allow_negative_numbers = true
+    )]
+    pub fdr: f64,
+    /// Seed of the in-distribution rows' split into calibration and tested halves.
+    #[arg(long, default_value_t = 0, requires = "pvalues")]
+    pub seed: u64,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
