@@ -22,6 +22,7 @@ pub mod own_image;
 pub mod page;
 pub mod plot;
 pub mod recalibration;
+pub mod selective;
 pub mod sentences;
 pub mod shift;
 pub mod smooth_calibration;

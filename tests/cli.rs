@@ -1679,6 +1679,99 @@ fn bad_pac_levels_and_too_few_rows_for_them_are_refused() {
     assert_success(&report(&logits, &labels, &["--pac", "0.1,0.05"]));
 }
 
+/// `--selective RISK` equals the library's selective report on the same parts at the JSON's
+/// temperature; with two classes, the rows answered do not depend on the temperature.
+#[test]
+fn selective_classification_matches_the_library_and_ignores_the_temperature_with_two_classes() {
+    use calibra::selective;
+    let dir = TempDir::new("selective");
+    let calibration_data = synthetic_data(800, 2, 1.5, 21);
+    let test_data = synthetic_data(1200, 2, 1.5, 22);
+    let (logits, labels) = calibration_data.write(&dir, "cal", "csv");
+    let (test_logits, test_labels) = test_data.write(&dir, "test", "csv");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--test-logits",
+            test_logits.to_str().unwrap(),
+            "--test-labels",
+            test_labels.to_str().unwrap(),
+            "--selective",
+            "0.05",
+        ];
+        args.extend(extra);
+        report_json(&logits, &labels, &args)
+    };
+    let fitted = run(&[]);
+    let temperature = number(&fitted, "/temperature");
+    let at = |data: &Data| {
+        let view = Logits::new(&data.logits, 2).unwrap();
+        calibration::confidences(&view, &data.labels, temperature).unwrap()
+    };
+    let (calibration_confidence, calibration_correct) = at(&calibration_data);
+    let (test_confidence, test_correct) = at(&test_data);
+    let expected = selective::selective_report(
+        (&calibration_confidence, &calibration_correct),
+        (&test_confidence, &test_correct),
+        0.05,
+    )
+    .unwrap();
+    assert_json_close(
+        &fitted["selective"],
+        &serde_json::to_value(&expected).unwrap(),
+        LIBRARY_TOLERANCE,
+        "selective",
+    );
+    assert!(expected.coverage > 0.0 && expected.coverage < 1.0);
+    for given in ["0.5", "3"] {
+        let scaled = run(&["--temperature", given]);
+        assert_ne!(
+            scaled["selective"]["threshold"],
+            fitted["selective"]["threshold"]
+        );
+        for key in ["coverage", "selective_risk", "answered_error_rate", "aurc"] {
+            assert_eq!(
+                scaled["selective"][key], fitted["selective"][key],
+                "{key} at T = {given}"
+            );
+        }
+    }
+    let table = report(&logits, &labels, &["--selective", "0.05"]);
+    assert_success(&table);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("conformal risk control at risk level 0.05"),
+        "{text}"
+    );
+    assert!(text.lines().any(|line| line.starts_with("aurc ")), "{text}");
+}
+
+#[test]
+fn bad_risk_levels_and_too_few_rows_for_them_are_refused() {
+    let dir = TempDir::new("selective-refused");
+    let (logits, labels) = small_data(16).write(&dir, "data", "csv");
+    for bad in ["0", "1", "-0.1", "NaN"] {
+        assert_refused(
+            &report(&logits, &labels, &["--alpha", "0.2", "--selective", bad]),
+            &["--selective", "not a risk level"],
+        );
+    }
+    // 8 calibration rows: ⌊0.1 · 9⌋ = 0 wrong answers could ever be allowed.
+    assert_refused(
+        &report(&logits, &labels, &["--alpha", "0.2", "--selective", "0.1"]),
+        &[
+            &shown(&logits),
+            "8 calibration rows",
+            "--selective 0.1",
+            "at least 9",
+        ],
+    );
+    assert_success(&report(
+        &logits,
+        &labels,
+        &["--alpha", "0.2", "--selective", "0.2"],
+    ));
+}
+
 #[test]
 fn lac_matches_the_library() {
     assert_matches_library(Score::Lac, &["--score", "lac"]);

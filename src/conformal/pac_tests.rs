@@ -4,12 +4,11 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, StandardNormal};
 use serde::Deserialize;
 
 use super::*;
 use crate::conformal::{conformal_threshold, true_label_scores, Score};
-use crate::test_support::draw_index;
+use crate::test_support::calibrated_rows;
 
 /// Statistical checks allow this many binomial standard errors.
 const STANDARD_ERRORS: f64 = 3.0;
@@ -98,27 +97,6 @@ fn bad_levels_and_too_few_rows_are_refused() {
     );
 }
 
-/// Probabilities of `n` rows of a calibrated classifier: logits `z_k = 2·N(0, 1) + 0.15·k`,
-/// `p = softmax(z)`, and each label drawn from `p`.
-fn calibrated_rows(n: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<u32>) {
-    let mut probabilities = Vec::with_capacity(n * NUM_CLASSES);
-    let mut labels = Vec::with_capacity(n);
-    for _ in 0..n {
-        let logits: Vec<f64> = (0..NUM_CLASSES)
-            .map(|class| {
-                let noise: f64 = StandardNormal.sample(rng);
-                2.0 * noise + 0.15 * class as f64
-            })
-            .collect();
-        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let weights: Vec<f64> = logits.iter().map(|z| (z - max).exp()).collect();
-        let total: f64 = weights.iter().sum();
-        labels.push(draw_index(&weights, rng) as u32);
-        probabilities.extend(weights.iter().map(|w| w / total));
-    }
-    (probabilities, labels)
-}
-
 /// The population coverage of the LAC threshold `q`, `P(1 − p_Y(X) ≤ q)`, computed exactly
 /// given `X` (the label's law is `p(X)` by construction) and averaged over a large pool of `X`.
 struct LacCoverage {
@@ -129,7 +107,7 @@ struct LacCoverage {
 
 impl LacCoverage {
     fn new(pool: usize, rng: &mut ChaCha8Rng) -> Self {
-        let (probabilities, _) = calibrated_rows(pool, rng);
+        let (probabilities, _) = calibrated_rows(pool, NUM_CLASSES, rng);
         let mut pairs: Vec<(f64, f64)> = probabilities
             .iter()
             .map(|&p| (1.0 - p, p / pool as f64))
@@ -167,7 +145,7 @@ fn coverage_falls_below_one_minus_epsilon_in_at_most_delta_of_calibration_sets()
     let coverage = LacCoverage::new(100_000, &mut rng);
     let (mut pac_short, mut marginal_short) = (0, 0);
     for _ in 0..SPLITS {
-        let (probabilities, labels) = calibrated_rows(N, &mut rng);
+        let (probabilities, labels) = calibrated_rows(N, NUM_CLASSES, &mut rng);
         let scores =
             true_label_scores(&probabilities, &labels, NUM_CLASSES, &Score::Lac, &[1.0; N])
                 .unwrap();

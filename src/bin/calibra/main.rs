@@ -92,6 +92,11 @@ pub struct ReportArgs {
     /// part with probability at least 1 − DELTA over calibration parts (replaces --alpha).
     #[arg(long, value_name = "EPS,DELTA", value_parser = parse_pac, conflicts_with_all = ["alpha", "mondrian"])]
     pub pac: Option<PacLevels>,
+    /// Selective classification at the scaled temperature: the conformal risk control
+    /// threshold that keeps the share of test rows answered wrongly at most RISK, and the test
+    /// part's AURC.
+    #[arg(long, value_name = "RISK", allow_negative_numbers = true)]
+    pub selective: Option<f64>,
     /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub randomized: bool,

@@ -11,6 +11,7 @@ use calibra::data;
 use calibra::lab::BOOTSTRAP;
 use calibra::page::serde_name;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
+use calibra::selective::{self, SelectiveReport};
 use calibra::sentences;
 use calibra::smooth_calibration;
 use serde::Serialize;
@@ -41,6 +42,10 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_scaling: Option<VectorScaling>,
     conformal: ConformalSummary,
+    /// With `--selective RISK`: the conformal risk control threshold fitted on the calibration
+    /// part and applied to the test part, at the scaled temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    selective: Option<SelectiveReport>,
 }
 
 /// The test part's metrics at one temperature: those of `calibration::evaluate`, and smECE
@@ -227,6 +232,32 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         Threshold::Marginal(conformal_report.qhat[0])
     };
     let metrics = conformal_report.metrics;
+    let selective = args
+        .selective
+        .map(|risk_level| -> Result<SelectiveReport, String> {
+            let needed = conformal::minimum_calibration_rows(risk_level)
+                .map_err(|e| format!("--selective: {e}"))?;
+            if n_calibration < needed {
+                return Err(format!(
+                    "{}: {n_calibration} calibration rows are too few for --selective \
+                     {risk_level}: a threshold that answers anything needs at least {needed}",
+                    args.logits.display()
+                ));
+            }
+            let (calibration_confidence, calibration_correct) =
+                calibration::confidences(&calibration, &parts.calibration_labels, temperature)
+                    .map_err(|e| e.to_string())?;
+            let (test_confidence, test_correct) =
+                calibration::confidences(&test, &parts.test_labels, temperature)
+                    .map_err(|e| e.to_string())?;
+            selective::selective_report(
+                (&calibration_confidence, &calibration_correct),
+                (&test_confidence, &test_correct),
+                risk_level,
+            )
+            .map_err(|e| format!("--selective: {e}"))
+        })
+        .transpose()?;
     let (lambda, k_reg) = match score {
         Score::Raps { lambda, k_reg, .. } => (Some(lambda), Some(k_reg)),
         Score::Saps { lambda, .. } => (Some(lambda), None),
@@ -272,6 +303,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             covgap: metrics.covgap,
             per_class_coverage: metrics.per_class_coverage,
         },
+        selective,
     };
     if args.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -319,6 +351,11 @@ fn recalibrate(
 /// Checks the option values that do not depend on the data, before any file is read.
 fn check_options(args: &ReportArgs) -> Result<(), String> {
     conformal::minimum_calibration_rows(args.alpha).map_err(|e| format!("--alpha: {e}"))?;
+    if let Some(risk_level) = args.selective {
+        conformal::minimum_calibration_rows(risk_level).map_err(|_| {
+            format!("--selective: {risk_level} is not a risk level strictly between 0 and 1")
+        })?;
+    }
     if let Some(temperature) = args.temperature {
         crate::check_temperature(temperature)?;
         if args.method != Method::Temperature {
@@ -533,6 +570,28 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     }
     if let Threshold::PerClass(qhats) = &c.threshold {
         out += &per_class_table(qhats, &c.per_class_coverage, rows_per_class);
+    }
+    if let Some(s) = &report.selective {
+        out += &format!(
+            "\nselective classification, conformal risk control at risk level {}\n",
+            s.risk_level
+        );
+        let threshold = if s.threshold.is_finite() {
+            format!("{:.4}", s.threshold)
+        } else {
+            "none".to_string()
+        };
+        out += &format!("{:<20}{threshold:>10}\n", "threshold");
+        let risk = s
+            .selective_risk
+            .map_or("-".to_string(), |r| format!("{r:.4}"));
+        out += &format!("{:<20}{:>10.4}\n", "coverage", s.coverage);
+        out += &format!("{:<20}{risk:>10}\n", "selective_risk");
+        out += &format!(
+            "{:<20}{:>10.4}\n",
+            "answered_error_rate", s.answered_error_rate
+        );
+        out += &format!("{:<20}{:>10.4}\n", "aurc", s.aurc);
     }
     out
 }
