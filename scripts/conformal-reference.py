@@ -17,6 +17,12 @@ Writes into tests/fixtures/conformal/:
   to a 0.25 grid so that scores tie within and across the sets; and which of them statsmodels'
   Benjamini-Hochberg (`multipletests(..., method="fdr_bh")`) rejects at q = 0.05, 0.1, 0.2.
   src/ood_pvalues_tests.rs compares the p-values within 1e-12 and the rejections exactly.
+* `worst-slab.json`: worst-slab coverage (Cauchois et al. 2021) of 400 coverage flags over
+  slabs of 4-dimensional float32 features along 50 given unit directions, at delta = 0.1 and
+  0.25, by the search of Romano, Sesia & Candes's `wsc` (arc/coverage.py,
+  github.com/msesia/arc, not on PyPI: its `wsc_v` is copied below as it is). The flags are
+  drawn with coverage 0.9, lowered to 0.6 where x_0 > 1. src/conformal/worst_slab_tests.rs
+  compares the coverage within 1e-12.
 
 Rerun from the repository root:
   python3 -m venv /tmp/venv-conformal
@@ -126,11 +132,59 @@ def ood_pvalues():
     }
 
 
+def wsc_v(X, y, S, delta, v):
+    """arc/coverage.py's wsc_v (Romano, Sesia & Candes), with `cover` given instead of y, S."""
+    n = len(y)
+    cover = np.array(S)
+    z = np.dot(X, v)
+    z_order = np.argsort(z)
+    z_sorted = z[z_order]
+    cover_ordered = cover[z_order]
+    ai_max = int(np.round((1.0 - delta) * n))
+    ai_best = 0
+    bi_best = n - 1
+    cover_min = 1
+    for ai in np.arange(0, ai_max):
+        bi_min = np.minimum(ai + int(np.round(delta * n)), n)
+        coverage = np.cumsum(cover_ordered[ai:n]) / np.arange(1, n - ai + 1)
+        coverage[np.arange(0, bi_min - ai)] = 1
+        bi_star = ai + np.argmin(coverage)
+        cover_star = coverage[bi_star - ai]
+        if cover_star < cover_min:
+            ai_best = ai
+            bi_best = bi_star
+            cover_min = cover_star
+    return cover_min, z_sorted[ai_best], z_sorted[bi_best]
+
+
+def worst_slab():
+    rng = np.random.default_rng(2021)
+    n, dimension, directions = 400, 4, 50
+    features = rng.normal(size=(n, dimension)).astype(np.float32)
+    level = np.where(features[:, 0] > 1.0, 0.6, 0.9)
+    covered = rng.random(n) < level
+    v = rng.normal(size=(directions, dimension))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    cases = []
+    for delta in (0.1, 0.25):
+        values = [wsc_v(features.astype(np.float64), covered, covered, delta, v[m])[0]
+                  for m in range(directions)]
+        cases.append({"delta": delta, "coverage": float(min(values))})
+    return {
+        "features": features.astype(np.float64).ravel().tolist(),
+        "dimension": dimension,
+        "covered": [bool(c) for c in covered],
+        "directions": v.ravel().tolist(),
+        "cases": cases,
+    }
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     pac = {"scipy": scipy.__version__, "cases": pac_cases()}
     (OUT / "pac-ranks.json").write_text(json.dumps(pac, indent=1) + "\n")
     (OUT / "ood-pvalues.json").write_text(json.dumps(ood_pvalues()) + "\n")
+    (OUT / "worst-slab.json").write_text(json.dumps(worst_slab()) + "\n")
 
 
 if __name__ == "__main__":

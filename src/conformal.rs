@@ -66,6 +66,7 @@
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
 pub mod pac;
+pub mod worst_slab;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

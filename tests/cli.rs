@@ -1772,6 +1772,81 @@ fn bad_risk_levels_and_too_few_rows_for_them_are_refused() {
     ));
 }
 
+/// `--worst-slab` equals the library's worst-slab coverage of the CLI's own sets over slabs of
+/// the test logits, with the library's noise floors.
+#[test]
+fn worst_slab_coverage_and_noise_floors_match_the_library() {
+    use calibra::conformal::worst_slab::{self, DELTA, DIRECTIONS, FLOOR_REPETITIONS};
+    const SEED: u64 = 4;
+    let dir = TempDir::new("worst-slab");
+    let calibration_data = synthetic_data(600, 4, 1.3, 31);
+    let test_data = synthetic_data(400, 4, 1.3, 32);
+    let (logits, labels) = calibration_data.write(&dir, "cal", "npy");
+    let (test_logits, test_labels) = test_data.write(&dir, "test", "npy");
+    let args = [
+        "--test-logits",
+        test_logits.to_str().unwrap(),
+        "--test-labels",
+        test_labels.to_str().unwrap(),
+        "--score",
+        "lac",
+        "--seed",
+        "4",
+        "--worst-slab",
+    ];
+    let json = report_json(&logits, &labels, &args);
+    let temperature = number(&json, "/temperature");
+    let probabilities = |data: &Data| {
+        calibration::softmax(&Logits::new(&data.logits, 4).unwrap(), temperature).unwrap()
+    };
+    let sets = conformal::split_conformal(
+        &probabilities(&calibration_data),
+        &calibration_data.labels,
+        &probabilities(&test_data),
+        &test_data.labels,
+        4,
+        &Score::Lac,
+        0.1,
+        conformal::ThresholdRule::Marginal,
+        &[1.0; 600],
+        &[1.0; 400],
+    )
+    .unwrap();
+    let covered: Vec<bool> = (0..)
+        .zip(&test_data.labels)
+        .map(|(row, &label)| sets.sets.contains(row, label))
+        .collect();
+    let directions = worst_slab::random_directions(DIRECTIONS, 4, SEED);
+    let worst = worst_slab::worst_slab_coverage(&test_data.logits, 4, &covered, &directions, DELTA)
+        .unwrap();
+    let floor = worst_slab::worst_slab_noise_floor(
+        &test_data.logits,
+        4,
+        &directions,
+        DELTA,
+        0.1,
+        FLOOR_REPETITIONS,
+        SEED,
+    )
+    .unwrap();
+    let measured = &json["conditional_coverage"];
+    assert_eq!(number(measured, "/worst_slab_coverage"), worst.coverage);
+    assert_eq!(number(measured, "/worst_slab_rows"), worst.count as f64);
+    assert_eq!(number(measured, "/worst_slab_noise_floor"), floor);
+    assert_eq!(number(measured, "/covgap"), sets.metrics.covgap);
+    let covgap_floor = number(measured, "/covgap_noise_floor");
+    assert!(covgap_floor > 0.0 && covgap_floor < 0.1, "{covgap_floor}");
+    // A calibrated model's LAC sets cover well on average but not in every slab.
+    assert!(worst.coverage < 0.9, "{}", worst.coverage);
+    let table = report(&logits, &labels, &args);
+    assert_success(&table);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("worst-slab coverage (") && text.contains("noise floor"),
+        "{text}"
+    );
+}
+
 #[test]
 fn lac_matches_the_library() {
     assert_matches_library(Score::Lac, &["--score", "lac"]);

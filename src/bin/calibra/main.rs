@@ -97,6 +97,11 @@ pub struct ReportArgs {
     /// part's AURC.
     #[arg(long, value_name = "RISK", allow_negative_numbers = true)]
     pub selective: Option<f64>,
+    /// Conditional coverage of the sets beside CovGap: worst-slab coverage over slabs of the
+    /// test logits holding at least 10% of the test rows (100 directions, seeded by --seed),
+    /// and the noise floors of both, their values for a method with exact conditional coverage.
+    #[arg(long)]
+    pub worst_slab: bool,
     /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub randomized: bool,

@@ -42,6 +42,9 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_scaling: Option<VectorScaling>,
     conformal: ConformalSummary,
+    /// With `--worst-slab`: worst-slab coverage and CovGap, each with its noise floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conditional_coverage: Option<ConditionalCoverage>,
     /// With `--selective RISK`: the conformal risk control threshold fitted on the calibration
     /// part and applied to the test part, at the scaled temperature.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,6 +93,23 @@ struct ConformalSummary {
     empty_rate: f64,
     covgap: f64,
     per_class_coverage: Vec<Option<f64>>,
+}
+
+/// Conditional coverage of the conformal sets on the test part, each measure beside the value a
+/// method with exact conditional coverage shows on average at these sizes.
+#[derive(Debug, Serialize)]
+struct ConditionalCoverage {
+    /// The share of the test rows a slab must hold.
+    delta: f64,
+    /// Directions searched.
+    directions: usize,
+    worst_slab_coverage: f64,
+    /// Test rows in the worst slab.
+    worst_slab_rows: usize,
+    worst_slab_noise_floor: f64,
+    covgap: f64,
+    /// CovGap of exact class-conditional coverage at these class sizes.
+    covgap_noise_floor: f64,
 }
 
 /// The conformal threshold(s), written as `"qhat": q̂` or `"qhat_per_class": [q̂_0, …]`.
@@ -231,6 +251,18 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     } else {
         Threshold::Marginal(conformal_report.qhat[0])
     };
+    let conditional_coverage = args
+        .worst_slab
+        .then(|| {
+            conditional_coverage(
+                &parts,
+                &conformal_report.sets,
+                alpha,
+                conformal_report.metrics.covgap,
+                args.seed,
+            )
+        })
+        .transpose()?;
     let metrics = conformal_report.metrics;
     let selective = args
         .selective
@@ -303,6 +335,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             covgap: metrics.covgap,
             per_class_coverage: metrics.per_class_coverage,
         },
+        conditional_coverage,
         selective,
     };
     if args.json {
@@ -318,6 +351,53 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         print!("{}", table(&report, &rows_per_class));
     }
     Ok(())
+}
+
+/// Worst-slab coverage of `sets` over slabs of the test logits, CovGap, and their noise floors.
+fn conditional_coverage(
+    parts: &Parts,
+    sets: &conformal::PredictionSets,
+    alpha: f64,
+    covgap: f64,
+    seed: u64,
+) -> Result<ConditionalCoverage, String> {
+    use conformal::worst_slab::{self, DELTA, DIRECTIONS, FLOOR_REPETITIONS};
+    let num_classes = parts.test.num_classes;
+    let covered: Vec<bool> = (0..)
+        .zip(&parts.test_labels)
+        .map(|(row, &label)| sets.contains(row, label))
+        .collect();
+    let directions = worst_slab::random_directions(DIRECTIONS, num_classes, seed);
+    let features = &parts.test.values;
+    let failed = |e: conformal::ConformalError| format!("--worst-slab: {e}");
+    let worst =
+        worst_slab::worst_slab_coverage(features, num_classes, &covered, &directions, DELTA)
+            .map_err(failed)?;
+    let floor = worst_slab::worst_slab_noise_floor(
+        features,
+        num_classes,
+        &directions,
+        DELTA,
+        alpha,
+        FLOOR_REPETITIONS,
+        seed,
+    )
+    .map_err(failed)?;
+    let covgap_noise_floor = conformal::covgap_of_exact_mondrian(
+        &count_per_class(&parts.calibration_labels, num_classes),
+        &count_per_class(&parts.test_labels, num_classes),
+        alpha,
+    )
+    .map_err(failed)?;
+    Ok(ConditionalCoverage {
+        delta: DELTA,
+        directions: DIRECTIONS,
+        worst_slab_coverage: worst.coverage,
+        worst_slab_rows: worst.count,
+        worst_slab_noise_floor: floor,
+        covgap,
+        covgap_noise_floor,
+    })
 }
 
 /// The `--method` recalibration (temperature scaling at `temperature`, fitted or given),
@@ -570,6 +650,23 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     }
     if let Threshold::PerClass(qhats) = &c.threshold {
         out += &per_class_table(qhats, &c.per_class_coverage, rows_per_class);
+    }
+    if let Some(w) = &report.conditional_coverage {
+        out += &format!(
+            "\nconditional coverage (noise floor: a method with exact conditional coverage)\n\
+             {:<32}{:>10}{:>14}\n",
+            "measure", "value", "noise floor"
+        );
+        out += &format!(
+            "{:<32}{:>10.4}{:>14.4}\n",
+            format!("worst-slab coverage ({} rows)", w.worst_slab_rows),
+            w.worst_slab_coverage,
+            w.worst_slab_noise_floor
+        );
+        out += &format!(
+            "{:<28}{:>10.4}{:>14.4}\n",
+            "covgap", w.covgap, w.covgap_noise_floor
+        );
     }
     if let Some(s) = &report.selective {
         out += &format!(
