@@ -23,11 +23,22 @@ Writes into tests/fixtures/conformal/:
   github.com/msesia/arc, not on PyPI: its `wsc_v` is copied below as it is). The flags are
   drawn with coverage 0.9, lowered to 0.6 where x_0 > 1. src/conformal/worst_slab_tests.rs
   compares the coverage within 1e-12.
+* `clustered.json`: clustered conformal prediction (Ding et al. 2023) on planted scores: 12
+  classes in three groups whose scores follow U^0.5, U and U^3 (60 clustering and 100 proper
+  calibration rows each) and a 13th, rare class (5 rows of each). As in the authors' code
+  (github.com/tiffanyding/class-conditional-conformal, utils/conformal_utils.py, not on PyPI):
+  the embeddings are np.quantile at 0.5, ..., 0.9, the clusters scikit-learn's
+  KMeans(n_clusters=3, n_init=10, random_state=0) weighted by the square root of each class's
+  rows (classes with fewer than ceil((1 - alpha)/alpha) rows left out, in the null cluster),
+  and each threshold the authors' compute_qhat, np.quantile(v, ceil((n + 1)(1 - alpha))/n,
+  method="inverted_cdf"), over the cluster's proper rows (over all of them for the null cluster).
+  src/conformal/clustered_tests.rs compares the embeddings within 1e-12, the clusters exactly
+  (numbered by their first class) and the thresholds exactly.
 
 Rerun from the repository root:
   python3 -m venv /tmp/venv-conformal
   /tmp/venv-conformal/bin/pip install numpy==2.4.6 scipy==1.17.1 pandas crepes==0.9.1 \
-      statsmodels==0.15.0
+      statsmodels==0.15.0 scikit-learn==1.9.1
   /tmp/venv-conformal/bin/python scripts/conformal-reference.py
 """
 
@@ -42,6 +53,7 @@ import scipy
 import statsmodels
 from crepes.base import p_values_batch
 from scipy.stats import beta
+from sklearn.cluster import KMeans
 from statsmodels.stats.multitest import multipletests
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "conformal"
@@ -179,12 +191,71 @@ def worst_slab():
     }
 
 
+def authors_qhat(values, alpha):
+    n = len(values)
+    if n == 0:
+        return None
+    level = math.ceil((n + 1) * (1 - alpha)) / n
+    if level > 1:
+        return None
+    return float(np.quantile(values, level, method="inverted_cdf"))
+
+
+def clustered():
+    rng = np.random.default_rng(2023)
+    alpha = 0.1
+    powers = (0.5, 1.0, 3.0)
+
+    def part(rows):
+        labels = np.concatenate([np.full(rows, y) for y in range(12)] + [np.full(5, 12)])
+        group = np.where(labels < 12, labels % 3, 1)
+        scores = rng.random(len(labels)) ** np.array(powers)[group]
+        order = rng.permutation(len(labels))
+        return scores[order], labels[order]
+
+    clustering_scores, clustering_labels = part(60)
+    proper_scores, proper_labels = part(100)
+    needed = math.ceil((1 - alpha) / alpha)
+    embeddings, kept, counts = [], [], []
+    for y in range(13):
+        class_scores = clustering_scores[clustering_labels == y]
+        embeddings.append(np.quantile(class_scores, [0.5, 0.6, 0.7, 0.8, 0.9]).tolist())
+        if len(class_scores) >= needed:
+            kept.append(y)
+            counts.append(len(class_scores))
+    kmeans = KMeans(n_clusters=3, random_state=0, n_init=10).fit(
+        np.array([embeddings[y] for y in kept]), sample_weight=np.sqrt(counts)
+    )
+    renumbered, cluster_of_class = {}, [None] * 13
+    for y, group in zip(kept, kmeans.labels_):
+        cluster_of_class[y] = renumbered.setdefault(int(group), len(renumbered))
+    qhat_per_class = []
+    for y in range(13):
+        if cluster_of_class[y] is None:
+            values = proper_scores
+        else:
+            members = [c for c in range(13) if cluster_of_class[c] == cluster_of_class[y]]
+            values = proper_scores[np.isin(proper_labels, members)]
+        qhat_per_class.append(authors_qhat(values, alpha))
+    return {
+        "alpha": alpha,
+        "clustering_scores": clustering_scores.tolist(),
+        "clustering_labels": clustering_labels.tolist(),
+        "proper_scores": proper_scores.tolist(),
+        "proper_labels": proper_labels.tolist(),
+        "embeddings": embeddings,
+        "cluster_of_class": cluster_of_class,
+        "qhat_per_class": qhat_per_class,
+    }
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     pac = {"scipy": scipy.__version__, "cases": pac_cases()}
     (OUT / "pac-ranks.json").write_text(json.dumps(pac, indent=1) + "\n")
     (OUT / "ood-pvalues.json").write_text(json.dumps(ood_pvalues()) + "\n")
     (OUT / "worst-slab.json").write_text(json.dumps(worst_slab()) + "\n")
+    (OUT / "clustered.json").write_text(json.dumps(clustered()) + "\n")
 
 
 if __name__ == "__main__":

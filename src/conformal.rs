@@ -65,6 +65,7 @@
 //!
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
+pub mod clustered;
 pub mod pac;
 pub mod worst_slab;
 
@@ -729,6 +730,9 @@ pub enum ThresholdRule {
     /// One `q̂` with coverage `≥ 1 − α` for this calibration set with probability `≥ 1 − δ`
     /// ([`pac::pac_threshold`] with `ε = α`).
     TrainingConditional { delta: f64 },
+    /// One `q̂` per cluster of classes with alike scores ([`clustered::clustered_thresholds`]:
+    /// `clusters` overrides the heuristic's count, `seed` drives its split and k-means).
+    Clustered { clusters: Option<usize>, seed: u64 },
 }
 
 /// The threshold `q̂_y` applied to label `y`.
@@ -1026,8 +1030,8 @@ pub struct ConformalReport {
 }
 
 /// Split conformal prediction in one call: true-label scores on the calibration part,
-/// thresholds by `rule` (marginal, Mondrian or training-conditional), then sets and metrics on
-/// the evaluation part.
+/// thresholds by `rule` (marginal, Mondrian, training-conditional or clustered), then sets and
+/// metrics on the evaluation part.
 ///
 /// The caller gives each row its uniform draw `u` (used by randomized scores only). The page and
 /// the CLI give row `i` of the data they split the draw `uniforms(n, seed)[i]`, so both compute
@@ -1036,7 +1040,8 @@ pub struct ConformalReport {
 ///
 /// # Errors
 /// Any error of [`true_label_scores`], [`conformal_threshold`],
-/// [`class_conditional_thresholds`], [`pac::pac_threshold`], [`prediction_sets`] and
+/// [`class_conditional_thresholds`], [`pac::pac_threshold`],
+/// [`clustered::clustered_thresholds`], [`prediction_sets`] and
 /// [`set_metrics`] (so [`ConformalError::Empty`] for no evaluation rows).
 #[allow(clippy::too_many_arguments)]
 pub fn split_conformal(
@@ -1074,6 +1079,17 @@ pub fn split_conformal(
         ThresholdRule::TrainingConditional { delta } => {
             Thresholds::Marginal(pac::pac_threshold(&calibration_scores, alpha, delta)?)
         }
+        ThresholdRule::Clustered { clusters, seed } => Thresholds::ClassConditional(
+            clustered::clustered_thresholds(
+                &calibration_scores,
+                calibration_labels,
+                num_classes,
+                alpha,
+                clusters,
+                seed,
+            )?
+            .qhat_per_class,
+        ),
     };
     check_matrix(
         "evaluation probabilities (evaluation labels × num_classes)",

@@ -1772,64 +1772,100 @@ fn bad_risk_levels_and_too_few_rows_for_them_are_refused() {
     ));
 }
 
+/// Synthetic calibration and test files of `k` classes and `report --json` on them, LAC sets
+/// at `--seed 4`, with `extra` options.
+struct TestFilesRun {
+    calibration: Data,
+    test: Data,
+    logits: PathBuf,
+    labels: PathBuf,
+    args: Vec<String>,
+    json: Value,
+    _dir: TempDir,
+}
+
+impl TestFilesRun {
+    fn new(name: &str, k: usize, sizes: (usize, usize), extra: &[&str]) -> Self {
+        let dir = TempDir::new(name);
+        let calibration = synthetic_data(sizes.0, k, 1.3, 31);
+        let test = synthetic_data(sizes.1, k, 1.3, 32);
+        let (logits, labels) = calibration.write(&dir, "cal", "npy");
+        let (test_logits, test_labels) = test.write(&dir, "test", "npy");
+        let args: Vec<String> = ["--test-logits", test_logits.to_str().unwrap()]
+            .into_iter()
+            .chain(["--test-labels", test_labels.to_str().unwrap()])
+            .chain(["--score", "lac", "--seed", "4"])
+            .chain(extra.iter().copied())
+            .map(String::from)
+            .collect();
+        let json = report_json(&logits, &labels, &args);
+        Self {
+            calibration,
+            test,
+            logits,
+            labels,
+            args,
+            json,
+            _dir: dir,
+        }
+    }
+
+    /// Softmax of `data`'s logits at the report's temperature.
+    fn probabilities(&self, data: &Data) -> Vec<f64> {
+        let view = Logits::new(&data.logits, data.k).unwrap();
+        calibration::softmax(&view, number(&self.json, "/temperature")).unwrap()
+    }
+
+    /// The library's split conformal LAC sets at α = 0.1 on the same parts.
+    fn library_sets(&self, rule: conformal::ThresholdRule) -> conformal::ConformalReport {
+        conformal::split_conformal(
+            &self.probabilities(&self.calibration),
+            &self.calibration.labels,
+            &self.probabilities(&self.test),
+            &self.test.labels,
+            self.test.k,
+            &Score::Lac,
+            0.1,
+            rule,
+            &vec![1.0; self.calibration.len()],
+            &vec![1.0; self.test.len()],
+        )
+        .unwrap()
+    }
+
+    /// The same options without `--json`: the table.
+    fn table(&self) -> String {
+        let output = report(&self.logits, &self.labels, &self.args);
+        assert_success(&output);
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
 /// `--worst-slab` equals the library's worst-slab coverage of the CLI's own sets over slabs of
 /// the test logits, with the library's noise floors.
 #[test]
 fn worst_slab_coverage_and_noise_floors_match_the_library() {
     use calibra::conformal::worst_slab::{self, DELTA, DIRECTIONS, FLOOR_REPETITIONS};
-    const SEED: u64 = 4;
-    let dir = TempDir::new("worst-slab");
-    let calibration_data = synthetic_data(600, 4, 1.3, 31);
-    let test_data = synthetic_data(400, 4, 1.3, 32);
-    let (logits, labels) = calibration_data.write(&dir, "cal", "npy");
-    let (test_logits, test_labels) = test_data.write(&dir, "test", "npy");
-    let args = [
-        "--test-logits",
-        test_logits.to_str().unwrap(),
-        "--test-labels",
-        test_labels.to_str().unwrap(),
-        "--score",
-        "lac",
-        "--seed",
-        "4",
-        "--worst-slab",
-    ];
-    let json = report_json(&logits, &labels, &args);
-    let temperature = number(&json, "/temperature");
-    let probabilities = |data: &Data| {
-        calibration::softmax(&Logits::new(&data.logits, 4).unwrap(), temperature).unwrap()
-    };
-    let sets = conformal::split_conformal(
-        &probabilities(&calibration_data),
-        &calibration_data.labels,
-        &probabilities(&test_data),
-        &test_data.labels,
-        4,
-        &Score::Lac,
-        0.1,
-        conformal::ThresholdRule::Marginal,
-        &[1.0; 600],
-        &[1.0; 400],
-    )
-    .unwrap();
+    let run = TestFilesRun::new("worst-slab", 4, (600, 400), &["--worst-slab"]);
+    let sets = run.library_sets(conformal::ThresholdRule::Marginal);
     let covered: Vec<bool> = (0..)
-        .zip(&test_data.labels)
+        .zip(&run.test.labels)
         .map(|(row, &label)| sets.sets.contains(row, label))
         .collect();
-    let directions = worst_slab::random_directions(DIRECTIONS, 4, SEED);
-    let worst = worst_slab::worst_slab_coverage(&test_data.logits, 4, &covered, &directions, DELTA)
-        .unwrap();
+    let directions = worst_slab::random_directions(DIRECTIONS, 4, 4);
+    let worst =
+        worst_slab::worst_slab_coverage(&run.test.logits, 4, &covered, &directions, DELTA).unwrap();
     let floor = worst_slab::worst_slab_noise_floor(
-        &test_data.logits,
+        &run.test.logits,
         4,
         &directions,
         DELTA,
         0.1,
         FLOOR_REPETITIONS,
-        SEED,
+        4,
     )
     .unwrap();
-    let measured = &json["conditional_coverage"];
+    let measured = &run.json["conditional_coverage"];
     assert_eq!(number(measured, "/worst_slab_coverage"), worst.coverage);
     assert_eq!(number(measured, "/worst_slab_rows"), worst.count as f64);
     assert_eq!(number(measured, "/worst_slab_noise_floor"), floor);
@@ -1838,13 +1874,78 @@ fn worst_slab_coverage_and_noise_floors_match_the_library() {
     assert!(covgap_floor > 0.0 && covgap_floor < 0.1, "{covgap_floor}");
     // A calibrated model's LAC sets cover well on average but not in every slab.
     assert!(worst.coverage < 0.9, "{}", worst.coverage);
-    let table = report(&logits, &labels, &args);
-    assert_success(&table);
-    let text = String::from_utf8_lossy(&table.stdout);
+    let text = run.table();
     assert!(
         text.contains("worst-slab coverage (") && text.contains("noise floor"),
         "{text}"
     );
+}
+
+/// `--clustered 2` equals the library's clustered thresholds and sets on the same parts.
+#[test]
+fn clustered_thresholds_and_sets_match_the_library() {
+    let run = TestFilesRun::new("clustered", 6, (2400, 1000), &["--clustered", "2"]);
+    let expected = run.library_sets(conformal::ThresholdRule::Clustered {
+        clusters: Some(2),
+        seed: 4,
+    });
+    // The JSON's temperature reads back within an ulp, so the thresholds may move by one.
+    assert_json_close(
+        &run.json["conformal"]["qhat_per_class"],
+        &serde_json::to_value(&expected.qhat).unwrap(),
+        LIBRARY_TOLERANCE,
+        "qhat_per_class",
+    );
+    assert_eq!(
+        number(&run.json, "/conformal/coverage"),
+        expected.metrics.coverage
+    );
+    assert_eq!(
+        number(&run.json, "/conformal/covgap"),
+        expected.metrics.covgap
+    );
+    let scores = conformal::true_label_scores(
+        &run.probabilities(&run.calibration),
+        &run.calibration.labels,
+        6,
+        &Score::Lac,
+        &[1.0; 2400],
+    )
+    .unwrap();
+    let found = conformal::clustered::clustered_thresholds(
+        &scores,
+        &run.calibration.labels,
+        6,
+        0.1,
+        Some(2),
+        4,
+    )
+    .unwrap();
+    let clusters = &run.json["conformal"]["clusters"];
+    assert_eq!(clusters["clusters"], 2);
+    assert_eq!(
+        clusters["cluster_of_class"],
+        serde_json::to_value(&found.cluster_of_class).unwrap()
+    );
+    assert_eq!(
+        number(clusters, "/clustering_rows"),
+        found.clustering_rows as f64
+    );
+    assert!(found.cluster_of_class.iter().all(Option::is_some));
+    let text = run.table();
+    assert!(
+        text.contains("clustered (one qhat per cluster of classes)"),
+        "{text}"
+    );
+    assert!(text.contains("2 clusters asked"), "{text}");
+    for other in [vec!["--mondrian"], vec!["--pac", "0.1,0.1"]] {
+        let mut refused = vec!["--clustered"];
+        refused.extend(&other);
+        assert_refused(
+            &report(&run.logits, &run.labels, &refused),
+            &["--clustered", other[0]],
+        );
+    }
 }
 
 #[test]

@@ -88,9 +88,14 @@ pub struct ReportArgs {
     /// rows.
     #[arg(long)]
     pub mondrian: bool,
+    /// Clustered conformal thresholds (Ding et al. 2023): classes whose calibration scores look
+    /// alike share one q̂; CLUSTERS overrides the authors' heuristic count (with 10 classes it
+    /// asks for more clusters than classes, so every class gets the marginal q̂).
+    #[arg(long, value_name = "CLUSTERS", num_args = 0..=1, conflicts_with = "mondrian")]
+    pub clustered: Option<Option<usize>>,
     /// Training-conditional (PAC) threshold: coverage at least 1 − EPS for this calibration
     /// part with probability at least 1 − DELTA over calibration parts (replaces --alpha).
-    #[arg(long, value_name = "EPS,DELTA", value_parser = parse_pac, conflicts_with_all = ["alpha", "mondrian"])]
+    #[arg(long, value_name = "EPS,DELTA", value_parser = parse_pac, conflicts_with_all = ["alpha", "mondrian", "clustered"])]
     pub pac: Option<PacLevels>,
     /// Selective classification at the scaled temperature: the conformal risk control
     /// threshold that keeps the share of test rows answered wrongly at most RISK, and the test

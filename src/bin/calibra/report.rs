@@ -82,6 +82,9 @@ struct ConformalSummary {
     pac_k: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pac_delta: Option<f64>,
+    /// With `--clustered`: the clusters behind `qhat_per_class`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clusters: Option<Clusters>,
     coverage: f64,
     /// With `--bootstrap`: coverage's 95% bootstrap interval over the test part
     /// (`bootstrap::proportion_interval`), as the page shows it.
@@ -110,6 +113,15 @@ struct ConditionalCoverage {
     covgap: f64,
     /// CovGap of exact class-conditional coverage at these class sizes.
     covgap_noise_floor: f64,
+}
+
+/// Clustered conformal prediction's choices: clusters asked for, calibration rows spent on
+/// clustering, and each class's cluster (`null`: the null cluster, which uses the marginal q̂).
+#[derive(Debug, Serialize)]
+struct Clusters {
+    clusters: usize,
+    clustering_rows: usize,
+    cluster_of_class: Vec<Option<usize>>,
 }
 
 /// The conformal threshold(s), written as `"qhat": q̂` or `"qhat_per_class": [q̂_0, …]`.
@@ -151,8 +163,14 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         Some(levels) => ThresholdRule::TrainingConditional {
             delta: levels.delta,
         },
-        None if args.mondrian => ThresholdRule::ClassConditional,
-        None => ThresholdRule::Marginal,
+        None => match args.clustered {
+            Some(clusters) => ThresholdRule::Clustered {
+                clusters,
+                seed: args.seed,
+            },
+            None if args.mondrian => ThresholdRule::ClassConditional,
+            None => ThresholdRule::Marginal,
+        },
     };
     // The CLI refuses an infinite threshold: the calibration part must be large enough for α
     // (or for the training-conditional guarantee).
@@ -240,7 +258,34 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         &parts.test_uniforms,
     )
     .map_err(|e| e.to_string())?;
-    let threshold = if args.mondrian {
+    let clusters = match rule {
+        ThresholdRule::Clustered { clusters, seed } => {
+            let scores = conformal::true_label_scores(
+                &calibration_probabilities,
+                &parts.calibration_labels,
+                num_classes,
+                &score,
+                &parts.calibration_uniforms,
+            )
+            .map_err(|e| e.to_string())?;
+            let found = conformal::clustered::clustered_thresholds(
+                &scores,
+                &parts.calibration_labels,
+                num_classes,
+                alpha,
+                clusters,
+                seed,
+            )
+            .map_err(|e| e.to_string())?;
+            Some(Clusters {
+                clusters: found.clusters,
+                clustering_rows: found.clustering_rows,
+                cluster_of_class: found.cluster_of_class,
+            })
+        }
+        _ => None,
+    };
+    let threshold = if args.mondrian || clusters.is_some() {
         Threshold::PerClass(
             conformal_report
                 .qhat
@@ -316,6 +361,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             threshold,
             pac_k,
             pac_delta: args.pac.map(|levels| levels.delta),
+            clusters,
             coverage: metrics.coverage,
             coverage_interval: args
                 .bootstrap
@@ -619,6 +665,9 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         if c.randomized { " (randomized)" } else { "" },
         c.alpha,
         match (&c.threshold, c.pac_delta) {
+            (Threshold::PerClass(_), _) if c.clusters.is_some() => {
+                ", clustered (one qhat per cluster of classes)".to_string()
+            }
             (Threshold::PerClass(_), _) => ", Mondrian (one qhat per class)".to_string(),
             (Threshold::Marginal(_), Some(delta)) => format!(
                 ", training-conditional (coverage >= {} with probability >= {})",
@@ -650,6 +699,20 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     }
     if let Threshold::PerClass(qhats) = &c.threshold {
         out += &per_class_table(qhats, &c.per_class_coverage, rows_per_class);
+    }
+    if let Some(clusters) = &c.clusters {
+        let each: Vec<String> = clusters
+            .cluster_of_class
+            .iter()
+            .map(|cluster| cluster.map_or("-".to_string(), |k| k.to_string()))
+            .collect();
+        out += &format!(
+            "{} clusters asked, {} calibration rows spent on clustering; cluster of each class \
+             (-: none, the marginal qhat): {}\n",
+            clusters.clusters,
+            clusters.clustering_rows,
+            each.join(" ")
+        );
     }
     if let Some(w) = &report.conditional_coverage {
         out += &format!(
