@@ -65,8 +65,10 @@
 //!
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
+pub mod adaptive;
 pub mod clustered;
 pub mod pac;
+pub mod weighted;
 pub mod worst_slab;
 
 use rand::{Rng, SeedableRng};

@@ -1948,6 +1948,87 @@ fn clustered_thresholds_and_sets_match_the_library() {
     }
 }
 
+/// `--aci-gamma` on test rows whose logits grow overconfident as the stream goes on (their
+/// labels stay drawn from the first logits): the adaptive run
+/// equals the library's, keeps its long-run coverage within the bound, and fixed split
+/// conformal falls short.
+#[test]
+fn adaptive_conformal_inference_matches_the_library_on_a_drifting_stream() {
+    let dir = TempDir::new("aci");
+    let calibration = synthetic_data(1000, 4, 1.0, 51);
+    let mut test = synthetic_data(3000, 4, 1.0, 52);
+    for (row, logits) in test.logits.chunks_mut(4).enumerate() {
+        let sharpen = 1.0 + 4.0 * row as f32 / 3000.0;
+        logits.iter_mut().for_each(|z| *z *= sharpen);
+    }
+    let (logits, labels) = calibration.write(&dir, "cal", "csv");
+    let (test_logits, test_labels) = test.write(&dir, "test", "csv");
+    let args = [
+        "--test-logits",
+        test_logits.to_str().unwrap(),
+        "--test-labels",
+        test_labels.to_str().unwrap(),
+        "--score",
+        "lac",
+        "--aci-gamma",
+        "0.01",
+    ];
+    let json = report_json(&logits, &labels, &args);
+    let temperature = number(&json, "/temperature");
+    let probabilities = |data: &Data| {
+        calibration::softmax(&Logits::new(&data.logits, 4).unwrap(), temperature).unwrap()
+    };
+    let calibration_scores = conformal::true_label_scores(
+        &probabilities(&calibration),
+        &calibration.labels,
+        4,
+        &Score::Lac,
+        &[1.0; 1000],
+    )
+    .unwrap();
+    let stream =
+        conformal::all_label_scores(&probabilities(&test), 4, &Score::Lac, &[1.0; 3000]).unwrap();
+    let run = conformal::adaptive::adaptive_conformal(
+        &calibration_scores,
+        &stream,
+        &test.labels,
+        4,
+        0.1,
+        0.01,
+    )
+    .unwrap();
+    let aci = &json["aci"];
+    for (key, expected) in [
+        ("coverage", run.coverage),
+        ("average_set_size", run.average_set_size),
+        ("miscoverage_bound", run.miscoverage_bound),
+        ("fixed_coverage", run.fixed_coverage),
+        ("fixed_average_set_size", run.fixed_average_set_size),
+        ("final_alpha", run.steps[2999].alpha),
+    ] {
+        let actual = number(aci, &format!("/{key}"));
+        assert!(
+            (actual - expected).abs() <= LIBRARY_TOLERANCE,
+            "{key}: {actual} against {expected}"
+        );
+    }
+    assert!((1.0 - run.coverage - 0.1).abs() <= run.miscoverage_bound);
+    assert!(
+        run.fixed_coverage < 0.85,
+        "fixed coverage {}",
+        run.fixed_coverage
+    );
+    let table = report(&logits, &labels, &args);
+    assert_success(&table);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("adaptive conformal inference"));
+    for gamma in ["0", "-0.1", "NaN"] {
+        assert_refused(
+            &report(&logits, &labels, &["--aci-gamma", gamma]),
+            &["--aci-gamma", "gamma"],
+        );
+    }
+}
+
 #[test]
 fn lac_matches_the_library() {
     assert_matches_library(Score::Lac, &["--score", "lac"]);

@@ -102,6 +102,11 @@ pub struct ReportArgs {
     /// part's AURC.
     #[arg(long, value_name = "RISK", allow_negative_numbers = true)]
     pub selective: Option<f64>,
+    /// Adaptive conformal inference with step GAMMA: the test rows, in their order, as a stream
+    /// whose level α_t moves after each row (Gibbs & Candès 2021), beside fixed split conformal
+    /// on the same stream; against the marginal calibration scores.
+    #[arg(long, value_name = "GAMMA", allow_negative_numbers = true)]
+    pub aci_gamma: Option<f64>,
     /// Conditional coverage of the sets beside CovGap: worst-slab coverage over slabs of the
     /// test logits holding at least 10% of the test rows (100 directions, seeded by --seed),
     /// and the noise floors of both, their values for a method with exact conditional coverage.

@@ -42,6 +42,9 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_scaling: Option<VectorScaling>,
     conformal: ConformalSummary,
+    /// With `--aci-gamma GAMMA`: adaptive conformal inference over the test rows in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aci: Option<AdaptiveSummary>,
     /// With `--worst-slab`: worst-slab coverage and CovGap, each with its noise floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     conditional_coverage: Option<ConditionalCoverage>,
@@ -96,6 +99,20 @@ struct ConformalSummary {
     empty_rate: f64,
     covgap: f64,
     per_class_coverage: Vec<Option<f64>>,
+}
+
+/// Adaptive conformal inference over the test rows as a stream: coverage and set size beside
+/// fixed split conformal's on the same stream, the bound on the long-run miscoverage, and the
+/// last level `α_t`.
+#[derive(Debug, Serialize)]
+struct AdaptiveSummary {
+    gamma: f64,
+    coverage: f64,
+    average_set_size: f64,
+    miscoverage_bound: f64,
+    fixed_coverage: f64,
+    fixed_average_set_size: f64,
+    final_alpha: f64,
 }
 
 /// Conditional coverage of the conformal sets on the test part, each measure beside the value a
@@ -258,18 +275,19 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         &parts.test_uniforms,
     )
     .map_err(|e| e.to_string())?;
+    // The calibration part's true-label scores, for what is computed beside the sets.
+    let calibration_scores = conformal::true_label_scores(
+        &calibration_probabilities,
+        &parts.calibration_labels,
+        num_classes,
+        &score,
+        &parts.calibration_uniforms,
+    )
+    .map_err(|e| e.to_string())?;
     let clusters = match rule {
         ThresholdRule::Clustered { clusters, seed } => {
-            let scores = conformal::true_label_scores(
-                &calibration_probabilities,
-                &parts.calibration_labels,
-                num_classes,
-                &score,
-                &parts.calibration_uniforms,
-            )
-            .map_err(|e| e.to_string())?;
             let found = conformal::clustered::clustered_thresholds(
-                &scores,
+                &calibration_scores,
                 &parts.calibration_labels,
                 num_classes,
                 alpha,
@@ -296,6 +314,36 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     } else {
         Threshold::Marginal(conformal_report.qhat[0])
     };
+    let aci = args
+        .aci_gamma
+        .map(|gamma| -> Result<AdaptiveSummary, String> {
+            let stream_scores = conformal::all_label_scores(
+                &test_probabilities,
+                num_classes,
+                &score,
+                &parts.test_uniforms,
+            )
+            .map_err(|e| e.to_string())?;
+            let run = conformal::adaptive::adaptive_conformal(
+                &calibration_scores,
+                &stream_scores,
+                &parts.test_labels,
+                num_classes,
+                alpha,
+                gamma,
+            )
+            .map_err(|e| format!("--aci-gamma: {e}"))?;
+            Ok(AdaptiveSummary {
+                gamma,
+                coverage: run.coverage,
+                average_set_size: run.average_set_size,
+                miscoverage_bound: run.miscoverage_bound,
+                fixed_coverage: run.fixed_coverage,
+                fixed_average_set_size: run.fixed_average_set_size,
+                final_alpha: run.steps.last().map_or(alpha, |step| step.alpha),
+            })
+        })
+        .transpose()?;
     let conditional_coverage = args
         .worst_slab
         .then(|| {
@@ -381,6 +429,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             covgap: metrics.covgap,
             per_class_coverage: metrics.per_class_coverage,
         },
+        aci,
         conditional_coverage,
         selective,
     };
@@ -712,6 +761,24 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             clusters.clusters,
             clusters.clustering_rows,
             each.join(" ")
+        );
+    }
+    if let Some(a) = &report.aci {
+        out += &format!(
+            "\nadaptive conformal inference over the test rows in order, gamma {}\n{:<24}{:>10}{:>10}\n",
+            a.gamma, "", "adaptive", "fixed"
+        );
+        out += &format!(
+            "{:<24}{:>10.4}{:>10.4}\n",
+            "coverage", a.coverage, a.fixed_coverage
+        );
+        out += &format!(
+            "{:<24}{:>10.4}{:>10.4}\n",
+            "average_set_size", a.average_set_size, a.fixed_average_set_size
+        );
+        out += &format!(
+            "|miscoverage - alpha| <= {:.4} whatever the order; last alpha_t {:.4}\n",
+            a.miscoverage_bound, a.final_alpha
         );
     }
     if let Some(w) = &report.conditional_coverage {
