@@ -22,7 +22,7 @@ Writes into tests/fixtures/conformal/:
   0.25, by the search of Romano, Sesia & Candes's `wsc` (arc/coverage.py,
   github.com/msesia/arc, not on PyPI: its `wsc_v` is copied below as it is). The flags are
   drawn with coverage 0.9, lowered to 0.6 where x_0 > 1. src/conformal/worst_slab_tests.rs
-  compares the coverage within 1e-12.
+  compares the coverage along each direction and the smallest within 1e-12.
 * `clustered.json`: clustered conformal prediction (Ding et al. 2023) on planted scores: 12
   classes in three groups whose scores follow U^0.5, U and U^3 (60 clustering and 100 proper
   calibration rows each) and a 13th, rare class (5 rows of each). As in the authors' code
@@ -179,9 +179,11 @@ def worst_slab():
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     cases = []
     for delta in (0.1, 0.25):
-        values = [wsc_v(features.astype(np.float64), covered, covered, delta, v[m])[0]
+        values = [float(wsc_v(features.astype(np.float64), covered, covered, delta, v[m])[0])
                   for m in range(directions)]
-        cases.append({"delta": delta, "coverage": float(min(values))})
+        cases.append(
+            {"delta": delta, "coverage": float(min(values)), "per_direction": values}
+        )
     return {
         "features": features.astype(np.float64).ravel().tolist(),
         "dimension": dimension,

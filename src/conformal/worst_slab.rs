@@ -9,9 +9,11 @@
 //! coverage along `v` is the smallest share of covered examples in such a run, or 1 when
 //! there is none; over directions `v_1, …, v_M` (drawn uniformly on the sphere, seeded), it is
 //! the smallest of those (Cauchois, Gupta & Duchi 2021). This is the search of Romano, Sesia &
-//! Candès's `wsc` (their `arc` code), done exactly: a run of `2L` or more examples splits into
-//! two of at least `L`, one of which covers no better, so only runs of `L` to `2L − 1`
-//! examples are searched, `O(n·L)` a direction after the sort.
+//! Candès's `wsc` (their `arc` code), done exactly in `O(n log n)` a direction: with `P_i` the
+//! covered count among the first `i` sorted examples, the coverage of the run `[a, b)` is the
+//! slope from `(a, P_a)` to `(b, P_b)`; for each end `b` the smallest slope over the starts
+//! `a ≤ b − L` is found on the upper convex hull of those points, whose slopes to `(b, P_b)`
+//! fall and then rise, by bisection, in integer arithmetic.
 //!
 //! Since the search picks the worst of many slabs, even a method whose coverage is exactly
 //! `1 − α` at every `x` shows a worst-slab coverage below `1 − α`. The **noise floor** is that
@@ -98,6 +100,54 @@ fn check(
     Ok(covered.len())
 }
 
+/// The point `(index, covered count before it)` of the prefix path.
+type Point = (i64, i64);
+
+/// `(b − o) × (c − o)`: positive when `o → b → c` turns counterclockwise.
+fn cross(o: Point, b: Point, c: Point) -> i64 {
+    (b.0 - o.0) * (c.1 - o.1) - (b.1 - o.1) * (c.0 - o.0)
+}
+
+/// Whether the slope from `a` to `q` is below the slope from `b` to `q` (`q` right of both).
+fn flatter(a: Point, b: Point, q: Point) -> bool {
+    (q.1 - a.1) * (q.0 - b.0) < (q.1 - b.1) * (q.0 - a.0)
+}
+
+/// The run of at least `minimum` consecutive examples with the lowest share covered, as
+/// `(covered, length)`, from the prefix counts `prefix[i]` of the first `i`; `None` when
+/// there are fewer than `minimum` examples.
+fn worst_run(prefix: &[i64], minimum: usize) -> Option<(i64, i64)> {
+    let n = prefix.len() - 1;
+    let mut hull: Vec<Point> = Vec::new();
+    let mut worst: Option<(i64, i64)> = None;
+    for end in minimum..=n {
+        let start: Point = ((end - minimum) as i64, prefix[end - minimum]);
+        while hull.len() >= 2 && cross(hull[hull.len() - 2], hull[hull.len() - 1], start) >= 0 {
+            hull.pop();
+        }
+        hull.push(start);
+        let q: Point = (end as i64, prefix[end]);
+        // The slopes to q fall along the hull, then rise: the first point whose successor is
+        // not flatter is the lowest.
+        let (mut low, mut high) = (0, hull.len() - 1);
+        while low < high {
+            let middle = (low + high) / 2;
+            if flatter(hull[middle + 1], hull[middle], q) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        let best = hull[low];
+        let run = (q.1 - best.1, q.0 - best.0);
+        // run.0 / run.1 < worst.0 / worst.1, in integers.
+        if worst.is_none_or(|(covered, length)| run.0 * length < covered * run.1) {
+            worst = Some(run);
+        }
+    }
+    worst
+}
+
 /// Worst-slab coverage of `covered` (one flag per example) over slabs of `features`
 /// (row-major `[n, dimension]`) along each of `directions` (row-major `[M, dimension]`, unit
 /// vectors) holding at least a share `delta` of the examples.
@@ -121,7 +171,7 @@ pub fn worst_slab_coverage(
         count: n,
     };
     let mut projected: Vec<(f64, bool)> = Vec::with_capacity(n);
-    let mut prefix = vec![0_usize; n + 1];
+    let mut prefix = vec![0_i64; n + 1];
     for (index, v) in directions.chunks_exact(dimension).enumerate() {
         projected.clear();
         projected.extend(
@@ -135,19 +185,16 @@ pub fn worst_slab_coverage(
         );
         projected.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (i, &(_, c)) in projected.iter().enumerate() {
-            prefix[i + 1] = prefix[i] + usize::from(c);
+            prefix[i + 1] = prefix[i] + i64::from(c);
         }
-        for start in 0..n.saturating_sub(minimum - 1) {
-            let longest = (2 * minimum - 1).min(n - start);
-            for length in minimum..=longest {
-                let coverage = (prefix[start + length] - prefix[start]) as f64 / length as f64;
-                if coverage < worst.coverage {
-                    worst = WorstSlab {
-                        coverage,
-                        direction: index,
-                        count: length,
-                    };
-                }
+        if let Some((hits, length)) = worst_run(&prefix, minimum) {
+            let coverage = hits as f64 / length as f64;
+            if coverage < worst.coverage {
+                worst = WorstSlab {
+                    coverage,
+                    direction: index,
+                    count: length as usize,
+                };
             }
         }
     }

@@ -25,6 +25,7 @@ struct Reference {
 struct Case {
     delta: f64,
     coverage: f64,
+    per_direction: Vec<f64>,
 }
 
 #[test]
@@ -50,6 +51,28 @@ fn coverage_equals_the_arc_codes_search() {
             case.coverage
         );
         assert!(worst.count > (case.delta * reference.covered.len() as f64) as usize);
+        let dimension = reference.dimension;
+        for (index, (direction, expected)) in reference
+            .directions
+            .chunks_exact(dimension)
+            .zip(&case.per_direction)
+            .enumerate()
+        {
+            let along = worst_slab_coverage(
+                &reference.features,
+                dimension,
+                &reference.covered,
+                direction,
+                case.delta,
+            )
+            .unwrap();
+            assert!(
+                (along.coverage - expected).abs() <= LIBRARY_TOLERANCE,
+                "δ = {}, direction {index}: {} against {expected}",
+                case.delta,
+                along.coverage
+            );
+        }
     }
 }
 

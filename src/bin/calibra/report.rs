@@ -192,19 +192,20 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     // The CLI refuses an infinite threshold: the calibration part must be large enough for α
     // (or for the training-conditional guarantee).
     let n_calibration = parts.calibration_labels.len();
-    let pac_k = args
-        .pac
-        .map(|levels| conformal::pac::pac_rank(n_calibration, levels.epsilon, levels.delta))
-        .transpose()
-        .and_then(|k| conformal::finite_quantile_rank(n_calibration, alpha).map(|_| k))
-        .map_err(|e| {
-            let part = if args.test_logits.is_some() {
-                ""
-            } else {
-                " (calibration part)"
-            };
-            format!("{}{part}: {e}", args.logits.display())
-        })?;
+    let pac_k = match args.pac {
+        Some(levels) => {
+            conformal::pac::pac_rank(n_calibration, levels.epsilon, levels.delta).map(Some)
+        }
+        None => conformal::finite_quantile_rank(n_calibration, alpha).map(|_| None),
+    }
+    .map_err(|e| {
+        let part = if args.test_logits.is_some() {
+            ""
+        } else {
+            " (calibration part)"
+        };
+        format!("{}{part}: {e}", args.logits.display())
+    })?;
     let num_classes = parts.calibration.num_classes;
     let calibration =
         Logits::new(&parts.calibration.values, num_classes).map_err(|e| e.to_string())?;
