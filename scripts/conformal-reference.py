@@ -20,7 +20,8 @@ Writes into tests/fixtures/conformal/:
 * `worst-slab.json`: worst-slab coverage (Cauchois et al. 2021) of 400 coverage flags over
   slabs of 4-dimensional float32 features along 50 given unit directions, at delta = 0.1 and
   0.25, by the search of Romano, Sesia & Candes's `wsc` (arc/coverage.py,
-  github.com/msesia/arc, not on PyPI: its `wsc_v` is copied below as it is). The flags are
+  github.com/msesia/arc, not on PyPI: its `wsc_v` is copied below, taking the coverage flags
+  instead of labels and sets, and otherwise as it is). The flags are
   drawn with coverage 0.9, lowered to 0.6 where x_0 > 1. src/conformal/worst_slab_tests.rs
   compares the coverage along each direction and the smallest within 1e-12.
 * `clustered.json`: clustered conformal prediction (Ding et al. 2023) on planted scores: 12
@@ -37,7 +38,7 @@ Writes into tests/fixtures/conformal/:
 
 Rerun from the repository root:
   python3 -m venv /tmp/venv-conformal
-  /tmp/venv-conformal/bin/pip install numpy==2.4.6 scipy==1.17.1 pandas crepes==0.9.1 \
+  /tmp/venv-conformal/bin/pip install numpy==2.4.6 scipy==1.17.1 pandas==3.1.1 crepes==0.9.1 \
       statsmodels==0.15.0 scikit-learn==1.9.1
   /tmp/venv-conformal/bin/python scripts/conformal-reference.py
 """
