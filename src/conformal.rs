@@ -65,6 +65,12 @@
 //!
 //! Every definition, default and tie rule, with its source: docs/definitions.md
 
+pub mod adaptive;
+pub mod clustered;
+pub mod pac;
+pub mod weighted;
+pub mod worst_slab;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -118,6 +124,14 @@ pub enum ConformalError {
     /// The calibration set is too small for a finite threshold at this α.
     #[error("{n} calibration rows are too few for alpha = {alpha}: a finite threshold needs at least {needed}")]
     TooFewCalibrationRows { n: usize, alpha: f64, needed: usize },
+    /// The calibration set is too small for a training-conditional threshold at (ε, δ).
+    #[error("{n} calibration rows are too few for coverage 1 - {epsilon} with probability 1 - {delta}: a finite threshold needs at least {needed}")]
+    TooFewRowsForPac {
+        n: usize,
+        epsilon: f64,
+        delta: f64,
+        needed: usize,
+    },
     /// There are no examples to evaluate.
     #[error("no examples to evaluate")]
     Empty,
@@ -708,6 +722,21 @@ pub fn class_conditional_thresholds(
         .collect()
 }
 
+/// How [`split_conformal`] turns the calibration scores into thresholds at α.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ThresholdRule {
+    /// One `q̂` from every calibration score ([`conformal_threshold`]).
+    Marginal,
+    /// One `q̂_y` per class (Mondrian, [`class_conditional_thresholds`]).
+    ClassConditional,
+    /// One `q̂` with coverage `≥ 1 − α` for this calibration set with probability `≥ 1 − δ`
+    /// ([`pac::pac_threshold`] with `ε = α`).
+    TrainingConditional { delta: f64 },
+    /// One `q̂` per cluster of classes with alike scores ([`clustered::clustered_thresholds`]:
+    /// `clusters` overrides the heuristic's count, `seed` drives its split and k-means).
+    Clustered { clusters: Option<usize>, seed: u64 },
+}
+
 /// The threshold `q̂_y` applied to label `y`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Thresholds {
@@ -1003,7 +1032,8 @@ pub struct ConformalReport {
 }
 
 /// Split conformal prediction in one call: true-label scores on the calibration part,
-/// thresholds (marginal or Mondrian), then sets and metrics on the evaluation part.
+/// thresholds by `rule` (marginal, Mondrian, training-conditional or clustered), then sets and
+/// metrics on the evaluation part.
 ///
 /// The caller gives each row its uniform draw `u` (used by randomized scores only). The page and
 /// the CLI give row `i` of the data they split the draw `uniforms(n, seed)[i]`, so both compute
@@ -1012,8 +1042,9 @@ pub struct ConformalReport {
 ///
 /// # Errors
 /// Any error of [`true_label_scores`], [`conformal_threshold`],
-/// [`class_conditional_thresholds`], [`prediction_sets`] and [`set_metrics`] (so
-/// [`ConformalError::Empty`] for no evaluation rows).
+/// [`class_conditional_thresholds`], [`pac::pac_threshold`],
+/// [`clustered::clustered_thresholds`], [`prediction_sets`] and
+/// [`set_metrics`] (so [`ConformalError::Empty`] for no evaluation rows).
 #[allow(clippy::too_many_arguments)]
 pub fn split_conformal(
     calibration_probabilities: &[f64],
@@ -1023,7 +1054,7 @@ pub fn split_conformal(
     num_classes: usize,
     score: &Score,
     alpha: f64,
-    class_conditional: bool,
+    rule: ThresholdRule,
     calibration_uniforms: &[f64],
     evaluation_uniforms: &[f64],
 ) -> Result<ConformalReport, ConformalError> {
@@ -1035,15 +1066,32 @@ pub fn split_conformal(
         score,
         calibration_uniforms,
     )?;
-    let thresholds = if class_conditional {
-        Thresholds::ClassConditional(class_conditional_thresholds(
-            &calibration_scores,
-            calibration_labels,
-            num_classes,
-            alpha,
-        )?)
-    } else {
-        Thresholds::Marginal(conformal_threshold(&calibration_scores, alpha)?)
+    let thresholds = match rule {
+        ThresholdRule::Marginal => {
+            Thresholds::Marginal(conformal_threshold(&calibration_scores, alpha)?)
+        }
+        ThresholdRule::ClassConditional => {
+            Thresholds::ClassConditional(class_conditional_thresholds(
+                &calibration_scores,
+                calibration_labels,
+                num_classes,
+                alpha,
+            )?)
+        }
+        ThresholdRule::TrainingConditional { delta } => {
+            Thresholds::Marginal(pac::pac_threshold(&calibration_scores, alpha, delta)?)
+        }
+        ThresholdRule::Clustered { clusters, seed } => Thresholds::ClassConditional(
+            clustered::clustered_thresholds(
+                &calibration_scores,
+                calibration_labels,
+                num_classes,
+                alpha,
+                clusters,
+                seed,
+            )?
+            .qhat_per_class,
+        ),
     };
     check_matrix(
         "evaluation probabilities (evaluation labels × num_classes)",

@@ -541,7 +541,7 @@ fn non_randomized_aps_over_covers_saturated_probabilities() {
         NUM_CLASSES,
         &Score::Aps { randomized: false },
         ALPHA,
-        false,
+        ThresholdRule::Marginal,
         &vec![1.0; N_CALIBRATION],
         &vec![1.0; POOL - N_CALIBRATION],
     )
@@ -626,7 +626,11 @@ fn split_conformal_sets_follow_the_thresholds() {
                 NUM_CLASSES,
                 &score,
                 ALPHA,
-                class_conditional,
+                if class_conditional {
+                    ThresholdRule::ClassConditional
+                } else {
+                    ThresholdRule::Marginal
+                },
                 calibration_draws,
                 evaluation_draws,
             )

@@ -49,6 +49,8 @@ pub enum ScoreSet {
     InDistribution,
     /// Scores of out-of-distribution inputs.
     OutOfDistribution,
+    /// In-distribution scores held out to calibrate conformal p-values (`ood_pvalues`).
+    Calibration,
 }
 
 impl fmt::Display for ScoreSet {
@@ -56,6 +58,7 @@ impl fmt::Display for ScoreSet {
         formatter.write_str(match self {
             Self::InDistribution => "in-distribution",
             Self::OutOfDistribution => "out-of-distribution",
+            Self::Calibration => "calibration",
         })
     }
 }
@@ -72,6 +75,9 @@ pub enum OodError {
     /// A score is NaN.
     #[error("score {index} of the {set} set is NaN")]
     NanScore { set: ScoreSet, index: usize },
+    /// A false discovery rate level outside (0, 1).
+    #[error("the false discovery rate level must lie strictly between 0 and 1, got {0}")]
+    InvalidFdrLevel(f64),
 }
 
 fn check_temperature(temperature: f64) -> Result<(), OodError> {

@@ -1,6 +1,7 @@
 //! Helpers shared by the unit tests that build synthetic data whose truth is known.
 
 use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
 
 /// An index drawn with probability proportional to `weights` (non-negative, not all 0): the
 /// label of a synthetic example drawn from its own probabilities.
@@ -13,4 +14,25 @@ pub fn draw_index(weights: &[f64], rng: &mut impl Rng) -> usize {
             u < 0.0
         })
         .unwrap_or(weights.len() - 1)
+}
+
+/// Probabilities of `n` rows of a calibrated classifier of `num_classes` classes: logits
+/// `z_k = 2·N(0, 1) + 0.15·k`, `p = softmax(z)`, and each label drawn from `p`.
+pub fn calibrated_rows(n: usize, num_classes: usize, rng: &mut impl Rng) -> (Vec<f64>, Vec<u32>) {
+    let mut probabilities = Vec::with_capacity(n * num_classes);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let logits: Vec<f64> = (0..num_classes)
+            .map(|class| {
+                let noise: f64 = StandardNormal.sample(rng);
+                2.0 * noise + 0.15 * class as f64
+            })
+            .collect();
+        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let weights: Vec<f64> = logits.iter().map(|z| (z - max).exp()).collect();
+        let total: f64 = weights.iter().sum();
+        labels.push(draw_index(&weights, rng) as u32);
+        probabilities.extend(weights.iter().map(|w| w / total));
+    }
+    (probabilities, labels)
 }

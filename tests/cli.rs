@@ -1552,7 +1552,7 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
         data.k,
         &score,
         ALPHA,
-        false,
+        conformal::ThresholdRule::Marginal,
         &pick(&calibration_rows),
         &pick(&test_rows),
     )
@@ -1589,6 +1589,444 @@ fn assert_matches_library(score: Score, score_args: &[&str]) {
     close("/conformal/singleton_rate", metrics.singleton_rate);
     close("/conformal/singleton_hit_rate", metrics.singleton_hit_rate);
     close("/conformal/empty_rate", metrics.empty_rate);
+}
+
+/// `--pac EPS,DELTA`: `conformal.qhat` is the `conformal.pac_k`-th smallest calibration score,
+/// `k` the rank that exact rational arithmetic gives (`scripts/conformal-reference.py`), and
+/// the threshold is above the marginal one at α = EPS.
+#[test]
+fn pac_threshold_is_the_pac_k_th_calibration_score() {
+    const N: usize = 1000;
+    let reference: Value = serde_json::from_str(include_str!("fixtures/conformal/pac-ranks.json"))
+        .expect("the PAC fixture");
+    let case = reference["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|case| case["n"] == N && case["epsilon"] == 0.1 && case["delta"] == 0.05)
+        .expect("the fixture's case n = 1000, 0.1, 0.05");
+    let expected_k = case["k"].as_u64().unwrap() as usize;
+    let dir = TempDir::new("pac");
+    let calibration_data = synthetic_data(N, 5, 1.7, 11);
+    let (logits, labels) = calibration_data.write(&dir, "cal", "npy");
+    let (test_logits, test_labels) = synthetic_data(3000, 5, 1.7, 12).write(&dir, "test", "npy");
+    let files = [
+        OsStr::new("--test-logits"),
+        test_logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        test_labels.as_os_str(),
+        OsStr::new("--score"),
+        OsStr::new("lac"),
+    ];
+    let mut pac_args = files.to_vec();
+    pac_args.extend([OsStr::new("--pac"), OsStr::new("0.1,0.05")]);
+    let json = report_json(&logits, &labels, &pac_args);
+    let conformal = &json["conformal"];
+    assert_eq!(conformal["pac_k"].as_u64(), Some(expected_k as u64));
+    assert_eq!(number(&json, "/conformal/alpha"), 0.1);
+    assert_eq!(number(&json, "/conformal/pac_delta"), 0.05);
+
+    let view = Logits::new(&calibration_data.logits, 5).unwrap();
+    let probabilities = calibration::softmax(&view, number(&json, "/temperature")).unwrap();
+    let scores: Vec<f64> = probabilities
+        .chunks(5)
+        .zip(&calibration_data.labels)
+        .map(|(p, &y)| 1.0 - p[y as usize])
+        .collect();
+    let qhat = number(&json, "/conformal/qhat");
+    let below = scores.iter().filter(|&&s| s < qhat).count();
+    let at_or_below = scores.iter().filter(|&&s| s <= qhat).count();
+    assert!(
+        below < expected_k && expected_k <= at_or_below,
+        "qhat {qhat}: {below} scores below, {at_or_below} at or below, k = {expected_k}"
+    );
+
+    let marginal = report_json(&logits, &labels, &files);
+    assert!(marginal["conformal"].get("pac_k").is_none());
+    assert!(qhat > number(&marginal, "/conformal/qhat"));
+    assert!(number(&json, "/conformal/coverage") >= number(&marginal, "/conformal/coverage"));
+
+    let table = report(&logits, &labels, &pac_args);
+    assert_success(&table);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("coverage >= 0.9 with probability >= 0.95"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("pac_k{expected_k:>25}")), "{text}");
+}
+
+#[test]
+fn bad_pac_levels_and_too_few_rows_for_them_are_refused() {
+    let dir = TempDir::new("pac-refused");
+    let (logits, labels) = small_data(64).write(&dir, "data", "csv");
+    for bad in ["0.1", "0.1,1", "0,0.1", "a,0.1", "0.1,0.05,0.2"] {
+        assert_refused(
+            &report(&logits, &labels, &["--pac", bad]),
+            &["--pac", bad, "EPS,DELTA"],
+        );
+    }
+    for other in [["--alpha", "0.2"], ["--mondrian", "--json"]] {
+        let mut args = vec!["--pac", "0.1,0.1"];
+        args.extend(other);
+        assert_refused(&report(&logits, &labels, &args), &["--pac", other[0]]);
+    }
+    // 32 calibration rows: 0.9³² = 0.034 > δ = 0.01 (the smallest n is 44).
+    assert_refused(
+        &report(&logits, &labels, &["--pac", "0.1,0.01"]),
+        &[&shown(&logits), "32 calibration rows", "at least 44"],
+    );
+    assert_success(&report(&logits, &labels, &["--pac", "0.1,0.05"]));
+}
+
+/// `--selective RISK` equals the library's selective report on the same parts at the JSON's
+/// temperature; with two classes, the rows answered do not depend on the temperature.
+#[test]
+fn selective_classification_matches_the_library_and_ignores_the_temperature_with_two_classes() {
+    use calibra::selective;
+    let dir = TempDir::new("selective");
+    let calibration_data = synthetic_data(800, 2, 1.5, 21);
+    let test_data = synthetic_data(1200, 2, 1.5, 22);
+    let (logits, labels) = calibration_data.write(&dir, "cal", "csv");
+    let (test_logits, test_labels) = test_data.write(&dir, "test", "csv");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--test-logits",
+            test_logits.to_str().unwrap(),
+            "--test-labels",
+            test_labels.to_str().unwrap(),
+            "--selective",
+            "0.05",
+        ];
+        args.extend(extra);
+        report_json(&logits, &labels, &args)
+    };
+    let fitted = run(&[]);
+    let temperature = number(&fitted, "/temperature");
+    let at = |data: &Data| {
+        let view = Logits::new(&data.logits, 2).unwrap();
+        calibration::confidences(&view, &data.labels, temperature).unwrap()
+    };
+    let (calibration_confidence, calibration_correct) = at(&calibration_data);
+    let (test_confidence, test_correct) = at(&test_data);
+    let expected = selective::selective_report(
+        (&calibration_confidence, &calibration_correct),
+        (&test_confidence, &test_correct),
+        0.05,
+    )
+    .unwrap();
+    assert_json_close(
+        &fitted["selective"],
+        &serde_json::to_value(&expected).unwrap(),
+        LIBRARY_TOLERANCE,
+        "selective",
+    );
+    assert!(expected.coverage > 0.0 && expected.coverage < 1.0);
+    for given in ["0.5", "3"] {
+        let scaled = run(&["--temperature", given]);
+        assert_ne!(
+            scaled["selective"]["threshold"],
+            fitted["selective"]["threshold"]
+        );
+        for key in ["coverage", "selective_risk", "answered_error_rate", "aurc"] {
+            assert_eq!(
+                scaled["selective"][key], fitted["selective"][key],
+                "{key} at T = {given}"
+            );
+        }
+    }
+    let table = report(&logits, &labels, &["--selective", "0.05"]);
+    assert_success(&table);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("conformal risk control at risk level 0.05"),
+        "{text}"
+    );
+    assert!(text.lines().any(|line| line.starts_with("aurc ")), "{text}");
+}
+
+#[test]
+fn bad_risk_levels_and_too_few_rows_for_them_are_refused() {
+    let dir = TempDir::new("selective-refused");
+    let (logits, labels) = small_data(16).write(&dir, "data", "csv");
+    for bad in ["0", "1", "-0.1", "NaN"] {
+        assert_refused(
+            &report(&logits, &labels, &["--alpha", "0.2", "--selective", bad]),
+            &["--selective", "not a risk level"],
+        );
+    }
+    // 8 calibration rows: ⌊0.1 · 9⌋ = 0 wrong answers could ever be allowed.
+    assert_refused(
+        &report(&logits, &labels, &["--alpha", "0.2", "--selective", "0.1"]),
+        &[
+            &shown(&logits),
+            "8 calibration rows",
+            "--selective 0.1",
+            "at least 9",
+        ],
+    );
+    assert_success(&report(
+        &logits,
+        &labels,
+        &["--alpha", "0.2", "--selective", "0.2"],
+    ));
+}
+
+/// Synthetic calibration and test files of `k` classes and `report --json` on them, LAC sets
+/// at `--seed 4`, with `extra` options.
+struct TestFilesRun {
+    calibration: Data,
+    test: Data,
+    logits: PathBuf,
+    labels: PathBuf,
+    args: Vec<String>,
+    json: Value,
+    _dir: TempDir,
+}
+
+impl TestFilesRun {
+    fn new(name: &str, k: usize, sizes: (usize, usize), extra: &[&str]) -> Self {
+        let dir = TempDir::new(name);
+        let calibration = synthetic_data(sizes.0, k, 1.3, 31);
+        let test = synthetic_data(sizes.1, k, 1.3, 32);
+        let (logits, labels) = calibration.write(&dir, "cal", "npy");
+        let (test_logits, test_labels) = test.write(&dir, "test", "npy");
+        let args: Vec<String> = ["--test-logits", test_logits.to_str().unwrap()]
+            .into_iter()
+            .chain(["--test-labels", test_labels.to_str().unwrap()])
+            .chain(["--score", "lac", "--seed", "4"])
+            .chain(extra.iter().copied())
+            .map(String::from)
+            .collect();
+        let json = report_json(&logits, &labels, &args);
+        Self {
+            calibration,
+            test,
+            logits,
+            labels,
+            args,
+            json,
+            _dir: dir,
+        }
+    }
+
+    /// Softmax of `data`'s logits at the report's temperature.
+    fn probabilities(&self, data: &Data) -> Vec<f64> {
+        let view = Logits::new(&data.logits, data.k).unwrap();
+        calibration::softmax(&view, number(&self.json, "/temperature")).unwrap()
+    }
+
+    /// The library's split conformal LAC sets at α = 0.1 on the same parts.
+    fn library_sets(&self, rule: conformal::ThresholdRule) -> conformal::ConformalReport {
+        conformal::split_conformal(
+            &self.probabilities(&self.calibration),
+            &self.calibration.labels,
+            &self.probabilities(&self.test),
+            &self.test.labels,
+            self.test.k,
+            &Score::Lac,
+            0.1,
+            rule,
+            &vec![1.0; self.calibration.len()],
+            &vec![1.0; self.test.len()],
+        )
+        .unwrap()
+    }
+
+    /// The same options without `--json`: the table.
+    fn table(&self) -> String {
+        let output = report(&self.logits, &self.labels, &self.args);
+        assert_success(&output);
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
+/// `--worst-slab` equals the library's worst-slab coverage of the CLI's own sets over slabs of
+/// the test logits, with the library's noise floors.
+#[test]
+fn worst_slab_coverage_and_noise_floors_match_the_library() {
+    use calibra::conformal::worst_slab::{self, DELTA, DIRECTIONS, FLOOR_REPETITIONS};
+    let run = TestFilesRun::new("worst-slab", 4, (600, 400), &["--worst-slab"]);
+    let sets = run.library_sets(conformal::ThresholdRule::Marginal);
+    let covered: Vec<bool> = (0..)
+        .zip(&run.test.labels)
+        .map(|(row, &label)| sets.sets.contains(row, label))
+        .collect();
+    let directions = worst_slab::random_directions(DIRECTIONS, 4, 4);
+    let worst =
+        worst_slab::worst_slab_coverage(&run.test.logits, 4, &covered, &directions, DELTA).unwrap();
+    let floor = worst_slab::worst_slab_noise_floor(
+        &run.test.logits,
+        4,
+        &directions,
+        DELTA,
+        0.1,
+        FLOOR_REPETITIONS,
+        4,
+    )
+    .unwrap();
+    let measured = &run.json["conditional_coverage"];
+    assert_eq!(number(measured, "/worst_slab_coverage"), worst.coverage);
+    assert_eq!(number(measured, "/worst_slab_rows"), worst.count as f64);
+    assert_eq!(number(measured, "/worst_slab_noise_floor"), floor);
+    assert_eq!(number(measured, "/covgap"), sets.metrics.covgap);
+    let covgap_floor = number(measured, "/covgap_noise_floor");
+    assert!(covgap_floor > 0.0 && covgap_floor < 0.1, "{covgap_floor}");
+    // A calibrated model's LAC sets cover well on average but not in every slab.
+    assert!(worst.coverage < 0.9, "{}", worst.coverage);
+    let text = run.table();
+    assert!(
+        text.contains("worst-slab coverage (") && text.contains("noise floor"),
+        "{text}"
+    );
+}
+
+/// `--clustered 2` equals the library's clustered thresholds and sets on the same parts.
+#[test]
+fn clustered_thresholds_and_sets_match_the_library() {
+    let run = TestFilesRun::new("clustered", 6, (2400, 1000), &["--clustered", "2"]);
+    let expected = run.library_sets(conformal::ThresholdRule::Clustered {
+        clusters: Some(2),
+        seed: 4,
+    });
+    // The JSON's temperature reads back within an ulp, so the thresholds may move by one.
+    assert_json_close(
+        &run.json["conformal"]["qhat_per_class"],
+        &serde_json::to_value(&expected.qhat).unwrap(),
+        LIBRARY_TOLERANCE,
+        "qhat_per_class",
+    );
+    assert_eq!(
+        number(&run.json, "/conformal/coverage"),
+        expected.metrics.coverage
+    );
+    assert_eq!(
+        number(&run.json, "/conformal/covgap"),
+        expected.metrics.covgap
+    );
+    let scores = conformal::true_label_scores(
+        &run.probabilities(&run.calibration),
+        &run.calibration.labels,
+        6,
+        &Score::Lac,
+        &[1.0; 2400],
+    )
+    .unwrap();
+    let found = conformal::clustered::clustered_thresholds(
+        &scores,
+        &run.calibration.labels,
+        6,
+        0.1,
+        Some(2),
+        4,
+    )
+    .unwrap();
+    let clusters = &run.json["conformal"]["clusters"];
+    assert_eq!(clusters["clusters"], 2);
+    assert_eq!(
+        clusters["cluster_of_class"],
+        serde_json::to_value(&found.cluster_of_class).unwrap()
+    );
+    assert_eq!(
+        number(clusters, "/clustering_rows"),
+        found.clustering_rows as f64
+    );
+    assert!(found.cluster_of_class.iter().all(Option::is_some));
+    let text = run.table();
+    assert!(
+        text.contains("clustered (one qhat per cluster of classes)"),
+        "{text}"
+    );
+    assert!(text.contains("2 clusters asked"), "{text}");
+    for other in [vec!["--mondrian"], vec!["--pac", "0.1,0.1"]] {
+        let mut refused = vec!["--clustered"];
+        refused.extend(&other);
+        assert_refused(
+            &report(&run.logits, &run.labels, &refused),
+            &["--clustered", other[0]],
+        );
+    }
+}
+
+/// `--aci-gamma` on test rows whose logits grow overconfident as the stream goes on (their
+/// labels stay drawn from the first logits): the adaptive run
+/// equals the library's, keeps its long-run coverage within the bound, and fixed split
+/// conformal falls short.
+#[test]
+fn adaptive_conformal_inference_matches_the_library_on_a_drifting_stream() {
+    let dir = TempDir::new("aci");
+    let calibration = synthetic_data(1000, 4, 1.0, 51);
+    let mut test = synthetic_data(3000, 4, 1.0, 52);
+    for (row, logits) in test.logits.chunks_mut(4).enumerate() {
+        let sharpen = 1.0 + 4.0 * row as f32 / 3000.0;
+        logits.iter_mut().for_each(|z| *z *= sharpen);
+    }
+    let (logits, labels) = calibration.write(&dir, "cal", "csv");
+    let (test_logits, test_labels) = test.write(&dir, "test", "csv");
+    let args = [
+        "--test-logits",
+        test_logits.to_str().unwrap(),
+        "--test-labels",
+        test_labels.to_str().unwrap(),
+        "--score",
+        "lac",
+        "--aci-gamma",
+        "0.01",
+    ];
+    let json = report_json(&logits, &labels, &args);
+    let temperature = number(&json, "/temperature");
+    let probabilities = |data: &Data| {
+        calibration::softmax(&Logits::new(&data.logits, 4).unwrap(), temperature).unwrap()
+    };
+    let calibration_scores = conformal::true_label_scores(
+        &probabilities(&calibration),
+        &calibration.labels,
+        4,
+        &Score::Lac,
+        &[1.0; 1000],
+    )
+    .unwrap();
+    let stream =
+        conformal::all_label_scores(&probabilities(&test), 4, &Score::Lac, &[1.0; 3000]).unwrap();
+    let run = conformal::adaptive::adaptive_conformal(
+        &calibration_scores,
+        &stream,
+        &test.labels,
+        4,
+        0.1,
+        0.01,
+    )
+    .unwrap();
+    let aci = &json["aci"];
+    for (key, expected) in [
+        ("coverage", run.coverage),
+        ("average_set_size", run.average_set_size),
+        ("miscoverage_bound", run.miscoverage_bound),
+        ("fixed_coverage", run.fixed_coverage),
+        ("fixed_average_set_size", run.fixed_average_set_size),
+        ("final_alpha", run.steps[2999].alpha),
+    ] {
+        let actual = number(aci, &format!("/{key}"));
+        assert!(
+            (actual - expected).abs() <= LIBRARY_TOLERANCE,
+            "{key}: {actual} against {expected}"
+        );
+    }
+    assert!((1.0 - run.coverage - 0.1).abs() <= run.miscoverage_bound);
+    assert!(
+        run.fixed_coverage < 0.85,
+        "fixed coverage {}",
+        run.fixed_coverage
+    );
+    let table = report(&logits, &labels, &args);
+    assert_success(&table);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("adaptive conformal inference"));
+    for gamma in ["0", "-0.1", "NaN"] {
+        assert_refused(
+            &report(&logits, &labels, &["--aci-gamma", gamma]),
+            &["--aci-gamma", "gamma"],
+        );
+    }
 }
 
 #[test]
@@ -2300,6 +2738,94 @@ fn ood_metrics_match_scikit_learn() {
             &format!("T = {temperature}"),
         );
     }
+}
+
+/// `calibra ood --pvalues` equals the library's outlier test on the same halves: the
+/// in-distribution rows split as `seeded_split(n, 0.5, seed)`, every score at the temperature.
+#[test]
+fn ood_pvalues_equal_the_librarys_outlier_test_on_the_same_halves() {
+    use calibra::ood;
+    use calibra::ood_pvalues;
+    const SEED: u64 = 3;
+    const LEVEL: f64 = 0.2;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ood");
+    let (id_path, ood_path) = (
+        fixtures.join("id-logits.npy"),
+        fixtures.join("ood-logits.npy"),
+    );
+    let json = ood_json(
+        &id_path,
+        &ood_path,
+        &[
+            "--temperature",
+            "2",
+            "--pvalues",
+            "--fdr",
+            &LEVEL.to_string(),
+            "--seed",
+            &SEED.to_string(),
+        ],
+    );
+    let id_table = calibra::input::read_logits(&id_path).unwrap();
+    let ood_table = calibra::input::read_logits(&ood_path).unwrap();
+    let id_view = Logits::new(&id_table.values, id_table.num_classes).unwrap();
+    let ood_view = Logits::new(&ood_table.values, ood_table.num_classes).unwrap();
+    let (calibration_rows, tested_rows) = seeded_split(id_view.len(), 0.5, SEED);
+    type ScoreOf = fn(&Logits) -> Vec<f64>;
+    let scores: [(&str, ScoreOf); 3] = [
+        ("msp", |l| ood::max_softmax_probability(l, 2.0).unwrap()),
+        ("max_logit", ood::max_logit),
+        ("energy", |l| ood::energy_score(l, 2.0).unwrap()),
+    ];
+    assert_eq!(json["pvalues"]["seed"], SEED);
+    for (name, score) in scores {
+        let id_scores = score(&id_view);
+        let pick = |rows: &[usize]| rows.iter().map(|&i| id_scores[i]).collect::<Vec<f64>>();
+        let expected = ood_pvalues::outlier_test(
+            &pick(&calibration_rows),
+            &pick(&tested_rows),
+            &score(&ood_view),
+            LEVEL,
+        )
+        .unwrap();
+        assert_json_close(
+            &json["pvalues"][name],
+            &serde_json::to_value(&expected).unwrap(),
+            LIBRARY_TOLERANCE,
+            name,
+        );
+    }
+    assert!(number(&json, "/pvalues/energy/discoveries") > 0.0);
+    assert!(json.get("difference").is_none());
+    let table = ood(&id_path, &ood_path, &["--pvalues"]);
+    assert_success(&table);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("conformal p-values against 100 in-distribution rows (seed 0)")
+            && text.contains("Benjamini-Hochberg at false discovery rate 0.1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ood_bad_fdr_levels_and_too_few_rows_for_pvalues_are_refused() {
+    let dir = TempDir::new("ood-pvalues");
+    let (id_logits, ood_logits) = ood_files(&dir, "csv");
+    for level in ["0", "1", "-0.1", "NaN"] {
+        assert_refused(
+            &ood(&id_logits, &ood_logits, &["--pvalues", "--fdr", level]),
+            &["--fdr", "between 0 and 1"],
+        );
+    }
+    assert_refused(
+        &ood(&id_logits, &ood_logits, &["--fdr", "0.1"]),
+        &["--pvalues"],
+    );
+    let single = dir.write("single.csv", "1,0,0\n");
+    assert_refused(
+        &ood(&single, &ood_logits, &["--pvalues"]),
+        &[&shown(&single), "at least 2 in-distribution rows"],
+    );
 }
 
 #[test]

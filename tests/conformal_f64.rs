@@ -177,7 +177,7 @@ fn saturated_scores_thresholds_and_sets_match_exact_arithmetic() {
             NUM_CLASSES,
             &score,
             ALPHA,
-            false,
+            conformal::ThresholdRule::Marginal,
             &vec![1.0; calibration.len()],
             &vec![1.0; evaluation.len()],
         )

@@ -15,7 +15,7 @@
 
 use super::{ConformalSettings, Lab, LabError, Part, ShiftStore, ShiftedSet};
 use crate::calibration::{self, Bin, Binning, Logits};
-use crate::conformal;
+use crate::conformal::{self, ThresholdRule};
 use crate::shift::Corruption;
 
 /// Evaluation images the lab shows clean and corrupted side by side.
@@ -241,7 +241,11 @@ impl Measure<'_> {
             k,
             &self.settings.score_of(self.settings.score),
             self.settings.alpha,
-            self.settings.class_conditional,
+            if self.settings.class_conditional {
+                ThresholdRule::ClassConditional
+            } else {
+                ThresholdRule::Marginal
+            },
             &calibration.uniforms,
             &evaluation.uniforms,
         )?;

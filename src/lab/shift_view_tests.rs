@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::calibration::{evaluate, fit_temperature, softmax};
-use crate::conformal::{split_conformal, ScoreKind};
+use crate::conformal::{split_conformal, ScoreKind, ThresholdRule};
 use crate::data::seeded_split;
 use crate::lab::{ConformalSettings, Lab, ShiftStore, ShiftedSet, UnknownShiftedSet};
 use crate::shift::Corruption;
@@ -119,7 +119,7 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
             K,
             &settings().score_of(ScoreKind::Aps),
             0.1,
-            false,
+            ThresholdRule::Marginal,
             &pick(&calibration_rows),
             &pick(&evaluation_rows),
         )

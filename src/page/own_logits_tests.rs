@@ -141,7 +141,7 @@ fn the_labs_equal_the_functions_the_command_line_tool_calls_on_the_same_split() 
         K,
         &Score::Aps { randomized: true },
         settings.alpha,
-        false,
+        conformal::ThresholdRule::Marginal,
         &draw(&calibration_rows),
         &draw(&test_rows),
     )

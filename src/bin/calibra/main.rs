@@ -88,6 +88,30 @@ pub struct ReportArgs {
     /// rows.
     #[arg(long)]
     pub mondrian: bool,
+    /// Clustered conformal thresholds (Ding et al. 2023): classes whose calibration scores look
+    /// alike share one q̂; CLUSTERS overrides the authors' heuristic count (with 10 classes it
+    /// asks for more clusters than classes, so every class gets the marginal q̂).
+    #[arg(long, value_name = "CLUSTERS", num_args = 0..=1, conflicts_with = "mondrian")]
+    pub clustered: Option<Option<usize>>,
+    /// Training-conditional (PAC) threshold: coverage at least 1 − EPS for this calibration
+    /// part with probability at least 1 − DELTA over calibration parts (replaces --alpha).
+    #[arg(long, value_name = "EPS,DELTA", value_parser = parse_pac, conflicts_with_all = ["alpha", "mondrian", "clustered"])]
+    pub pac: Option<PacLevels>,
+    /// Selective classification at the scaled temperature: the conformal risk control
+    /// threshold that keeps the share of test rows answered wrongly at most RISK, and the test
+    /// part's AURC.
+    #[arg(long, value_name = "RISK", allow_negative_numbers = true)]
+    pub selective: Option<f64>,
+    /// Adaptive conformal inference with step GAMMA: the test rows, in their order, as a stream
+    /// whose level α_t moves after each row (Gibbs & Candès 2021), beside fixed split conformal
+    /// on the same stream; against the marginal calibration scores.
+    #[arg(long, value_name = "GAMMA", allow_negative_numbers = true)]
+    pub aci_gamma: Option<f64>,
+    /// Conditional coverage of the sets beside CovGap: worst-slab coverage over slabs of the
+    /// test logits holding at least 10% of the test rows (100 directions, seeded by --seed),
+    /// and the noise floors of both, their values for a method with exact conditional coverage.
+    #[arg(long)]
+    pub worst_slab: bool,
     /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub randomized: bool,
@@ -134,6 +158,22 @@ pub struct OodArgs {
     /// The second network's logits on the same out-of-distribution images, in the same order.
     #[arg(long, requires = "reference_id_logits")]
     pub reference_ood_logits: Option<PathBuf>,
+    /// Conformal p-values: split the in-distribution rows in halves (--seed, as `report` and
+    /// the page split them), score every row of the second half and every OOD row against the
+    /// first half, and declare OOD what Benjamini–Hochberg rejects at --fdr.
+    #[arg(long)]
+    pub pvalues: bool,
+    /// The false discovery rate level of Benjamini–Hochberg.
+    #[arg(
+        long,
+        default_value_t = 0.1,
+        requires = "pvalues",
+        allow_negative_numbers = true
+    )]
+    pub fdr: f64,
+    /// Seed of the in-distribution rows' split into calibration and tested halves.
+    #[arg(long, default_value_t = 0, requires = "pvalues")]
+    pub seed: u64,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -168,6 +208,28 @@ fn parse_corruption(name: &str) -> Result<Corruption, String> {
     use serde::{de::IntoDeserializer, Deserialize};
     Corruption::deserialize(name.into_deserializer())
         .map_err(|e: serde::de::value::Error| e.to_string())
+}
+
+/// `--pac EPS,DELTA`: the coverage `1 − epsilon` held with probability `1 − delta`.
+#[derive(Debug, Clone, Copy)]
+pub struct PacLevels {
+    pub epsilon: f64,
+    pub delta: f64,
+}
+
+/// A `--pac` value: two numbers in (0, 1) separated by a comma.
+fn parse_pac(text: &str) -> Result<PacLevels, String> {
+    let levels = text.split_once(',').and_then(|(epsilon, delta)| {
+        Some((epsilon.trim().parse().ok()?, delta.trim().parse().ok()?))
+    });
+    match levels {
+        Some((epsilon, delta)) if [epsilon, delta].iter().all(|&v: &f64| v > 0.0 && v < 1.0) => {
+            Ok(PacLevels { epsilon, delta })
+        }
+        _ => Err(format!(
+            "'{text}' is not two numbers between 0 and 1 written EPS,DELTA (e.g. 0.1,0.05)"
+        )),
+    }
 }
 
 /// `--invert`'s values, those of the page's control.

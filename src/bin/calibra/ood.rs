@@ -2,14 +2,18 @@
 //! tell in-distribution logits from out-of-distribution ones (FPR95, AUROC, AUPR-In, AUPR-Out),
 //! and, given a second network's logits on the same images, the paired bootstrap of the
 //! difference in FPR95 and AUROC (`calibra::ood_difference`, the τ lab's lesson).
+//! With `--pvalues`, each score's conformal p-values against half of the in-distribution rows
+//! and the Benjamini–Hochberg discoveries at `--fdr` (`calibra::ood_pvalues`).
 //! The scores and metrics, with their conventions, are the library's `calibra::ood`.
 
 use std::path::Path;
 
 use calibra::calibration::Logits;
+use calibra::data;
 use calibra::lab::DIFFERENCE_BOOTSTRAP;
 use calibra::ood::{self, DetectionMetrics, OodError};
 use calibra::ood_difference::{self, PairedDifference};
+use calibra::ood_pvalues::{self, OutlierTest};
 use serde::Serialize;
 
 use crate::OodArgs;
@@ -28,6 +32,19 @@ struct OodReport {
     /// With a reference network: this network − the reference, per score.
     #[serde(skip_serializing_if = "Option::is_none")]
     difference: Option<Differences>,
+    /// With `--pvalues`: each score's conformal p-values and Benjamini–Hochberg discoveries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pvalues: Option<OutlierTests>,
+}
+
+/// Each score's outlier test of the tested in-distribution half and the OOD rows against the
+/// calibration half of the in-distribution rows.
+#[derive(Debug, Serialize)]
+struct OutlierTests {
+    seed: u64,
+    msp: OutlierTest,
+    max_logit: OutlierTest,
+    energy: OutlierTest,
 }
 
 /// The paired differences of each score.
@@ -48,6 +65,9 @@ type ScoreFn<'s> = &'s dyn Fn(&Logits) -> Result<Vec<f64>, OodError>;
 pub fn run(args: &OodArgs) -> Result<(), String> {
     let temperature = args.temperature;
     crate::check_temperature(temperature)?;
+    if args.pvalues {
+        ood_pvalues::check_fdr_level(args.fdr).map_err(|e| format!("--fdr: {e}"))?;
+    }
     let in_distribution = input::read_logits(&args.id_logits).map_err(|e| e.to_string())?;
     let out_of_distribution = input::read_logits(&args.ood_logits).map_err(|e| e.to_string())?;
     if out_of_distribution.num_classes != in_distribution.num_classes {
@@ -122,6 +142,34 @@ pub fn run(args: &OodArgs) -> Result<(), String> {
         }
         _ => None,
     };
+    let pvalues = if args.pvalues {
+        let (calibration_rows, tested_rows) = data::seeded_split(id_view.len(), 0.5, args.seed);
+        if calibration_rows.is_empty() || tested_rows.is_empty() {
+            return Err(format!(
+                "{}: --pvalues needs at least 2 in-distribution rows, one to calibrate and one to test",
+                args.id_logits.display()
+            ));
+        }
+        let test = |name: &str, score: ScoreFn| -> Result<OutlierTest, String> {
+            let id_scores = scored(name, score, &id_view)?;
+            let pick = |rows: &[usize]| rows.iter().map(|&i| id_scores[i]).collect::<Vec<f64>>();
+            ood_pvalues::outlier_test(
+                &pick(&calibration_rows),
+                &pick(&tested_rows),
+                &scored(name, score, &ood_view)?,
+                args.fdr,
+            )
+            .map_err(|e| format!("--pvalues: {name}: {e}"))
+        };
+        Some(OutlierTests {
+            seed: args.seed,
+            msp: test("msp", msp)?,
+            max_logit: test("max_logit", max_logit)?,
+            energy: test("energy", energy)?,
+        })
+    } else {
+        None
+    };
     let report = OodReport {
         temperature,
         n_id: in_distribution.rows(),
@@ -130,6 +178,7 @@ pub fn run(args: &OodArgs) -> Result<(), String> {
         max_logit: metrics("max_logit", max_logit)?,
         energy: metrics("energy", energy)?,
         difference,
+        pvalues,
     };
     if args.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -179,6 +228,35 @@ fn table(report: &OodReport, num_classes: usize) -> String {
                 format!("{:+.4} [{:+.4}, {:+.4}]", i.estimate, i.lower, i.upper)
             };
             out += &format!("{name:<12}{:>28}{:>28}\n", cell(&d.fpr95), cell(&d.auroc));
+        }
+    }
+    if let Some(tests) = &report.pvalues {
+        let first = &tests.msp;
+        out += &format!(
+            "\nconformal p-values against {} in-distribution rows (seed {}), {} in-distribution \
+             and {} OOD rows tested;\nBenjamini-Hochberg at false discovery rate {}\n",
+            first.n_calibration,
+            tests.seed,
+            first.n_in_distribution,
+            first.n_out_of_distribution,
+            first.fdr_level
+        );
+        out += &format!(
+            "{:<12}{:>12}{:>8}{:>10}{:>10}\n",
+            "score", "discoveries", "false", "fdp", "power"
+        );
+        for (name, test) in [
+            ("msp", &tests.msp),
+            ("max_logit", &tests.max_logit),
+            ("energy", &tests.energy),
+        ] {
+            out += &format!(
+                "{name:<12}{:>12}{:>8}{:>10.4}{:>10.4}\n",
+                test.discoveries,
+                test.false_discoveries,
+                test.false_discovery_proportion,
+                test.power
+            );
         }
     }
     out

@@ -6,11 +6,12 @@ use std::path::Path;
 
 use calibra::bootstrap::{self, BootstrapSettings, MetricInterval, MetricIntervals};
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
-use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
+use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
 use calibra::page::serde_name;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
+use calibra::selective::{self, SelectiveReport};
 use calibra::sentences;
 use calibra::smooth_calibration;
 use serde::Serialize;
@@ -41,6 +42,16 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_scaling: Option<VectorScaling>,
     conformal: ConformalSummary,
+    /// With `--aci-gamma GAMMA`: adaptive conformal inference over the test rows in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aci: Option<AdaptiveSummary>,
+    /// With `--worst-slab`: worst-slab coverage and CovGap, each with its noise floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conditional_coverage: Option<ConditionalCoverage>,
+    /// With `--selective RISK`: the conformal risk control threshold fitted on the calibration
+    /// part and applied to the test part, at the scaled temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    selective: Option<SelectiveReport>,
 }
 
 /// The test part's metrics at one temperature: those of `calibration::evaluate`, and smECE
@@ -67,6 +78,16 @@ struct ConformalSummary {
     k_reg: Option<usize>,
     #[serde(flatten)]
     threshold: Threshold,
+    /// With `--pac EPS,DELTA`: `q̂` is the `pac_k`-th smallest calibration score, whose
+    /// coverage is at least `1 − alpha` (`alpha` = EPS) with probability at least
+    /// `1 − pac_delta` over calibration parts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pac_k: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pac_delta: Option<f64>,
+    /// With `--clustered`: the clusters behind `qhat_per_class`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clusters: Option<Clusters>,
     coverage: f64,
     /// With `--bootstrap`: coverage's 95% bootstrap interval over the test part
     /// (`bootstrap::proportion_interval`), as the page shows it.
@@ -78,6 +99,46 @@ struct ConformalSummary {
     empty_rate: f64,
     covgap: f64,
     per_class_coverage: Vec<Option<f64>>,
+}
+
+/// Adaptive conformal inference over the test rows as a stream: coverage and set size beside
+/// fixed split conformal's on the same stream, the bound on the long-run miscoverage, and the
+/// last level `α_t`.
+#[derive(Debug, Serialize)]
+struct AdaptiveSummary {
+    gamma: f64,
+    coverage: f64,
+    average_set_size: f64,
+    miscoverage_bound: f64,
+    fixed_coverage: f64,
+    fixed_average_set_size: f64,
+    final_alpha: f64,
+}
+
+/// Conditional coverage of the conformal sets on the test part, each measure beside the value a
+/// method with exact conditional coverage shows on average at these sizes.
+#[derive(Debug, Serialize)]
+struct ConditionalCoverage {
+    /// The share of the test rows a slab must hold.
+    delta: f64,
+    /// Directions searched.
+    directions: usize,
+    worst_slab_coverage: f64,
+    /// Test rows in the worst slab.
+    worst_slab_rows: usize,
+    worst_slab_noise_floor: f64,
+    covgap: f64,
+    /// CovGap of exact class-conditional coverage at these class sizes.
+    covgap_noise_floor: f64,
+}
+
+/// Clustered conformal prediction's choices: clusters asked for, calibration rows spent on
+/// clustering, and each class's cluster (`null`: the null cluster, which uses the marginal q̂).
+#[derive(Debug, Serialize)]
+struct Clusters {
+    clusters: usize,
+    clustering_rows: usize,
+    cluster_of_class: Vec<Option<usize>>,
 }
 
 /// The conformal threshold(s), written as `"qhat": q̂` or `"qhat_per_class": [q̂_0, …]`.
@@ -113,8 +174,31 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     let score = score(args)?;
     check_options(args)?;
     let parts = read_parts(args)?;
-    // The CLI refuses an infinite threshold: the calibration part must be large enough for α.
-    conformal::finite_quantile_rank(parts.calibration_labels.len(), args.alpha).map_err(|e| {
+    // `--pac EPS,DELTA` sets α = EPS.
+    let alpha = args.pac.map_or(args.alpha, |levels| levels.epsilon);
+    let rule = match args.pac {
+        Some(levels) => ThresholdRule::TrainingConditional {
+            delta: levels.delta,
+        },
+        None => match args.clustered {
+            Some(clusters) => ThresholdRule::Clustered {
+                clusters,
+                seed: args.seed,
+            },
+            None if args.mondrian => ThresholdRule::ClassConditional,
+            None => ThresholdRule::Marginal,
+        },
+    };
+    // The CLI refuses an infinite threshold: the calibration part must be large enough for α
+    // (or for the training-conditional guarantee).
+    let n_calibration = parts.calibration_labels.len();
+    let pac_k = match args.pac {
+        Some(levels) => {
+            conformal::pac::pac_rank(n_calibration, levels.epsilon, levels.delta).map(Some)
+        }
+        None => conformal::finite_quantile_rank(n_calibration, alpha).map(|_| None),
+    }
+    .map_err(|e| {
         let part = if args.test_logits.is_some() {
             ""
         } else {
@@ -186,13 +270,41 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         &parts.test_labels,
         num_classes,
         &score,
-        args.alpha,
-        args.mondrian,
+        alpha,
+        rule,
         &parts.calibration_uniforms,
         &parts.test_uniforms,
     )
     .map_err(|e| e.to_string())?;
-    let threshold = if args.mondrian {
+    // The calibration part's true-label scores, for what is computed beside the sets.
+    let calibration_scores = conformal::true_label_scores(
+        &calibration_probabilities,
+        &parts.calibration_labels,
+        num_classes,
+        &score,
+        &parts.calibration_uniforms,
+    )
+    .map_err(|e| e.to_string())?;
+    let clusters = match rule {
+        ThresholdRule::Clustered { clusters, seed } => {
+            let found = conformal::clustered::clustered_thresholds(
+                &calibration_scores,
+                &parts.calibration_labels,
+                num_classes,
+                alpha,
+                clusters,
+                seed,
+            )
+            .map_err(|e| e.to_string())?;
+            Some(Clusters {
+                clusters: found.clusters,
+                clustering_rows: found.clustering_rows,
+                cluster_of_class: found.cluster_of_class,
+            })
+        }
+        _ => None,
+    };
+    let threshold = if args.mondrian || clusters.is_some() {
         Threshold::PerClass(
             conformal_report
                 .qhat
@@ -203,7 +315,75 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     } else {
         Threshold::Marginal(conformal_report.qhat[0])
     };
+    let aci = args
+        .aci_gamma
+        .map(|gamma| -> Result<AdaptiveSummary, String> {
+            let stream_scores = conformal::all_label_scores(
+                &test_probabilities,
+                num_classes,
+                &score,
+                &parts.test_uniforms,
+            )
+            .map_err(|e| e.to_string())?;
+            let run = conformal::adaptive::adaptive_conformal(
+                &calibration_scores,
+                &stream_scores,
+                &parts.test_labels,
+                num_classes,
+                alpha,
+                gamma,
+            )
+            .map_err(|e| format!("--aci-gamma: {e}"))?;
+            Ok(AdaptiveSummary {
+                gamma,
+                coverage: run.coverage,
+                average_set_size: run.average_set_size,
+                miscoverage_bound: run.miscoverage_bound,
+                fixed_coverage: run.fixed_coverage,
+                fixed_average_set_size: run.fixed_average_set_size,
+                final_alpha: run.steps.last().map_or(alpha, |step| step.alpha),
+            })
+        })
+        .transpose()?;
+    let conditional_coverage = args
+        .worst_slab
+        .then(|| {
+            conditional_coverage(
+                &parts,
+                &conformal_report.sets,
+                alpha,
+                conformal_report.metrics.covgap,
+                args.seed,
+            )
+        })
+        .transpose()?;
     let metrics = conformal_report.metrics;
+    let selective = args
+        .selective
+        .map(|risk_level| -> Result<SelectiveReport, String> {
+            let needed = conformal::minimum_calibration_rows(risk_level)
+                .map_err(|e| format!("--selective: {e}"))?;
+            if n_calibration < needed {
+                return Err(format!(
+                    "{}: {n_calibration} calibration rows are too few for --selective \
+                     {risk_level}: a threshold that answers anything needs at least {needed}",
+                    args.logits.display()
+                ));
+            }
+            let (calibration_confidence, calibration_correct) =
+                calibration::confidences(&calibration, &parts.calibration_labels, temperature)
+                    .map_err(|e| e.to_string())?;
+            let (test_confidence, test_correct) =
+                calibration::confidences(&test, &parts.test_labels, temperature)
+                    .map_err(|e| e.to_string())?;
+            selective::selective_report(
+                (&calibration_confidence, &calibration_correct),
+                (&test_confidence, &test_correct),
+                risk_level,
+            )
+            .map_err(|e| format!("--selective: {e}"))
+        })
+        .transpose()?;
     let (lambda, k_reg) = match score {
         Score::Raps { lambda, k_reg, .. } => (Some(lambda), Some(k_reg)),
         Score::Saps { lambda, .. } => (Some(lambda), None),
@@ -223,11 +403,14 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         vector_scaling,
         conformal: ConformalSummary {
             score: score.name(),
-            alpha: args.alpha,
+            alpha,
             randomized: score.is_randomized(),
             lambda,
             k_reg,
             threshold,
+            pac_k,
+            pac_delta: args.pac.map(|levels| levels.delta),
+            clusters,
             coverage: metrics.coverage,
             coverage_interval: args
                 .bootstrap
@@ -247,6 +430,9 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             covgap: metrics.covgap,
             per_class_coverage: metrics.per_class_coverage,
         },
+        aci,
+        conditional_coverage,
+        selective,
     };
     if args.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
@@ -255,12 +441,59 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         let rows_per_class = RowsPerClass {
             calibration: count_per_class(&parts.calibration_labels, num_classes),
             test: count_per_class(&parts.test_labels, num_classes),
-            needed: conformal::minimum_calibration_rows(args.alpha)
+            needed: conformal::minimum_calibration_rows(alpha)
                 .map_err(|e| format!("--alpha: {e}"))?,
         };
         print!("{}", table(&report, &rows_per_class));
     }
     Ok(())
+}
+
+/// Worst-slab coverage of `sets` over slabs of the test logits, CovGap, and their noise floors.
+fn conditional_coverage(
+    parts: &Parts,
+    sets: &conformal::PredictionSets,
+    alpha: f64,
+    covgap: f64,
+    seed: u64,
+) -> Result<ConditionalCoverage, String> {
+    use conformal::worst_slab::{self, DELTA, DIRECTIONS, FLOOR_REPETITIONS};
+    let num_classes = parts.test.num_classes;
+    let covered: Vec<bool> = (0..)
+        .zip(&parts.test_labels)
+        .map(|(row, &label)| sets.contains(row, label))
+        .collect();
+    let directions = worst_slab::random_directions(DIRECTIONS, num_classes, seed);
+    let features = &parts.test.values;
+    let failed = |e: conformal::ConformalError| format!("--worst-slab: {e}");
+    let worst =
+        worst_slab::worst_slab_coverage(features, num_classes, &covered, &directions, DELTA)
+            .map_err(failed)?;
+    let floor = worst_slab::worst_slab_noise_floor(
+        features,
+        num_classes,
+        &directions,
+        DELTA,
+        alpha,
+        FLOOR_REPETITIONS,
+        seed,
+    )
+    .map_err(failed)?;
+    let covgap_noise_floor = conformal::covgap_of_exact_mondrian(
+        &count_per_class(&parts.calibration_labels, num_classes),
+        &count_per_class(&parts.test_labels, num_classes),
+        alpha,
+    )
+    .map_err(failed)?;
+    Ok(ConditionalCoverage {
+        delta: DELTA,
+        directions: DIRECTIONS,
+        worst_slab_coverage: worst.coverage,
+        worst_slab_rows: worst.count,
+        worst_slab_noise_floor: floor,
+        covgap,
+        covgap_noise_floor,
+    })
 }
 
 /// The `--method` recalibration (temperature scaling at `temperature`, fitted or given),
@@ -294,6 +527,11 @@ fn recalibrate(
 /// Checks the option values that do not depend on the data, before any file is read.
 fn check_options(args: &ReportArgs) -> Result<(), String> {
     conformal::minimum_calibration_rows(args.alpha).map_err(|e| format!("--alpha: {e}"))?;
+    if let Some(risk_level) = args.selective {
+        conformal::minimum_calibration_rows(risk_level).map_err(|_| {
+            format!("--selective: {risk_level} is not a risk level strictly between 0 and 1")
+        })?;
+    }
     if let Some(temperature) = args.temperature {
         crate::check_temperature(temperature)?;
         if args.method != Method::Temperature {
@@ -476,13 +714,24 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         c.score,
         if c.randomized { " (randomized)" } else { "" },
         c.alpha,
-        match c.threshold {
-            Threshold::Marginal(_) => "",
-            Threshold::PerClass(_) => ", Mondrian (one qhat per class)",
+        match (&c.threshold, c.pac_delta) {
+            (Threshold::PerClass(_), _) if c.clusters.is_some() => {
+                ", clustered (one qhat per cluster of classes)".to_string()
+            }
+            (Threshold::PerClass(_), _) => ", Mondrian (one qhat per class)".to_string(),
+            (Threshold::Marginal(_), Some(delta)) => format!(
+                ", training-conditional (coverage >= {} with probability >= {})",
+                1.0 - c.alpha,
+                1.0 - delta
+            ),
+            (Threshold::Marginal(_), None) => String::new(),
         }
     );
     if let Threshold::Marginal(qhat) = c.threshold {
         out += &format!("{:<20}{qhat:>10.4}\n", "qhat");
+    }
+    if let Some(k) = c.pac_k {
+        out += &format!("{:<20}{k:>10}\n", "pac_k");
     }
     for (name, value) in [
         ("coverage", c.coverage),
@@ -500,6 +749,77 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
     }
     if let Threshold::PerClass(qhats) = &c.threshold {
         out += &per_class_table(qhats, &c.per_class_coverage, rows_per_class);
+    }
+    if let Some(clusters) = &c.clusters {
+        let each: Vec<String> = clusters
+            .cluster_of_class
+            .iter()
+            .map(|cluster| cluster.map_or("-".to_string(), |k| k.to_string()))
+            .collect();
+        out += &format!(
+            "{} clusters asked, {} calibration rows spent on clustering; cluster of each class \
+             (-: none, the marginal qhat): {}\n",
+            clusters.clusters,
+            clusters.clustering_rows,
+            each.join(" ")
+        );
+    }
+    if let Some(a) = &report.aci {
+        out += &format!(
+            "\nadaptive conformal inference over the test rows in order, gamma {}\n{:<24}{:>10}{:>10}\n",
+            a.gamma, "", "adaptive", "fixed"
+        );
+        out += &format!(
+            "{:<24}{:>10.4}{:>10.4}\n",
+            "coverage", a.coverage, a.fixed_coverage
+        );
+        out += &format!(
+            "{:<24}{:>10.4}{:>10.4}\n",
+            "average_set_size", a.average_set_size, a.fixed_average_set_size
+        );
+        out += &format!(
+            "|miscoverage - alpha| <= {:.4} whatever the order; last alpha_t {:.4}\n",
+            a.miscoverage_bound, a.final_alpha
+        );
+    }
+    if let Some(w) = &report.conditional_coverage {
+        out += &format!(
+            "\nconditional coverage (noise floor: a method with exact conditional coverage)\n\
+             {:<32}{:>10}{:>14}\n",
+            "measure", "value", "noise floor"
+        );
+        out += &format!(
+            "{:<32}{:>10.4}{:>14.4}\n",
+            format!("worst-slab coverage ({} rows)", w.worst_slab_rows),
+            w.worst_slab_coverage,
+            w.worst_slab_noise_floor
+        );
+        out += &format!(
+            "{:<28}{:>10.4}{:>14.4}\n",
+            "covgap", w.covgap, w.covgap_noise_floor
+        );
+    }
+    if let Some(s) = &report.selective {
+        out += &format!(
+            "\nselective classification, conformal risk control at risk level {}\n",
+            s.risk_level
+        );
+        let threshold = if s.threshold.is_finite() {
+            format!("{:.4}", s.threshold)
+        } else {
+            "none".to_string()
+        };
+        out += &format!("{:<20}{threshold:>10}\n", "threshold");
+        let risk = s
+            .selective_risk
+            .map_or("-".to_string(), |r| format!("{r:.4}"));
+        out += &format!("{:<20}{:>10.4}\n", "coverage", s.coverage);
+        out += &format!("{:<20}{risk:>10}\n", "selective_risk");
+        out += &format!(
+            "{:<20}{:>10.4}\n",
+            "answered_error_rate", s.answered_error_rate
+        );
+        out += &format!("{:<20}{:>10.4}\n", "aurc", s.aurc);
     }
     out
 }

@@ -1,0 +1,186 @@
+//! Conformal p-values for out-of-distribution detection, and the Benjamini–Hochberg procedure
+//! that turns a batch of them into discoveries with a controlled false discovery rate.
+//!
+//! # Conformal p-values
+//!
+//! An OOD score (higher = more in-distribution, `ood.rs`) of `n` held-out in-distribution
+//! inputs, `c_1, …, c_n`, calibrates the score `t` of a tested input:
+//!
+//! ```text
+//! p(t) = (1 + #{ i : c_i ≤ t }) / (n + 1).
+//! ```
+//!
+//! A small `p` says that few in-distribution inputs score as low. If the tested input is
+//! in-distribution (exchangeable with the calibration inputs), `P(p ≤ u) ≤ u` for every `u`
+//! (the p-value is valid, ties included). This is crepes' non-smoothed p-value
+//! (`ConformalClassifier.predict_p(…, smoothing=False)`) with the nonconformity `−t`.
+//!
+//! # Benjamini–Hochberg
+//!
+//! With `m` p-values sorted, `p_(1) ≤ … ≤ p_(m)`, the procedure finds the largest `i` with
+//! `p_(i) ≤ (i/m)·q` and declares the `i` inputs with the smallest p-values out of distribution
+//! (every p-value `≤ p_(i)`; none when no `i` qualifies). The product `(i/m)·q` is computed in
+//! that order, as statsmodels' `multipletests(…, method="fdr_bh")` does, so the two agree at
+//! equality. Conformal p-values that share one calibration set are positively dependent
+//! (PRDS), and BH on them keeps the false discovery rate, the expected share of
+//! in-distribution inputs among the discoveries, at most `q` (Bates et al. 2023).
+//!
+//! # Sources
+//!
+//! - S. Bates, E. Candès, L. Lei, Y. Romano, M. Sesia, "Testing for outliers with conformal
+//!   p-values", Annals of Statistics 2023.
+//! - Y. Benjamini, Y. Hochberg, "Controlling the false discovery rate: a practical and powerful
+//!   approach to multiple testing", JRSS B 1995.
+//!
+//! Every definition, with its source: docs/definitions.md
+
+use serde::Serialize;
+
+use crate::ood::{check_scores, OodError, ScoreSet};
+
+/// The conformal p-value of every `tested` score against the `calibration` scores (both higher
+/// = more in-distribution). `O((n + m) log n)`.
+///
+/// # Errors
+/// [`OodError::EmptyScores`] or [`OodError::NanScore`] for the calibration set
+/// ([`ScoreSet::Calibration`]), and [`OodError::NanScore`] for a NaN tested score
+/// ([`ScoreSet::InDistribution`], the set being tested).
+pub fn conformal_pvalues(calibration: &[f64], tested: &[f64]) -> Result<Vec<f64>, OodError> {
+    check_scores(calibration, ScoreSet::Calibration)?;
+    if let Some(index) = tested.iter().position(|t| t.is_nan()) {
+        return Err(OodError::NanScore {
+            set: ScoreSet::InDistribution,
+            index,
+        });
+    }
+    let mut sorted = calibration.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let denominator = (sorted.len() + 1) as f64;
+    Ok(tested
+        .iter()
+        .map(|&t| (1 + sorted.partition_point(|&c| c <= t)) as f64 / denominator)
+        .collect())
+}
+
+/// Which inputs Benjamini–Hochberg declares out of distribution.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Discoveries {
+    /// Whether each input (in the order of the p-values) is a discovery.
+    pub rejected: Vec<bool>,
+    /// How many are.
+    pub count: usize,
+    /// The largest p-value declared a discovery, `p_(i)`; `None` when there is none.
+    pub largest_rejected_pvalue: Option<f64>,
+}
+
+/// Checks a false discovery rate level `q ∈ (0, 1)`.
+///
+/// # Errors
+/// [`OodError::InvalidFdrLevel`] otherwise.
+pub fn check_fdr_level(level: f64) -> Result<(), OodError> {
+    if level > 0.0 && level < 1.0 {
+        Ok(())
+    } else {
+        Err(OodError::InvalidFdrLevel(level))
+    }
+}
+
+/// The Benjamini–Hochberg procedure at level `q` on `pvalues` (module docs).
+///
+/// # Errors
+/// [`OodError::InvalidFdrLevel`] unless `0 < q < 1`; [`OodError::EmptyScores`] for no p-values
+/// and [`OodError::NanScore`] for a NaN one (both [`ScoreSet::InDistribution`]).
+pub fn benjamini_hochberg(pvalues: &[f64], level: f64) -> Result<Discoveries, OodError> {
+    check_fdr_level(level)?;
+    check_scores(pvalues, ScoreSet::InDistribution)?;
+    let mut sorted = pvalues.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let m = sorted.len() as f64;
+    let largest_rejected_pvalue = sorted
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|&(index, &p)| p <= (index + 1) as f64 / m * level)
+        .map(|(_, &p)| p);
+    let rejected: Vec<bool> = pvalues
+        .iter()
+        .map(|&p| largest_rejected_pvalue.is_some_and(|cutoff| p <= cutoff))
+        .collect();
+    Ok(Discoveries {
+        count: rejected.iter().filter(|&&r| r).count(),
+        rejected,
+        largest_rejected_pvalue,
+    })
+}
+
+/// A batch of in-distribution and OOD inputs tested against held-out in-distribution scores:
+/// what BH declares, and how it did, since which inputs are OOD is known here.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutlierTest {
+    /// The level `q`.
+    pub fdr_level: f64,
+    pub n_calibration: usize,
+    /// In-distribution inputs in the batch (the nulls).
+    pub n_in_distribution: usize,
+    /// OOD inputs in the batch.
+    pub n_out_of_distribution: usize,
+    /// Inputs declared OOD.
+    pub discoveries: usize,
+    /// In-distribution inputs declared OOD.
+    pub false_discoveries: usize,
+    /// `false_discoveries / max(discoveries, 1)`: the realised false discovery proportion.
+    pub false_discovery_proportion: f64,
+    /// Share of the OOD inputs declared OOD.
+    pub power: f64,
+    /// The largest p-value declared a discovery (`None`: no discovery).
+    pub largest_rejected_pvalue: Option<f64>,
+    /// The p-value of each in-distribution input of the batch, in its order.
+    pub in_distribution_pvalues: Vec<f64>,
+    /// The p-value of each OOD input, in its order.
+    pub out_of_distribution_pvalues: Vec<f64>,
+}
+
+/// Conformal p-values of the `in_distribution` and `out_of_distribution` scores against the
+/// `calibration` scores, then Benjamini–Hochberg at `level` over the whole batch.
+///
+/// # Errors
+/// As [`conformal_pvalues`] and [`benjamini_hochberg`]; [`OodError::EmptyScores`] for an empty
+/// batch part.
+pub fn outlier_test(
+    calibration: &[f64],
+    in_distribution: &[f64],
+    out_of_distribution: &[f64],
+    level: f64,
+) -> Result<OutlierTest, OodError> {
+    check_fdr_level(level)?;
+    check_scores(in_distribution, ScoreSet::InDistribution)?;
+    check_scores(out_of_distribution, ScoreSet::OutOfDistribution)?;
+    let in_distribution_pvalues = conformal_pvalues(calibration, in_distribution)?;
+    let out_of_distribution_pvalues = conformal_pvalues(calibration, out_of_distribution)?;
+    let batch = [
+        in_distribution_pvalues.as_slice(),
+        &out_of_distribution_pvalues,
+    ]
+    .concat();
+    let discoveries = benjamini_hochberg(&batch, level)?;
+    let (nulls, outliers) = discoveries.rejected.split_at(in_distribution.len());
+    let false_discoveries = nulls.iter().filter(|&&r| r).count();
+    let true_discoveries = outliers.iter().filter(|&&r| r).count();
+    Ok(OutlierTest {
+        fdr_level: level,
+        n_calibration: calibration.len(),
+        n_in_distribution: in_distribution.len(),
+        n_out_of_distribution: out_of_distribution.len(),
+        discoveries: discoveries.count,
+        false_discoveries,
+        false_discovery_proportion: false_discoveries as f64 / discoveries.count.max(1) as f64,
+        power: true_discoveries as f64 / out_of_distribution.len() as f64,
+        largest_rejected_pvalue: discoveries.largest_rejected_pvalue,
+        in_distribution_pvalues,
+        out_of_distribution_pvalues,
+    })
+}
+
+#[cfg(test)]
+#[path = "ood_pvalues_tests.rs"]
+mod tests;

@@ -1,0 +1,163 @@
+//! Unit tests of `ood_pvalues.rs`: hand-worked cases, crepes' p-values and statsmodels'
+//! Benjamini–Hochberg (`scripts/conformal-reference.py`, fixture
+//! `tests/fixtures/conformal/ood-pvalues.json`), and the false discovery rate over 1,000
+//! seeded batches whose nulls are planted.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde::Deserialize;
+
+use super::*;
+
+/// crepes' p-values are counts over `n + 1` in float64, as here: equal but for the last bit.
+const LIBRARY_TOLERANCE: f64 = 1e-12;
+/// Statistical checks allow this many standard errors.
+const STANDARD_ERRORS: f64 = 3.0;
+
+#[derive(Deserialize)]
+struct Reference {
+    calibration: Vec<f64>,
+    tested: Vec<f64>,
+    pvalues: Vec<f64>,
+    benjamini_hochberg: Vec<Rejections>,
+}
+
+#[derive(Deserialize)]
+struct Rejections {
+    level: f64,
+    rejected: Vec<bool>,
+}
+
+#[test]
+fn pvalues_and_rejections_equal_crepes_and_statsmodels() {
+    let reference: Reference =
+        serde_json::from_str(include_str!("../tests/fixtures/conformal/ood-pvalues.json")).unwrap();
+    let pvalues = conformal_pvalues(&reference.calibration, &reference.tested).unwrap();
+    assert_eq!(pvalues.len(), reference.pvalues.len());
+    for (index, (p, expected)) in pvalues.iter().zip(&reference.pvalues).enumerate() {
+        assert!(
+            (p - expected).abs() <= LIBRARY_TOLERANCE,
+            "row {index}: {p} against crepes' {expected}"
+        );
+    }
+    for case in &reference.benjamini_hochberg {
+        let discoveries = benjamini_hochberg(&pvalues, case.level).unwrap();
+        assert_eq!(discoveries.rejected, case.rejected, "q = {}", case.level);
+        assert!(discoveries.count > 0);
+    }
+}
+
+#[test]
+fn pvalues_count_the_calibration_scores_at_or_below() {
+    let pvalues = conformal_pvalues(&[3.0, 1.0, 2.0], &[0.0, 2.0, 5.0, 1.0]).unwrap();
+    assert_eq!(pvalues, [0.25, 0.75, 1.0, 0.5]);
+}
+
+#[test]
+fn benjamini_hochberg_steps_up_to_the_largest_qualifying_rank() {
+    // q = 0.1, m = 4: 0.01 ≤ 0.025, 0.03 ≤ 0.05, 0.04 ≤ 0.075, 0.5 > 0.1.
+    let found = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.5], 0.1).unwrap();
+    assert_eq!(found.rejected, [true, true, true, false]);
+    assert_eq!(found.count, 3);
+    assert_eq!(found.largest_rejected_pvalue, Some(0.04));
+    // m = 3: 0.04 > 0.033 fails at rank 1, but 0.06 ≤ 0.067 at rank 2 rejects both.
+    let stepped = benjamini_hochberg(&[0.5, 0.06, 0.04], 0.1).unwrap();
+    assert_eq!(stepped.rejected, [false, true, true]);
+    let none = benjamini_hochberg(&[0.2, 0.3], 0.1).unwrap();
+    assert_eq!((none.count, none.largest_rejected_pvalue), (0, None));
+}
+
+#[test]
+fn bad_input_is_refused() {
+    for level in [0.0, 1.0, -0.1, f64::NAN] {
+        assert!(matches!(
+            benjamini_hochberg(&[0.5], level),
+            Err(OodError::InvalidFdrLevel(_))
+        ));
+    }
+    assert_eq!(
+        conformal_pvalues(&[], &[1.0]),
+        Err(OodError::EmptyScores(ScoreSet::Calibration))
+    );
+    assert_eq!(
+        conformal_pvalues(&[1.0, f64::NAN], &[1.0]),
+        Err(OodError::NanScore {
+            set: ScoreSet::Calibration,
+            index: 1
+        })
+    );
+    assert_eq!(
+        outlier_test(&[1.0], &[1.0], &[], 0.1),
+        Err(OodError::EmptyScores(ScoreSet::OutOfDistribution))
+    );
+}
+
+/// One seeded batch: `n` calibration and `nulls` tested scores from N(0, 1), `outliers` tested
+/// scores from N(−3, 1) (lower = more OOD); the outlier test at `level`.
+fn planted_batch(
+    rng: &mut ChaCha8Rng,
+    n: usize,
+    nulls: usize,
+    outliers: usize,
+    level: f64,
+) -> OutlierTest {
+    let null = Normal::new(0.0, 1.0).unwrap();
+    let shifted = Normal::new(-3.0, 1.0).unwrap();
+    let calibration: Vec<f64> = (0..n).map(|_| null.sample(rng)).collect();
+    let in_distribution: Vec<f64> = (0..nulls).map(|_| null.sample(rng)).collect();
+    let out_of_distribution: Vec<f64> = (0..outliers).map(|_| shifted.sample(rng)).collect();
+    outlier_test(&calibration, &in_distribution, &out_of_distribution, level).unwrap()
+}
+
+#[test]
+fn the_false_discovery_rate_stays_below_the_level_on_planted_nulls() {
+    const BATCHES: usize = 1000;
+    const LEVEL: f64 = 0.1;
+    let mut rng = ChaCha8Rng::seed_from_u64(1995);
+    let proportions: Vec<f64> = (0..BATCHES)
+        .map(|_| planted_batch(&mut rng, 200, 180, 20, LEVEL))
+        .map(|test| {
+            assert!(test.power >= 0.0 && test.discoveries >= test.false_discoveries);
+            test.false_discovery_proportion
+        })
+        .collect();
+    let mean = proportions.iter().sum::<f64>() / BATCHES as f64;
+    let variance =
+        proportions.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (BATCHES - 1) as f64;
+    let standard_error = (variance / BATCHES as f64).sqrt();
+    assert!(
+        mean <= LEVEL + STANDARD_ERRORS * standard_error,
+        "FDR {mean} above q = {LEVEL} (standard error {standard_error})"
+    );
+    // Not vacuous: BH on these p-values has power.
+    let power: f64 = (0..100)
+        .map(|_| planted_batch(&mut rng, 200, 180, 20, LEVEL).power)
+        .sum::<f64>()
+        / 100.0;
+    assert!(power > 0.3, "power {power}");
+}
+
+#[test]
+fn with_only_nulls_any_discovery_is_rarer_than_the_level() {
+    // With every tested input in distribution the FDR is the chance of any discovery.
+    const BATCHES: usize = 1000;
+    const LEVEL: f64 = 0.1;
+    let mut rng = ChaCha8Rng::seed_from_u64(2023);
+    let null = Normal::new(0.0, 1.0).unwrap();
+    let mut draw =
+        |count: usize| -> Vec<f64> { (0..count).map(|_| null.sample(&mut rng)).collect() };
+    let any = (0..BATCHES)
+        .filter(|_| {
+            let calibration = draw(200);
+            let pvalues = conformal_pvalues(&calibration, &draw(100)).unwrap();
+            benjamini_hochberg(&pvalues, LEVEL).unwrap().count > 0
+        })
+        .count() as f64
+        / BATCHES as f64;
+    let allowance = STANDARD_ERRORS * (LEVEL * (1.0 - LEVEL) / BATCHES as f64).sqrt();
+    assert!(
+        any <= LEVEL + allowance,
+        "{any} of batches with a false discovery"
+    );
+}
