@@ -594,3 +594,32 @@ fn the_reliability_summary_names_the_bin_with_the_largest_gap() {
          accuracy 75.0%, overconfident by 15.0 points."
     );
 }
+
+#[test]
+fn the_paper_lesson_says_which_network_lets_fewer_through_and_never_more_than_the_numbers() {
+    let row = |chosen_fpr95, cross_entropy_fpr95| PaperFigures {
+        set: "MNIST digits",
+        score: "MSP",
+        chosen_fpr95,
+        cross_entropy_fpr95,
+    };
+    let text = paper_lesson("LogitNorm τ = 0.1", &[row(0.3, 0.6), row(0.7, 0.6)]);
+    assert!(
+        text.contains(
+            "LogitNorm τ = 0.1 lets fewer of them through than cross-entropy (30.0% against 60.0%)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("lets more of them through than cross-entropy (70.0% against 60.0%)"),
+        "{text}"
+    );
+    assert!(text.contains("single training runs"), "{text}");
+    assert_eq!(paper_lesson("x", &[]), "");
+    let selection = paper_selection(0.1, &[(1.0, 0.5), (0.1, 0.25)]);
+    assert_eq!(
+        selection,
+        "Tuned as the paper tunes it, on Gaussian noise (the lowest FPR95 of MSP at T = 1), τ = \
+         0.1 is picked here (τ = 0.1: 25.0%, τ = 1: 50.0%)."
+    );
+}

@@ -11,6 +11,7 @@ pub mod figure;
 mod ood;
 pub mod own_image;
 pub mod own_logits;
+mod paper_protocol;
 mod readouts;
 mod shift;
 mod state;
@@ -273,6 +274,13 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             frame.readouts.drawn.push("ood");
         }
         frame.ood = ood.charts;
+        let paper = paper_protocol::render(lab, store, state)?;
+        frame.readouts.patches.extend(paper.patches);
+        for job in paper.needs {
+            if !frame.readouts.needs.contains(&job) {
+                frame.readouts.needs.push(job);
+            }
+        }
     }
     if let (true, Some(shifts)) = (visible.shift, shifts) {
         let shift = shift::render(lab, shifts, state)?;

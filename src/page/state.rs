@@ -270,6 +270,8 @@ pub struct PageState {
     pub severity: u8,
     /// The shift lab refits T and q̂ on the corrupted calibration half.
     pub recalibrate: bool,
+    /// The LogitNorm lab shows the paper's protocol beside its own settings.
+    pub paper: bool,
     /// The whole page, or one figure alone (the embed view).
     pub embed: Embed,
     /// Presentation mode: the embed view in large type, one figure a screen, the keyboard
@@ -299,6 +301,7 @@ impl Default for PageState {
             shift: Corruption::Rotation,
             severity: 3,
             recalibrate: false,
+            paper: false,
             embed: Embed::None,
             present: false,
         }
@@ -380,7 +383,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 21] = [
+pub const FIELDS: [Field; 22] = [
     Field {
         key: "model",
         label: "model",
@@ -500,6 +503,12 @@ pub const FIELDS: [Field; 21] = [
         key: "recalibrate",
         label: "recalibrate on shifted data",
         control: Some("recalibrate"),
+        kind: FieldKind::Flag,
+    },
+    Field {
+        key: "paper",
+        label: "paper protocol",
+        control: Some("paper-protocol"),
         kind: FieldKind::Flag,
     },
     Field {

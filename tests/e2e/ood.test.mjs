@@ -291,3 +291,39 @@ test("5. ODIN is computed in the browser on request, with progress, and joins th
   assert.equal(await page.isDisabled("#compute-odin"), false, "the chosen network's ODIN is left to compute");
   t.diagnostic(`ODIN on ${images} images (cross-entropy, test + MNIST) in ${seconds.toFixed(1)} s: ${Math.round(images / seconds)} images/s`);
 });
+
+test("6. the paper's protocol: τ tuned on Gaussian noise by MSP at T = 1, then MSP at T = 1 and energy at T = 0.1 (LogitNorm) on the digits and uniform noise, as `calibra ood` computes them", { timeout: 6 * INFERENCE_TIMEOUT_MS }, async () => {
+  const binary = await buildCalibra();
+  const limits = await page.evaluate(() => window.calibra.limits);
+  await show({ paper: 1, t: 1 });
+  assert.ok(await page.isVisible("#paper-block"), "the protocol's block shows");
+  await page.waitForFunction(() => document.querySelector('[data-metric="paper_auroc_energy_uniform_ce"]')?.dataset.value, null, { timeout: 4 * INFERENCE_TIMEOUT_MS, polling: 500 });
+  const m = await readMetrics(page);
+  const index = (network) => limits.models.findIndex((model) => model.network === network);
+  const native = async (network, set, temperature) => {
+    const args = ["ood", "--id-logits", await logitsCsv(index(network), "test"), "--ood-logits", await logitsCsv(index(network), set), "--temperature", String(temperature), "--json"];
+    return JSON.parse((await run(binary, args, { maxBuffer: 16 << 20 })).stdout);
+  };
+  // The τ the paper's tuning picks: the lowest FPR95 of MSP at T = 1 on Gaussian noise.
+  let best = null;
+  for (const tau of limits.tau_steps.filter((step) => step !== "ce")) {
+    const fpr95 = (await native(tau, "gaussian", 1)).msp.fpr95;
+    if (best === null || fpr95 < best.fpr95) best = { tau, fpr95 };
+  }
+  assert.match(await text("#paper-selection"), new RegExp(`τ = ${best.tau} is picked`));
+  for (const set of ["mnist", "uniform"]) {
+    for (const [network, suffix] of [[best.tau, ""], ["ce", "_ce"]]) {
+      const msp = (await native(network, set, 1)).msp;
+      const energy = (await native(network, set, network === "ce" ? 1 : 0.1)).energy;
+      for (const metric of ["fpr95", "auroc"]) {
+        for (const [score, expected] of [["msp", msp], ["energy", energy]]) {
+          const shown = m[`paper_${metric}_${score}_${set}${suffix}`];
+          assert.ok(Math.abs(shown - expected[metric]) <= TOLERANCE_METRIC, `${network}, ${set}, ${score} ${metric}: page ${shown}, CLI ${expected[metric]}`);
+        }
+      }
+    }
+  }
+  assert.match(await text("#paper-lesson"), /^Under the paper's protocol, on MNIST digits by MSP, /);
+  await show({ paper: 0 });
+  assert.equal(await page.isVisible("#paper-block"), false, "closed again");
+});
