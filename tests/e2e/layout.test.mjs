@@ -114,3 +114,30 @@ test("on a phone (390×844) the first lab's diagram starts on the first screen",
     await page.setViewportSize({ width: 1280, height: 900 });
   }
 });
+
+test("presentation mode fits its figure and caption on the first screen at 1280×720 and on a phone", async () => {
+  const before = await page.evaluate(() => location.hash);
+  try {
+    for (const viewport of [{ width: 1280, height: 720 }, { width: 390, height: 844 }]) {
+      await page.setViewportSize(viewport);
+      await page.evaluate(() => {
+        const params = new URLSearchParams(location.hash.slice(1));
+        params.set("present", "1");
+        params.set("embed", "reliability");
+        location.hash = params.toString();
+      });
+      await page.waitForFunction(() => document.body.classList.contains("present"));
+      await nextFrames(page, 3);
+      const canvas = await box("#reliability");
+      const caption = await box("#reliability-caption");
+      assert.ok(canvas.y < viewport.height / 2, `${viewport.width}: the figure starts at ${canvas.y.toFixed(0)} px`);
+      assert.ok(caption.y + caption.height <= viewport.height, `${viewport.width}: the caption ends at ${(caption.y + caption.height).toFixed(0)} px`);
+    }
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.evaluate((hash) => {
+      location.hash = hash;
+    }, before);
+    await page.waitForFunction(() => !document.body.classList.contains("present"));
+  }
+});
