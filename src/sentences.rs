@@ -575,6 +575,38 @@ pub fn reliability_summary(
     }
 }
 
+/// The set-size histogram's numbers in words, for its text alternative: the share of sets of
+/// each size that occurs (`counts[s]`: sets holding `s` labels) and the average size.
+pub fn set_size_summary(counts: &[usize]) -> String {
+    let total: usize = counts.iter().sum();
+    if total == 0 {
+        return String::new();
+    }
+    let shares: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &count)| count > 0)
+        .map(|(size, &count)| {
+            let label = match size {
+                0 => "empty".to_string(),
+                1 => "1 label".to_string(),
+                _ => format!("{size} labels"),
+            };
+            format!("{label} {}", percent(count as f64 / total as f64, 1))
+        })
+        .collect();
+    let average = counts
+        .iter()
+        .enumerate()
+        .map(|(size, &count)| (size * count) as f64)
+        .sum::<f64>()
+        / total as f64;
+    format!(
+        "Here: {}; {average:.2} labels on average.",
+        shares.join(", ")
+    )
+}
+
 /// Each shown network's FPR95 and AUROC with its 95% bootstrap interval over the test and OOD
 /// images (`networks`: the chosen network's title, then the reference's unless it is the same
 /// network; `difference` holds both networks' intervals once a worker has computed them).

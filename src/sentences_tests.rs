@@ -623,3 +623,13 @@ fn the_paper_lesson_says_which_network_lets_fewer_through_and_never_more_than_th
          0.1 is picked here (τ = 0.1: 25.0%, τ = 1: 50.0%)."
     );
 }
+
+#[test]
+fn the_set_size_summary_gives_each_size_that_occurs_and_the_average() {
+    assert_eq!(
+        set_size_summary(&[1, 6, 2, 0, 1]),
+        "Here: empty 10.0%, 1 label 60.0%, 2 labels 20.0%, 4 labels 10.0%; 1.40 labels on \
+         average."
+    );
+    assert_eq!(set_size_summary(&[0, 0]), "");
+}

@@ -232,6 +232,23 @@ pub(super) fn render(
         )),
         Err(_) => None,
     };
+    out.patches.push(text(
+        "ood-histogram-summary",
+        chosen_view.summary(kind).map_or_else(
+            |_| String::new(),
+            |summary| {
+                format!(
+                    "Here, {} by {}: the threshold {:.4} lets through {} of {} (AUROC {:.3}).",
+                    state.tau.title(),
+                    score_name(kind),
+                    summary.threshold,
+                    percent(summary.metrics.fpr95, 1),
+                    set.title(),
+                    summary.metrics.auroc
+                )
+            },
+        ),
+    ));
     let mut roc = Vec::new();
     for (view, network) in [(&ce_view, Network::Ce), (&chosen_view, state.tau)] {
         if network == Network::Ce && state.tau == Network::Ce && !roc.is_empty() {

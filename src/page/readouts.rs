@@ -738,6 +738,10 @@ pub(super) fn conformal(
             title: None,
         },
         text("per-class-sentence", view.per_class_sentence.clone()),
+        text(
+            "set-sizes-summary",
+            sentences::set_size_summary(&view.size_counts),
+        ),
         Patch::Metrics {
             id: "per-class-values",
             items: m

@@ -305,6 +305,12 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     assert_eq!(frame.readouts.odin_needs.len(), 4);
     let lesson = text_patch(&frame.readouts.patches, "ood-lesson");
     assert!(lesson.contains(&percent(energy.fpr95, 1)), "{lesson}");
+    let summary = text_patch(&frame.readouts.patches, "ood-histogram-summary");
+    assert!(
+        summary.contains(&format!("lets through {}", percent(energy.fpr95, 1)))
+            && summary.contains(&format!("AUROC {:.3}", energy.auroc)),
+        "{summary}"
+    );
     assert_eq!(frame.readouts.ood_galleries.len(), 2);
     let seeds = text_patch(&frame.readouts.patches, "tau-seeds");
     assert!(seeds.contains("evaluate every network"), "{seeds}");
