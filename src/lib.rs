@@ -7,6 +7,7 @@
 
 pub mod bootstrap;
 pub mod calibration;
+pub mod calibration_estimators;
 pub mod calibration_null;
 pub mod conformal;
 pub mod data;
