@@ -1,8 +1,8 @@
 //! Tests of `calibration_estimators.rs`: cases worked by hand, and seeded Monte Carlo on
 //! confidences whose truth is planted (each row right with probability `c − gap`), so the true
 //! calibration error is known by construction; the laws of the two cumulative tests against
-//! simulated Brownian motion. The libraries' values on the same rows are in
-//! `tests/estimators_reference.rs`.
+//! simulated Brownian motion; and the values of MAPIE, uncertainty-calibration, torchmetrics and
+//! netcal on the rows of `scripts/estimators-reference.py` (tests/fixtures/estimators/).
 
 use super::*;
 use crate::calibration::{reliability_bins, root_mean_square_calibration_error, Binning};
@@ -329,4 +329,224 @@ fn estimators_of_logits_take_the_top_label() {
         (all.kuiper, all.ks_p, all.spiegelhalter_z),
         (None, None, None)
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The libraries' values (`scripts/estimators-reference.py`, tests/fixtures/estimators/)
+
+/// MAPIE, uncertainty-calibration and netcal compute in `f64` the same sums in another order.
+const LIBRARY_TOLERANCE: f64 = 1e-9;
+/// torchmetrics' `multiclass_calibration_error` computes in `f32` whatever it is given, and
+/// MAPIE's shipped tests jitter the confidences by a relative 1e-8 before sorting (seeded
+/// normal noise), which moves a statistic by about 1e-8 of its size.
+const ROUNDED_TOLERANCE: f64 = 1e-6;
+
+fn fixture() -> serde_json::Value {
+    serde_json::from_str(include_str!("../tests/fixtures/estimators/expected.json")).unwrap()
+}
+
+fn number(value: &serde_json::Value, pointer: &str) -> f64 {
+    value
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or_else(|| panic!("no number at {pointer}"))
+}
+
+/// The fixture's logits, labels, class count and bin count.
+fn fixture_rows(fixture: &serde_json::Value) -> (Vec<f32>, Vec<u32>, usize, usize) {
+    let logits = fixture["logits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
+    let labels = fixture["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as u32)
+        .collect();
+    let classes = number(fixture, "/num_classes") as usize;
+    (logits, labels, classes, number(fixture, "/bins") as usize)
+}
+
+#[test]
+fn the_estimators_match_the_libraries() {
+    let fixture = fixture();
+    let (logits, labels, classes, bins) = fixture_rows(&fixture);
+    let logits = Logits::new(&logits, classes).unwrap();
+    for case in fixture["temperatures"].as_array().unwrap() {
+        let temperature = number(case, "/temperature");
+        let all = estimators(&logits, &labels, temperature, bins, Binning::Width).unwrap();
+        let mapie = &case["mapie"];
+        let pairs = [
+            (all.spiegelhalter_z, "/spiegelhalter/statistic"),
+            (all.spiegelhalter_p, "/spiegelhalter/p_value"),
+            (all.kuiper, "/kuiper/statistic"),
+            (all.kuiper_p, "/kuiper/p_value"),
+            (all.ks_statistic, "/kolmogorov_smirnov/statistic"),
+            (all.ks_p, "/kolmogorov_smirnov/p_value"),
+        ];
+        for (actual, pointer) in pairs {
+            let actual = actual.unwrap();
+            assert_close(actual, number(mapie, pointer), LIBRARY_TOLERANCE);
+            let jittered = number(mapie, &pointer.replace("statistic", "statistic_jittered"));
+            let jittered = if pointer.ends_with("p_value") {
+                number(mapie, &format!("{pointer}_jittered"))
+            } else {
+                jittered
+            };
+            assert_close(actual, jittered, ROUNDED_TOLERANCE * actual.abs().max(1.0));
+        }
+        assert_close(all.ks_error, number(mapie, "/ks_error"), LIBRARY_TOLERANCE);
+        let debiased = &case["uncertainty_calibration"];
+        assert_close(
+            all.ece_debiased,
+            number(debiased, "/debiased_l2_equal_width"),
+            LIBRARY_TOLERANCE,
+        );
+        // torchmetrics' private debiased L2 (given f64) is the same estimator, but for its
+        // extra bin at a confidence of exactly 1.
+        if number(case, "/certain_rows") == 0.0 {
+            assert_close(
+                all.ece_debiased,
+                number(case, "/torchmetrics/l2_debiased"),
+                LIBRARY_TOLERANCE,
+            );
+        }
+    }
+}
+
+#[test]
+fn the_cumulative_differences_match_mapie() {
+    let fixture = fixture();
+    let (logits, labels, classes, _) = fixture_rows(&fixture);
+    let logits = Logits::new(&logits, classes).unwrap();
+    for case in fixture["temperatures"].as_array().unwrap() {
+        let temperature = number(case, "/temperature");
+        let (confidence, correct) = confidences(&logits, &labels, temperature).unwrap();
+        let curve = CumulativeDifferences::new(&confidence, &correct).unwrap();
+        let expected = case["mapie"]["cumulative_differences"].as_array().unwrap();
+        assert_eq!(curve.curve.len(), expected.len());
+        for (actual, expected) in curve.curve.iter().zip(expected) {
+            assert_close(*actual, expected.as_f64().unwrap(), LIBRARY_TOLERANCE);
+        }
+    }
+}
+
+#[test]
+fn top_label_ece_matches_mapie_class_by_class() {
+    // MAPIE's B + 1 uniform bins are {0} and ((b − 1)/B, b/B]: calibra's B bins, for
+    // confidences off the inner edges. MAPIE averages the classes' ECEs with equal weights;
+    // Gupta & Ramdas weight them by the class's rows.
+    let fixture = fixture();
+    let (logits, labels, classes, bins) = fixture_rows(&fixture);
+    let logits = Logits::new(&logits, classes).unwrap();
+    let predicted: Vec<u32> = logits
+        .rows()
+        .map(|row| predicted_class(row) as u32)
+        .collect();
+    for case in fixture["temperatures"].as_array().unwrap() {
+        let temperature = number(case, "/temperature");
+        let (confidence, correct) = confidences(&logits, &labels, temperature).unwrap();
+        let result = top_label_ece(
+            &confidence,
+            &correct,
+            &predicted,
+            classes,
+            bins,
+            Binning::Width,
+        )
+        .unwrap();
+        let mapie = &case["mapie"];
+        for (class, expected) in result
+            .per_class
+            .iter()
+            .zip(mapie["top_label_per_class"].as_array().unwrap())
+        {
+            assert_eq!(class.count as f64, number(expected, "/count"));
+            assert_close(class.ece, number(expected, "/ece"), LIBRARY_TOLERANCE);
+        }
+        assert_close(
+            result.unweighted(),
+            number(mapie, "/top_label_ece"),
+            LIBRARY_TOLERANCE,
+        );
+    }
+}
+
+/// ECE, RMSCE and MCE with the rows that `certain` picks (all right, at a confidence of 1)
+/// in a bin of their own after calibra's `bins` equal-width bins, as torchmetrics and netcal
+/// bin them.
+fn with_extra_bin(
+    confidence: &[f64],
+    correct: &[bool],
+    bins: usize,
+    certain: impl Fn(f64) -> bool,
+) -> (f64, f64, f64) {
+    let (uncertain_confidence, uncertain_correct): (Vec<f64>, Vec<bool>) = confidence
+        .iter()
+        .zip(correct)
+        .filter(|(&c, _)| !certain(c))
+        .unzip();
+    let count = confidence.len() - uncertain_confidence.len();
+    assert!(confidence
+        .iter()
+        .zip(correct)
+        .all(|(&c, &y)| y || !certain(c)));
+    let mut extra = reliability_bins(
+        &uncertain_confidence,
+        &uncertain_correct,
+        bins,
+        Binning::Width,
+    )
+    .unwrap();
+    if count > 0 {
+        extra.push(Bin {
+            lower: 1.0,
+            upper: 1.0,
+            count,
+            confidence: 1.0,
+            accuracy: 1.0,
+        });
+    }
+    (
+        expected_calibration_error(&extra),
+        root_mean_square_calibration_error(&extra),
+        crate::calibration::maximum_calibration_error(&extra),
+    )
+}
+
+#[test]
+fn binned_errors_match_torchmetrics_and_netcal_but_for_the_extra_bin() {
+    // torchmetrics and netcal bin like calibra, [b/B, (b + 1)/B), except that a confidence of
+    // exactly 1 goes to a bin of its own, B + 1, where calibra puts it in the last bin. The
+    // fixture's 8 certain rows (all right) are at exactly 1 at T = 1, and at T = 1.7 within
+    // 1e-14 of 1, which torchmetrics' f32 rounds to 1. Calibra's bins with those rows taken
+    // out into an extra bin give the libraries' values, and calibra's own differ. ECE is
+    // `Σ_b |Σ_{i ∈ b} (y_i − c_i)| / n`, to which a right row at confidence 1 adds 0 in either
+    // bin: RMSCE moves, and MCE can.
+    let fixture = fixture();
+    let (logits, labels, classes, bins) = fixture_rows(&fixture);
+    let logits = Logits::new(&logits, classes).unwrap();
+    for case in fixture["temperatures"].as_array().unwrap() {
+        let temperature = number(case, "/temperature");
+        let report =
+            crate::calibration::evaluate(&logits, &labels, temperature, bins, Binning::Width)
+                .unwrap();
+        let (confidence, correct) = confidences(&logits, &labels, temperature).unwrap();
+        let certain = confidence.iter().filter(|&&c| c == 1.0).count();
+        assert_eq!(certain as f64, number(case, "/certain_rows"));
+        let (ece, rmsce, mce) = with_extra_bin(&confidence, &correct, bins, |c| c == 1.0);
+        assert_close(ece, number(case, "/netcal/ece"), LIBRARY_TOLERANCE);
+        assert_close(mce, number(case, "/netcal/mce"), LIBRARY_TOLERANCE);
+        let (ece, rmsce32, mce) = with_extra_bin(&confidence, &correct, bins, |c| c as f32 == 1.0);
+        assert_close(ece, number(case, "/torchmetrics/l1"), ROUNDED_TOLERANCE);
+        assert_close(rmsce32, number(case, "/torchmetrics/l2"), ROUNDED_TOLERANCE);
+        assert_close(mce, number(case, "/torchmetrics/max"), ROUNDED_TOLERANCE);
+        assert_close(report.ece, ece, 1e-12);
+        if certain > 0 {
+            assert!((report.rmsce - rmsce).abs() > 1e-4);
+        }
+    }
 }
