@@ -22,9 +22,11 @@ from the float32 logits, as calibra does: exp(z/T - max) / sum), the script reco
 * uncertainty-calibration 0.1.4: `lower_bound_scaling_ce(p=2, debias=True, mode='top-label')`
   with `get_equal_prob_bins` (B equal-width bins, calibra's), and the library's default
   `get_calibration_error(p=2, debias=True, mode='top-label')` (its own equal-mass bins);
-* torchmetrics: `multiclass_calibration_error` with norm l1, l2 and max (ECE, RMSCE, MCE) on
+* torchmetrics: `multiclass_calibration_error` with norm l1, l2 and max (ECE, RMSCE, MCE; a
+  confidence of exactly 1 in a bin of its own, and f32 arithmetic) on
   float64 probabilities, and its private `_ce_compute(norm='l2', debias=True)`;
-* netcal 1.4: `ECE(bins=B).measure` and `MCE(bins=B).measure` on the probabilities;
+* netcal 1.4: `ECE(bins=B).measure` and `MCE(bins=B).measure` on the probabilities (bins as
+  calibra's, a confidence of 1 in the last);
 
 all with B = 15, and writes tests/fixtures/estimators/expected.json. The native tests
 (src/calibration_estimators_tests.rs, tests/cli.rs) compare calibra with these values;
@@ -32,8 +34,8 @@ docs/definitions.md says where each library's definition differs.
 
 Rerun from the repository root:
     python3 -m venv /tmp/venv-estimators
-    /tmp/venv-estimators/bin/pip install numpy mapie==1.6.0 uncertainty-calibration==0.1.4 \
-        netcal==1.4.0 torchmetrics==1.9.0
+    /tmp/venv-estimators/bin/pip install numpy==2.4.6 mapie==1.6.0 uncertainty-calibration==0.1.4 \
+        netcal==1.4.0 torchmetrics==1.9.0 torch==2.15.0
     /tmp/venv-estimators/bin/python scripts/estimators-reference.py
 """
 

@@ -476,8 +476,7 @@ fn top_label_ece_matches_mapie_class_by_class() {
 }
 
 /// ECE, RMSCE and MCE with the rows that `certain` picks (all right, at a confidence of 1)
-/// in a bin of their own after calibra's `bins` equal-width bins, as torchmetrics and netcal
-/// bin them.
+/// in a bin of their own after calibra's `bins` equal-width bins, as torchmetrics bins them.
 fn with_extra_bin(
     confidence: &[f64],
     correct: &[bool],
@@ -518,12 +517,12 @@ fn with_extra_bin(
 }
 
 #[test]
-fn binned_errors_match_torchmetrics_and_netcal_but_for_the_extra_bin() {
-    // torchmetrics and netcal bin like calibra, [b/B, (b + 1)/B), except that a confidence of
-    // exactly 1 goes to a bin of its own, B + 1, where calibra puts it in the last bin. The
-    // fixture's 8 certain rows (all right) are at exactly 1 at T = 1, and at T = 1.7 within
-    // 1e-14 of 1, which torchmetrics' f32 rounds to 1. Calibra's bins with those rows taken
-    // out into an extra bin give the libraries' values, and calibra's own differ. ECE is
+fn binned_errors_match_netcal_and_torchmetrics_but_for_its_extra_bin() {
+    // netcal bins as calibra does, [b/B, (b + 1)/B) with 1 in the last bin. torchmetrics too,
+    // except that a confidence of exactly 1 goes to a bin of its own, B + 1. The fixture's 8
+    // certain rows (all right) are at exactly 1 at T = 1, and at T = 1.7 within 1e-14 of 1,
+    // which torchmetrics' f32 rounds to 1. Calibra's bins with those rows taken out into an
+    // extra bin give torchmetrics' values, and calibra's own differ. ECE is
     // `Σ_b |Σ_{i ∈ b} (y_i − c_i)| / n`, to which a right row at confidence 1 adds 0 in either
     // bin: RMSCE moves, and MCE can.
     let fixture = fixture();
