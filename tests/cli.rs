@@ -1201,6 +1201,24 @@ fn json_has_every_documented_key() {
     assert_eq!(number(&json, "/conformal/alpha"), 0.1);
 }
 
+/// `report` on `data` as both its calibration and its test part, with `extra` options: the
+/// `--json` object and the text table.
+fn report_on_own_rows(data: &Data, name: &str, ext: &str, extra: &[&str]) -> (Value, String) {
+    let dir = TempDir::new(name);
+    let (logits, labels) = data.write(&dir, name, ext);
+    let mut args = vec![
+        OsStr::new("--test-logits"),
+        logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        labels.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    let json = report_json(&logits, &labels, &args);
+    let output = report(&logits, &labels, &args);
+    assert_success(&output);
+    (json, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 /// `report --json`'s estimators at T = 1 (`before`) and at `--temperature 1.7` (`after`) on
 /// the rows of `scripts/estimators-reference.py`, against MAPIE's tests, KS error and
 /// per-class ECEs (weighted by their rows, Gupta & Ramdas's top-label ECE) and
@@ -1222,17 +1240,7 @@ fn report_estimators_match_the_libraries() {
         labels: numbers("labels").iter().map(|&v| v as u32).collect(),
         k: number(&fixture, "/num_classes") as usize,
     };
-    let dir = TempDir::new("estimators");
-    let (logits, labels) = data.write(&dir, "case", "npy");
-    let test = [
-        OsStr::new("--test-logits"),
-        logits.as_os_str(),
-        OsStr::new("--test-labels"),
-        labels.as_os_str(),
-        OsStr::new("--temperature"),
-        OsStr::new("1.7"),
-    ];
-    let json = report_json(&logits, &labels, &test);
+    let (json, _) = report_on_own_rows(&data, "estimators", "npy", &["--temperature", "1.7"]);
     let cases = fixture["temperatures"].as_array().unwrap();
     for (part, case) in ["before", "after"].iter().zip(cases) {
         let mapie = &case["mapie"];
@@ -1281,19 +1289,12 @@ fn report_writes_null_for_a_test_without_scale() {
         labels: vec![0, 1, 2, 0],
         k: 3,
     };
-    let dir = TempDir::new("estimators-null");
-    let (logits, labels) = data.write(&dir, "certain", "csv");
-    let test = [
-        OsStr::new("--test-logits"),
-        logits.as_os_str(),
-        OsStr::new("--test-labels"),
-        labels.as_os_str(),
-        OsStr::new("--alpha"),
-        OsStr::new(SMALL_ALPHA),
-        OsStr::new("--temperature"),
-        OsStr::new("1"),
-    ];
-    let json = report_json(&logits, &labels, &test);
+    let (json, text) = report_on_own_rows(
+        &data,
+        "estimators-null",
+        "csv",
+        &["--alpha", SMALL_ALPHA, "--temperature", "1"],
+    );
     for key in [
         "spiegelhalter_z",
         "spiegelhalter_p",
@@ -1307,9 +1308,6 @@ fn report_writes_null_for_a_test_without_scale() {
     for key in ["ece_debiased", "top_label_ece", "ks_error"] {
         assert_eq!(number(&json, &format!("/before/{key}")), 0.0);
     }
-    let output = report(&logits, &labels, &test);
-    assert_success(&output);
-    let text = String::from_utf8_lossy(&output.stdout);
     let kuiper_line = text
         .lines()
         .find(|line| line.starts_with("kuiper"))
