@@ -25,6 +25,7 @@ pub mod recalibration;
 pub mod sentences;
 pub mod shift;
 pub mod smooth_calibration;
+pub mod temperature_anatomy;
 #[cfg(test)]
 mod test_support;
 #[cfg(target_arch = "wasm32")]
