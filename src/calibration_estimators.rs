@@ -349,21 +349,50 @@ pub fn estimators(
     binning: Binning,
 ) -> Result<Estimators, CalibrationError> {
     let (confidence, correct) = confidences(logits, labels, temperature)?;
-    let predicted: Vec<u32> = logits
-        .rows()
-        .map(|row| predicted_class(row) as u32)
-        .collect();
-    let bins = reliability_bins(&confidence, &correct, num_bins, binning)?;
-    let top_label = top_label_ece(
+    estimators_of(
         &confidence,
         &correct,
-        &predicted,
+        &predicted_classes(logits),
         logits.num_classes(),
         num_bins,
         binning,
+    )
+}
+
+/// Each row's predicted class (the largest logit, the lowest index on ties), which no
+/// temperature changes.
+pub fn predicted_classes(logits: &Logits) -> Vec<u32> {
+    logits
+        .rows()
+        .map(|row| predicted_class(row) as u32)
+        .collect()
+}
+
+/// Every estimator of rows with top-label confidence `confidence[i]`, correctness `correct[i]`
+/// and predicted class `predicted[i] < num_classes`, binned with `num_bins` bins of kind
+/// `binning`: what a page that already has the confidences at its temperature computes.
+///
+/// # Errors
+/// The errors of [`top_label_ece`].
+pub fn estimators_of(
+    confidence: &[f64],
+    correct: &[bool],
+    predicted: &[u32],
+    num_classes: usize,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<Estimators, CalibrationError> {
+    let top_label = top_label_ece(
+        confidence,
+        correct,
+        predicted,
+        num_classes,
+        num_bins,
+        binning,
     )?;
-    let cumulative = CumulativeDifferences::new(&confidence, &correct)?;
-    let spiegelhalter = spiegelhalter(&confidence, &correct)?;
+    let bins = reliability_bins(confidence, correct, num_bins, binning)?;
+    let cumulative = CumulativeDifferences::new(confidence, correct)?;
+    let spiegelhalter = spiegelhalter(confidence, correct)?;
     let kuiper = cumulative.kuiper();
     let kolmogorov_smirnov = cumulative.kolmogorov_smirnov();
     Ok(Estimators {

@@ -442,10 +442,7 @@ fn top_label_ece_matches_mapie_class_by_class() {
     let fixture = fixture();
     let (logits, labels, classes, bins) = fixture_rows(&fixture);
     let logits = Logits::new(&logits, classes).unwrap();
-    let predicted: Vec<u32> = logits
-        .rows()
-        .map(|row| predicted_class(row) as u32)
-        .collect();
+    let predicted = predicted_classes(&logits);
     for case in fixture["temperatures"].as_array().unwrap() {
         let temperature = number(case, "/temperature");
         let (confidence, correct) = confidences(&logits, &labels, temperature).unwrap();
