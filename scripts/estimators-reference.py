@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference values for `calibration_estimators` (and the binned ECE, RMSCE and MCE beside
-them), computed with the libraries people use: MAPIE 1.6, uncertainty-calibration, netcal and
-torchmetrics.
+them, and of `venn_abers`), computed with the libraries people use: MAPIE 1.6,
+uncertainty-calibration, netcal, torchmetrics and venn-abers.
 
 One synthetic case (numpy's default_rng(42)): 10 classes, 600 rows of float32 logits
 `2·(N(0, 1) + 2·[class = origin])`, labels drawn from softmax(z / 2) (a planted temperature of
@@ -25,6 +25,9 @@ from the float32 logits, as calibra does: exp(z/T - max) / sum), the script reco
 * torchmetrics: `multiclass_calibration_error` with norm l1, l2 and max (ECE, RMSCE, MCE; a
   confidence of exactly 1 in a bin of its own, and f32 arithmetic) on
   float64 probabilities, and its private `_ce_compute(norm='l2', debias=True)`;
+* venn-abers 1.5.4: `VennAbers().fit` on the top-label confidences and correctness of the
+  first 304 rows at T = 1.7 and `predict_proba` of the other 304 rows' confidences (none equal
+  to a calibration one): p0, p1 and the merged probability p1 / (1 - p0 + p1);
 * netcal 1.4: `ECE(bins=B).measure` and `MCE(bins=B).measure` on the probabilities (bins as
   calibra's, a confidence of 1 in the last);
 
@@ -35,7 +38,7 @@ docs/definitions.md says where each library's definition differs.
 Rerun from the repository root:
     python3 -m venv /tmp/venv-estimators
     /tmp/venv-estimators/bin/pip install numpy==2.4.6 mapie==1.6.0 uncertainty-calibration==0.1.4 \
-        netcal==1.4.0 torchmetrics==1.9.0 torch==2.15.0
+        netcal==1.4.0 torchmetrics==1.9.0 torch==2.15.0 venn-abers==1.5.4
     /tmp/venv-estimators/bin/python scripts/estimators-reference.py
 """
 
@@ -48,6 +51,7 @@ import mapie.metrics.calibration as mapie_calibration
 import numpy as np
 import torch
 from netcal.metrics import ECE, MCE
+from venn_abers import VennAbers
 from torchmetrics.functional.classification import multiclass_calibration_error
 from torchmetrics.functional.classification.calibration_error import _ce_compute
 
@@ -158,17 +162,40 @@ def at_temperature(logits32, labels, temperature):
     }
 
 
+def venn_abers(logits32, labels, temperature):
+    """venn-abers' inductive predictor of the top-label confidence: fitted on the first half
+    of the rows, applied to the second."""
+    probabilities = softmax(logits32, temperature)
+    predicted = np.argmax(logits32, axis=1)
+    confidence = probabilities[np.arange(len(labels)), predicted]
+    correct = (predicted == labels).astype(int)
+    half = len(labels) // 2
+    assert not np.isin(confidence[half:], confidence[:half]).any(), "no test confidence tied"
+    two_columns = lambda c: np.column_stack([1.0 - c, c])
+    model = VennAbers().fit(two_columns(confidence[:half]), correct[:half])
+    merged, p0_p1 = model.predict_proba(two_columns(confidence[half:]))
+    return {
+        "temperature": temperature,
+        "calibration_rows": half,
+        "p0": p0_p1[:, 0].tolist(),
+        "p1": p0_p1[:, 1].tolist(),
+        "merged": merged[:, 1].tolist(),
+    }
+
+
 def main():
     logits32, labels = synthetic_case()
     fixture = {
         "generator": "scripts/estimators-reference.py",
         "versions": {name: importlib.metadata.version(name) for name in
-                     ["numpy", "mapie", "uncertainty-calibration", "netcal", "torchmetrics", "torch"]},
+                     ["numpy", "mapie", "uncertainty-calibration", "netcal", "torchmetrics", "torch",
+                      "venn-abers"]},
         "num_classes": NUM_CLASSES,
         "bins": BINS,
         "logits": [float(v) for v in logits32.ravel()],
         "labels": labels.tolist(),
         "temperatures": [at_temperature(logits32, labels, t) for t in TEMPERATURES],
+        "venn_abers": venn_abers(logits32, labels, TEMPERATURES[1]),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     text = json.dumps(fixture, indent=1, default=lambda v: v.item())

@@ -28,5 +28,6 @@ pub mod smooth_calibration;
 pub mod temperature_anatomy;
 #[cfg(test)]
 mod test_support;
+pub mod venn_abers;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

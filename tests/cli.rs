@@ -688,6 +688,7 @@ fn each_method_reports_what_the_library_computes() {
         ("vector", recalibration::Method::Vector),
         ("histogram", recalibration::Method::Histogram),
         ("isotonic", recalibration::Method::Isotonic),
+        ("venn-abers", recalibration::Method::VennAbers),
     ] {
         let json = report_json(&logits, &labels, &["--method", name]);
         let expected = serde_json::to_value(
