@@ -144,20 +144,21 @@ pub fn top_label_ece(
             num_classes,
         });
     }
+    // One pass sorts the rows into their predicted classes.
+    let mut members: Vec<(Vec<f64>, Vec<bool>)> = vec![(Vec::new(), Vec::new()); num_classes];
+    for ((&class, &c), &y) in predicted.iter().zip(confidence).zip(correct) {
+        let (class_confidence, class_correct) = &mut members[class as usize];
+        class_confidence.push(c);
+        class_correct.push(y);
+    }
     let mut per_class = Vec::with_capacity(num_classes);
     let mut value = 0.0;
-    for class in 0..num_classes {
-        let (class_confidence, class_correct): (Vec<f64>, Vec<bool>) = predicted
-            .iter()
-            .zip(confidence.iter().zip(correct))
-            .filter(|(&p, _)| p as usize == class)
-            .map(|(_, (&c, &y))| (c, y))
-            .unzip();
+    for (class_confidence, class_correct) in &members {
         let count = class_confidence.len();
         let ece = if count == 0 {
             0.0
         } else {
-            let bins = reliability_bins(&class_confidence, &class_correct, num_bins, binning)?;
+            let bins = reliability_bins(class_confidence, class_correct, num_bins, binning)?;
             expected_calibration_error(&bins)
         };
         value += count as f64 / confidence.len() as f64 * ece;
@@ -196,17 +197,23 @@ impl CumulativeDifferences {
     pub fn new(confidence: &[f64], correct: &[bool]) -> Result<Self, CalibrationError> {
         check_confidences(confidence, correct)?;
         let n = confidence.len() as f64;
-        let mut order: Vec<usize> = (0..confidence.len()).collect();
-        order.sort_by(|&a, &b| confidence[a].total_cmp(&confidence[b]));
+        let mut rows: Vec<(f64, bool)> = confidence
+            .iter()
+            .copied()
+            .zip(correct.iter().copied())
+            .collect();
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut sum = 0.0;
-        let mut curve = Vec::with_capacity(order.len());
-        for &row in &order {
-            sum += f64::from(correct[row]) - confidence[row];
-            curve.push(sum / n);
-        }
+        let curve = rows
+            .iter()
+            .map(|&(c, y)| {
+                sum += f64::from(y) - c;
+                sum / n
+            })
+            .collect();
         let spread: f64 = confidence.iter().map(|&c| c * (1.0 - c)).sum();
         Ok(Self {
-            sorted_confidence: order.iter().map(|&row| confidence[row]).collect(),
+            sorted_confidence: rows.iter().map(|&(c, _)| c).collect(),
             curve,
             scale: spread.sqrt() / n,
         })
