@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use calibra::bootstrap::{self, Resamples};
 use calibra::calibration::{self, Binning, Logits};
+use calibra::calibration_estimators;
 use calibra::calibration_null::{self, NullOutcomes, NULL_DRAWS};
 use calibra::data::Dataset;
 use calibra::data::NUM_CLASSES;
@@ -74,10 +75,11 @@ fn run() -> Result<()> {
     let (logits, labels) = (evaluation.logits.clone(), evaluation.labels.clone());
     let table = Logits::new(&logits, NUM_CLASSES)?;
 
-    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search and curve | band (100 resamples) | test of calibration (null ECE) |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search and curve | band (100 resamples) | test of calibration (null ECE) | estimators table |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     let resamples = Resamples::draw(labels.len(), &BOOTSTRAP)?;
     let outcomes = NullOutcomes::draw(labels.len(), NULL_DRAWS, 0);
+    let predicted = calibration_estimators::predicted_classes(&table);
     for temperature in [0.05, 0.3, 1.0, fitted, 5.0, 20.0] {
         let view = best(|| lab.temperature_view(temperature, BINS, Binning::Width, true))?;
         let full =
@@ -92,6 +94,16 @@ fn run() -> Result<()> {
             best(|| smooth_calibration::smooth_ece_and_reliability(f, y, points))?,
             best(|| bootstrap::smooth_reliability_band(f, y, bandwidth, points, &resamples))?,
             best(|| calibration_null::test_calibration(f, y, BINS, Binning::Width, &outcomes))?,
+            best(|| {
+                calibration_estimators::estimators_of(
+                    f,
+                    y,
+                    &predicted,
+                    NUM_CLASSES,
+                    BINS,
+                    Binning::Width,
+                )
+            })?,
         ];
         let cells: Vec<String> = parts
             .iter()

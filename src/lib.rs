@@ -7,6 +7,7 @@
 
 pub mod bootstrap;
 pub mod calibration;
+pub mod calibration_estimators;
 pub mod calibration_null;
 pub mod conformal;
 pub mod data;
@@ -26,7 +27,9 @@ pub mod selective;
 pub mod sentences;
 pub mod shift;
 pub mod smooth_calibration;
+pub mod temperature_anatomy;
 #[cfg(test)]
 mod test_support;
+pub mod venn_abers;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

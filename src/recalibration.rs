@@ -67,6 +67,7 @@ use crate::calibration::{
     CalibrationError, Logits,
 };
 use crate::smooth_calibration::smooth_ece;
+use crate::venn_abers::fit_venn_abers;
 
 /// Equal-mass bins of histogram binning (Guo et al. use 15 bins for their comparison).
 pub const HISTOGRAM_BINNING_BINS: usize = 15;
@@ -122,10 +123,15 @@ pub enum Method {
     Histogram,
     /// Isotonic regression of the top-label confidence.
     Isotonic,
+    /// The inductive Venn–Abers predictor of the top-label confidence, its two probabilities
+    /// merged (`venn_abers`); the CLI's, not yet the page's.
+    #[serde(rename = "venn-abers")]
+    VennAbers,
 }
 
 impl Method {
-    /// Every method, in the order the page's table lists them.
+    /// The methods of the page's table, in its order: every method but Venn–Abers, which only
+    /// the CLI offers so far.
     pub const ALL: [Method; 6] = [
         Method::Uncalibrated,
         Method::Temperature,
@@ -144,6 +150,7 @@ impl Method {
             Method::Vector => "vector scaling",
             Method::Histogram => "histogram binning",
             Method::Isotonic => "isotonic regression",
+            Method::VennAbers => "Venn–Abers",
         }
     }
 }
@@ -203,6 +210,12 @@ pub struct StepFunction {
 }
 
 impl StepFunction {
+    /// The function that is `values[i]` from `starts[i]` on (`starts` increasing, as long as
+    /// `values`, not empty).
+    pub(crate) fn new(starts: Vec<f64>, values: Vec<f64>) -> Self {
+        Self { starts, values }
+    }
+
     /// Where each step starts, increasing.
     pub fn starts(&self) -> &[f64] {
         &self.starts
@@ -244,13 +257,15 @@ pub fn fit(method: Method, calibration: &Labelled) -> Result<Recalibration, Cali
         ),
         Method::Normalized => Recalibration::Normalized(fit_normalized_temperature(calibration)?),
         Method::Vector => Recalibration::Vector(fit_vector_scaling(calibration)),
-        Method::Histogram | Method::Isotonic => {
+        Method::Histogram | Method::Isotonic | Method::VennAbers => {
             let (confidence, correct) =
                 calibration::confidences(&calibration.logits, calibration.labels, 1.0)?;
-            Recalibration::TopLabel(if method == Method::Histogram {
-                fit_histogram_binning(&confidence, &correct, HISTOGRAM_BINNING_BINS)?
-            } else {
-                fit_isotonic(&confidence, &correct)?
+            Recalibration::TopLabel(match method {
+                Method::Histogram => {
+                    fit_histogram_binning(&confidence, &correct, HISTOGRAM_BINNING_BINS)?
+                }
+                Method::Isotonic => fit_isotonic(&confidence, &correct)?,
+                _ => fit_venn_abers(&confidence, &correct)?.merged(),
             })
         }
     })
@@ -580,7 +595,19 @@ pub fn fit_isotonic(
     confidence: &[f64],
     correct: &[bool],
 ) -> Result<StepFunction, CalibrationError> {
-    // Equal confidences first become one weighted point: (confidence, weight, sum of outcomes).
+    Ok(pool_adjacent_violators(distinct_points(
+        confidence, correct,
+    )?))
+}
+
+/// Equal confidences made one weighted point each: `(confidence, rows, right)`, ascending.
+///
+/// # Errors
+/// The errors of checking the confidences.
+pub(crate) fn distinct_points(
+    confidence: &[f64],
+    correct: &[bool],
+) -> Result<Vec<(f64, f64, f64)>, CalibrationError> {
     let mut points: Vec<(f64, f64, f64)> = Vec::new();
     for (c, outcome) in sorted_pairs(confidence, correct)? {
         match points.last_mut() {
@@ -591,13 +618,13 @@ pub fn fit_isotonic(
             _ => points.push((c, 1.0, outcome)),
         }
     }
-    Ok(pool_adjacent_violators(points))
+    Ok(points)
 }
 
 /// Pool-adjacent-violators on points `(x, weight, weighted sum of y)` sorted by distinct `x`:
 /// blocks are pooled while the left mean is at least the right one; the result steps at each
 /// block's first `x` to its weighted mean.
-fn pool_adjacent_violators(points: Vec<(f64, f64, f64)>) -> StepFunction {
+pub(crate) fn pool_adjacent_violators(points: Vec<(f64, f64, f64)>) -> StepFunction {
     let mut blocks: Vec<(f64, f64, f64)> = Vec::with_capacity(points.len());
     for point in points {
         blocks.push(point);

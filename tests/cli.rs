@@ -42,6 +42,9 @@ const HAND_TOLERANCE: f64 = 1e-12;
 /// scikit-learn's OOD metrics (`scripts/ood-reference.py`) and calibra's differ only by the
 /// order of floating-point sums.
 const SCIKIT_LEARN_TOLERANCE: f64 = 1e-9;
+/// The estimators against MAPIE 1.6 and uncertainty-calibration
+/// (`scripts/estimators-reference.py`): the same sums in another order.
+const ESTIMATORS_TOLERANCE: f64 = 1e-9;
 /// smECE against relplot 1.0.3 (`scripts/smece-reference.py`), relative, where relplot's kernel
 /// keeps its mass; bandwidths within one step of the bisection both use.
 const RELPLOT_RELATIVE_TOLERANCE: f64 = 0.02;
@@ -685,6 +688,7 @@ fn each_method_reports_what_the_library_computes() {
         ("vector", recalibration::Method::Vector),
         ("histogram", recalibration::Method::Histogram),
         ("isotonic", recalibration::Method::Isotonic),
+        ("venn-abers", recalibration::Method::VennAbers),
     ] {
         let json = report_json(&logits, &labels, &["--method", name]);
         let expected = serde_json::to_value(
@@ -1196,6 +1200,123 @@ fn json_has_every_documented_key() {
     assert!(conformal.get("qhat_per_class").is_none(), "{conformal}");
     assert_eq!(number(&json, "/num_classes"), 3.0);
     assert_eq!(number(&json, "/conformal/alpha"), 0.1);
+}
+
+/// `report` on `data` as both its calibration and its test part, with `extra` options: the
+/// `--json` object and the text table.
+fn report_on_own_rows(data: &Data, name: &str, ext: &str, extra: &[&str]) -> (Value, String) {
+    let dir = TempDir::new(name);
+    let (logits, labels) = data.write(&dir, name, ext);
+    let mut args = vec![
+        OsStr::new("--test-logits"),
+        logits.as_os_str(),
+        OsStr::new("--test-labels"),
+        labels.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    let json = report_json(&logits, &labels, &args);
+    let output = report(&logits, &labels, &args);
+    assert_success(&output);
+    (json, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `report --json`'s estimators at T = 1 (`before`) and at `--temperature 1.7` (`after`) on
+/// the rows of `scripts/estimators-reference.py`, against MAPIE's tests, KS error and
+/// per-class ECEs (weighted by their rows, Gupta & Ramdas's top-label ECE) and
+/// uncertainty-calibration's debiased L2 error on the same equal-width bins.
+#[test]
+fn report_estimators_match_the_libraries() {
+    let fixture: Value =
+        serde_json::from_str(include_str!("fixtures/estimators/expected.json")).unwrap();
+    let numbers = |key: &str| -> Vec<f64> {
+        fixture[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let data = Data {
+        logits: numbers("logits").iter().map(|&v| v as f32).collect(),
+        labels: numbers("labels").iter().map(|&v| v as u32).collect(),
+        k: number(&fixture, "/num_classes") as usize,
+    };
+    let (json, _) = report_on_own_rows(&data, "estimators", "npy", &["--temperature", "1.7"]);
+    let cases = fixture["temperatures"].as_array().unwrap();
+    for (part, case) in ["before", "after"].iter().zip(cases) {
+        let mapie = &case["mapie"];
+        let top_label: f64 = mapie["top_label_per_class"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|class| number(class, "/count") * number(class, "/ece"))
+            .sum::<f64>()
+            / data.len() as f64;
+        for (key, expected) in [
+            (
+                "ece_debiased",
+                number(case, "/uncertainty_calibration/debiased_l2_equal_width"),
+            ),
+            ("top_label_ece", top_label),
+            ("ks_error", number(mapie, "/ks_error")),
+            ("spiegelhalter_z", number(mapie, "/spiegelhalter/statistic")),
+            ("spiegelhalter_p", number(mapie, "/spiegelhalter/p_value")),
+            ("kuiper", number(mapie, "/kuiper/statistic")),
+            ("kuiper_p", number(mapie, "/kuiper/p_value")),
+            (
+                "ks_statistic",
+                number(mapie, "/kolmogorov_smirnov/statistic"),
+            ),
+            ("ks_p", number(mapie, "/kolmogorov_smirnov/p_value")),
+        ] {
+            let actual = number(&json, &format!("/{part}/{key}"));
+            assert!(
+                (actual - expected).abs() <= ESTIMATORS_TOLERANCE,
+                "{part} {key}: {actual}, libraries {expected}"
+            );
+        }
+    }
+}
+
+/// Every test row certain and right: the cumulative differences and Z have no scale, so the
+/// tests are `null` in the JSON and `-` in the table, and the errors are 0.
+#[test]
+fn report_writes_null_for_a_test_without_scale() {
+    let data = Data {
+        logits: [
+            100.0, 0.0, 0.0, 0.0, 100.0, 0.0, 0.0, 0.0, 100.0, 100.0, 0.0, 0.0,
+        ]
+        .to_vec(),
+        labels: vec![0, 1, 2, 0],
+        k: 3,
+    };
+    let (json, text) = report_on_own_rows(
+        &data,
+        "estimators-null",
+        "csv",
+        &["--alpha", SMALL_ALPHA, "--temperature", "1"],
+    );
+    for key in [
+        "spiegelhalter_z",
+        "spiegelhalter_p",
+        "kuiper",
+        "kuiper_p",
+        "ks_statistic",
+        "ks_p",
+    ] {
+        assert!(json["before"][key].is_null(), "{key} in {}", json["before"]);
+    }
+    for key in ["ece_debiased", "top_label_ece", "ks_error"] {
+        assert_eq!(number(&json, &format!("/before/{key}")), 0.0);
+    }
+    let kuiper_line = text
+        .lines()
+        .find(|line| line.starts_with("kuiper"))
+        .unwrap();
+    assert_eq!(
+        kuiper_line.split_whitespace().skip(1).collect::<Vec<_>>(),
+        ["-"; 4]
+    );
 }
 
 /// The cases of `scripts/smece-reference.py`: inputs, relplot's values and the definition's.

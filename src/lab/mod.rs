@@ -132,6 +132,8 @@ struct Cache {
     /// The uniforms of the null law behind the confidence verdict, for the evaluation rows
     /// (independent of T, so drawn once per split).
     null_outcomes: Option<NullOutcomes>,
+    /// Each evaluation row's predicted class, for the top-label ECE (independent of T).
+    predicted: Option<Vec<u32>>,
     /// Bootstrap intervals a worker computed for this network and split.
     intervals: Answers<IntervalRequest, MetricIntervals>,
     /// Temperature scaling's rivals a worker computed for this network and split.
@@ -381,6 +383,7 @@ impl Lab {
                 smooth_fixed: None,
                 band_resamples: None,
                 null_outcomes: None,
+                predicted: None,
                 intervals: Answers::default(),
                 rivals: Answers::default(),
                 probabilities: None,

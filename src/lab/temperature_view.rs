@@ -8,6 +8,7 @@ use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
 use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
+use crate::calibration_estimators::{self, Estimators};
 use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
@@ -40,6 +41,9 @@ pub struct TemperatureView {
     pub verdict: String,
     /// Reliability bins of each class (binned on p_k) at the slider's T.
     pub classwise_bins: Vec<Vec<Bin>>,
+    /// The other estimators and the three tests of calibration at the slider's T, on the lab's
+    /// bins (`calibration_estimators`, as `calibra report` computes them).
+    pub estimators: Estimators,
     /// Smooth ECE (no bins) at T = 1 and at the fitted T.
     pub smooth_at_one: SmoothEce,
     pub smooth_at_fitted: SmoothEce,
@@ -156,6 +160,16 @@ impl Lab {
             calibration_null::test_calibration(&confidences, &correct, bins, binning, outcomes)?;
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
+        let estimators = calibration_estimators::estimators_of(
+            &confidences,
+            &correct,
+            cache
+                .predicted
+                .get_or_insert_with(|| calibration_estimators::predicted_classes(&logits)),
+            k,
+            bins,
+            binning,
+        )?;
         let mut view = TemperatureView {
             temperature,
             fitted_temperature: cache.fit.temperature,
@@ -167,6 +181,7 @@ impl Lab {
             calibration_test,
             verdict,
             classwise_bins,
+            estimators,
             at_one,
             at_fitted,
             at_temperature,

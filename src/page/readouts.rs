@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::state::{serde_name, temperature_fraction, Network, PageState, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::calibration_estimators::Estimators;
 use crate::calibration_null::GAP_STANDARD_ERRORS;
 use crate::lab::{
     ConformalView, CoverageExperiment, GalleryItem, RivalsView, ScoreKind, TemperatureView,
@@ -520,6 +521,7 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             }
         }
     }
+    patches.extend(estimator_readouts(&view.estimators));
     let fitted = view.fitted_temperature;
     let bound = if view.fitted_bound_hit {
         " (bound)"
@@ -610,6 +612,46 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
         ),
     ]);
     patches
+}
+
+/// The estimators table at the slider's T, each readout named as `calibra report --json` names
+/// it: errors to 4 decimals, statistics to 2, p-values to 3 (below 0.001 as "< 0.001"); "–"
+/// and no value for a test without scale (every confidence 0 or 1).
+fn estimator_readouts(estimators: &Estimators) -> Vec<Patch> {
+    let errors = [
+        ("ece_debiased", estimators.ece_debiased),
+        ("top_label_ece", estimators.top_label_ece),
+        ("ks_error", estimators.ks_error),
+    ]
+    .map(|(name, value)| metric(name, value, format!("{value:.4}")));
+    let statistic = |value: f64| format!("{value:.2}");
+    let p_value = |value: f64| {
+        if value < 0.001 {
+            "< 0.001".to_string()
+        } else {
+            format!("{value:.3}")
+        }
+    };
+    let tests = [
+        (
+            "spiegelhalter_z",
+            estimators.spiegelhalter_z,
+            statistic as fn(f64) -> String,
+        ),
+        ("spiegelhalter_p", estimators.spiegelhalter_p, p_value),
+        ("kuiper", estimators.kuiper, statistic),
+        ("kuiper_p", estimators.kuiper_p, p_value),
+        ("ks_statistic", estimators.ks_statistic, statistic),
+        ("ks_p", estimators.ks_p, p_value),
+    ]
+    .map(|(name, value, format)| Patch::Metric {
+        id: None,
+        metric: name.to_string(),
+        value,
+        text: value.map_or_else(|| "–".to_string(), format),
+        title: None,
+    });
+    errors.into_iter().chain(tests).collect()
 }
 
 /// The rivals table: one row per method, every number a readout `rival_<method>_<metric>`,

@@ -26,6 +26,8 @@ const HASH = `split=${SPLIT}&t=${T}&score=lac&alpha=0.1`;
 // The page and the CLI run the same f64 code on the same f32 logits.
 const TOLERANCE = 1e-9;
 const TEMPERATURE_METRICS = ["accuracy", "ece", "nll", "brier"];
+// The estimators table, at the slider's T (`calibra report`'s keys).
+const ESTIMATOR_METRICS = ["ece_debiased", "top_label_ece", "ks_error", "spiegelhalter_z", "spiegelhalter_p", "kuiper", "kuiper_p", "ks_statistic", "ks_p"];
 const CONFORMAL_METRICS = ["qhat", "coverage", "average_set_size", "singleton_rate", "empty_rate", "covgap"];
 
 let site;
@@ -150,7 +152,7 @@ async function report(logits, labels, extra = []) {
 }
 
 // The page's readouts against `calibra report` on the same files: T = 1 and fitted T columns,
-// the slider's T column and the conformal sets at that T.
+// the slider's T column, the estimators table and the conformal sets at that T.
 async function assertLikeTheCli(metrics, logits, labels) {
   const fitted = await report(logits, labels);
   const atT = await report(logits, labels, ["--temperature", String(T)]);
@@ -161,6 +163,7 @@ async function assertLikeTheCli(metrics, logits, labels) {
     close(`${name} at the fitted T`, metrics[`${name}_fitted`], fitted.after[name]);
     close(`${name} at T = ${T}`, metrics[name], atT.after[name]);
   }
+  for (const name of ESTIMATOR_METRICS) close(`${name} at T = ${T}`, metrics[name], atT.after[name]);
   for (const name of CONFORMAL_METRICS) close(`${name} (LAC, α = 0.1, T = ${T})`, metrics[name], atT.conformal[name]);
   NAMES.forEach((_, k) => close(`coverage of class ${k}`, metrics[`coverage_class_${k}`], atT.conformal.per_class_coverage[k]));
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use calibra::bootstrap::{self, BootstrapSettings, MetricInterval, MetricIntervals};
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
+use calibra::calibration_estimators::{self, Estimators};
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
@@ -54,14 +55,17 @@ struct Report {
     selective: Option<SelectiveReport>,
 }
 
-/// The test part's metrics at one temperature: those of `calibration::evaluate`, and smECE
-/// with the bandwidth its fixed-point search chose.
+/// The test part's metrics at one temperature: those of `calibration::evaluate`, smECE with
+/// the bandwidth its fixed-point search chose, and the other estimators and tests of
+/// `calibration_estimators`.
 #[derive(Debug, Serialize)]
 struct TestMetrics {
     #[serde(flatten)]
     binned: CalibrationReport,
     smece: f64,
     smece_bandwidth: f64,
+    #[serde(flatten)]
+    estimators: Estimators,
     /// With `--bootstrap`: `{ece, smece, nll, brier}`, each `{estimate, lower, upper}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     intervals: Option<MetricIntervals>,
@@ -226,6 +230,14 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             calibration::confidences(&test, &parts.test_labels, t).map_err(|e| e.to_string())?;
         let smooth =
             smooth_calibration::smooth_ece(&confidence, &correct).map_err(|e| e.to_string())?;
+        let estimators = calibration_estimators::estimators(
+            &test,
+            &parts.test_labels,
+            t,
+            args.bins,
+            args.binning,
+        )
+        .map_err(|e| e.to_string())?;
         let intervals = args
             .bootstrap
             .map(|resamples| {
@@ -248,6 +260,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             binned,
             smece: smooth.smece,
             smece_bandwidth: smooth.bandwidth,
+            estimators,
             intervals,
         })
     };
@@ -685,9 +698,21 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         ("classwise_ece", b.classwise_ece, a.classwise_ece),
         ("smece", sb.smece, sa.smece),
         ("smece_bandwidth", sb.smece_bandwidth, sa.smece_bandwidth),
+        (
+            "ece_debiased",
+            sb.estimators.ece_debiased,
+            sa.estimators.ece_debiased,
+        ),
+        (
+            "top_label_ece",
+            sb.estimators.top_label_ece,
+            sa.estimators.top_label_ece,
+        ),
+        ("ks_error", sb.estimators.ks_error, sa.estimators.ks_error),
     ] {
         out += &format!("{name:<16}{before:>12.4}{after:>12.4}\n");
     }
+    out += &tests_table(&sb.estimators, &sa.estimators);
     if let (Some(before), Some(after)) = (&sb.intervals, &sa.intervals) {
         out += &format!(
             "\n95% bootstrap intervals ({} resamples of the test part)\n",
@@ -820,6 +845,42 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             "answered_error_rate", s.answered_error_rate
         );
         out += &format!("{:<20}{:>10.4}\n", "aurc", s.aurc);
+    }
+    out
+}
+
+/// The three tests of calibration of the top-label confidence, statistic and p-value at both
+/// temperatures; `-` for a test whose scale is 0 (every confidence 0 or 1).
+fn tests_table(before: &Estimators, after: &Estimators) -> String {
+    let cell = |value: Option<f64>| value.map_or("-".to_string(), |v| format!("{v:.4}"));
+    let mut out = format!(
+        "\n{:<16}{:>12}{:>12}{:>12}{:>12}\n",
+        "test", "T = 1", "p", "scaled", "p"
+    );
+    for (name, before_pair, after_pair) in [
+        (
+            "spiegelhalter_z",
+            (before.spiegelhalter_z, before.spiegelhalter_p),
+            (after.spiegelhalter_z, after.spiegelhalter_p),
+        ),
+        (
+            "kuiper",
+            (before.kuiper, before.kuiper_p),
+            (after.kuiper, after.kuiper_p),
+        ),
+        (
+            "ks_statistic",
+            (before.ks_statistic, before.ks_p),
+            (after.ks_statistic, after.ks_p),
+        ),
+    ] {
+        out += &format!(
+            "{name:<16}{:>12}{:>12}{:>12}{:>12}\n",
+            cell(before_pair.0),
+            cell(before_pair.1),
+            cell(after_pair.0),
+            cell(after_pair.1)
+        );
     }
     out
 }
