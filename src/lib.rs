@@ -16,7 +16,6 @@ pub mod lab;
 pub mod model;
 pub mod ood;
 pub mod ood_difference;
-pub mod ood_view;
 pub mod own_image;
 pub mod page;
 pub mod plot;
@@ -26,5 +25,6 @@ pub mod shift;
 pub mod smooth_calibration;
 #[cfg(test)]
 mod test_support;
+pub mod text;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

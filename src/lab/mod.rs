@@ -24,6 +24,7 @@ mod conformal_view;
 mod halves;
 mod intervals;
 mod ood_store;
+pub mod ood_view;
 mod own_image;
 mod rivals;
 mod shift_store;
@@ -83,7 +84,7 @@ pub enum LabError {
     #[error(transparent)]
     Calibration(#[from] CalibrationError),
     #[error(transparent)]
-    OodView(#[from] crate::ood_view::OodViewError),
+    OodView(#[from] crate::lab::ood_view::OodViewError),
     #[error(transparent)]
     Conformal(#[from] ConformalError),
     #[error(transparent)]

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::{Frame, OodCharts};
 use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
+use crate::lab::ood_view::PairedHistogram;
 use crate::lab::CoverageExperiment;
 use crate::lab::{ConformalView, ShiftMetrics, ShiftView, TemperatureView};
-use crate::ood_view::PairedHistogram;
 use crate::plot::{self, ChartStyle, PlotError};
 
 /// A figure of the page; its serde name is its canvas's id.
@@ -210,7 +210,7 @@ impl Figure {
 
     /// Its canvas's id.
     pub fn id(self) -> String {
-        super::serde_name(self)
+        crate::text::serde_name(self)
     }
 }
 

@@ -13,14 +13,15 @@
 use serde::Serialize;
 
 use super::readouts::{score_name, BarRow, MetricItem, Patch, TableCell, TableRow};
-use super::state::{serde_name, PageState, MODELS};
+use super::state::{PageState, MODELS};
 use crate::calibration::{self, Logits};
 use crate::data::{self, FASHION_MNIST_CLASSES};
+use crate::lab::ood_view::{self, ScoreKind as OodScore};
 use crate::lab::{Lab, LabError};
 use crate::ood;
-use crate::ood_view::{self, ScoreKind as OodScore};
 use crate::own_image::{self, Invert, Neighbour, OwnImageError, Prepared};
 use crate::sentences::{confidence_text, percent, score_against_threshold};
+use crate::text::serde_name;
 
 /// A reader's image and what the networks have answered so far.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::state::{serde_name, temperature_fraction, Network, PageState, MODELS};
+use super::state::{temperature_fraction, Network, PageState, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::calibration_null::GAP_STANDARD_ERRORS;
@@ -15,6 +15,7 @@ use crate::lab::{
 };
 use crate::recalibration::Method;
 use crate::sentences::{self, percent};
+use crate::text::{grouped, serde_name};
 
 /// One change to one element of the page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -273,19 +274,6 @@ pub(super) fn metric_cell(metric: String, value: Option<f64>, text: String) -> T
         metric: Some(metric),
         value,
     }
-}
-
-/// `10000` as "10,000".
-pub fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A score's name as the text writes it.

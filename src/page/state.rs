@@ -11,9 +11,10 @@ use serde_json::{Map, Value};
 
 use super::figure::{Embed, FIGURES};
 use crate::calibration::{Binning, MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::lab::ood_view::ScoreKind as OodScore;
 use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind};
-use crate::ood_view::ScoreKind as OodScore;
 use crate::shift::{Corruption, MAX_SEVERITY};
+use crate::text::serde_name;
 
 /// The bundled networks, in the order the lab stores their logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,16 +157,6 @@ impl Network {
     /// The serde name (the hash's value).
     pub fn name(self) -> String {
         serde_name(self)
-    }
-}
-
-/// How `value` is written in the hash and in `data-metric` names: its serde name for a choice
-/// (an enum variant), its JSON text otherwise.
-pub fn serde_name(value: impl Serialize) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(name)) => name,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
     }
 }
 

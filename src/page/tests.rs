@@ -192,19 +192,6 @@ fn the_gallery_line_counts_its_images() {
 }
 
 #[test]
-fn thousands_are_grouped_by_commas() {
-    for (n, text) in [
-        (0, "0"),
-        (999, "999"),
-        (1000, "1,000"),
-        (10_000, "10,000"),
-        (1_234_567, "1,234,567"),
-    ] {
-        assert_eq!(grouped(n), text);
-    }
-}
-
-#[test]
 fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     let rows = 300;
     let mut lab = lab_with_logits(rows, rows);
@@ -279,7 +266,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
         .view(chosen, OodSet::Mnist, state.t, &in_distribution)
         .unwrap();
     let energy = &view
-        .summary(crate::ood_view::ScoreKind::Energy)
+        .summary(crate::lab::ood_view::ScoreKind::Energy)
         .unwrap()
         .metrics;
     let rows_patch = frame

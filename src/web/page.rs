@@ -606,8 +606,8 @@ impl Page {
             .ok_or_else(|| {
                 JsError::new(&format!(
                     "Random splits R must be a whole number from {} to {}, not \"{repetitions}\".",
-                    page::grouped(min),
-                    page::grouped(max)
+                    crate::text::grouped(min),
+                    crate::text::grouped(max)
                 ))
             })?;
         let settings = state.conformal_settings();

@@ -9,10 +9,10 @@ use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::conformal::{self, Score, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
-use calibra::page::serde_name;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
 use calibra::sentences;
 use calibra::smooth_calibration;
+use calibra::text::serde_name;
 use serde::Serialize;
 
 use crate::ReportArgs;
