@@ -318,7 +318,8 @@ impl Lab {
 
     /// Splits the test rows into calibration and evaluation halves with `seed`.
     pub fn set_split(&mut self, seed: u64) {
-        let (calibration_rows, _) = data::seeded_split(self.rows(), 0.5, seed);
+        let (calibration_rows, _) =
+            data::seeded_split(self.rows(), data::CALIBRATION_FRACTION, seed);
         let mut is_calibration = vec![false; self.rows()];
         for row in calibration_rows {
             is_calibration[row] = true;

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::figure::{Embed, FIGURES};
-use crate::calibration::{Binning, MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::calibration::{Binning, DEFAULT_NUM_BINS, MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::conformal;
+use crate::data::DEFAULT_SPLIT_SEED;
 use crate::lab::ood_view::ScoreKind as OodScore;
 use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind};
 use crate::shift::{Corruption, MAX_SEVERITY};
@@ -228,15 +230,15 @@ impl Default for PageState {
         Self {
             model: ModelKey::Ce,
             t: 1.0,
-            bins: 15,
-            binning: Binning::Width,
-            split: 0,
-            alpha: 0.1,
-            score: ScoreKind::Aps,
-            randomized: true,
-            raps_lambda: 0.1,
-            k_reg: 1,
-            saps_lambda: 0.2,
+            bins: DEFAULT_NUM_BINS,
+            binning: Binning::default(),
+            split: DEFAULT_SPLIT_SEED,
+            alpha: conformal::DEFAULT_ALPHA,
+            score: ScoreKind::default(),
+            randomized: conformal::DEFAULT_RANDOMIZED,
+            raps_lambda: conformal::DEFAULT_RAPS_LAMBDA,
+            k_reg: conformal::DEFAULT_RAPS_K_REG,
+            saps_lambda: conformal::DEFAULT_SAPS_LAMBDA,
             mondrian: false,
             gallery: GalleryChoice::All,
             tau: Network::Tau004,
