@@ -1,8 +1,9 @@
 // calibra's page: loads the data, streams logits from inference workers into Rust, and asks
-// Rust for one render per animation frame. Rust owns the state's defaults, ranges and
-// validation (limits(), read_hash, Page.control), every number and every sentence; this file
-// only wires events, workers and the DOM.
-import init, { Page, idx_image_count, limits as readLimits, noise_pixels, parse_labels, parse_mnist, read_hash, shifted_pixels, shifted_rows, view_hash } from "./pkg/calibra.js";
+// Rust for one render per animation frame. Rust owns the state (Page holds it: a link, a control
+// and a button change it there, through Page.read_hash, Page.control and Page.action), its
+// defaults, ranges and validation, every number and every sentence; this file only wires
+// events, workers and the DOM.
+import init, { Page, idx_image_count, limits as readLimits, noise_pixels, parse_mnist, shifted_pixels, shifted_rows } from "./pkg/calibra.js";
 import { $, applyPatches, clearControlError, clearError, showControlError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
 import { addFigureMenus, download } from "./figure-menu.js";
@@ -52,8 +53,12 @@ window.calibra = {
 };
 
 let limits = null;
-let state = null; // the page state, as Rust parsed it; its fields are the hash's keys
+// The page state as Rust last returned it, to read (its fields are the hash's keys); Rust's Page
+// holds the state itself, and no call takes it back.
+let state = null;
 let page = null;
+// Whether the page has read the test labels, and so holds the labs' data.
+let labelsRead = false;
 // Pixels of each image set by name: "test" from the start (filled as the file arrives, see
 // streamTestImages), the OOD sets once a job needs them.
 const images = {};
@@ -188,7 +193,7 @@ function apply(next) {
   clearTimeout(intervalTimer);
   pendingPatches.push(...next.patches);
   writeHash(next.hash);
-  showView();
+  showView(next.article_hash);
   if (pool && previous && state.model !== previous.model) selectModel();
   scheduleRender();
 }
@@ -230,10 +235,10 @@ function currentLink() {
   return location.href;
 }
 
-// Shows the article, one figure (the embed view) or presentation mode, as the state says.
-function showView() {
-  // The link back to the article, only needed (and computed) in the embed view.
-  const articleHref = state.embed === "none" ? "./" : `./#${view_hash(state, "none")}`;
+// Shows the article, one figure (the embed view) or presentation mode, as the state says;
+// `articleHash` is the article's hash in the embed view (its link back).
+function showView(articleHash) {
+  const articleHref = articleHash ? `./#${articleHash}` : "./";
   showEmbed({ figureId: state.embed, articleHref, present: state.present, figures: limits.figures });
 }
 
@@ -249,7 +254,7 @@ function onPresentationKey(event) {
   if (event.target.closest("input, select, textarea") || (event.key === " " && event.target.closest("button, summary"))) return;
   event.preventDefault();
   try {
-    apply(page.action(state, action));
+    apply(page.action(action));
   } catch (error) {
     showError(error.message);
   }
@@ -257,7 +262,7 @@ function onPresentationKey(event) {
 
 // Reads the hash through Rust; ignored entries are reported, the rest kept.
 function readHash() {
-  const next = read_hash(location.hash);
+  const next = page.read_hash(location.hash);
   if (next.rejected.length) showError(`This link's settings were partly ignored: ${next.rejected.join("; ")}.`);
   return next;
 }
@@ -298,7 +303,7 @@ function scheduleStreamingRender() {
 // are painted (firstLogitsShown).
 function frame() {
   renderPending = false;
-  if (!page) return;
+  if (!labelsRead) return;
   render();
   if (showFirstLogits && arrived.has(modelIndex())) {
     afterPaint(showFirstLogits);
@@ -339,7 +344,7 @@ function render() {
   let readouts;
   let millis;
   try {
-    readouts = page.render(state, wanted);
+    readouts = page.render(wanted);
     millis = performance.now() - started;
   } catch (error) {
     showError(`Cannot draw: ${error.message}`);
@@ -514,7 +519,7 @@ function wireControls() {
     element.addEventListener(event, () => {
       const value = element.type === "checkbox" ? String(element.checked) : element.value;
       try {
-        apply(page.control(state, field.control, value));
+        apply(page.control(field.control, value));
         clearControlError(element);
       } catch (error) {
         showControlError(element, error.message);
@@ -524,7 +529,7 @@ function wireControls() {
   for (const button of document.querySelectorAll("button[data-action]")) {
     button.addEventListener("click", () => {
       try {
-        apply(page.action(state, button.dataset.action));
+        apply(page.action(button.dataset.action));
       } catch (error) {
         showError(error.message);
         return;
@@ -767,7 +772,7 @@ function runExperiment() {
   const started = performance.now();
   let result;
   try {
-    result = page.run_experiment(state, $("repetitions").value);
+    result = page.run_experiment($("repetitions").value);
   } catch (error) {
     showError(`The coverage experiment failed: ${error.message}`);
     return;
@@ -1242,7 +1247,7 @@ async function streamTestImages(response, first) {
     testImages.rows = rows;
     pool.pump();
     // Until the first logits, the download is the news; then the frames carry the row.
-    if (page && !arrived.has(modelIndex())) showProgress(0);
+    if (labelsRead && !arrived.has(modelIndex())) showProgress(0);
   };
   testImages.complete = (async () => {
     file ??= await openIdx(await response, IMAGES_URL);
@@ -1324,11 +1329,12 @@ async function main() {
   countFormat = new Intl.NumberFormat("en");
   await pageModule;
   limits = readLimits();
+  page = counted(new Page());
   const first = readHash();
   state = first.state;
   writeHash(first.hash);
   applyPatches(first.patches);
-  showView();
+  showView(first.article_hash);
   // Known before the first logits come, so that their frame draws the charts on screen.
   observeVisibility();
   pool.load(modelIndex());
@@ -1356,13 +1362,14 @@ async function main() {
     showError(error.message);
     document.body.dataset.inference = "failed";
   });
-  page = counted(new Page(parse_labels(await labels, LABELS_URL)));
+  page.set_labels(await labels, LABELS_URL);
+  labelsRead = true;
   // Inference asks for the page's thread only to send batches: it starts before the page wires.
   selectModel();
   observeCanvasSizes();
   gallery = new Gallery({ pixels: images.test, limits, onSelect: scheduleRender });
   wireControls();
-  addFigureMenus({ figures: limits.figures, page, state: () => state, embedHash: (figure) => view_hash(state, figure), link: currentLink, onError: showError });
+  addFigureMenus({ figures: limits.figures, page, embedHash: (figure) => page.view_hash(figure), link: currentLink, onError: showError });
   wireOwnImage();
   wireOwnLogits();
   scheduleRender();

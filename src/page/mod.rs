@@ -26,7 +26,9 @@ use crate::lab::{
 };
 use crate::text::serde_name;
 
-pub use figure::{ExperimentRun, Figure, FigureError, FigureInfo, Sources, FIGURES};
+pub use figure::{
+    frame_figures, ExperimentRun, Figure, FigureError, FigureInfo, FrameDrawing, Sources, FIGURES,
+};
 pub use ood::{
     difference_scores, score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile,
 };

@@ -1,10 +1,10 @@
 //! The page's state: one typed value whose field names are the URL hash's keys, with every
 //! default and every range defined here and nowhere else.
 //!
-//! The page keeps the hash string and the object [`PageState::from_hash`] parses it to; a
-//! control's move goes through [`PageState::set_control`], which validates it and maps a slider
-//! position to its value, and [`PageState::to_hash`] writes the link back. So a view is a
-//! shareable link, and JavaScript never re-implements a default, a range or a validation.
+//! The page's facade (`web::Page`) holds the state [`PageState::from_hash`] reads from a link;
+//! a control's move goes through [`PageState::set_control`], which validates it and maps a
+//! slider position to its value, and [`PageState::to_hash`] writes the link back. So a view is
+//! a shareable link, and JavaScript never holds the state, a default, a range or a validation.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -925,3 +925,73 @@ fn every_element_a_patch_names_is_in_the_page() {
         "patched but not in index.html: {missing:?}"
     );
 }
+
+#[test]
+fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_waiting() {
+    use FrameDrawing::{Clear, Draw};
+    let every_figure: Vec<Figure> = FIGURES.iter().map(|info| info.id).collect();
+    let visible = Visible {
+        temperature: true,
+        conformal: true,
+        figures: every_figure.clone(),
+        ..Visible::default()
+    };
+    let state = PageState::default();
+    let mut waiting = lab_with_logits(300, 0);
+    let frame = render_bundled(&mut waiting, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &every_figure),
+        [],
+        "no logits, no lab"
+    );
+
+    let mut lab = lab_with_logits(300, 300);
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &every_figure),
+        [
+            (Figure::Reliability, Draw),
+            (Figure::Histogram, Draw),
+            (Figure::SmoothReliability, Draw),
+            (Figure::Classwise, Draw),
+            (Figure::RivalsReliability, Clear),
+            (Figure::SetSizes, Draw),
+            (Figure::PerClass, Draw),
+            (Figure::Stratified, Draw),
+            (Figure::Sweep, Draw),
+        ],
+        "the experiment is drawn by its run; the rivals wait for the worker's fits"
+    );
+    assert_eq!(
+        frame_figures(&frame, &[Figure::Histogram, Figure::OodRoc]),
+        [(Figure::Histogram, Draw)],
+        "a figure off screen, or of a lab not computed, is left as it is"
+    );
+
+    let request = frame.readouts.rivals_request.unwrap();
+    let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
+    lab.add_rivals(request, answer);
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &[Figure::RivalsReliability]),
+        [(Figure::RivalsReliability, Draw)]
+    );
+}
+
+#[test]
+fn a_figure_alone_computes_its_own_lab_only() {
+    use figure::FigureLab;
+    for info in &FIGURES {
+        let visible = Visible::figure_alone(info.id);
+        let labs = [
+            (visible.temperature, FigureLab::Temperature),
+            (visible.conformal, FigureLab::Conformal),
+            (visible.ood, FigureLab::Ood),
+            (visible.shift, FigureLab::Shift),
+        ];
+        for (computed, lab) in labs {
+            assert_eq!(computed, lab == info.lab, "{:?} and {lab:?}", info.id);
+        }
+        assert_eq!(visible.figures, [info.id]);
+    }
+}
