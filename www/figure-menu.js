@@ -1,3 +1,4 @@
+// @ts-check
 // Each figure's "Save or share" menu: PNG (the figure at twice its size on screen, for slides),
 // SVG and CSV (from Rust: the same plot code on the SVG backend, and the numbers the figure draws), the code of an <iframe>
 // showing the figure alone (the embed view), and a link to this view (the address, whose hash
@@ -59,7 +60,7 @@ function menu(figures, { page, embedHash, link, onError }) {
   linkRow.append(copyLink, status);
   details.append(linkRow);
   // Each button's failure is shown, never thrown away.
-  details.addEventListener("figure-menu-error", (event) => onError(event.detail));
+  details.addEventListener("figure-menu-error", (event) => onError(/** @type {CustomEvent<string>} */ (event).detail));
   return details;
 }
 
