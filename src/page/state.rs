@@ -868,7 +868,7 @@ pub fn temperature_fraction(t: f64) -> f64 {
 }
 
 /// The state's fields as a JSON map (the serde names are the hash keys).
-fn fields_of(state: &PageState) -> Map<String, Value> {
+pub(super) fn fields_of(state: &PageState) -> Map<String, Value> {
     match serde_json::to_value(state) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),

@@ -995,3 +995,41 @@ fn a_figure_alone_computes_its_own_lab_only() {
         assert_eq!(visible.figures, [info.id]);
     }
 }
+
+#[test]
+fn every_choice_and_flag_control_shows_what_the_link_says() {
+    let (state, rejected) = PageState::from_hash(
+        "model=logitnorm&binning=mass&score=raps&randomized=0&mondrian=1&ood=uniform\
+         &ood_score=msp&shift=blur&recalibrate=1",
+    );
+    assert!(rejected.is_empty(), "{rejected:?}");
+    let link: std::collections::HashMap<String, String> =
+        form_urlencoded::parse(state.to_hash().as_bytes())
+            .into_owned()
+            .collect();
+    let patches = control_patches(&state);
+    let mut checked = 0;
+    for field in &FIELDS {
+        let Some(id) = field.control else { continue };
+        let written = &link[field.key];
+        match field.kind {
+            FieldKind::Choice => {
+                let shown = patches.iter().find_map(|p| match p {
+                    Patch::Control { id: i, value, .. } if *i == id => Some(value),
+                    _ => None,
+                });
+                assert_eq!(shown, Some(written), "#{id}");
+            }
+            FieldKind::Flag => {
+                let shown = patches.iter().find_map(|p| match p {
+                    Patch::Checked { id: i, checked } if *i == id => Some(*checked),
+                    _ => None,
+                });
+                assert_eq!(shown, Some(written == "1"), "#{id}");
+            }
+            _ => continue,
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 10, "the page's selects and check boxes");
+}
