@@ -174,6 +174,7 @@ pub fn paired_difference(
 /// control and a button change the state here ([`Page::read_hash`], [`Page::control`],
 /// [`Page::action`]), and every other export reads it here.
 #[wasm_bindgen]
+#[derive(Default)]
 pub struct Page {
     state: PageState,
     /// The labs' data, once the test labels are in ([`Page::set_labels`]).
@@ -234,18 +235,8 @@ impl Page {
     /// A page in the default state, without data: its state can be read from a link and
     /// shown before the test labels are in.
     #[wasm_bindgen(constructor)]
-    #[allow(clippy::new_without_default)]
     pub fn new() -> Page {
-        Page {
-            state: PageState::default(),
-            data: None,
-            rivals_drawn: None,
-            sent: page::SentPatches::default(),
-            experiment: None,
-            own_image: None,
-            own_image_thresholds: OodThresholds::default(),
-            canvas_sizes: CanvasSizes::default(),
-        }
+        Page::default()
     }
 
     /// Reads the test labels (an unzipped IDX labels file named `name`) and makes room for
