@@ -882,18 +882,22 @@ pub struct CalibrationReport {
     pub bins: Vec<Bin>,
 }
 
-/// Index of the largest logit, the lowest index on ties. Independent of the temperature.
-pub(crate) fn predicted_class(row: &[f32]) -> usize {
-    row.iter()
-        .enumerate()
-        .fold((0, f32::NEG_INFINITY), |(best, best_logit), (class, &z)| {
-            if z > best_logit {
-                (class, z)
-            } else {
-                (best, best_logit)
-            }
-        })
-        .0
+/// The predicted class of a row of logits or probabilities: the index of its largest value,
+/// the lowest index on ties. A NaN is never the largest (it compares false either way, so it
+/// must not block the values after it); a row with no number at all gives class 0.
+/// Independent of the temperature, so the same for logits and for their softmax. The one
+/// arg-max of the crate: every view that names a prediction agrees with every metric.
+pub fn predicted_class<T: PartialOrd + Copy>(row: &[T]) -> usize {
+    let mut best: Option<(usize, T)> = None;
+    for (class, &value) in row.iter().enumerate() {
+        let is_nan = value.partial_cmp(&value).is_none();
+        match best {
+            _ if is_nan => {}
+            Some((_, top)) if value <= top => {}
+            _ => best = Some((class, value)),
+        }
+    }
+    best.map_or(0, |(class, _)| class)
 }
 
 /// All metrics at temperature `temperature`, in one pass over the logits (softmax per row in

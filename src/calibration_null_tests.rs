@@ -5,7 +5,6 @@
 
 use super::*;
 use crate::calibration::{confidences, reliability_bins, Logits};
-use crate::sentences::VERDICT_RATES;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

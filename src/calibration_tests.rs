@@ -551,3 +551,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_predicted_class_is_the_first_largest_value_and_never_a_nan() {
+    assert_eq!(predicted_class(&[0.1_f32, 3.0, -2.0]), 1);
+    assert_eq!(
+        predicted_class(&[2.0_f64, 5.0, 5.0, 1.0]),
+        1,
+        "ties go to the lowest index"
+    );
+    for nan_at in 0..3 {
+        let mut row = [1.0_f32, 4.0, 2.0];
+        row[nan_at] = f32::NAN;
+        let expected = if nan_at == 1 { 2 } else { 1 };
+        assert_eq!(predicted_class(&row), expected, "NaN at {nan_at}");
+        let row64: Vec<f64> = row.iter().map(|&z| f64::from(z)).collect();
+        assert_eq!(predicted_class(&row64), expected, "f64, NaN at {nan_at}");
+    }
+    assert_eq!(predicted_class(&[f32::NAN, f32::NEG_INFINITY]), 1);
+    assert_eq!(
+        predicted_class(&[f64::NAN, f64::NAN]),
+        0,
+        "no number at all"
+    );
+    assert_eq!(predicted_class::<f32>(&[]), 0);
+}

@@ -85,6 +85,12 @@ pub const DEFAULT_RAPS_LAMBDA: f64 = 0.1;
 pub const DEFAULT_RAPS_K_REG: usize = 1;
 /// Default SAPS rank weight λ (TorchCP's default).
 pub const DEFAULT_SAPS_LAMBDA: f64 = 0.2;
+/// Default miscoverage level: sets that hold the true label for at least 90% of images, the
+/// level of Angelopoulos & Bates' gentle introduction.
+pub const DEFAULT_ALPHA: f64 = 0.1;
+/// APS, RAPS and SAPS draw their uniform `u` by default: the randomized scores are the ones
+/// whose coverage is exactly `1 − α` on average rather than at least it.
+pub const DEFAULT_RANDOMIZED: bool = true;
 
 /// α is read as a decimal with this many parts per unit (9 decimal places).
 const ALPHA_DENOMINATOR: u128 = 1_000_000_000;
@@ -139,11 +145,13 @@ pub enum ConformalError {
 
 /// Which score, before its parameters are attached: the one set of names the page, the CLI
 /// and the tests share.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ScoreKind {
     Lac,
+    /// The default: adaptive sets without a parameter to choose.
+    #[default]
     Aps,
     Raps,
     Saps,

@@ -447,6 +447,12 @@ pub fn seeded_permutation(n: usize, seed: u64) -> Vec<usize> {
     order
 }
 
+/// Share of the rows a [`seeded_split`] puts in the calibration part: halves, on the page
+/// and by default in the CLI.
+pub const CALIBRATION_FRACTION: f64 = 0.5;
+/// The seed of the split a first visit and the CLI use.
+pub const DEFAULT_SPLIT_SEED: u32 = 0;
+
 /// Splits `0..n` at random (seeded) into a first part of `round(n · first_fraction)` indices and
 /// the rest; each part is sorted so it keeps the data's order.
 pub fn seeded_split(n: usize, first_fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {

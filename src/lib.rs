@@ -18,7 +18,6 @@ pub mod model;
 pub mod ood;
 pub mod ood_difference;
 pub mod ood_pvalues;
-pub mod ood_view;
 pub mod own_image;
 pub mod page;
 pub mod plot;
@@ -30,6 +29,7 @@ pub mod smooth_calibration;
 pub mod temperature_anatomy;
 #[cfg(test)]
 mod test_support;
+pub mod text;
 pub mod venn_abers;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -668,21 +668,6 @@ fn log_sum_exp_except(values: &[f64], skip: usize) -> f64 {
     max + others().map(|(_, &v)| (v - max).exp()).sum::<f64>().ln()
 }
 
-/// Index of the largest value, the lowest index on ties.
-fn arg_max(values: &[f64]) -> usize {
-    values
-        .iter()
-        .enumerate()
-        .fold((0, f64::NEG_INFINITY), |(best, top), (i, &v)| {
-            if v > top {
-                (i, v)
-            } else {
-                (best, top)
-            }
-        })
-        .0
-}
-
 impl Recalibration {
     /// Applies the recalibration to every row: the confidence and correctness of each
     /// prediction, the NLL and the Brier score (conventions in the module documentation).
@@ -717,7 +702,7 @@ impl Recalibration {
                 }
             }
             let predicted = match self {
-                Recalibration::Vector(_) => arg_max(&log_p),
+                Recalibration::Vector(_) => predicted_class(&log_p),
                 _ => original,
             };
             let (top, label_log_p, row_brier) = match self {

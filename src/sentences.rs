@@ -9,11 +9,11 @@
 
 use crate::bootstrap::MetricInterval;
 use crate::calibration_null::{
-    CalibrationTest, ConfidenceVerdict, GAP_STANDARD_ERRORS, NULL_DRAWS,
+    CalibrationTest, ConfidenceVerdict, GAP_STANDARD_ERRORS, NULL_DRAWS, VERDICT_RATES,
 };
 use crate::ood_difference::PairedDifference;
-use crate::page::grouped;
 use crate::recalibration::VectorScaling;
+use crate::text::grouped;
 
 /// Formats a fraction as a percentage with `decimals` decimals.
 pub fn percent(value: f64, decimals: usize) -> String {
@@ -23,30 +23,6 @@ pub fn percent(value: f64, decimals: usize) -> String {
 /// How far a verdict's statistic may stray, in standard deviations, before it is called more
 /// than chance (about 3 in 1,000 for a normal law).
 pub const CHANCE_DEVIATIONS: f64 = 3.0;
-
-/// The confidence verdict's error rates, as measured by the seeded Monte Carlo tests of
-/// `calibration_null_tests.rs` (release run): on calibrated synthetic networks (three confidence
-/// profiles, 1,000 to 10,000 rows) how many were given a direction, and on networks whose true
-/// temperature is 1.3 (5,000 rows) how many were called overconfident.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VerdictRates {
-    /// Calibrated networks called over- or underconfident.
-    pub false_alarms: usize,
-    /// Calibrated networks called miscalibrated with no direction.
-    pub no_direction: usize,
-    pub calibrated_sets: usize,
-    pub detections: usize,
-    pub overconfident_sets: usize,
-}
-
-/// The rates the page and `docs/definitions.md` state; the tests fail if a change moves them.
-pub const VERDICT_RATES: VerdictRates = VerdictRates {
-    false_alarms: 0,
-    no_direction: 5,
-    calibrated_sets: 240,
-    detections: 201,
-    overconfident_sets: 201,
-};
 
 /// The line under the verdict that says how often it errs.
 pub fn verdict_rates_line() -> String {

@@ -142,7 +142,12 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
         };
         row[predicted] = 8.0;
     }
-    let mut page = Page::new(&labels).expect("a page");
+    let mut page = Page::new();
+    let mut idx_labels = vec![0, 0, 8, 1];
+    idx_labels.extend((rows as u32).to_be_bytes());
+    idx_labels.extend(&labels);
+    page.set_labels(&idx_labels, "labels")
+        .expect("labels accepted");
     let ratio = web_sys::window().expect("a window").device_pixel_ratio();
     let reliability = canvas("reliability", 560, 500);
     canvas("histogram", 560, 180);
@@ -159,19 +164,18 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
     ] {
         page.canvas_resized(id, width, height);
     }
-    let state = PageState {
-        bins: 10,
-        ..PageState::default()
-    };
-    let state = serde_wasm_bindgen::to_value(&state).expect("a state object");
+    let next = page.read_hash("#bins=10").expect("a hash read");
+    let state: PageState = serde_wasm_bindgen::from_value(field(&next, "state")).expect("a state");
+    assert_eq!(
+        state.bins, 10,
+        "the page keeps the state the link describes"
+    );
     let visible = js_sys::JSON::parse(
         r#"{"temperature": true, "conformal": false, "gallery": false,
             "figures": ["reliability", "histogram"]}"#,
     )
     .expect("an object");
-    let waiting = page
-        .render(state.clone(), visible.clone())
-        .expect("renders");
+    let waiting = page.render(visible.clone()).expect("renders");
     assert_eq!(
         field(&waiting, "waiting").as_bool(),
         Some(true),
@@ -180,7 +184,7 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
     page.add_logits(0, "test", 0, &logits)
         .expect("logits accepted");
     let width_before = smooth.width();
-    let readouts = page.render(state, visible.clone()).expect("the page draws");
+    let readouts = page.render(visible.clone()).expect("the page draws");
     assert_eq!(field(&readouts, "waiting").as_bool(), Some(false));
     let patches: js_sys::Array = field(&readouts, "patches").dyn_into().expect("an array");
     let accuracy = patches
@@ -212,9 +216,10 @@ fn one_render_call_draws_the_reliability_diagram_and_returns_the_readouts() {
         width_before,
         "the smooth diagram, off screen, is not drawn"
     );
-    // A state outside the ranges is refused with a message, not a panic.
-    let bad = js_sys::JSON::parse(r#"{"t": 50}"#).expect("an object");
-    assert!(page.render(bad, visible).is_err());
+    // A control outside its range is refused with a message, not a panic, and the state kept.
+    assert!(page.control("bins", "3").is_err());
+    let kept = page.view_hash("none").expect("a hash");
+    assert!(kept.contains("bins=10"), "the state is kept: {kept}");
 }
 
 /// Reads `key` of a JavaScript object.

@@ -1,3 +1,4 @@
+// @ts-check
 // The page's worker for the temperature lab's slow parts: the bootstrap intervals (about a
 // second per temperature) and the rivals' fits (seconds on a reader's largest files), off the
 // page's thread, so that a slider frame stays short.
@@ -22,16 +23,24 @@
 //   worker -> page  {status: "error", message}     a readable message, never an object
 import init, { Bootstrap, paired_difference } from "./pkg/calibra.js";
 
+/** @typedef {import("./messages.js").BootstrapRequest} BootstrapRequest */
+
+/**
+ * Posts an answer to the page, typed as the page's bootstrap-client.js reads it.
+ * @param {import("./messages.js").BootstrapAnswer} reply
+ */
+const answer = (reply) => postMessage(reply);
+
 const ready = init();
 // The last halves sent, and the model and split they belong to.
 let data = null;
 
 // Runs one message and answers it; any failure is reported as a message string.
-async function handle(message) {
+async function handle(/** @type {BootstrapRequest} */ message) {
   await ready;
   if (message.type === "difference") {
     const difference = paired_difference(message.chosen_in, message.chosen_out, message.reference_in, message.reference_out);
-    postMessage({ status: "difference", request: message.request, difference });
+    answer({ status: "difference", request: message.request, difference });
     return;
   }
   if (message.type === "data") {
@@ -45,12 +54,12 @@ async function handle(message) {
     throw new Error(`no halves of model ${request.model}, split ${request.split} to compute ${message.type} on`);
   }
   if (message.type === "intervals") {
-    postMessage({ status: "intervals", request, intervals: data.halves.intervals(request) });
+    answer({ status: "intervals", request, intervals: data.halves.intervals(request) });
   } else if (message.type === "rivals") {
-    postMessage({ status: "rivals", request, rivals: data.halves.rivals(request) });
+    answer({ status: "rivals", request, rivals: data.halves.rivals(request) });
   }
 }
 
 onmessage = (event) => {
-  handle(event.data).catch((error) => postMessage({ status: "error", message: String(error?.message ?? error) }));
+  handle(event.data).catch((error) => answer({ status: "error", message: String(error?.message ?? error) }));
 };

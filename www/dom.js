@@ -1,3 +1,4 @@
+// @ts-check
 // Small DOM helpers shared by the page's modules.
 
 // The element with this id.

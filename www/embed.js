@@ -1,3 +1,4 @@
+// @ts-check
 // The embed view (#embed=<figure id>): one figure alone with its lab's slider, sized to the
 // frame, for an <iframe> in a blog post; and presentation mode (#present=1), the same view in
 // large type with buttons and keys to the next figure. Rust's state says which figure (or
@@ -26,7 +27,7 @@ const heightReporter = new ResizeObserver(() => {
 // the article in the same state, kept current at every call. `present` adds presentation mode,
 // whose bar names the figure's place among `figures` (Rust's list).
 export function showEmbed({ figureId, articleHref, present, figures }) {
-  const link = document.getElementById("embed-article-link");
+  const link = /** @type {HTMLAnchorElement} */ (document.getElementById("embed-article-link"));
   link.href = articleHref;
   const view = `${figureId}:${present}`;
   if (view === shown) return;

@@ -1,3 +1,4 @@
+// @ts-check
 // Each figure's "Save or share" menu: PNG (the figure at twice its size on screen, for slides),
 // SVG and CSV (from Rust: the same plot code on the SVG backend, and the numbers the figure draws), the code of an <iframe>
 // showing the figure alone (the embed view), and a link to this view (the address, whose hash
@@ -9,17 +10,17 @@ const EMBED_WIDTH = 720;
 const EMBED_CHROME_HEIGHT = 260;
 
 // Adds a menu to every <figure> that holds one of the page's canvases. `page` gives the SVG and
-// CSV of a figure in a state, `state()` the current state, `embedHash(id)` the hash of the
+// CSV of a figure in the page's state, `embedHash(id)` the hash of the
 // embed view of figure `id`, `link()` the address of this view; failures go to `onError`.
-export function addFigureMenus({ figures, page, state, embedHash, link, onError }) {
+export function addFigureMenus({ figures, page, embedHash, link, onError }) {
   const byId = new Map(figures.map((figure) => [figure.id, figure]));
   for (const element of document.querySelectorAll("main figure")) {
     const shown = [...element.querySelectorAll("canvas")].map((canvas) => byId.get(canvas.id)).filter(Boolean);
-    if (shown.length) element.append(menu(shown, { page, state, embedHash, link, onError }));
+    if (shown.length) element.append(menu(shown, { page, embedHash, link, onError }));
   }
 }
 
-function menu(figures, { page, state, embedHash, link, onError }) {
+function menu(figures, { page, embedHash, link, onError }) {
   const details = document.createElement("details");
   details.className = "figure-menu";
   const summary = document.createElement("summary");
@@ -40,9 +41,9 @@ function menu(figures, { page, state, embedHash, link, onError }) {
       download(await make(), `${figure.file_stem}.${kind.toLowerCase()}`);
     });
     row.append(
-      save("PNG", () => pngAtTwice(page.figure_svg(state(), figure.id))),
-      save("SVG", () => new Blob([page.figure_svg(state(), figure.id)], { type: "image/svg+xml" })),
-      save("CSV", () => new Blob([page.figure_csv(state(), figure.id)], { type: "text/csv" })),
+      save("PNG", () => pngAtTwice(page.figure_svg(figure.id))),
+      save("SVG", () => new Blob([page.figure_svg(figure.id)], { type: "image/svg+xml" })),
+      save("CSV", () => new Blob([page.figure_csv(figure.id)], { type: "text/csv" })),
       button("Copy embed code", `Copy embed code for the ${figure.title}`, async () => {
         await navigator.clipboard.writeText(embedCode(figure, embedHash(figure.id)));
         status.textContent = "Embed code copied.";
@@ -59,7 +60,7 @@ function menu(figures, { page, state, embedHash, link, onError }) {
   linkRow.append(copyLink, status);
   details.append(linkRow);
   // Each button's failure is shown, never thrown away.
-  details.addEventListener("figure-menu-error", (event) => onError(event.detail));
+  details.addEventListener("figure-menu-error", (event) => onError(/** @type {CustomEvent<string>} */ (event).detail));
   return details;
 }
 

@@ -1,6 +1,8 @@
+// @ts-check
 // The conformal lab's gallery and its per-image explanation: builds the DOM for what Rust's
 // render returned (images, sets, scores and their texts). No number is computed here.
 
+import { shifted_rows } from "./pkg/calibra.js";
 import { $ } from "./dom.js";
 
 // Image `row` of `pixels` ([n, side, side]) on a canvas, dark on light, or bright on black as
@@ -18,6 +20,30 @@ export function thumbnail(pixels, row, side, { asRead = false } = {}) {
   });
   context.putImageData(image, 0, 0);
   return canvas;
+}
+
+// Image `row` of `pixels` as the network reads it, bright on black, named `label` for screen
+// readers.
+export function thumbnailAsRead(pixels, row, side, label) {
+  const canvas = thumbnail(pixels, row, side, { asRead: true });
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", label);
+  return canvas;
+}
+
+// The shift lab's evaluation images `rows` of the test images `test` ([n, side, side]), clean
+// and as the corrupted copy `set` holds them (made in Rust for these rows alone); none
+// corrupted when `set` is null. Rebuilt only when they changed.
+export function showShiftThumbnails({ rows, set }, test, side) {
+  const key = `${rows.join(",")}:${set}`;
+  if ($("shift-clean").dataset.key === key) return;
+  $("shift-clean").dataset.key = key;
+  const strip = (pixels, label) => rows.map((row, index) => thumbnailAsRead(pixels, index, side, `${label} test image ${row}`));
+  const clean = new Uint8Array(rows.length * side * side);
+  rows.forEach((row, index) => clean.set(test.subarray(row * side * side, (row + 1) * side * side), index * side * side));
+  $("shift-clean").replaceChildren(...strip(clean, "clean"));
+  $("shift-corrupted").replaceChildren(...(set ? strip(shifted_rows(test, new Uint32Array(rows), set), "corrupted") : []));
+  $("shift-corrupted-row").hidden = !set;
 }
 
 // The τ lab's galleries: each shown network's surest OOD images with what it makes of them
@@ -81,11 +107,12 @@ export class Gallery {
       for (const item of items) nodes.push(this.tile(item));
     }
     const gallery = $("gallery");
-    const focusedRow = gallery.contains(document.activeElement) ? document.activeElement.dataset.row : undefined;
+    const focused = /** @type {HTMLElement} */ (document.activeElement);
+    const focusedRow = gallery.contains(focused) ? focused.dataset.row : undefined;
     gallery.replaceChildren(...nodes);
     gallery.dataset.filter = choice;
     if (focusedRow !== undefined) {
-      (gallery.querySelector(`.tile[data-row="${focusedRow}"]`) ?? gallery.querySelector(".tile"))?.focus({ preventScroll: true });
+      /** @type {HTMLElement | null} */ (gallery.querySelector(`.tile[data-row="${focusedRow}"]`) ?? gallery.querySelector(".tile"))?.focus({ preventScroll: true });
     }
   }
 

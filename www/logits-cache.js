@@ -1,3 +1,4 @@
+// @ts-check
 // The logits cache: a network's logits on an image set, kept in this browser's IndexedDB between
 // visits under the SHA-256 of the network's weights and of the images, so that a revisit draws
 // everything without inference and a changed network or image set never meets old logits. It
@@ -24,10 +25,14 @@ let opened = null;
 // it. The database stays the truth: a hint whose logits are gone costs only that wait.
 const KEPT_HINT = "calibra-logits-kept";
 
+// The page's localStorage; the inference worker, which has none, imports this module only to
+// hash (its use there throws, and is caught).
+const storage = () => /** @type {{ localStorage: { getItem(key: string): string | null, setItem(key: string, value: string): void } }} */ (/** @type {unknown} */ (globalThis)).localStorage;
+
 // Whether the hint says logits were kept; true where localStorage cannot be read.
 function keptBefore() {
   try {
-    return localStorage.getItem(KEPT_HINT) !== null;
+    return storage().getItem(KEPT_HINT) !== null;
   } catch {
     return true;
   }
@@ -111,7 +116,7 @@ export async function keep(key, logits) {
         };
       };
     });
-    localStorage.setItem(KEPT_HINT, "1");
+    storage().setItem(KEPT_HINT, "1");
   } catch {
     // A browser that refuses to store (quota, private mode) simply gets no cache.
   }

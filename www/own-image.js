@@ -1,3 +1,4 @@
+// @ts-check
 // The "your own image" section's inputs: a drawing pad (mouse, touch, pen; undo, clear) and a
 // picture chosen, dropped or pasted. Each hands the page RGBA pixels; Rust prepares them
 // (own_image::prepare), so nothing here is maths beyond drawing what the reader drew.
@@ -18,7 +19,7 @@ export class OwnImageInput {
     this.onPicture = onPicture;
     this.onCleared = onCleared;
     this.onError = onError;
-    this.pad = $("own-pad");
+    this.pad = /** @type {HTMLCanvasElement} */ ($("own-pad"));
     this.context = this.pad.getContext("2d", { willReadFrequently: true });
     this.strokes = [];
     this.stroke = null;
@@ -99,7 +100,7 @@ export class OwnImageInput {
 
   wireFiles() {
     $("own-file").addEventListener("change", (event) => {
-      const [file] = event.target.files;
+      const [file] = /** @type {HTMLInputElement} */ (event.target).files;
       if (file) this.readFile(file);
     });
     const target = $("own-drop");
@@ -116,7 +117,7 @@ export class OwnImageInput {
       else this.onError("Nothing to read: drop a picture file.");
     });
     document.addEventListener("paste", (event) => {
-      if (event.target.closest?.("input, textarea")) return;
+      if (/** @type {Element} */ (event.target).closest?.("input, textarea")) return;
       const file = [...(event.clipboardData?.files ?? [])].find((f) => f.type.startsWith("image/"));
       if (file) this.readFile(file);
     });

@@ -1,3 +1,4 @@
+// @ts-check
 // Files worker: reads one reader's logits files with the command-line tool's parsers (its
 // module, pkg-own-logits, carries them and nothing else) and answers once; the page ends it
 // then, so that its memory (the files and the numbers read) goes with it.
@@ -13,7 +14,14 @@ import init, { OwnLogitsFiles } from "./pkg-own-logits/calibra.js";
 
 const ready = init();
 
-onmessage = async ({ data }) => {
+/**
+ * Posts the answer to the page, typed as own-data.js reads it.
+ * @param {import("./messages.js").OwnLogitsReply} reply
+ * @param {Transferable[]} [transfer]
+ */
+const answer = (reply, transfer = []) => postMessage(reply, transfer);
+
+onmessage = async (/** @type {MessageEvent<import("./messages.js").OwnLogitsRequest>} */ { data }) => {
   try {
     await ready;
     if (data.type !== "own-logits") throw new Error(`unknown message type ${data.type}`);
@@ -21,8 +29,8 @@ onmessage = async ({ data }) => {
     const files = new OwnLogitsFiles(logits.bytes, logits.name, labels.bytes, labels.name, names?.bytes, names?.name);
     const [values, labelValues, about] = [files.take_logits(), files.take_labels(), files.about()];
     files.free();
-    postMessage({ status: "own-logits", logits: values, labels: labelValues, about }, [values.buffer, labelValues.buffer]);
+    answer({ status: "own-logits", logits: values, labels: labelValues, about }, [values.buffer, labelValues.buffer]);
   } catch (error) {
-    postMessage({ status: "error", message: error instanceof Error ? error.message : String(error) });
+    answer({ status: "error", message: error instanceof Error ? error.message : String(error) });
   }
 };

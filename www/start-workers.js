@@ -1,3 +1,4 @@
+// @ts-check
 // Starts the inference workers while the browser is still parsing the article: their threads
 // start, and their module compiles, alongside the page's own start (on two cores that saves
 // about a quarter of a second before the first chart). A classic script in the head, so it

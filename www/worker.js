@@ -1,3 +1,4 @@
+// @ts-check
 // Inference worker: owns one copy of a model and turns batches of pixels into logits.
 //
 // Protocol (module worker; every message is a plain object):
@@ -24,6 +25,16 @@
 import init, { Model, warm_up } from "./pkg-worker/calibra.js";
 import { available as cacheAvailable, sha256 } from "./logits-cache.js";
 
+/** @typedef {import("./messages.js").InferenceRequest} InferenceRequest */
+/** @typedef {import("./messages.js").InferenceAnswer} InferenceAnswer */
+
+/**
+ * Posts an answer to the page, typed as the page's InferencePool reads it.
+ * @param {InferenceAnswer} reply
+ * @param {Transferable[]} [transfer]
+ */
+const answer = (reply, transfer = []) => postMessage(reply, transfer);
+
 const ready = init();
 // Whether the module's code has been warmed up (see the "load" message).
 let warmed = false;
@@ -47,11 +58,11 @@ async function odinModel(index) {
 }
 
 // Runs one message and answers it; any failure is reported as a message string.
-async function handle(message) {
+async function handle(/** @type {InferenceRequest} */ message) {
   if (message.type === "load") {
     // The download does not wait for the module to compile.
     let downloaded = false;
-    const download = fetchBytes(message.url, () => postMessage({ status: "fetched", model: message.model }));
+    const download = fetchBytes(message.url, () => answer({ status: "fetched", model: message.model }));
     download.then(() => { downloaded = true; }, () => {});
     await ready;
     // While the first weights download, the code runs once on a blank network, so that the
@@ -63,15 +74,15 @@ async function handle(message) {
     // Batches do not wait for the digest, which only the logits cache needs.
     const digest = cacheAvailable ? sha256(weights) : Promise.resolve(null);
     digest.then(
-      (digest) => postMessage({ status: "ready", model: message.model, digest }),
-      (error) => postMessage({ status: "error", model: message.model, message: `cannot hash the weights: ${error.message}` }),
+      (digest) => answer({ status: "ready", model: message.model, digest }),
+      (error) => answer({ status: "error", model: message.model, message: `cannot hash the weights: ${error.message}` }),
     );
   } else if (message.type === "infer") {
     const loaded = loadedModel(message.model);
     const started = performance.now();
     const logits = loaded.model.logits(message.pixels);
     const count = logits.length / loaded.classes;
-    postMessage(
+    answer(
       { status: "logits", model: message.model, set: message.set, start: message.start, count, logits, millis: performance.now() - started },
       [logits.buffer],
     );
@@ -79,12 +90,12 @@ async function handle(message) {
     const started = performance.now();
     const model = await odinModel(message.model);
     const scores = model.odin(message.pixels);
-    postMessage(
+    answer(
       { status: "odin", model: message.model, set: message.set, start: message.start, count: scores.length, scores, millis: performance.now() - started },
       [scores.buffer],
     );
   } else {
-    throw new Error(`unknown message type ${message.type}`);
+    throw new Error(`unknown message type ${/** @type {{ type: unknown }} */ (message).type}`);
   }
 }
 
@@ -136,5 +147,5 @@ let queue = Promise.resolve();
 onmessage = (event) => {
   queue = queue
     .then(() => handle(event.data))
-    .catch((error) => postMessage({ status: "error", model: event.data.model, message: error instanceof Error ? error.message : String(error) }));
+    .catch((error) => answer({ status: "error", model: event.data.model, message: error instanceof Error ? error.message : String(error) }));
 };

@@ -4,7 +4,7 @@
 use super::intervals::BOOTSTRAP;
 use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
 use crate::bootstrap::{self, MetricInterval};
-use crate::calibration::{self, Logits};
+use crate::calibration::{self, predicted_class, Logits};
 use crate::conformal::{self, Score, ScoreKind, SetMetrics, SweepPoint, Thresholds};
 use crate::sentences::{self, CoverageVerdict, ExperimentSummary};
 
@@ -176,17 +176,6 @@ fn per_class_sentence(
     let class_sd = spreads.iter().sum::<f64>() / spreads.len().max(1) as f64;
     let names: Vec<&str> = class_names.iter().map(String::as_str).collect();
     sentences::per_class_sentence(&names, per_class_coverage, 1.0 - alpha, mondrian, class_sd)
-}
-
-/// Index of the largest value, the lowest index on ties.
-fn argmax(row: &[f32]) -> u32 {
-    let mut best = 0;
-    for (index, &value) in row.iter().enumerate() {
-        if value > row[best] {
-            best = index;
-        }
-    }
-    best as u32
 }
 
 /// True-label scores picked from `[n, K]` all-label scores.
@@ -613,7 +602,7 @@ impl Lab {
             keep.then(|| GalleryItem {
                 row: evaluation.rows[i],
                 label,
-                predicted: argmax(&evaluation.logits[i * k..(i + 1) * k]),
+                predicted: predicted_class(&evaluation.logits[i * k..(i + 1) * k]) as u32,
                 set: sets.set(i).collect(),
                 covered,
                 true_label_score: table.evaluation[i * k + label as usize],
@@ -647,7 +636,7 @@ impl Lab {
             Ok(GalleryItem {
                 row: calibration.rows[i],
                 label: calibration.labels[i],
-                predicted: argmax(&calibration.logits[i * k..(i + 1) * k]),
+                predicted: predicted_class(&calibration.logits[i * k..(i + 1) * k]) as u32,
                 set: sets.set(0).collect(),
                 covered: sets.contains(0, calibration.labels[i]),
                 true_label_score: scores[i],

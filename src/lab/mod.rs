@@ -24,6 +24,7 @@ mod conformal_view;
 mod halves;
 mod intervals;
 mod ood_store;
+pub mod ood_view;
 mod own_image;
 mod rivals;
 mod shift_store;
@@ -83,7 +84,7 @@ pub enum LabError {
     #[error(transparent)]
     Calibration(#[from] CalibrationError),
     #[error(transparent)]
-    OodView(#[from] crate::ood_view::OodViewError),
+    OodView(#[from] crate::lab::ood_view::OodViewError),
     #[error(transparent)]
     Conformal(#[from] ConformalError),
     #[error(transparent)]
@@ -319,7 +320,8 @@ impl Lab {
 
     /// Splits the test rows into calibration and evaluation halves with `seed`.
     pub fn set_split(&mut self, seed: u64) {
-        let (calibration_rows, _) = data::seeded_split(self.rows(), 0.5, seed);
+        let (calibration_rows, _) =
+            data::seeded_split(self.rows(), data::CALIBRATION_FRACTION, seed);
         let mut is_calibration = vec![false; self.rows()];
         for row in calibration_rows {
             is_calibration[row] = true;

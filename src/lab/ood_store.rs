@@ -9,8 +9,8 @@ use super::{LabError, Streamed};
 use crate::bootstrap::BootstrapSettings;
 use crate::calibration::Logits;
 use crate::data::NoiseKind;
+use crate::lab::ood_view::{OdinScores, OodView, ScoreKind};
 use crate::ood_difference::PairedDifference;
-use crate::ood_view::{OdinScores, OodView, ScoreKind};
 
 /// The paired bootstrap of the τ lab's lesson: 1,000 resamples of the test and OOD images, 95%.
 pub const DIFFERENCE_BOOTSTRAP: BootstrapSettings = BootstrapSettings {

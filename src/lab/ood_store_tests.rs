@@ -1,7 +1,7 @@
 //! The OOD store against the view built directly from the same logits.
 
 use super::*;
-use crate::ood_view::ScoreKind;
+use crate::lab::ood_view::ScoreKind;
 
 const K: usize = 3;
 

@@ -52,7 +52,7 @@ impl ShiftedSet {
     pub fn name(self) -> String {
         format!(
             "shift-{}-{}",
-            crate::page::serde_name(self.corruption),
+            crate::text::serde_name(self.corruption),
             self.severity
         )
     }
@@ -67,7 +67,7 @@ impl ShiftedSet {
         let (corruption, severity) = rest.rsplit_once('-').ok_or_else(unknown)?;
         let corruption = Corruption::ALL
             .into_iter()
-            .find(|c| crate::page::serde_name(*c) == corruption)
+            .find(|c| crate::text::serde_name(*c) == corruption)
             .ok_or_else(unknown)?;
         let severity: u8 = severity.parse().map_err(|_| unknown())?;
         Self::new(corruption, severity).map_err(|_| unknown())

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::{Frame, OodCharts};
 use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
+use crate::lab::ood_view::PairedHistogram;
 use crate::lab::CoverageExperiment;
 use crate::lab::{ConformalView, ShiftMetrics, ShiftView, TemperatureView};
-use crate::ood_view::PairedHistogram;
 use crate::plot::{self, ChartStyle, PlotError};
 
 /// A figure of the page; its serde name is its canvas's id.
@@ -210,7 +210,74 @@ impl Figure {
 
     /// Its canvas's id.
     pub fn id(self) -> String {
-        super::serde_name(self)
+        crate::text::serde_name(self)
+    }
+}
+
+/// What a frame does with a figure on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameDrawing {
+    /// Draw it from the frame's view of its lab.
+    Draw,
+    /// Leave it blank: its lab is computed but the figure's own data is not in yet.
+    Clear,
+}
+
+/// The figures a frame draws or clears, in [`FIGURES`]' order: each of `on_screen` whose lab
+/// the frame computed is drawn, or left blank while it waits for data of its own (the rivals'
+/// diagrams for a worker's fits, the OOD histogram for ODIN's scores, the shift lab's diagram
+/// for the shown severity's logits). A figure off screen is left as it is: drawing is most of
+/// a slider frame's time, and the temperature lab's five figures span several screens. The
+/// coverage experiment is drawn by its run, never by a frame.
+pub fn frame_figures(frame: &Frame, on_screen: &[Figure]) -> Vec<(Figure, FrameDrawing)> {
+    FIGURES
+        .iter()
+        .filter(|info| on_screen.contains(&info.id) && info.id != Figure::Experiment)
+        .filter_map(|info| {
+            let figure = info.id;
+            let computed = match info.lab {
+                FigureLab::Temperature => frame.temperature.is_some(),
+                FigureLab::Conformal => frame.conformal.is_some(),
+                FigureLab::Ood => frame.ood.is_some(),
+                FigureLab::Shift => frame.shift.is_some(),
+            };
+            let waiting = match figure {
+                Figure::RivalsReliability => frame
+                    .temperature
+                    .as_ref()
+                    .is_some_and(|view| view.rivals.is_none()),
+                Figure::OodHistogram => frame
+                    .ood
+                    .as_ref()
+                    .is_some_and(|charts| charts.score_histogram.is_none()),
+                Figure::ShiftReliability => frame
+                    .shift
+                    .as_ref()
+                    .is_some_and(|view| view.current().is_none()),
+                _ => false,
+            };
+            let drawing = if waiting {
+                FrameDrawing::Clear
+            } else {
+                FrameDrawing::Draw
+            };
+            computed.then_some((figure, drawing))
+        })
+        .collect()
+}
+
+impl super::Visible {
+    /// What a frame computes to draw `figure` alone (a download of it): its lab, and it.
+    pub fn figure_alone(figure: Figure) -> Self {
+        let lab = figure.info().lab;
+        Self {
+            temperature: lab == FigureLab::Temperature,
+            conformal: lab == FigureLab::Conformal,
+            ood: lab == FigureLab::Ood,
+            shift: lab == FigureLab::Shift,
+            figures: vec![figure],
+            ..Self::default()
+        }
     }
 }
 

@@ -25,19 +25,22 @@ use crate::lab::{
     ConformalView, DifferenceRequest, Explanation, IntervalRequest, Lab, LabError, OodSet,
     OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
 };
+use crate::text::serde_name;
 
-pub use figure::{ExperimentRun, Figure, FigureError, FigureInfo, Sources, FIGURES};
+pub use figure::{
+    frame_figures, ExperimentRun, Figure, FigureError, FigureInfo, FrameDrawing, Sources, FIGURES,
+};
 pub use ood::{
     difference_scores, score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile,
 };
 pub use readouts::{
-    control_patches, experiment_readouts, grouped, BarRow, ExperimentReadouts, GallerySection,
-    MetricItem, Patch, SentPatches, TableCell, TableRow,
+    control_patches, experiment_readouts, BarRow, ExperimentReadouts, GallerySection, MetricItem,
+    Patch, SentPatches, TableCell, TableRow,
 };
 pub use shift::{ShiftJob, ShiftThumbnails};
 pub use state::{
-    serde_name, Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange,
-    PageState, Rejected, Slider, SliderRange, FIELDS, MODELS,
+    Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange, PageState,
+    Rejected, Slider, SliderRange, FIELDS, MODELS,
 };
 
 /// Images per inference batch: small enough for progress to move every few hundred

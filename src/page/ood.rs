@@ -4,17 +4,18 @@
 
 use serde::Serialize;
 
-use super::readouts::{grouped, metric, metric_cell, text, Patch, TableCell, TableRow};
-use super::state::{serde_name, Network, PageState};
+use super::readouts::{metric, metric_cell, text, Patch, TableCell, TableRow};
+use super::state::{Network, PageState};
 use crate::data::FASHION_MNIST_CLASSES;
+use crate::lab::ood_view::{
+    thin_roc_curve, LogitNormMeans, OodView, PairedHistogram, RocPoint, ScoreKind as OodScore,
+};
 use crate::lab::{DifferenceRequest, ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore};
 use crate::ood::{ODIN_EPSILON, ODIN_TEMPERATURE};
 use crate::ood_difference::PairedDifference;
-use crate::ood_view::{
-    thin_roc_curve, LogitNormMeans, OodView, PairedHistogram, RocPoint, ScoreKind as OodScore,
-};
 use crate::plot::TauPoint;
 use crate::sentences::{self, percent, NetworkFigures};
+use crate::text::{grouped, serde_name};
 
 /// Bins of the score and ‖z‖ histograms.
 const HISTOGRAM_BINS: usize = 40;

@@ -13,14 +13,15 @@
 use serde::Serialize;
 
 use super::readouts::{score_name, BarRow, MetricItem, Patch, TableCell, TableRow};
-use super::state::{serde_name, PageState, MODELS};
-use crate::calibration::{self, Logits};
+use super::state::{PageState, MODELS};
+use crate::calibration::{self, predicted_class, Logits};
 use crate::data::{self, FASHION_MNIST_CLASSES};
+use crate::lab::ood_view::{self, ScoreKind as OodScore};
 use crate::lab::{Lab, LabError};
 use crate::ood;
-use crate::ood_view::{self, ScoreKind as OodScore};
 use crate::own_image::{self, Invert, Neighbour, OwnImageError, Prepared};
 use crate::sentences::{confidence_text, percent, score_against_threshold};
+use crate::text::serde_name;
 
 /// A reader's image and what the networks have answered so far.
 #[derive(Debug, Clone)]
@@ -283,7 +284,7 @@ pub fn render(
         let (mut raw, mut scaled) = (vec![0.0; k], vec![0.0; k]);
         calibration::softmax_row(row, 1.0, &mut raw);
         calibration::softmax_row(row, t, &mut scaled);
-        let top = argmax(&raw);
+        let top = predicted_class(&raw);
         let set = lab.own_image_set(model, &settings, row)?;
         let test_logits = Logits::new(lab.complete_logits(model)?.unwrap_or_default(), k)
             .map_err(LabError::from)?;
@@ -424,11 +425,6 @@ fn score_name_of(score: OodScore, temperature: f64) -> String {
         OodScore::MaxLogit => super::ood_score_name(score).to_string(),
         _ => format!("{} at T = {temperature:.3}", super::ood_score_name(score)),
     }
-}
-
-/// Index of the largest value, the lowest on ties.
-fn argmax(values: &[f64]) -> usize {
-    (0..values.len()).fold(0, |best, k| if values[k] > values[best] { k } else { best })
 }
 
 #[cfg(test)]

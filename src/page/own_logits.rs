@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::input::{self, Format, InputError};
 use crate::lab::{Lab, LabError};
 
-use super::grouped;
+use crate::text::grouped;
 
 /// Why the reader's files were refused; every message names the file at fault.
 #[derive(Debug, thiserror::Error)]

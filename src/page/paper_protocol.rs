@@ -7,10 +7,11 @@
 
 use super::ood::Job;
 use super::readouts::{metric_cell, text, Patch, TableCell, TableRow};
-use super::state::{serde_name, Network, PageState};
+use super::state::{Network, PageState};
+use crate::lab::ood_view::ScoreKind as OodScore;
 use crate::lab::{Lab, LabError, OodSet, OodStore};
-use crate::ood_view::ScoreKind as OodScore;
 use crate::sentences::{self, percent};
+use crate::text::serde_name;
 
 /// The temperature of MSP in the paper's protocol.
 const MSP_TEMPERATURE: f64 = 1.0;

@@ -5,7 +5,11 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::state::{serde_name, temperature_fraction, Network, PageState, MODELS};
+use serde_json::Value;
+
+use super::state::{
+    fields_of, temperature_fraction, FieldKind, Network, PageState, FIELDS, MODELS,
+};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::calibration_estimators::Estimators;
@@ -16,6 +20,7 @@ use crate::lab::{
 };
 use crate::recalibration::Method;
 use crate::sentences::{self, percent};
+use crate::text::{grouped, serde_name};
 
 /// One change to one element of the page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -259,14 +264,6 @@ fn slider(
     ]
 }
 
-fn select(id: &'static str, value: impl Serialize) -> Patch {
-    Patch::Control {
-        id,
-        value: serde_name(value),
-        valuetext: None,
-    }
-}
-
 /// A table cell holding a readout (`value` `None` while it is not known).
 pub(super) fn metric_cell(metric: String, value: Option<f64>, text: String) -> TableCell {
     TableCell {
@@ -274,19 +271,6 @@ pub(super) fn metric_cell(metric: String, value: Option<f64>, text: String) -> T
         metric: Some(metric),
         value,
     }
-}
-
-/// `10000` as "10,000".
-pub fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A score's name as the text writes it.
@@ -297,6 +281,31 @@ pub fn score_name(kind: ScoreKind) -> &'static str {
         ScoreKind::Raps => "RAPS",
         ScoreKind::Saps => "SAPS",
     }
+}
+
+/// The value of each control that sets a choice or a flag ([`FieldKind::Choice`],
+/// [`FieldKind::Flag`]), made from [`FIELDS`]: a select's option is the field's name in the hash,
+/// a check box is checked when the hash says `1`.
+fn choice_patches(state: &PageState) -> Vec<Patch> {
+    let values = fields_of(state);
+    FIELDS
+        .iter()
+        .filter_map(|field| {
+            let id = field.control?;
+            match (field.kind, values.get(field.key)?) {
+                (FieldKind::Choice, Value::String(name)) => Some(Patch::Control {
+                    id,
+                    value: name.clone(),
+                    valuetext: None,
+                }),
+                (FieldKind::Flag, Value::Bool(checked)) => Some(Patch::Checked {
+                    id,
+                    checked: *checked,
+                }),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The controls, their labels and which of them apply: from the state alone, so they are
@@ -334,7 +343,6 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
             "sweep-range",
             format!("{SWEEP_STEP:.2} to {:.2}", SWEEP_STEP * SWEEP_STEPS as f64),
         ),
-        select("model", state.model),
         Patch::Control {
             id: "temperature",
             value: state.temperature_position().to_string(),
@@ -349,21 +357,11 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         },
         text("conformal-temperature", t.clone()),
         text("ood-temperature", t),
-        select("binning", state.binning),
         text("split-seed", state.split.to_string()),
         text("target-value", target.clone()),
-        select("score", state.score),
-        Patch::Checked {
-            id: "randomized",
-            checked: state.randomized,
-        },
         Patch::Disabled {
             id: "randomized",
             disabled: lac,
-        },
-        Patch::Checked {
-            id: "mondrian",
-            checked: state.mondrian,
         },
         Patch::Disabled {
             id: "raps-parameters",
@@ -374,10 +372,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
             disabled: state.score != ScoreKind::Saps,
         },
         text("controls-reason", reason),
-        select("gallery-filter", state.gallery),
-        select("ood-set", state.ood),
         text("ood-network-title", state.tau.title()),
-        select("ood-score", state.ood_score),
         text(
             "progress-label",
             format!(
@@ -388,13 +383,11 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     ];
     let severity = state.severity.to_string();
     let parameter = state.shift.parameter(state.severity);
-    patches.extend([
-        select("shift-corruption", state.shift),
-        Patch::Max {
-            id: "severity",
-            max: state.shift.max_severity().to_string(),
-        },
-    ]);
+    patches.extend(choice_patches(state));
+    patches.push(Patch::Max {
+        id: "severity",
+        max: state.shift.max_severity().to_string(),
+    });
     patches.extend(slider(
         "severity",
         severity.clone(),
@@ -402,10 +395,6 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         format!("{severity} ({parameter})"),
         format!("severity {severity} ({parameter})"),
     ));
-    patches.push(Patch::Checked {
-        id: "recalibrate",
-        checked: state.recalibrate,
-    });
     let thresholds = if state.mondrian {
         "class-conditional thresholds"
     } else {

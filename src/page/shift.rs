@@ -5,9 +5,10 @@
 use serde::Serialize;
 
 use super::readouts::{metric, metric_cell, text, Patch, TableRow};
-use super::{grouped, PageState, MODELS};
+use super::{PageState, MODELS};
 use crate::lab::{Lab, LabError, ShiftMetrics, ShiftStore, ShiftView, ShiftedSet};
 use crate::sentences::{self, percent};
+use crate::text::grouped;
 
 /// A corrupted copy the page's workers should classify with a network.
 #[derive(Debug, Clone, PartialEq, Serialize)]

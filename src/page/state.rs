@@ -1,19 +1,22 @@
 //! The page's state: one typed value whose field names are the URL hash's keys, with every
 //! default and every range defined here and nowhere else.
 //!
-//! The page keeps the hash string and the object [`PageState::from_hash`] parses it to; a
-//! control's move goes through [`PageState::set_control`], which validates it and maps a slider
-//! position to its value, and [`PageState::to_hash`] writes the link back. So a view is a
-//! shareable link, and JavaScript never re-implements a default, a range or a validation.
+//! The page's facade (`web::Page`) holds the state [`PageState::from_hash`] reads from a link;
+//! a control's move goes through [`PageState::set_control`], which validates it and maps a
+//! slider position to its value, and [`PageState::to_hash`] writes the link back. So a view is
+//! a shareable link, and JavaScript never holds the state, a default, a range or a validation.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::figure::{Embed, FIGURES};
-use crate::calibration::{Binning, MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::calibration::{Binning, DEFAULT_NUM_BINS, MAX_TEMPERATURE, MIN_TEMPERATURE};
+use crate::conformal;
+use crate::data::DEFAULT_SPLIT_SEED;
+use crate::lab::ood_view::ScoreKind as OodScore;
 use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind};
-use crate::ood_view::ScoreKind as OodScore;
 use crate::shift::{Corruption, MAX_SEVERITY};
+use crate::text::serde_name;
 
 /// The bundled networks, in the order the lab stores their logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,16 +207,6 @@ impl Network {
     }
 }
 
-/// How `value` is written in the hash and in `data-metric` names: its serde name for a choice
-/// (an enum variant), its JSON text otherwise.
-pub fn serde_name(value: impl Serialize) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(name)) => name,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
 /// What the conformal lab's gallery shows: a filter of the evaluation images, or the most and
 /// least conformal calibration images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,15 +277,15 @@ impl Default for PageState {
         Self {
             model: ModelKey::Ce,
             t: 1.0,
-            bins: 15,
-            binning: Binning::Width,
-            split: 0,
-            alpha: 0.1,
-            score: ScoreKind::Aps,
-            randomized: true,
-            raps_lambda: 0.1,
-            k_reg: 1,
-            saps_lambda: 0.2,
+            bins: DEFAULT_NUM_BINS,
+            binning: Binning::default(),
+            split: DEFAULT_SPLIT_SEED,
+            alpha: conformal::DEFAULT_ALPHA,
+            score: ScoreKind::default(),
+            randomized: conformal::DEFAULT_RANDOMIZED,
+            raps_lambda: conformal::DEFAULT_RAPS_LAMBDA,
+            k_reg: conformal::DEFAULT_RAPS_K_REG,
+            saps_lambda: conformal::DEFAULT_SAPS_LAMBDA,
             mondrian: false,
             gallery: GalleryChoice::All,
             tau: Network::Tau004,
@@ -929,7 +922,7 @@ pub fn temperature_fraction(t: f64) -> f64 {
 }
 
 /// The state's fields as a JSON map (the serde names are the hash keys).
-fn fields_of(state: &PageState) -> Map<String, Value> {
+pub(super) fn fields_of(state: &PageState) -> Map<String, Value> {
     match serde_json::to_value(state) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),

@@ -191,19 +191,6 @@ fn the_gallery_line_counts_its_images() {
     );
 }
 
-#[test]
-fn thousands_are_grouped_by_commas() {
-    for (n, text) in [
-        (0, "0"),
-        (999, "999"),
-        (1000, "1,000"),
-        (10_000, "10,000"),
-        (1_234_567, "1,234,567"),
-    ] {
-        assert_eq!(grouped(n), text);
-    }
-}
-
 /// One frame of the bundled labs with the τ lab's store.
 fn ood_frame(lab: &mut Lab, store: &mut OodStore, state: &PageState, visible: &Visible) -> Frame {
     let rows = lab.rows();
@@ -276,7 +263,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
         .view(chosen, OodSet::Mnist, state.t, &in_distribution)
         .unwrap();
     let energy = &view
-        .summary(crate::ood_view::ScoreKind::Energy)
+        .summary(crate::lab::ood_view::ScoreKind::Energy)
         .unwrap()
         .metrics;
     let rows_patch = frame
@@ -331,7 +318,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     let mut fpr95 = |model: usize| {
         let logits = lab.complete_logits(model).unwrap().unwrap().to_vec();
         let view = store.view(model, OodSet::Mnist, state.t, &logits).unwrap();
-        view.summary(crate::ood_view::ScoreKind::Energy)
+        view.summary(crate::lab::ood_view::ScoreKind::Energy)
             .unwrap()
             .metrics
             .fpr95
@@ -972,4 +959,112 @@ fn every_element_a_patch_names_is_in_the_page() {
         missing.is_empty(),
         "patched but not in index.html: {missing:?}"
     );
+}
+
+#[test]
+fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_waiting() {
+    use FrameDrawing::{Clear, Draw};
+    let every_figure: Vec<Figure> = FIGURES.iter().map(|info| info.id).collect();
+    let visible = Visible {
+        temperature: true,
+        conformal: true,
+        figures: every_figure.clone(),
+        ..Visible::default()
+    };
+    let state = PageState::default();
+    let mut waiting = lab_with_logits(300, 0);
+    let frame = render_bundled(&mut waiting, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &every_figure),
+        [],
+        "no logits, no lab"
+    );
+
+    let mut lab = lab_with_logits(300, 300);
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &every_figure),
+        [
+            (Figure::Reliability, Draw),
+            (Figure::Histogram, Draw),
+            (Figure::SmoothReliability, Draw),
+            (Figure::Classwise, Draw),
+            (Figure::RivalsReliability, Clear),
+            (Figure::SetSizes, Draw),
+            (Figure::PerClass, Draw),
+            (Figure::Stratified, Draw),
+            (Figure::Sweep, Draw),
+        ],
+        "the experiment is drawn by its run; the rivals wait for the worker's fits"
+    );
+    assert_eq!(
+        frame_figures(&frame, &[Figure::Histogram, Figure::OodRoc]),
+        [(Figure::Histogram, Draw)],
+        "a figure off screen, or of a lab not computed, is left as it is"
+    );
+
+    let request = frame.readouts.rivals_request.unwrap();
+    let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
+    lab.add_rivals(request, answer);
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &[Figure::RivalsReliability]),
+        [(Figure::RivalsReliability, Draw)]
+    );
+}
+
+#[test]
+fn a_figure_alone_computes_its_own_lab_only() {
+    use figure::FigureLab;
+    for info in &FIGURES {
+        let visible = Visible::figure_alone(info.id);
+        let labs = [
+            (visible.temperature, FigureLab::Temperature),
+            (visible.conformal, FigureLab::Conformal),
+            (visible.ood, FigureLab::Ood),
+            (visible.shift, FigureLab::Shift),
+        ];
+        for (computed, lab) in labs {
+            assert_eq!(computed, lab == info.lab, "{:?} and {lab:?}", info.id);
+        }
+        assert_eq!(visible.figures, [info.id]);
+    }
+}
+
+#[test]
+fn every_choice_and_flag_control_shows_what_the_link_says() {
+    let (state, rejected) = PageState::from_hash(
+        "model=logitnorm&binning=mass&score=raps&randomized=0&mondrian=1&ood=uniform\
+         &ood_score=msp&shift=blur&recalibrate=1&paper=1",
+    );
+    assert!(rejected.is_empty(), "{rejected:?}");
+    let link: std::collections::HashMap<String, String> =
+        form_urlencoded::parse(state.to_hash().as_bytes())
+            .into_owned()
+            .collect();
+    let patches = control_patches(&state);
+    let mut checked = 0;
+    for field in &FIELDS {
+        let Some(id) = field.control else { continue };
+        let written = &link[field.key];
+        match field.kind {
+            FieldKind::Choice => {
+                let shown = patches.iter().find_map(|p| match p {
+                    Patch::Control { id: i, value, .. } if *i == id => Some(value),
+                    _ => None,
+                });
+                assert_eq!(shown, Some(written), "#{id}");
+            }
+            FieldKind::Flag => {
+                let shown = patches.iter().find_map(|p| match p {
+                    Patch::Checked { id: i, checked } if *i == id => Some(*checked),
+                    _ => None,
+                });
+                assert_eq!(shown, Some(written == "1"), "#{id}");
+            }
+            _ => continue,
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 11, "the page's selects and check boxes");
 }

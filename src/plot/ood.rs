@@ -24,7 +24,7 @@
 use plotters::element::Circle;
 
 use super::*;
-use crate::ood_view::{LogitNormMeans, PairedHistogram, RocPoint};
+use crate::lab::ood_view::{LogitNormMeans, PairedHistogram, RocPoint};
 
 /// Comfortable sizes (CSS pixels) of the charts; smaller areas scale a chart down.
 const OOD_HISTOGRAM_SIZE: (f64, f64) = (240.0, 180.0);

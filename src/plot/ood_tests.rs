@@ -2,7 +2,7 @@
 
 use super::super::test_support::*;
 use super::*;
-use crate::ood_view::{paired_histogram, roc_curve, thin_roc_curve};
+use crate::lab::ood_view::{paired_histogram, roc_curve, thin_roc_curve};
 
 const GREEN_HEX: &str = "#009E73";
 const PURPLE_HEX: &str = "#CC79A7";

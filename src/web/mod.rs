@@ -1,8 +1,10 @@
 //! The one `#[wasm_bindgen]` facade: thin wrappers over the core for the page and its worker.
 //!
 //! Bulk numbers cross as typed arrays (`Uint8Array` pixels `[n, 28, 28]`, `Float32Array`
-//! logits `[n, 10]`, both row-major); the page state and the readouts cross as plain objects
-//! (see [`crate::page`]). Every export returns `Result<_, JsError>` so a bad input becomes a
+//! logits `[n, 10]`, both row-major); the readouts cross as plain objects (see
+//! [`crate::page`]). The page state stays in the page's `Page`, which the script holds as a
+//! handle: a link, a control and a button change it there, and no export takes it as an
+//! argument. Every export returns `Result<_, JsError>` so a bad input becomes a
 //! JavaScript exception with a message, never a panic (a panic in WebAssembly kills the page).
 //!
 //! `scripts/build-site` builds four modules from it, so that each download carries only what

@@ -18,7 +18,7 @@ use crate::lab::{self, ImageSet, OodSet, OodStore, ShiftStore, ShiftedSet};
 use crate::ood_difference;
 use crate::own_image;
 use crate::page::own_image::{OodThresholds, OwnImage};
-use crate::page::{self, Figure, PageState, Visible};
+use crate::page::{self, Figure, FrameDrawing, PageState, Visible};
 use crate::plot::ChartStyle;
 
 /// Unsigned-byte pixels `[n, 28, 28]` of an unzipped IDX images file: the page's module has
@@ -34,12 +34,6 @@ pub fn parse_images(bytes: &[u8], name: &str) -> Result<Vec<u8>, JsError> {
 #[wasm_bindgen]
 pub fn idx_image_count(header: &[u8], name: &str) -> Result<usize, JsError> {
     Ok(data::idx_image_count(header, name)?)
-}
-
-/// Labels of an unzipped IDX labels file.
-#[wasm_bindgen]
-pub fn parse_labels(bytes: &[u8], name: &str) -> Result<Vec<u8>, JsError> {
-    Ok(data::parse_unzipped_idx_labels(bytes, name)?)
 }
 
 /// The pixels (`Uint8Array [n, 28, 28]`) of a generated noise set (`"gaussian"`, `"uniform"`).
@@ -88,44 +82,35 @@ pub fn limits() -> Result<JsValue, JsError> {
     to_js(&page::limits())
 }
 
-/// A state, the hash that writes it and its controls' patches, after a link, a control or a
-/// button: the page shows the controls at once, the labs at the next frame.
+/// What the page shows after a link, a control or a button: the hash that writes the new
+/// state, its controls' patches, and the state itself for the script to read (never to send
+/// back). The page shows the controls at once, the labs at the next frame.
 #[derive(Serialize)]
-struct Next {
-    state: PageState,
+struct Next<'a> {
+    state: &'a PageState,
     hash: String,
+    /// The hash of the same state as the whole article, for the embed view's link back to it;
+    /// `None` when the article is what is shown.
+    article_hash: Option<String>,
     patches: Vec<page::Patch>,
     /// The hash entries that were ignored, each as a sentence.
     rejected: Vec<String>,
 }
 
-impl Next {
-    fn of(state: PageState, rejected: Vec<String>) -> Self {
-        Self {
+impl<'a> Next<'a> {
+    fn of(state: &'a PageState, rejected: Vec<String>) -> Result<Self, JsError> {
+        let article_hash = match state.embed {
+            page::figure::Embed::None => None,
+            page::figure::Embed::Figure(_) => Some(state.set("embed", "none")?.to_hash()),
+        };
+        Ok(Self {
             hash: state.to_hash(),
-            patches: page::control_patches(&state),
+            article_hash,
+            patches: page::control_patches(state),
             state,
             rejected,
-        }
+        })
     }
-}
-
-/// The state a URL hash describes: `{state, hash, patches, rejected}`, with each ignored entry
-/// and why.
-#[wasm_bindgen]
-pub fn read_hash(hash: &str) -> Result<JsValue, JsError> {
-    let (state, rejected) = PageState::from_hash(hash);
-    to_js(&Next::of(
-        state,
-        rejected.iter().map(ToString::to_string).collect(),
-    ))
-}
-
-/// The hash of `state` shown as `embed` (`"none"`: the whole page; a figure's id: that figure
-/// alone), for the embed code and the embed view's link back to the article.
-#[wasm_bindgen]
-pub fn view_hash(state: JsValue, embed: &str) -> Result<String, JsError> {
-    Ok(read_state(state)?.set("embed", embed)?.to_hash())
 }
 
 /// One network's two halves in the page's worker, which answers interval and rivals requests
@@ -183,17 +168,17 @@ pub fn paired_difference(
     )?)
 }
 
-/// The test set's labels, the logits of each bundled network on the test images and on the
-/// OOD sets as inference streams them in, and the page's one render call.
+/// The page's state (what the URL hash writes), the test set's labels, the logits of each
+/// bundled network on the test images and on the OOD sets as inference streams them in, and
+/// the page's one render call. The script holds this handle and never the state: a link, a
+/// control and a button change the state here ([`Page::read_hash`], [`Page::control`],
+/// [`Page::action`]), and every other export reads it here.
 #[wasm_bindgen]
+#[derive(Default)]
 pub struct Page {
-    lab: lab::Lab,
-    /// The reader's own logits and labels, which the temperature and conformal labs show
-    /// instead of the test images while they are loaded.
-    own_logits: Option<lab::Lab>,
-    store: OodStore,
-    /// Each network's logits on the corrupted copies of the test images.
-    shifts: ShiftStore,
+    state: PageState,
+    /// The labs' data, once the test labels are in ([`Page::set_labels`]).
+    data: Option<Data>,
     /// What the rivals' canvas shows: their diagrams do not depend on the slider's T, so a
     /// temperature frame redraws them only when these change.
     rivals_drawn: Option<RivalsDrawn>,
@@ -207,6 +192,36 @@ pub struct Page {
     canvas_sizes: CanvasSizes,
 }
 
+/// The data the labs show.
+struct Data {
+    lab: lab::Lab,
+    /// The reader's own logits and labels, which the temperature and conformal labs show
+    /// instead of the test images while they are loaded.
+    own_logits: Option<lab::Lab>,
+    store: OodStore,
+    /// Each network's logits on the corrupted copies of the test images.
+    shifts: ShiftStore,
+}
+
+impl Data {
+    /// The data the labs show: the reader's logits when loaded, else the bundled networks'.
+    fn lab_data(&mut self) -> page::LabData<'_> {
+        match &mut self.own_logits {
+            Some(lab) => page::LabData::Own(lab),
+            None => page::LabData::Bundled {
+                lab: &mut self.lab,
+                store: &mut self.store,
+                shifts: &mut self.shifts,
+            },
+        }
+    }
+
+    /// The lab the temperature and conformal labs show: the reader's logits when loaded.
+    fn shown_lab(&mut self) -> &mut lab::Lab {
+        self.own_logits.as_mut().unwrap_or(&mut self.lab)
+    }
+}
+
 /// The rivals' reliability bins as drawn, and the canvas's size in device pixels.
 #[derive(PartialEq)]
 struct RivalsDrawn {
@@ -217,26 +232,48 @@ struct RivalsDrawn {
 
 #[wasm_bindgen]
 impl Page {
-    /// A page over the test `labels`, with room for [`page::OOD_IMAGES`] images of each OOD set.
+    /// A page in the default state, without data: its state can be read from a link and
+    /// shown before the test labels are in.
     #[wasm_bindgen(constructor)]
-    pub fn new(labels: &[u8]) -> Result<Page, JsError> {
-        let labels: Vec<u32> = labels.iter().map(|&l| u32::from(l)).collect();
+    pub fn new() -> Page {
+        Page::default()
+    }
+
+    /// Reads the test labels (an unzipped IDX labels file named `name`) and makes room for
+    /// their logits and for [`page::OOD_IMAGES`] images of each OOD set.
+    pub fn set_labels(&mut self, bytes: &[u8], name: &str) -> Result<(), JsError> {
+        let labels: Vec<u32> = data::parse_unzipped_idx_labels(bytes, name)?
+            .iter()
+            .map(|&l| u32::from(l))
+            .collect();
         let rows = labels.len();
         let models = page::MODELS.len();
         let ood = page::OOD_IMAGES;
-        Ok(Page {
+        self.data = Some(Data {
             lab: lab::Lab::new(labels, NUM_CLASSES, models)?
                 .with_class_names(data::fashion_mnist_class_names())?,
             own_logits: None,
             store: OodStore::new(NUM_CLASSES, models, rows, [ood; 3]),
             shifts: ShiftStore::new(NUM_CLASSES, models, rows),
-            rivals_drawn: None,
-            sent: page::SentPatches::default(),
-            experiment: None,
-            own_image: None,
-            own_image_thresholds: OodThresholds::default(),
-            canvas_sizes: CanvasSizes::default(),
-        })
+        });
+        Ok(())
+    }
+
+    /// Takes the state a URL hash describes: `{state, hash, article_hash, patches, rejected}`,
+    /// with each ignored entry and why.
+    pub fn read_hash(&mut self, hash: &str) -> Result<JsValue, JsError> {
+        let (state, rejected) = PageState::from_hash(hash);
+        self.state = state;
+        to_js(&Next::of(
+            &self.state,
+            rejected.iter().map(ToString::to_string).collect(),
+        )?)
+    }
+
+    /// The hash of the state shown as `embed` (`"none"`: the whole page; a figure's id: that
+    /// figure alone), for the embed code.
+    pub fn view_hash(&self, embed: &str) -> Result<String, JsError> {
+        Ok(self.state.set("embed", embed)?.to_hash())
     }
 
     /// Forgets the reader's picture (the pad emptied, or a picture refused): the section shows
@@ -301,14 +338,16 @@ impl Page {
             labels,
             about,
         };
-        self.own_logits = Some(page::own_logits::lab(table)?);
+        self.data()?.own_logits = Some(page::own_logits::lab(table)?);
         self.data_changed();
         Ok(())
     }
 
     /// Shows the test images again in the temperature and conformal labs.
     pub fn show_test_images(&mut self) {
-        self.own_logits = None;
+        if let Some(data) = &mut self.data {
+            data.own_logits = None;
+        }
         self.data_changed();
     }
 
@@ -329,16 +368,17 @@ impl Page {
         start: usize,
         logits: &[f32],
     ) -> Result<usize, JsError> {
+        let data = self.data()?;
         if let Ok(shifted) = ShiftedSet::parse(set) {
-            return Ok(self.shifts.add_logits(model, shifted, start, logits)?);
+            return Ok(data.shifts.add_logits(model, shifted, start, logits)?);
         }
         let set: ImageSet = parse_name("image set", set)?;
         Ok(match set.ood() {
             None => {
-                self.lab.add_logits(model, start, logits)?;
-                self.lab.arrived(model)?
+                data.lab.add_logits(model, start, logits)?;
+                data.lab.arrived(model)?
             }
-            Some(ood) => self.store.add_logits(model, ood, start, logits)?,
+            Some(ood) => data.store.add_logits(model, ood, start, logits)?,
         })
     }
 
@@ -352,14 +392,15 @@ impl Page {
         scores: &[f64],
     ) -> Result<usize, JsError> {
         let set: ImageSet = parse_name("image set", set)?;
-        Ok(self.store.add_odin(model, set, start, scores)?)
+        Ok(self.data()?.store.add_odin(model, set, start, scores)?)
     }
 
     /// The logits of `model` on `set` (`Float32Array [n, 10]`), once all have arrived: what the
     /// page computed, for a download or a check against the command-line tool.
     pub fn logits(&self, model: usize, set: &str) -> Result<Vec<f32>, JsError> {
+        let data = self.data.as_ref().ok_or_else(no_labels)?;
         if let Ok(shifted) = ShiftedSet::parse(set) {
-            return self
+            return data
                 .shifts
                 .complete_logits(model, shifted)
                 .map(<[f32]>::to_vec)
@@ -367,8 +408,8 @@ impl Page {
         }
         let set: ImageSet = parse_name("image set", set)?;
         let logits = match set.ood() {
-            None => self.lab.complete_logits(model)?.map(<[f32]>::to_vec),
-            Some(ood) => self.store.complete_logits(model, ood)?.map(<[f32]>::to_vec),
+            None => data.lab.complete_logits(model)?.map(<[f32]>::to_vec),
+            Some(ood) => data.store.complete_logits(model, ood)?.map(<[f32]>::to_vec),
         };
         logits.ok_or_else(|| JsError::new("these logits have not all arrived yet"))
     }
@@ -378,7 +419,7 @@ impl Page {
     /// calibration_labels, evaluation_logits, evaluation_labels}`, logits as `Float32Array`
     /// `[n, classes]`, labels as `Uint32Array` `[n]`.
     pub fn halves(&mut self) -> Result<JsValue, JsError> {
-        let lab = self.shown_lab();
+        let lab = self.data()?.shown_lab();
         // The lab's own, as its requests name them: with the reader's logits shown, the one
         // model whatever network the state names.
         let (model, split, classes) = (lab.shown_model(), lab.split_seed(), lab.num_classes());
@@ -417,7 +458,7 @@ impl Page {
     pub fn add_rivals(&mut self, request: JsValue, rivals: JsValue) -> Result<(), JsError> {
         let request = from_js(request, "rivals request")?;
         let rivals = from_js(rivals, "rivals")?;
-        self.shown_lab().add_rivals(request, rivals);
+        self.data()?.shown_lab().add_rivals(request, rivals);
         Ok(())
     }
 
@@ -426,7 +467,8 @@ impl Page {
     /// each a `Float64Array`.
     pub fn difference_scores(&mut self, request: JsValue) -> Result<JsValue, JsError> {
         let request: lab::DifferenceRequest = from_js(request, "difference request")?;
-        let scores = page::difference_scores(&self.lab, &mut self.store, &request)?;
+        let data = self.data()?;
+        let scores = page::difference_scores(&data.lab, &mut data.store, &request)?;
         let object = js_sys::Object::new();
         for (key, values) in ["chosen_in", "chosen_out", "reference_in", "reference_out"]
             .into_iter()
@@ -447,7 +489,7 @@ impl Page {
     pub fn add_difference(&mut self, request: JsValue, difference: JsValue) -> Result<(), JsError> {
         let request = from_js(request, "difference request")?;
         let difference = from_js(difference, "paired difference")?;
-        self.store.add_difference(request, difference);
+        self.data()?.store.add_difference(request, difference);
         Ok(())
     }
 
@@ -456,51 +498,48 @@ impl Page {
     pub fn add_intervals(&mut self, request: JsValue, intervals: JsValue) -> Result<(), JsError> {
         let request = from_js(request, "interval request")?;
         let intervals = from_js(intervals, "intervals")?;
-        self.shown_lab().add_intervals(request, intervals);
+        self.data()?.shown_lab().add_intervals(request, intervals);
         Ok(())
     }
 
-    /// `{state, hash, patches}` after control `id` took `value` (a slider's position, a select's value,
-    /// a checkbox's `"true"`/`"false"`).
-    pub fn control(&self, state: JsValue, id: &str, value: &str) -> Result<JsValue, JsError> {
-        let next = read_state(state)?.set_control(id, value)?;
-        to_js(&Next::of(next, Vec::new()))
+    /// `{state, hash, article_hash, patches}` after control `id` took `value` (a slider's
+    /// position, a select's value, a checkbox's `"true"`/`"false"`). A value refused leaves
+    /// the state as it was.
+    pub fn control(&mut self, id: &str, value: &str) -> Result<JsValue, JsError> {
+        self.state = self.state.set_control(id, value)?;
+        to_js(&Next::of(&self.state, Vec::new())?)
     }
 
-    /// `{state, hash, patches}` after the button `action` (`fit`, `reset-temperature`, `new-split`, a
-    /// preset's name).
-    pub fn action(&mut self, state: JsValue, action: &str) -> Result<JsValue, JsError> {
+    /// `{state, hash, article_hash, patches}` after the button `action` (`fit`,
+    /// `reset-temperature`, `new-split`, a preset's name, a presentation key's).
+    pub fn action(&mut self, action: &str) -> Result<JsValue, JsError> {
         let fitted = self
-            .shown_lab()
-            .fitted_temperature()
-            .ok()
+            .data
+            .as_mut()
+            .and_then(|data| data.shown_lab().fitted_temperature().ok())
             .map(|f| f.temperature);
-        let next = read_state(state)?.act(action, fitted)?;
-        to_js(&Next::of(next, Vec::new()))
+        self.state = self.state.act(action, fitted)?;
+        to_js(&Next::of(&self.state, Vec::new())?)
     }
 
-    /// The frame's one call: applies `state`, recomputes the labs `visible` says are on screen
-    /// (`{temperature, conformal, gallery, ood, explain, figures}`), redraws those of their
-    /// figures it names (canvas ids), and returns the readouts ([`page::Readouts`]).
-    ///
-    /// A lab's figures off screen are left as they are: drawing is most of a slider frame's
-    /// time, and the temperature lab's five figures span several screens. The page asks for a
-    /// frame with the lab recomputed when one of them scrolls into view.
-    pub fn render(&mut self, state: JsValue, visible: JsValue) -> Result<JsValue, JsError> {
-        let state = read_state(state)?;
+    /// The frame's one call: recomputes the labs `visible` says are on screen (`{temperature,
+    /// conformal, gallery, ood, explain, figures}`) in the page's state, redraws or clears
+    /// those of their figures it names (canvas ids) as [`page::frame_figures`] says, and
+    /// returns the readouts ([`page::Readouts`]).
+    pub fn render(&mut self, visible: JsValue) -> Result<JsValue, JsError> {
         let visible: Visible = from_js(visible, "visibility object")?;
-        let on_screen = &visible.figures;
-        let data = self.lab_data();
-        let mut frame = page::render(data, &state, &visible)?;
+        let state = &self.state;
+        let data = self.data.as_mut().ok_or_else(no_labels)?;
+        let mut frame = page::render(data.lab_data(), state, &visible)?;
         match (visible.own_image, &self.own_image) {
             (true, Some(image)) => {
-                let digits = self
+                let digits = data
                     .store
                     .complete_logits(state.model.index(), OodSet::Mnist)?;
                 let (patches, readouts) = page::own_image::render(
-                    &mut self.lab,
+                    &mut data.lab,
                     &mut self.own_image_thresholds,
-                    &state,
+                    state,
                     image,
                     digits,
                 )?;
@@ -514,76 +553,52 @@ impl Page {
             (false, _) => {}
         }
         self.sent.drop_unchanged(&mut frame.readouts.patches);
-        let sources = page::Sources {
-            frame: &frame,
-            experiment: self.experiment.as_ref(),
-        };
-        let mut shown = Vec::new();
-        if let Some(view) = &frame.temperature {
-            shown.extend([
-                Figure::Reliability,
-                Figure::Histogram,
-                Figure::SmoothReliability,
-                Figure::Classwise,
-            ]);
-            // The rivals do not depend on T: redrawn only when their fits, bins or canvas
-            // change; blank while a worker fits them.
-            if let (Some(rivals), true) =
-                (&view.rivals, on_screen.contains(&Figure::RivalsReliability))
-            {
-                let drawn = RivalsDrawn {
-                    bins: rivals.reports.iter().map(|r| r.bins.clone()).collect(),
-                    size: self
-                        .canvas_sizes
-                        .pixels(&Figure::RivalsReliability.id(), device_pixel_ratio()?),
-                    text_scale: state.text_scale(),
-                };
-                if self.rivals_drawn.as_ref() != Some(&drawn) {
-                    shown.push(Figure::RivalsReliability);
-                    self.rivals_drawn = Some(drawn);
-                }
-            } else if view.rivals.is_none() && self.rivals_drawn.take().is_some() {
-                self.canvas_sizes
-                    .chart(&Figure::RivalsReliability.id(), state.text_scale())?;
-            }
-        }
-        if frame.conformal.is_some() {
-            shown.extend([
-                Figure::SetSizes,
-                Figure::PerClass,
-                Figure::Stratified,
-                Figure::Sweep,
-            ]);
-        }
-        if let Some(charts) = &frame.ood {
-            // The score histogram waits, blank, for ODIN's scores when ODIN is chosen.
-            if charts.score_histogram.is_some() {
-                shown.push(Figure::OodHistogram);
-            } else if on_screen.contains(&Figure::OodHistogram) {
-                self.canvas_sizes
-                    .chart(&Figure::OodHistogram.id(), state.text_scale())?;
-            }
-            shown.extend([Figure::OodRoc, Figure::OodNorms, Figure::TauChart]);
-        }
-        if let Some(view) = &frame.shift {
-            // The diagram waits, blank, for the shown severity's logits.
-            if view.current().is_some() {
-                shown.push(Figure::ShiftReliability);
-            } else if on_screen.contains(&Figure::ShiftReliability) {
-                self.canvas_sizes
-                    .chart(&Figure::ShiftReliability.id(), state.text_scale())?;
-            }
-            shown.push(Figure::ShiftSeverity);
-        }
         if frame.conformal.is_some() {
             // Sized before it is measured and drawn: a patch would arrive after this frame.
             fit_per_class_canvas(frame.class_names.len(), &mut self.canvas_sizes)?;
         }
-        for figure in shown.into_iter().filter(|f| on_screen.contains(f)) {
-            if let Some((area, style)) =
-                self.canvas_sizes.chart(&figure.id(), state.text_scale())?
-            {
-                page::figure::draw(figure, &sources, &area, &style)?;
+        let sources = page::Sources {
+            frame: &frame,
+            experiment: self.experiment.as_ref(),
+        };
+        let text_scale = state.text_scale();
+        for (figure, drawing) in page::frame_figures(&frame, &visible.figures) {
+            let draw = match (figure, drawing) {
+                // The rivals do not depend on T: redrawn only when their fits, bins or canvas
+                // change, and cleared once when a worker starts fitting them anew.
+                (Figure::RivalsReliability, FrameDrawing::Draw) => {
+                    let drawn = RivalsDrawn {
+                        bins: frame
+                            .temperature
+                            .iter()
+                            .flat_map(|view| view.rivals.iter())
+                            .flat_map(|rivals| rivals.reports.iter().map(|r| r.bins.clone()))
+                            .collect(),
+                        size: self
+                            .canvas_sizes
+                            .pixels(&figure.id(), device_pixel_ratio()?),
+                        text_scale,
+                    };
+                    let changed = self.rivals_drawn.as_ref() != Some(&drawn);
+                    self.rivals_drawn = Some(drawn);
+                    changed
+                }
+                (Figure::RivalsReliability, FrameDrawing::Clear) => {
+                    if self.rivals_drawn.take().is_some() {
+                        self.canvas_sizes.chart(&figure.id(), text_scale)?;
+                    }
+                    false
+                }
+                (_, FrameDrawing::Draw) => true,
+                (_, FrameDrawing::Clear) => {
+                    self.canvas_sizes.chart(&figure.id(), text_scale)?;
+                    false
+                }
+            };
+            if draw {
+                if let Some((area, style)) = self.canvas_sizes.chart(&figure.id(), text_scale)? {
+                    page::figure::draw(figure, &sources, &area, &style)?;
+                }
             }
         }
         to_js(&frame.readouts)
@@ -591,12 +606,8 @@ impl Page {
 
     /// Draws `repetitions` (the input's text) random calibration/evaluation splits, plots
     /// their evaluation coverage against Beta(k, n + 1 − k), and returns the summary's patches.
-    pub fn run_experiment(
-        &mut self,
-        state: JsValue,
-        repetitions: &str,
-    ) -> Result<JsValue, JsError> {
-        let state = read_state(state)?;
+    pub fn run_experiment(&mut self, repetitions: &str) -> Result<JsValue, JsError> {
+        let state = &self.state;
         let (min, max, _) = page::REPETITIONS;
         let repetitions: usize = repetitions
             .trim()
@@ -606,16 +617,19 @@ impl Page {
             .ok_or_else(|| {
                 JsError::new(&format!(
                     "Random splits R must be a whole number from {} to {}, not \"{repetitions}\".",
-                    page::grouped(min),
-                    page::grouped(max)
+                    crate::text::grouped(min),
+                    crate::text::grouped(max)
                 ))
             })?;
         let settings = state.conformal_settings();
-        let experiment =
-            self.shown_lab()
-                .coverage_experiment(&settings, repetitions, u64::from(state.split))?;
+        let experiment = self
+            .data
+            .as_mut()
+            .ok_or_else(no_labels)?
+            .shown_lab()
+            .coverage_experiment(&settings, repetitions, u64::from(state.split))?;
         let target = 1.0 - settings.alpha;
-        let readouts = page::experiment_readouts(&state, &experiment);
+        let readouts = page::experiment_readouts(state, &experiment);
         let run = self.experiment.insert(page::ExperimentRun {
             upper: target + 1.0 / (experiment.summary.n_calibration as f64 + 1.0),
             target,
@@ -635,16 +649,16 @@ impl Page {
         to_js(&readouts)
     }
 
-    /// `figure` (a canvas's id) in `state` as an SVG document the size of its canvas on screen,
-    /// drawn by the code that draws the canvas.
-    pub fn figure_svg(&mut self, state: JsValue, figure: &str) -> Result<String, JsError> {
+    /// `figure` (a canvas's id) in the page's state as an SVG document the size of its canvas
+    /// on screen, drawn by the code that draws the canvas.
+    pub fn figure_svg(&mut self, figure: &str) -> Result<String, JsError> {
         let figure: Figure = parse_name("figure", figure)?;
         let canvas = canvas_element(&figure.id())?;
         let size = (
             canvas.client_width().max(1) as u32,
             canvas.client_height().max(1) as u32,
         );
-        let frame = self.figure_frame(state, figure)?;
+        let frame = self.figure_frame(figure)?;
         let sources = page::Sources {
             frame: &frame,
             experiment: self.experiment.as_ref(),
@@ -656,10 +670,10 @@ impl Page {
         Ok(text)
     }
 
-    /// The numbers `figure` (a canvas's id) draws in `state`, as CSV.
-    pub fn figure_csv(&mut self, state: JsValue, figure: &str) -> Result<String, JsError> {
+    /// The numbers `figure` (a canvas's id) draws in the page's state, as CSV.
+    pub fn figure_csv(&mut self, figure: &str) -> Result<String, JsError> {
         let figure: Figure = parse_name("figure", figure)?;
-        let frame = self.figure_frame(state, figure)?;
+        let frame = self.figure_frame(figure)?;
         let sources = page::Sources {
             frame: &frame,
             experiment: self.experiment.as_ref(),
@@ -670,36 +684,15 @@ impl Page {
 
 impl Page {
     /// A frame with the view of `figure`'s lab alone.
-    fn figure_frame(&mut self, state: JsValue, figure: Figure) -> Result<page::Frame, JsError> {
-        let state = read_state(state)?;
-        let lab = figure.info().lab;
-        let visible = Visible {
-            temperature: lab == page::figure::FigureLab::Temperature,
-            conformal: lab == page::figure::FigureLab::Conformal,
-            ood: lab == page::figure::FigureLab::Ood,
-            shift: lab == page::figure::FigureLab::Shift,
-            figures: vec![figure],
-            ..Visible::default()
-        };
-        let data = self.lab_data();
-        Ok(page::render(data, &state, &visible)?)
+    fn figure_frame(&mut self, figure: Figure) -> Result<page::Frame, JsError> {
+        let visible = Visible::figure_alone(figure);
+        let data = self.data.as_mut().ok_or_else(no_labels)?;
+        Ok(page::render(data.lab_data(), &self.state, &visible)?)
     }
 
-    /// The data the labs show: the reader's logits when loaded, else the bundled networks'.
-    fn lab_data(&mut self) -> page::LabData<'_> {
-        match &mut self.own_logits {
-            Some(lab) => page::LabData::Own(lab),
-            None => page::LabData::Bundled {
-                lab: &mut self.lab,
-                store: &mut self.store,
-                shifts: &mut self.shifts,
-            },
-        }
-    }
-
-    /// The lab the temperature and conformal labs show: the reader's logits when loaded.
-    fn shown_lab(&mut self) -> &mut lab::Lab {
-        self.own_logits.as_mut().unwrap_or(&mut self.lab)
+    /// The labs' data, once the test labels are in.
+    fn data(&mut self) -> Result<&mut Data, JsError> {
+        self.data.as_mut().ok_or_else(no_labels)
     }
 
     /// Forgets what was drawn from the data shown before: the coverage experiment and the
@@ -708,6 +701,11 @@ impl Page {
         self.experiment = None;
         self.rivals_drawn = None;
     }
+}
+
+/// What an export that needs the labs' data says before the test labels are in.
+fn no_labels() -> JsError {
+    JsError::new("the test labels have not been read yet")
 }
 
 /// Reads a name the page gives by its serde name (`"mnist"`, `"test"`), naming the field.
@@ -721,11 +719,6 @@ fn parse_name<T: serde::de::DeserializeOwned>(field: &str, name: &str) -> Result
 /// at fault.
 fn from_js<T: serde::de::DeserializeOwned>(value: JsValue, what: &str) -> Result<T, JsError> {
     serde_wasm_bindgen::from_value(value).map_err(|e| JsError::new(&format!("bad {what}: {e}")))
-}
-
-/// Reads the page state object, naming the field at fault.
-fn read_state(state: JsValue) -> Result<PageState, JsError> {
-    from_js(state, "page state")
 }
 
 /// A cleared canvas to draw on, with the chart style for its pixel ratio.

@@ -5,7 +5,7 @@
 // reused by every test that needs finished logits; only the hash-link test (a fresh page with
 // another split) runs a second full inference, and the model test a third (LogitNorm).
 //
-// Run: bash scripts/test (stage 7), or by hand after bash scripts/build-site:
+// Run: bash scripts/test (stage 8), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/*.test.mjs
 // The README's first screens are layout.test.mjs's.
 import assert from "node:assert/strict";
@@ -311,7 +311,7 @@ test("2b. one wasm call per animation frame: a slider move costs one control cal
   // its messages, not from a move or a frame: they are counted apart.
   const count = () => main.evaluate(() => {
     const { total, frames, named } = window.calibra.calls;
-    return { total, frames: frames.length, worker: (named.add_intervals ?? 0) + (named.evaluation_half ?? 0) };
+    return { total, frames: frames.length, worker: (named.add_intervals ?? 0) + (named.halves ?? 0) };
   });
   const before = await count();
   await main.focus("#temperature");
@@ -319,7 +319,7 @@ test("2b. one wasm call per animation frame: a slider move costs one control cal
   for (let i = 0; i < moves; i++) await main.keyboard.press("ArrowRight");
   await nextFrames(main, 2);
   const after = await main.evaluate(() => ({ total: window.calibra.calls.total, frames: window.calibra.calls.frames, named: window.calibra.calls.named }));
-  after.worker = (after.named.add_intervals ?? 0) + (after.named.evaluation_half ?? 0);
+  after.worker = (after.named.add_intervals ?? 0) + (after.named.halves ?? 0);
   const frames = after.frames.slice(before.frames);
   assert.ok(frames.length > 0, "the moves were rendered");
   assert.deepEqual([...new Set(frames)], [1], `every frame made exactly one wasm call (per frame: ${frames.join(", ")})`);

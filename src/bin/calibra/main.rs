@@ -20,8 +20,8 @@ mod report;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use calibra::calibration::Binning;
-use calibra::conformal::ScoreKind;
+use calibra::calibration::{Binning, DEFAULT_NUM_BINS};
+use calibra::conformal::{self, ScoreKind};
 use calibra::data::NUM_CLASSES;
 use calibra::lab::ShiftedSet;
 use calibra::model::Classifier;
@@ -65,10 +65,10 @@ pub struct ReportArgs {
     #[arg(long, requires = "test_logits")]
     pub test_labels: Option<PathBuf>,
     /// Fraction of rows used for calibration when splitting.
-    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = data::CALIBRATION_FRACTION, allow_negative_numbers = true)]
     pub cal_fraction: f64,
     /// Seed of the split and of the randomized scores' uniform draws.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = u64::from(data::DEFAULT_SPLIT_SEED), allow_negative_numbers = true)]
     pub seed: u64,
     /// Use this temperature instead of fitting one.
     #[arg(long, allow_negative_numbers = true)]
@@ -80,9 +80,9 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "temperature")]
     pub method: Method,
     /// Miscoverage level of the prediction sets.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = conformal::DEFAULT_ALPHA, allow_negative_numbers = true)]
     pub alpha: f64,
-    #[arg(long, value_enum, default_value = "aps")]
+    #[arg(long, value_enum, default_value_t = ScoreKind::default())]
     pub score: ScoreKind,
     /// Class-conditional (Mondrian) thresholds: one q̂ per class, from that class's calibration
     /// rows.
@@ -113,18 +113,18 @@ pub struct ReportArgs {
     #[arg(long)]
     pub worst_slab: bool,
     /// Randomized APS/RAPS/SAPS (u ~ U(0,1)); false uses u = 1.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = conformal::DEFAULT_RANDOMIZED, action = clap::ArgAction::Set)]
     pub randomized: bool,
     /// λ of RAPS (default 0.1) or SAPS (default 0.2).
     #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f64>,
     /// k_reg of RAPS.
-    #[arg(long, default_value_t = calibra::conformal::DEFAULT_RAPS_K_REG, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = conformal::DEFAULT_RAPS_K_REG, allow_negative_numbers = true)]
     pub k_reg: usize,
     /// Reliability bins.
-    #[arg(long, default_value_t = 15, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = DEFAULT_NUM_BINS, allow_negative_numbers = true)]
     pub bins: usize,
-    #[arg(long, value_enum, default_value = "width")]
+    #[arg(long, value_enum, default_value_t = Binning::default())]
     pub binning: Binning,
     /// The inputs are probabilities: use log p as logits.
     #[arg(long)]
@@ -335,4 +335,39 @@ fn logits(args: &LogitsArgs) -> Result<(), String> {
         args.out.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use calibra::page::PageState;
+
+    /// `calibra report` without options computes what the page shows on a first visit, and
+    /// `--bootstrap` alone draws the page's resamples.
+    #[test]
+    fn the_reports_defaults_are_the_pages_first_view() {
+        let cli = Cli::try_parse_from([
+            "calibra",
+            "report",
+            "--logits",
+            "z.npy",
+            "--labels",
+            "y.npy",
+            "--bootstrap",
+        ])
+        .expect("the command line parses");
+        let Command::Report(args) = cli.command else {
+            panic!("a report's arguments")
+        };
+        let page = PageState::default();
+        assert_eq!(args.seed, u64::from(page.split));
+        assert_eq!(args.alpha, page.alpha);
+        assert_eq!(args.score, page.score);
+        assert_eq!(args.randomized, page.randomized);
+        assert_eq!(args.k_reg, page.k_reg);
+        assert_eq!(args.bins, page.bins);
+        assert_eq!(args.binning, page.binning);
+        assert_eq!(args.cal_fraction, data::CALIBRATION_FRACTION);
+        assert_eq!(args.bootstrap, Some(calibra::bootstrap::DEFAULT_RESAMPLES));
+    }
 }

@@ -10,11 +10,11 @@ use calibra::calibration_estimators::{self, Estimators};
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
-use calibra::page::serde_name;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
 use calibra::selective::{self, SelectiveReport};
 use calibra::sentences;
 use calibra::smooth_calibration;
+use calibra::text::serde_name;
 use serde::Serialize;
 
 use crate::ReportArgs;

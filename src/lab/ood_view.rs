@@ -39,7 +39,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::calibration::{Logits, MAX_BINS};
+use crate::calibration::{predicted_class, Logits, MAX_BINS};
 use crate::ood::{
     self, check_scores, DetectionMetrics, GroupedScores, OodError, ScoreSet,
     TARGET_TRUE_POSITIVE_PERCENT,
@@ -366,13 +366,6 @@ impl OodView {
     pub fn surest_out_of_distribution(&self, count: usize) -> &[ConfidentPrediction] {
         &self.surest[..count.min(self.surest.len())]
     }
-}
-
-/// Arg-max of a row, lowest index on ties.
-fn predicted_class(row: &[f32]) -> usize {
-    row.iter()
-        .enumerate()
-        .fold(0, |best, (k, &z)| if z > row[best] { k } else { best })
 }
 
 /// Mean of a non-empty slice (a [`Logits`] has at least one row).

@@ -1,0 +1,84 @@
+// @ts-check
+// Each batch of logits (or ODIN scores) as it arrives from the pool or the cache: kept in Rust,
+// counted, stored in the cache once its job is complete, and the redraw it asks for.
+import { showError } from "./dom.js";
+import { timings } from "./measurements.js";
+import { isShifted } from "./test-images.js";
+
+/** @typedef {import("./messages.js").LogitsAnswer} LogitsAnswer */
+/** @typedef {import("./messages.js").OdinAnswer} OdinAnswer */
+
+export class Arrivals {
+  /**
+   * @param {{ page: any, images: import("./test-images.js").ImageSets, pool: import("./inference-pool.js").InferencePool,
+   *   frames: import("./frame.js").Frames, progress: import("./progress.js").Progress,
+   *   cache: import("./cached-logits.js").CachedLogits, model: () => number }} parts
+   *   the page's wasm handle, the image sets, the pool, the frames, the progress row, the
+   *   cache and the chosen network's index
+   */
+  constructor({ page, images, pool, frames, progress, cache, model }) {
+    this.page = page;
+    this.images = images;
+    this.pool = pool;
+    this.frames = frames;
+    this.progress = progress;
+    this.cache = cache;
+    this.model = model;
+    /** @type {Map<number, number>} rows of each model whose test-set logits have arrived, as Rust counted them */
+    this.rows = new Map();
+  }
+
+  /** Rows of `model`'s test-set logits in so far. */
+  of(/** @type {number} */ model) {
+    return this.rows.get(model) ?? 0;
+  }
+
+  /** Takes a batch. */
+  take(/** @type {LogitsAnswer | OdinAnswer} */ message) {
+    const { page, images, frames } = this;
+    const limits = images.limits;
+    let count;
+    try {
+      count = message.status === "odin"
+        ? page.add_odin(message.model, message.set, message.start, message.scores)
+        : page.add_logits(message.model, message.set, message.start, message.logits);
+    } catch (error) {
+      showError(`Inference returned bad values: ${error.message}`);
+      return;
+    }
+    const cached = message.status === "logits" && message.cached;
+    if (message.status === "odin" || message.set !== "test") {
+      const complete = message.status === "logits" && count === images.count(message.set);
+      if (complete && !cached) this.keep(message.model, message.set);
+      // A corrupted copy's pixels (31 MB for a few copies) are made again if ever needed.
+      if (complete && isShifted(message.set) && !this.pool.queues(message.set)) images.drop(message.set);
+      if (count === images.count(message.set)) frames.schedule();
+      else frames.scheduleStreaming(limits.streaming_redraw_ms);
+      return;
+    }
+    const first = !this.rows.has(message.model);
+    this.rows.set(message.model, count);
+    const all = count === images.count();
+    const shown = message.model === this.model();
+    // The shown network's batches redraw its labs, the first one and the last one at once;
+    // another's test logits matter once complete (the τ and shift labs compare the networks on
+    // them).
+    if (all || (first && shown)) frames.schedule();
+    else if (shown) frames.scheduleStreaming(limits.streaming_redraw_ms);
+    if (all && !cached) this.keep(message.model, "test");
+    if (all && !(message.model in timings.inferenceDone)) {
+      timings.inferenceDone[message.model] = performance.now();
+      performance.mark(`calibra:inference-done:${limits.models[message.model].network}`);
+    }
+    // The progress row moves with the frames the batches ask for, which count the same images:
+    // rewritten after each batch, its layout and paint took a tenth of a second of the page's
+    // thread while the workers needed the cores. The last batch marks the page done in the task
+    // that asks for its frame.
+    if (all && shown) this.progress.show(count);
+  }
+
+  /** Stores the logits of `model` on `set`, all arrived, in the cache. */
+  keep(/** @type {number} */ model, /** @type {string} */ set) {
+    if (this.cache.available) this.cache.keep(model, set, this.page.logits(model, set));
+  }
+}

@@ -1,0 +1,128 @@
+// @ts-check
+// Each network's logits between visits, as the page uses the store of logits-cache.js: keyed
+// by the SHA-256 of the network's weights and of the images, fed back as one batch when the
+// store holds them, kept once a job's logits are all in.
+import { $ } from "./dom.js";
+import * as logitsCache from "./logits-cache.js";
+
+/** @typedef {import("./messages.js").LogitsAnswer} LogitsAnswer */
+
+export class CachedLogits {
+  /**
+   * @param {import("./test-images.js").ImageSets} images
+   * @param {(model: number) => Promise<string | null> | undefined} weightsDigest the digest of a
+   *   network's weights (null where the browser has no crypto.subtle), once a worker loaded it
+   */
+  constructor(images, weightsDigest) {
+    this.images = images;
+    this.weightsDigest = weightsDigest;
+    /** @type {(answer: LogitsAnswer) => void} where the logits found go, as a batch */
+    this.onBatch = () => {};
+    /** @type {() => void} told once logits found have gone to onBatch */
+    this.onFed = () => {};
+    // Whether the store holds anything: asked of IndexedDB once, as the page starts (not again
+    // before the first batch), and true once this visit keeps logits.
+    /** @type {Promise<boolean>} */
+    this.holdsAny = Promise.resolve(false);
+    // Whether it has answered that it holds nothing (a first visit), and has kept nothing since:
+    // a request for logits then skips the cache at once, so that the first batch goes to the
+    // worker before the page wires itself.
+    this.heldNone = false;
+    /** @type {Record<string, Promise<string>>} the SHA-256 of each image set's pixels */
+    this.imageDigests = {};
+    /** @type {Map<string, Promise<string | null>>} the key of each job ("model:set") */
+    this.keys = new Map();
+    /** @type {Map<number, number>} when each model's test-set logits were stored, for those from the cache */
+    this.since = new Map();
+    /** Resolves once the logits last kept are stored (tests wait for it). */
+    this.lastKeep = Promise.resolve();
+  }
+
+  /** Whether this browser can keep logits (IndexedDB and crypto.subtle). */
+  get available() {
+    return logitsCache.available;
+  }
+
+  /** Asks the store whether it holds anything (a revisit), while the page's module compiles. */
+  start() {
+    this.holdsAny = logitsCache.holdsAny();
+    this.holdsAny.then((holds) => {
+      this.heldNone = !holds;
+    });
+  }
+
+  /**
+   * The key of `model`'s logits on `set`, from the digest of its weights and of the images,
+   * once they are all in; resolves to null where there is no key.
+   * @param {number} model
+   * @param {string} set
+   */
+  keyOf(model, set) {
+    const job = `${model}:${set}`;
+    if (!this.keys.has(job)) {
+      this.keys.set(job, (async () => {
+        const weights = await this.weightsDigest(model);
+        if (!weights) return null;
+        if (set === "test") await this.images.testComplete;
+        this.imageDigests[set] ??= logitsCache.sha256(this.images.get(set));
+        return logitsCache.cacheKey(weights, await this.imageDigests[set], this.images.limits.classes);
+      })());
+    }
+    return this.keys.get(job);
+  }
+
+  /**
+   * Feeds the logits of `model` on `set` from the store when it holds them for these weights
+   * and these images; resolves whether it did. While the test images are still downloading,
+   * the store is first asked whether it holds anything of these weights: if not, the answer is
+   * no at once, and inference starts on the images already in.
+   * @param {number} model
+   * @param {string} set
+   */
+  async feed(model, set) {
+    if (!logitsCache.available) return false;
+    // A store that holds nothing (a first visit) lets inference start at once, before the
+    // network's weights are in; while the images download, so does one that holds nothing for
+    // this network.
+    if (!(await this.holdsAny)) return false;
+    const weights = await this.weightsDigest(model);
+    if (!weights) return false;
+    const count = this.images.count(set);
+    if (this.images.rowsIn(set) < count && !(await logitsCache.holdsAny(weights))) return false;
+    const key = await this.keyOf(model, set);
+    const hit = await logitsCache.lookup(key);
+    if (!hit || hit.logits.length !== count * this.images.limits.classes) return false;
+    if (set === "test") this.since.set(model, hit.stored);
+    this.onBatch({ status: "logits", model, set, start: 0, count, logits: hit.logits, cached: true });
+    this.onFed();
+    return true;
+  }
+
+  /**
+   * Stores `logits`, all of `model`'s on `set`, under their job's key.
+   * @param {number} model
+   * @param {string} set
+   * @param {Float32Array} logits
+   */
+  keep(model, set, logits) {
+    // The images' digest is taken now, while they are here: a corrupted copy's are dropped next.
+    this.imageDigests[set] ??= logitsCache.sha256(this.images.get(set));
+    this.lastKeep = this.keyOf(model, set).then((key) => key && logitsCache.keep(key, logits));
+    this.holdsAny = Promise.resolve(true);
+    this.heldNone = false;
+  }
+
+  /** Says whether the chosen network's numbers come from the store, and since when. */
+  showNote(/** @type {number} */ model) {
+    const stored = this.since.get(model);
+    $("cache-note").hidden = stored === undefined;
+    if (stored !== undefined) $("cache-date").textContent = new Date(stored).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short" });
+  }
+
+  /** Forgets `model`'s stored logits. */
+  async forget(/** @type {number} */ model) {
+    const prefix = `${model}:`;
+    const keys = await Promise.all([...this.keys].filter(([job]) => job.startsWith(prefix)).map(([, key]) => key));
+    await logitsCache.forget(keys.filter(Boolean));
+  }
+}
