@@ -2875,18 +2875,7 @@ fn a_png_picture_gives_the_logits_of_the_28x28_the_page_makes_of_it() {
     );
     let logits_of = |images: &Path, out: &str, extra: &[&str]| {
         let out = dir.path(out);
-        let mut args = vec![
-            OsStr::new("logits"),
-            OsStr::new("--model"),
-            model.as_os_str(),
-            OsStr::new("--images"),
-            images.as_os_str(),
-            OsStr::new("--out"),
-            out.as_os_str(),
-        ];
-        args.extend(extra.iter().map(OsStr::new));
-        let output = calibra(&args);
-        (output, out)
+        (run_on_images("logits", model, images, &out, extra), out)
     };
     let (output, from_png) = logits_of(&png, "png.npy", &[]);
     assert_success(&output);
@@ -2907,31 +2896,42 @@ fn a_png_picture_gives_the_logits_of_the_28x28_the_page_makes_of_it() {
 // ---------------------------------------------------------------------------------------------
 // `calibra logits` on corrupted images
 
+/// The pixels of the first `count` Fashion-MNIST test images, and an IDX file of them in `dir`.
+fn first_test_images(dir: &TempDir, count: usize) -> (Vec<u8>, PathBuf) {
+    let images =
+        calibra::data::load_images(Path::new("assets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+            .unwrap();
+    let first = images.pixels()[..count * 784].to_vec();
+    let idx = dir.write("first-idx3-ubyte", calibra::data::idx_images_file(&first));
+    (first, idx)
+}
+
+/// `calibra COMMAND --model MODEL --images IMAGES --out OUT EXTRA…` (`logits`, `features`).
+fn run_on_images(command: &str, model: &Path, images: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        OsStr::new(command),
+        OsStr::new("--model"),
+        model.as_os_str(),
+        OsStr::new("--images"),
+        images.as_os_str(),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    calibra(&args)
+}
+
 #[test]
 fn corrupted_images_give_the_logits_of_the_shift_labs_copy_and_bad_severities_are_refused() {
     use calibra::lab::ShiftedSet;
     use calibra::shift::Corruption;
     let dir = TempDir::new("shift");
     let model = Path::new("assets/models/fmnist-ce.safetensors");
-    let images =
-        calibra::data::load_images(Path::new("assets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
-            .unwrap();
-    // The first 40 test images, as a file of their own.
-    let first = &images.pixels()[..40 * 784];
-    let idx = dir.write("first-idx3-ubyte", calibra::data::idx_images_file(first));
+    let (first, idx) = first_test_images(&dir, 40);
+    let first = &first[..];
     let logits = |extra: &[&str], out: &str| {
         let out = dir.path(out);
-        let mut args = vec![
-            OsStr::new("logits"),
-            OsStr::new("--model"),
-            model.as_os_str(),
-            OsStr::new("--images"),
-            idx.as_os_str(),
-            OsStr::new("--out"),
-            out.as_os_str(),
-        ];
-        args.extend(extra.iter().map(OsStr::new));
-        (calibra(&args), out)
+        (run_on_images("logits", model, &idx, &out, extra), out)
     };
     // The CLI's corrupted images are the page's: their logits equal those of the copy made by
     // the library and written as IDX.
@@ -2947,15 +2947,13 @@ fn corrupted_images_give_the_logits_of_the_shift_labs_copy_and_bad_severities_ar
     let (output, from_cli) = logits(&["--corruption", "noise", "--severity", "3"], "cli.npy");
     assert_success(&output);
     let expected = dir.path("expected.npy");
-    assert_success(&calibra(&[
-        OsStr::new("logits"),
-        OsStr::new("--model"),
-        model.as_os_str(),
-        OsStr::new("--images"),
-        corrupted_idx.as_os_str(),
-        OsStr::new("--out"),
-        expected.as_os_str(),
-    ]));
+    assert_success(&run_on_images(
+        "logits",
+        model,
+        &corrupted_idx,
+        &expected,
+        &[],
+    ));
     assert_eq!(
         calibra::input::read_logits(&from_cli).unwrap(),
         calibra::input::read_logits(&expected).unwrap()
@@ -3050,4 +3048,50 @@ fn ood_with_a_reference_gives_the_paired_difference_of_the_two_networks() {
         &output,
         &[&shown(&other_images), "not the 12 rows of 3 classes"],
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `calibra features`
+
+/// `calibra features` writes the library's penultimate features `[n, 128]`, and they are what
+/// the last layer reads: its weights applied to them give `calibra logits`' logits (1e-4, the
+/// float32 sums' rounding on logits of a few tens). A file that is not IDX images is refused by
+/// name.
+#[test]
+fn features_are_the_last_layers_input_on_the_same_images() {
+    let dir = TempDir::new("features");
+    let model = Path::new("assets/models/fmnist-ce.safetensors");
+    let (first, idx) = first_test_images(&dir, 40);
+    let first = &first[..];
+    let run = |command: &str, images: &Path, out: &str| {
+        let out = dir.path(out);
+        (run_on_images(command, model, images, &out, &[]), out)
+    };
+    let (output, features_path) = run("features", &idx, "features.npy");
+    assert_success(&output);
+    let (output, logits_path) = run("logits", &idx, "logits.npy");
+    assert_success(&output);
+    let features = calibra::input::read_logits(&features_path).unwrap();
+    assert_eq!((features.rows(), features.num_classes), (40, 128));
+    let classifier =
+        calibra::model::Classifier::from_safetensors(std::fs::read(model).unwrap()).unwrap();
+    assert_eq!(
+        features.values,
+        classifier.features_and_logits(first).unwrap().0
+    );
+    let logits = calibra::input::read_logits(&logits_path).unwrap();
+    let (weight, bias) = classifier.last_layer().unwrap();
+    for (h, z) in features
+        .values
+        .chunks_exact(128)
+        .zip(logits.values.chunks_exact(10))
+    {
+        for ((w, b), z) in weight.chunks_exact(128).zip(&bias).zip(z) {
+            let recomputed = w.iter().zip(h).map(|(w, h)| w * h).sum::<f32>() + b;
+            assert!((recomputed - z).abs() <= 1e-4, "{recomputed} vs {z}");
+        }
+    }
+    let not_images = dir.write("not-images", "no pixels here");
+    let (output, _) = run("features", &not_images, "bad.npy");
+    assert_refused(&output, &["not-images"]);
 }

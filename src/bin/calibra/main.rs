@@ -17,14 +17,14 @@
 mod ood;
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use calibra::calibration::Binning;
 use calibra::conformal::ScoreKind;
 use calibra::data::NUM_CLASSES;
 use calibra::lab::ShiftedSet;
-use calibra::model::Classifier;
+use calibra::model::{Classifier, HIDDEN_UNITS};
 use calibra::recalibration::Method;
 use calibra::shift::Corruption;
 use calibra::{data, input, own_image};
@@ -49,6 +49,9 @@ enum Command {
     Ood(OodArgs),
     /// Logits of a bundled model for IDX images, written as a float32 .npy of shape [n, 10].
     Logits(LogitsArgs),
+    /// Penultimate features of a bundled model for IDX images (the 128 activations after the
+    /// first dense layer's ReLU), written as a float32 .npy of shape [n, 128].
+    Features(FeaturesArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -203,6 +206,19 @@ struct LogitsArgs {
     severity: Option<u8>,
 }
 
+#[derive(Debug, clap::Args)]
+struct FeaturesArgs {
+    /// Model weights (.safetensors), e.g. assets/models/fmnist-ce.safetensors.
+    #[arg(long)]
+    model: PathBuf,
+    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz.
+    #[arg(long)]
+    images: PathBuf,
+    /// Output .npy file.
+    #[arg(long)]
+    out: PathBuf,
+}
+
 /// A `--corruption` value, by the name the page's link uses.
 fn parse_corruption(name: &str) -> Result<Corruption, String> {
     use serde::{de::IntoDeserializer, Deserialize};
@@ -264,6 +280,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(&args),
         Command::Ood(args) => ood::run(&args),
         Command::Logits(args) => logits(&args),
+        Command::Features(args) => features(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -303,21 +320,44 @@ fn one_line(message: &str) -> String {
         .to_string()
 }
 
+/// The network stored at `path`.
+///
+/// # Errors
+/// A one-line message naming the file when it cannot be read or is not the network's weights.
+pub fn load_classifier(path: &Path) -> Result<Classifier, String> {
+    let weights = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Classifier::from_safetensors(weights).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The pixels of the IDX images at `path`.
+///
+/// # Errors
+/// A one-line message naming the file when it cannot be read or is not IDX images.
+pub fn read_idx_pixels(path: &Path) -> Result<Vec<u8>, String> {
+    idx_pixels(&read_file(path)?, path)
+}
+
+/// The bytes of the file at `path`.
+fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
+}
+
+/// The pixels of IDX images read from `path`.
+fn idx_pixels(bytes: &[u8], path: &Path) -> Result<Vec<u8>, String> {
+    Ok(data::parse_idx_images(bytes, &path.display().to_string())
+        .map_err(|e| e.to_string())?
+        .pixels()
+        .to_vec())
+}
+
 fn logits(args: &LogitsArgs) -> Result<(), String> {
-    let weights =
-        std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
-    let classifier = Classifier::from_safetensors(weights)
-        .map_err(|e| format!("{}: {e}", args.model.display()))?;
-    let bytes = std::fs::read(&args.images)
-        .map_err(|e| format!("{}: cannot read: {e}", args.images.display()))?;
+    let classifier = load_classifier(&args.model)?;
+    let bytes = read_file(&args.images)?;
     let pixels = if input::is_png(&bytes) {
         input::parse_png_picture(&bytes, args.invert.into(), &args.images)
             .map_err(|e| e.to_string())?
     } else {
-        data::parse_idx_images(&bytes, &args.images.display().to_string())
-            .map_err(|e| e.to_string())?
-            .pixels()
-            .to_vec()
+        idx_pixels(&bytes, &args.images)?
     };
     let pixels = match (args.corruption, args.severity) {
         (Some(corruption), Some(severity)) => ShiftedSet::new(corruption, severity)
@@ -328,11 +368,25 @@ fn logits(args: &LogitsArgs) -> Result<(), String> {
     let logits = classifier
         .logits(&pixels)
         .map_err(|e| format!("{}: {e}", args.images.display()))?;
-    input::write_npy_logits(&args.out, &logits, NUM_CLASSES).map_err(|e| e.to_string())?;
+    write_rows(&args.out, &logits, NUM_CLASSES, "logits")
+}
+
+fn features(args: &FeaturesArgs) -> Result<(), String> {
+    let classifier = load_classifier(&args.model)?;
+    let pixels = read_idx_pixels(&args.images)?;
+    let (features, _) = classifier
+        .features_and_logits(&pixels)
+        .map_err(|e| format!("{}: {e}", args.images.display()))?;
+    write_rows(&args.out, &features, HIDDEN_UNITS, "features")
+}
+
+/// Writes `[n, width]` values (`what`: logits or features) to `out` as `.npy` and says so.
+fn write_rows(out: &Path, values: &[f32], width: usize, what: &str) -> Result<(), String> {
+    input::write_npy_matrix(out, values, width).map_err(|e| e.to_string())?;
     println!(
-        "wrote logits of {} images to {}",
-        logits.len() / NUM_CLASSES,
-        args.out.display()
+        "wrote {what} of {} images to {}",
+        values.len() / width,
+        out.display()
     );
     Ok(())
 }
