@@ -16,6 +16,7 @@ pub mod lab;
 pub mod model;
 pub mod ood;
 pub mod ood_difference;
+pub mod ood_features;
 pub mod ood_pvalues;
 pub mod ood_view;
 pub mod own_image;
