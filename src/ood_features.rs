@@ -702,6 +702,86 @@ pub fn gradnorm_scores(
         .collect())
 }
 
+/// Every detector fitted once with its paper's settings (module documentation), as the CLI's
+/// `calibra ood --model` runs them: Mahalanobis, KNN with [`knn_neighbours`], ReAct at
+/// [`REACT_PERCENTILE`], ASH-S at [`ASH_PERCENTILE`], ViM with [`vim_principal_dimension`] and
+/// GradNorm.
+#[derive(Clone, Debug)]
+pub struct FittedDetectors {
+    mahalanobis: Mahalanobis,
+    knn: Knn,
+    react: React,
+    vim: Vim,
+    last_layer: LastLayer,
+}
+
+/// Every detector's scores of the same rows, one a row, higher = more in-distribution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeatureScores {
+    pub mahalanobis: Vec<f64>,
+    pub knn: Vec<f64>,
+    pub react: Vec<f64>,
+    pub ash: Vec<f64>,
+    pub vim: Vec<f64>,
+    pub gradnorm: Vec<f64>,
+}
+
+impl FittedDetectors {
+    /// Fits every detector on `features` with `labels` in `0..K`, `K` the last layer's classes.
+    ///
+    /// # Errors
+    /// Any error of the detectors' fits: labels that do not fit the rows or the classes, a
+    /// class without rows, features that are not the last layer's width.
+    pub fn fit(
+        features: &Features,
+        labels: &[u32],
+        last_layer: LastLayer,
+    ) -> Result<Self, FeatureError> {
+        Ok(Self {
+            mahalanobis: Mahalanobis::fit(features, labels, last_layer.classes())?,
+            knn: Knn::fit(features, knn_neighbours(features.len()))?,
+            react: React::fit(features, REACT_PERCENTILE)?,
+            vim: Vim::fit(
+                features,
+                &last_layer,
+                vim_principal_dimension(features.width()),
+            )?,
+            last_layer,
+        })
+    }
+
+    /// KNN's `k`.
+    pub fn knn_neighbours(&self) -> usize {
+        self.knn.k
+    }
+
+    /// ReAct's clipping threshold.
+    pub fn react_threshold(&self) -> f64 {
+        self.react.threshold
+    }
+
+    /// ViM's principal dimension `d` and scale `α`.
+    pub fn vim_settings(&self) -> (usize, f64) {
+        let width = self.last_layer.width;
+        (width - self.vim.residual.len() / width, self.vim.alpha)
+    }
+
+    /// Every detector's scores of `features`.
+    ///
+    /// # Errors
+    /// [`FeatureError::WidthMismatch`] for features of another width than the fitted ones.
+    pub fn scores(&self, features: &Features) -> Result<FeatureScores, FeatureError> {
+        Ok(FeatureScores {
+            mahalanobis: self.mahalanobis.scores(features)?,
+            knn: self.knn.scores(features)?,
+            react: self.react.scores(features, &self.last_layer)?,
+            ash: ash_scores(features, &self.last_layer, ASH_PERCENTILE)?,
+            vim: self.vim.scores(features)?,
+            gradnorm: gradnorm_scores(features, &self.last_layer)?,
+        })
+    }
+}
+
 #[cfg(test)]
 #[path = "ood_features_tests.rs"]
 mod tests;

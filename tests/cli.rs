@@ -3095,3 +3095,134 @@ fn features_are_the_last_layers_input_on_the_same_images() {
     let (output, _) = run("features", &not_images, "bad.npy");
     assert_refused(&output, &["not-images"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// `calibra ood --model`: every logit and feature score from a network and images
+
+/// The nine scores of `calibra ood --model`, as its JSON names them.
+const MODEL_SCORES: [&str; 9] = [
+    "msp",
+    "max_logit",
+    "energy",
+    "mahalanobis",
+    "knn",
+    "react",
+    "ash",
+    "vim",
+    "gradnorm",
+];
+
+/// `calibra ood --model` fits the feature detectors on 300 test images with their labels and
+/// compares every score on 200 other test images against 200 MNIST digits: each of the nine
+/// scores' four metrics equals the library's on the same network's features and logits, and
+/// labels that do not match the fitting images, or a missing image set, are refused by name.
+#[test]
+fn ood_with_a_model_gives_every_logit_and_feature_score() {
+    use calibra::ood_features::{Features, FittedDetectors, LastLayer};
+    let dir = TempDir::new("ood-model");
+    let model = Path::new("assets/models/fmnist-logitnorm.safetensors");
+    let (pixels, _) = first_test_images(&dir, 500);
+    let labels =
+        calibra::data::load_labels(Path::new("assets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+            .unwrap();
+    let digits = calibra::data::load_images(Path::new("assets/mnist-ood-images-idx3-ubyte.gz"))
+        .unwrap()
+        .pixels()[..200 * 784]
+        .to_vec();
+    let (fit, scored) = pixels.split_at(300 * 784);
+    let fit_images = dir.write("fit-idx3-ubyte", calibra::data::idx_images_file(fit));
+    let id_images = dir.write("id-idx3-ubyte", calibra::data::idx_images_file(scored));
+    let ood_images = dir.write("ood-idx3-ubyte", calibra::data::idx_images_file(&digits));
+    let label_lines: String = labels[..300].iter().map(|l| format!("{l}\n")).collect();
+    let fit_labels = dir.write("fit-labels.txt", &label_lines);
+    let run = |labels: &Path, extra: &[&str]| {
+        let mut args = vec![
+            OsStr::new("ood"),
+            OsStr::new("--model"),
+            model.as_os_str(),
+            OsStr::new("--fit-images"),
+            fit_images.as_os_str(),
+            OsStr::new("--fit-labels"),
+            labels.as_os_str(),
+            OsStr::new("--id-images"),
+            id_images.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        calibra(&args)
+    };
+    let output = run(
+        &fit_labels,
+        &["--ood-images", ood_images.to_str().unwrap(), "--json"],
+    );
+    assert_success(&output);
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    let classifier =
+        calibra::model::Classifier::from_safetensors(std::fs::read(model).unwrap()).unwrap();
+    let (weight, bias) = classifier.last_layer().unwrap();
+    let activations =
+        [fit, scored, &digits[..]].map(|p| classifier.features_and_logits(p).unwrap());
+    let features = |i: usize| Features::new(&activations[i].0, 128).unwrap();
+    let fit_labels_u32: Vec<u32> = labels[..300].iter().map(|&l| u32::from(l)).collect();
+    let detectors = FittedDetectors::fit(
+        &features(0),
+        &fit_labels_u32,
+        LastLayer::new(&weight, &bias, 128).unwrap(),
+    )
+    .unwrap();
+    let [id_scores, ood_scores] = [1, 2].map(|i| detectors.scores(&features(i)).unwrap());
+    let logits = |i: usize| Logits::new(&activations[i].1, 10).unwrap();
+    let logit_scores = |i: usize| {
+        vec![
+            calibra::ood::max_softmax_probability(&logits(i), 1.0).unwrap(),
+            calibra::ood::max_logit(&logits(i)),
+            calibra::ood::energy_score(&logits(i), 1.0).unwrap(),
+        ]
+    };
+    let all = |logit: Vec<Vec<f64>>, f: &calibra::ood_features::FeatureScores| {
+        let mut all = logit;
+        all.extend(
+            [
+                &f.mahalanobis,
+                &f.knn,
+                &f.react,
+                &f.ash,
+                &f.vim,
+                &f.gradnorm,
+            ]
+            .map(Clone::clone),
+        );
+        all
+    };
+    let (id_all, ood_all) = (
+        all(logit_scores(1), &id_scores),
+        all(logit_scores(2), &ood_scores),
+    );
+    assert_eq!(json["n_fit"], 300);
+    assert_eq!(json["knn_k"], 1);
+    assert_eq!(json["vim_dimension"], 64);
+    for ((name, id), ood) in MODEL_SCORES.iter().zip(&id_all).zip(&ood_all) {
+        let expected = calibra::ood::detection_metrics(id, ood).unwrap();
+        for (key, value) in [
+            ("fpr95", expected.fpr95),
+            ("auroc", expected.auroc),
+            ("aupr_in", expected.aupr_in),
+            ("aupr_out", expected.aupr_out),
+        ] {
+            let found = number(&json, &format!("/{name}/{key}"));
+            assert!((found - value).abs() <= LIBRARY_TOLERANCE, "{name}.{key}");
+        }
+    }
+
+    let short_labels = dir.write("short-labels.txt", "0\n1\n");
+    let output = run(
+        &short_labels,
+        &["--ood-images", ood_images.to_str().unwrap()],
+    );
+    assert_refused(
+        &output,
+        &["short-labels.txt", "2 labels for 300 feature rows"],
+    );
+    let output = run(&fit_labels, &[]);
+    assert_refused(&output, &["--ood-images"]);
+}

@@ -6,8 +6,10 @@
 //! and runs split conformal prediction with the scaled
 //! probabilities (one threshold, or one per class with `--mondrian`); `calibra ood` compares
 //! in-distribution and out-of-distribution logits with the MSP, max-logit and energy scores
-//! (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits` runs a bundled model on IDX images, or on
-//! the corrupted copy the page's shift lab classifies (`--corruption`, `--severity`). Bad
+//! (FPR95, AUROC, AUPR-In, AUPR-Out), or, with `--model` and images, those and the detectors
+//! that read the network's features; `calibra logits` runs a bundled model on IDX images, or on
+//! the corrupted copy the page's shift lab classifies (`--corruption`, `--severity`), and
+//! `calibra features` writes its penultimate features. Bad
 //! input exits with status 2 and a one-line message naming the file and the problem.
 
 // The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
@@ -15,6 +17,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 mod ood;
+mod ood_model;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -45,7 +48,8 @@ struct Cli {
 enum Command {
     /// Temperature scaling, calibration metrics and split conformal prediction on logits.
     Report(ReportArgs),
-    /// How well MSP, max-logit and energy separate in-distribution from OOD logits.
+    /// How well MSP, max-logit and energy separate in-distribution from OOD logits, or, with
+    /// --model and images, those and the feature detectors.
     Ood(OodArgs),
     /// Logits of a bundled model for IDX images, written as a float32 .npy of shape [n, 10].
     Logits(LogitsArgs),
@@ -145,11 +149,33 @@ pub struct ReportArgs {
 #[derive(Debug, clap::Args)]
 pub struct OodArgs {
     /// In-distribution logits (.npy [n, K] float, or .csv/.txt rows of K numbers).
-    #[arg(long)]
-    pub id_logits: PathBuf,
+    #[arg(long, required_unless_present = "model")]
+    pub id_logits: Option<PathBuf>,
     /// Out-of-distribution logits, in the same formats and with the same K.
-    #[arg(long)]
-    pub ood_logits: PathBuf,
+    #[arg(long, required_unless_present = "model")]
+    pub ood_logits: Option<PathBuf>,
+    /// Instead of logits files: this network (.safetensors) run on --fit-images (with
+    /// --fit-labels), --id-images and --ood-images, and every logit score and every score of
+    /// its features (Mahalanobis, KNN, ReAct, ASH-S, ViM, GradNorm) fitted on the first and
+    /// compared on the other two.
+    #[arg(
+        long,
+        requires_all = ["fit_images", "fit_labels", "id_images", "ood_images"],
+        conflicts_with_all = ["id_logits", "ood_logits", "reference_id_logits", "pvalues"]
+    )]
+    pub model: Option<PathBuf>,
+    /// In-distribution IDX images the feature detectors are fitted on (with --model).
+    #[arg(long, requires = "model")]
+    pub fit_images: Option<PathBuf>,
+    /// Their labels (IDX, .npy or one integer a line).
+    #[arg(long, requires = "model")]
+    pub fit_labels: Option<PathBuf>,
+    /// In-distribution IDX images to score (with --model).
+    #[arg(long, requires = "model")]
+    pub id_images: Option<PathBuf>,
+    /// Out-of-distribution IDX images to score (with --model).
+    #[arg(long, requires = "model")]
+    pub ood_images: Option<PathBuf>,
     /// Temperature of the MSP and energy scores.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub temperature: f64,
