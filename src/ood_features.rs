@@ -49,6 +49,7 @@ use std::slice::ChunksExact;
 
 use thiserror::Error;
 
+use crate::bootstrap::percentile;
 use eigen::symmetric_eigen;
 
 /// ReAct clips the features at this percentile of the fitting activations (the paper's).
@@ -445,20 +446,6 @@ fn unit_length_into(row: &[f32], out: &mut [f64]) {
     out.iter_mut().for_each(|v| *v /= norm);
 }
 
-/// `percentile` of `values` with NumPy's default (linear) interpolation: the value at rank
-/// `q/100·(n − 1)` of the sorted values, between its two neighbours.
-fn percentile(values: &mut [f64], percentile: f64) -> f64 {
-    let rank = percentile / 100.0 * (values.len() - 1) as f64;
-    let below = rank.floor() as usize;
-    let (_, &mut low, above) = values.select_nth_unstable_by(below, f64::total_cmp);
-    let fraction = rank - below as f64;
-    if fraction == 0.0 || above.is_empty() {
-        return low;
-    }
-    let high = above.iter().copied().fold(f64::INFINITY, f64::min);
-    low + (high - low) * fraction
-}
-
 fn check_percentile(value: f64) -> Result<(), FeatureError> {
     if (0.0..100.0).contains(&value) {
         Ok(())
@@ -482,8 +469,9 @@ impl React {
     pub fn fit(features: &Features, percentile_value: f64) -> Result<Self, FeatureError> {
         check_percentile(percentile_value)?;
         let mut activations: Vec<f64> = features.values.iter().map(|&v| f64::from(v)).collect();
+        activations.sort_unstable_by(f64::total_cmp);
         Ok(Self {
-            threshold: percentile(&mut activations, percentile_value),
+            threshold: percentile(&activations, percentile_value / 100.0),
         })
     }
 

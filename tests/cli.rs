@@ -3114,7 +3114,8 @@ const MODEL_SCORES: [&str; 9] = [
 
 /// `calibra ood --model` fits the feature detectors on 300 test images with their labels and
 /// compares every score on 200 other test images against 200 MNIST digits: each of the nine
-/// scores' four metrics equals the library's on the same network's features and logits, and
+/// scores' four metrics and their bootstrap intervals equal the library's on the same
+/// network's features and logits, and
 /// labels that do not match the fitting images, or a missing image set, are refused by name.
 #[test]
 fn ood_with_a_model_gives_every_logit_and_feature_score() {
@@ -3202,15 +3203,30 @@ fn ood_with_a_model_gives_every_logit_and_feature_score() {
     assert_eq!(json["knn_k"], 1);
     assert_eq!(json["vim_dimension"], 64);
     for ((name, id), ood) in MODEL_SCORES.iter().zip(&id_all).zip(&ood_all) {
-        let expected = calibra::ood::detection_metrics(id, ood).unwrap();
-        for (key, value) in [
-            ("fpr95", expected.fpr95),
-            ("auroc", expected.auroc),
-            ("aupr_in", expected.aupr_in),
-            ("aupr_out", expected.aupr_out),
+        let expected = calibra::ood_difference::detection_intervals(
+            id,
+            ood,
+            &calibra::lab::DIFFERENCE_BOOTSTRAP,
+        )
+        .unwrap();
+        let exact = calibra::ood::detection_metrics(id, ood).unwrap();
+        for (key, interval, value) in [
+            ("fpr95", expected.fpr95, exact.fpr95),
+            ("auroc", expected.auroc, exact.auroc),
+            ("aupr_in", expected.aupr_in, exact.aupr_in),
+            ("aupr_out", expected.aupr_out, exact.aupr_out),
         ] {
-            let found = number(&json, &format!("/{name}/{key}"));
-            assert!((found - value).abs() <= LIBRARY_TOLERANCE, "{name}.{key}");
+            for (suffix, expected) in [
+                ("", value),
+                ("_lo", interval.lower),
+                ("_hi", interval.upper),
+            ] {
+                let found = number(&json, &format!("/{name}/{key}{suffix}"));
+                assert!(
+                    (found - expected).abs() <= LIBRARY_TOLERANCE,
+                    "{name}.{key}{suffix}"
+                );
+            }
         }
     }
 

@@ -3,15 +3,19 @@
 //! penultimate features in one pass; the logit scores (MSP, max-logit, energy, at
 //! `--temperature`) and the feature detectors (`calibra::ood_features`, fitted on the fitting
 //! images with their labels, at their papers' settings) score the in-distribution and OOD
-//! images, and each score gets FPR95, AUROC, AUPR-In and AUPR-Out (`calibra::ood`).
+//! images, and each score gets FPR95, AUROC, AUPR-In and AUPR-Out (`calibra::ood`), each
+//! with its 95% bootstrap interval (`calibra::ood_difference::detection_intervals`, the τ
+//! lab's settings: 1,000 resamples, seed 0), every score resampled on the same images.
 
 use std::path::Path;
 
 use calibra::calibration::Logits;
 use calibra::data::NUM_CLASSES;
 use calibra::input;
+use calibra::lab::DIFFERENCE_BOOTSTRAP;
 use calibra::model::{Classifier, HIDDEN_UNITS};
 use calibra::ood::{self, DetectionMetrics};
+use calibra::ood_difference::{detection_intervals, DetectionMetricIntervals};
 use calibra::ood_features::{
     Features, FittedDetectors, LastLayer, ASH_PERCENTILE, REACT_PERCENTILE,
 };
@@ -35,20 +39,20 @@ struct ModelReport {
     ash_percentile: f64,
     vim_dimension: usize,
     vim_alpha: f64,
-    msp: DetectionMetrics,
-    max_logit: DetectionMetrics,
-    energy: DetectionMetrics,
-    mahalanobis: DetectionMetrics,
-    knn: DetectionMetrics,
-    react: DetectionMetrics,
-    ash: DetectionMetrics,
-    vim: DetectionMetrics,
-    gradnorm: DetectionMetrics,
+    msp: ScoreMetrics,
+    max_logit: ScoreMetrics,
+    energy: ScoreMetrics,
+    mahalanobis: ScoreMetrics,
+    knn: ScoreMetrics,
+    react: ScoreMetrics,
+    ash: ScoreMetrics,
+    vim: ScoreMetrics,
+    gradnorm: ScoreMetrics,
 }
 
 impl ModelReport {
     /// Each score's name and metrics, in the JSON's order.
-    fn scores(&self) -> [(&'static str, &DetectionMetrics); 9] {
+    fn scores(&self) -> [(&'static str, &ScoreMetrics); 9] {
         [
             ("msp", &self.msp),
             ("max_logit", &self.max_logit),
@@ -60,6 +64,60 @@ impl ModelReport {
             ("vim", &self.vim),
             ("gradnorm", &self.gradnorm),
         ]
+    }
+}
+
+/// One score's four metrics, each with its bootstrap interval (`_lo`, `_hi`).
+#[derive(Debug, Serialize)]
+struct ScoreMetrics {
+    fpr95: f64,
+    fpr95_lo: f64,
+    fpr95_hi: f64,
+    auroc: f64,
+    auroc_lo: f64,
+    auroc_hi: f64,
+    aupr_in: f64,
+    aupr_in_lo: f64,
+    aupr_in_hi: f64,
+    aupr_out: f64,
+    aupr_out_lo: f64,
+    aupr_out_hi: f64,
+}
+
+impl From<DetectionMetricIntervals> for ScoreMetrics {
+    fn from(intervals: DetectionMetricIntervals) -> Self {
+        let DetectionMetricIntervals {
+            fpr95: f,
+            auroc: a,
+            aupr_in: i,
+            aupr_out: o,
+        } = intervals;
+        Self {
+            fpr95: f.estimate,
+            fpr95_lo: f.lower,
+            fpr95_hi: f.upper,
+            auroc: a.estimate,
+            auroc_lo: a.lower,
+            auroc_hi: a.upper,
+            aupr_in: i.estimate,
+            aupr_in_lo: i.lower,
+            aupr_in_hi: i.upper,
+            aupr_out: o.estimate,
+            aupr_out_lo: o.lower,
+            aupr_out_hi: o.upper,
+        }
+    }
+}
+
+impl ScoreMetrics {
+    /// The four metrics without their intervals.
+    fn metrics(&self) -> DetectionMetrics {
+        DetectionMetrics {
+            fpr95: self.fpr95,
+            auroc: self.auroc,
+            aupr_in: self.aupr_in,
+            aupr_out: self.aupr_out,
+        }
     }
 }
 
@@ -132,7 +190,9 @@ pub fn run(args: &OodArgs, model: &Path) -> Result<(), String> {
     );
     let temperature = args.temperature;
     let metrics = |name: &str, id_scores: &[f64], ood_scores: &[f64]| {
-        ood::detection_metrics(id_scores, ood_scores).map_err(|e| format!("{name}: {e}"))
+        detection_intervals(id_scores, ood_scores, &DIFFERENCE_BOOTSTRAP)
+            .map(ScoreMetrics::from)
+            .map_err(|e| format!("{name}: {e}"))
     };
     let tempered = |name: &str, score: fn(&Logits, f64) -> Result<Vec<f64>, ood::OodError>| {
         let scored = |logits: &Logits| {
@@ -197,6 +257,27 @@ fn table(report: &ModelReport) -> String {
         report.vim_dimension,
         report.vim_alpha
     );
-    out += &crate::ood::metrics_table(&report.scores());
+    let scores = report.scores();
+    let metrics: Vec<(&str, DetectionMetrics)> = scores
+        .iter()
+        .map(|(name, score)| (*name, score.metrics()))
+        .collect();
+    let rows: Vec<(&str, &DetectionMetrics)> = metrics.iter().map(|(name, m)| (*name, m)).collect();
+    out += &crate::ood::metrics_table(&rows);
+    out += "\n95% bootstrap intervals (1,000 resamples of the images, seed 0)\n";
+    out += &format!(
+        "{:<12}{:>18}{:>18}{:>18}{:>18}\n",
+        "score", "fpr95", "auroc", "aupr_in", "aupr_out"
+    );
+    for (name, s) in scores {
+        let cell = |lo: f64, hi: f64| format!("[{lo:.4}, {hi:.4}]");
+        out += &format!(
+            "{name:<12}{:>18}{:>18}{:>18}{:>18}\n",
+            cell(s.fpr95_lo, s.fpr95_hi),
+            cell(s.auroc_lo, s.auroc_hi),
+            cell(s.aupr_in_lo, s.aupr_in_hi),
+            cell(s.aupr_out_lo, s.aupr_out_hi)
+        );
+    }
     out
 }
