@@ -494,8 +494,9 @@ impl React {
 /// [`ASH_PERCENTILE`]) of each row's activations.
 ///
 /// # Errors
-/// [`FeatureError::InvalidPercentile`] outside `[0, 100)`, [`FeatureError::WidthMismatch`]
-/// when `features` are not `last_layer`'s width.
+/// [`FeatureError::InvalidPercentile`] outside `[0, 100)` or so close to 100 that no
+/// activation would be kept, [`FeatureError::WidthMismatch`] when `features` are not
+/// `last_layer`'s width.
 pub fn ash_scores(
     features: &Features,
     last_layer: &LastLayer,
@@ -504,6 +505,9 @@ pub fn ash_scores(
     check_percentile(percentile_value)?;
     let width = features.width();
     let kept = width - (width as f64 * percentile_value / 100.0).round_ties_even() as usize;
+    if kept == 0 {
+        return Err(FeatureError::InvalidPercentile(percentile_value));
+    }
     let mut order: Vec<usize> = (0..width).collect();
     let mut shaped = vec![0.0; width];
     last_layer.energies(features, |h| {

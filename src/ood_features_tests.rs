@@ -262,6 +262,11 @@ fn bad_input_is_refused_with_its_reason() {
         FeatureError::InvalidPercentile(100.0)
     );
     let layer = LastLayer::new(&[1.0, 0.0, 0.0, 1.0], &[0.0, 0.0], 2).unwrap();
+    // 99% of 2 activations rounds to 2: none would be kept.
+    assert_eq!(
+        ash_scores(&features, &layer, 99.0).unwrap_err(),
+        FeatureError::InvalidPercentile(99.0)
+    );
     assert_eq!(
         Vim::fit(&features, &layer, 2).unwrap_err(),
         FeatureError::InvalidDimension {
