@@ -856,11 +856,12 @@ fn text_label(field: &str) -> Option<u32> {
     })
 }
 
-/// Writes `[n, K]` logits as a float32 `.npy` file.
+/// Writes a row-major `[n, width]` matrix (logits, or a network's features) as a float32
+/// `.npy` file.
 ///
 /// # Errors
 /// The file cannot be written.
-pub fn write_npy_logits(path: &Path, logits: &[f32], num_classes: usize) -> Result<(), InputError> {
+pub fn write_npy_matrix(path: &Path, values: &[f32], width: usize) -> Result<(), InputError> {
     use npyz::WriterBuilder;
     let io_error = |error| InputError::Io {
         path: path.to_path_buf(),
@@ -869,11 +870,11 @@ pub fn write_npy_logits(path: &Path, logits: &[f32], num_classes: usize) -> Resu
     let file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io_error)?);
     let mut writer = npyz::WriteOptions::new()
         .default_dtype()
-        .shape(&[(logits.len() / num_classes) as u64, num_classes as u64])
+        .shape(&[(values.len() / width) as u64, width as u64])
         .writer(file)
         .begin_nd()
         .map_err(io_error)?;
-    writer.extend(logits.iter().copied()).map_err(io_error)?;
+    writer.extend(values.iter().copied()).map_err(io_error)?;
     writer.finish().map_err(io_error)
 }
 

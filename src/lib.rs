@@ -17,6 +17,7 @@ pub mod lab;
 pub mod model;
 pub mod ood;
 pub mod ood_difference;
+pub mod ood_features;
 pub mod ood_pvalues;
 pub mod own_image;
 pub mod page;
@@ -30,6 +31,5 @@ pub mod temperature_anatomy;
 #[cfg(test)]
 mod test_support;
 pub mod text;
-pub mod venn_abers;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

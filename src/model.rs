@@ -43,10 +43,12 @@ use crate::calibration::top_probability;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, NUM_CLASSES};
 use inference::InferenceNetwork;
 
-/// Channels after the first and second convolution, and width of the hidden dense layer.
+/// Channels after the first and second convolution.
 const CONV1_CHANNELS: usize = 32;
 const CONV2_CHANNELS: usize = 64;
-const HIDDEN_UNITS: usize = 128;
+/// Width of the hidden dense layer: the penultimate features that
+/// [`Classifier::features_and_logits`] returns and the detectors of `ood_features` read.
+pub const HIDDEN_UNITS: usize = 128;
 /// Images per forward and backward pass inside [`Classifier::odin_scores`]: the first
 /// convolution's output for 256 images is 25 MB, small enough for a browser tab.
 pub const ODIN_CHUNK: usize = 256;
@@ -208,6 +210,41 @@ impl Classifier {
         self.inference
             .logits(pixels, &self.device)
             .map_err(ModelError::Inference)
+    }
+
+    /// The penultimate features `[n, 128]` (the [`HIDDEN_UNITS`] activations after the first
+    /// dense layer's ReLU, the last layer's input) and the logits `[n, 10]`, both row-major,
+    /// from one forward pass; the logits are [`Self::logits`]'s to the bit. The feature-based
+    /// OOD detectors (`ood_features`) read the first beside the second.
+    ///
+    /// # Errors
+    /// [`ModelError::PartialImage`] for a ragged input, [`ModelError::Inference`] otherwise.
+    pub fn features_and_logits(&self, pixels: &[u8]) -> Result<(Vec<f32>, Vec<f32>), ModelError> {
+        if !pixels.len().is_multiple_of(IMAGE_PIXELS) {
+            return Err(ModelError::PartialImage { len: pixels.len() });
+        }
+        self.inference
+            .features_and_logits(pixels, &self.device)
+            .map_err(ModelError::Inference)
+    }
+
+    /// The last layer's weight `[10, 128]` row-major and bias `[10]`: logits = weight ·
+    /// features + bias. ReAct, ASH, ViM and GradNorm (`ood_features`) need them.
+    ///
+    /// # Errors
+    /// [`ModelError::Inference`] from candle, which a loaded network's tensors do not give.
+    pub fn last_layer(&self) -> Result<(Vec<f32>, Vec<f32>), ModelError> {
+        let dense2 = &self.cnn.dense2;
+        let weight = dense2
+            .weight()
+            .flatten_all()
+            .and_then(|w| w.to_vec1::<f32>())
+            .map_err(ModelError::Inference)?;
+        let bias = match dense2.bias() {
+            Some(bias) => bias.to_vec1::<f32>().map_err(ModelError::Inference)?,
+            None => vec![0.0; NUM_CLASSES],
+        };
+        Ok((weight, bias))
     }
 }
 

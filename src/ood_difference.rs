@@ -1,5 +1,6 @@
 //! How far apart two detectors really are on the same images: the paired bootstrap of the
-//! difference of their FPR95 and AUROC.
+//! difference of their FPR95 and AUROC; and one detector's four metrics with their bootstrap
+//! intervals ([`detection_intervals`], the same resamples for every detector of the same images).
 //!
 //! Two networks (LogitNorm and cross-entropy, say) score the *same* in-distribution and OOD
 //! images, so their metrics share the images' noise. Each of `R` resamples draws `n_in` ID rows
@@ -98,15 +99,18 @@ impl Ranked {
         }
     }
 
-    /// FPR95 and AUROC when ID row i counts `in_counts[i]` times and OOD row j
-    /// `out_counts[j]` times (integer arithmetic, as `ood.rs`).
-    fn metrics(&self, in_counts: &[u32], out_counts: &[u32]) -> (f64, f64) {
+    /// FPR95, AUROC, AUPR-In and AUPR-Out when ID row i counts `in_counts[i]` times and OOD
+    /// row j `out_counts[j]` times (FPR95 and AUROC in integer arithmetic, as `ood.rs`; the
+    /// average precisions as `ood.rs` sums them, one step per group of equal scores).
+    fn metrics(&self, in_counts: &[u32], out_counts: &[u32]) -> [f64; 4] {
         let total_in: u64 = in_counts.iter().map(|&c| u64::from(c)).sum();
         let total_out: u64 = out_counts.iter().map(|&c| u64::from(c)).sum();
         let required = (TARGET_TRUE_POSITIVE_PERCENT as u64 * total_in).div_ceil(100);
         let (mut in_above, mut out_above) = (0_u64, 0_u64);
         let mut fpr95 = None;
         let mut twice_u = 0_u64;
+        let mut aupr_in = 0.0;
+        let mut groups = Vec::with_capacity(self.group_ends.len());
         let mut start = 0;
         for &end in &self.group_ends {
             let (mut in_here, mut out_here) = (0_u64, 0_u64);
@@ -121,14 +125,110 @@ impl Ranked {
             twice_u += out_here * (2 * in_above + in_here);
             in_above += in_here;
             out_above += out_here;
+            if in_here > 0 {
+                aupr_in += in_here as f64 / total_in as f64 * in_above as f64
+                    / (in_above + out_above) as f64;
+            }
             if fpr95.is_none() && in_above >= required {
                 fpr95 = Some(out_above as f64 / total_out as f64);
             }
+            groups.push((in_here, out_here));
             start = end;
         }
+        // AUPR-Out: OOD positive, the lowest scores first.
+        let (mut in_below, mut out_below, mut aupr_out) = (0_u64, 0_u64, 0.0);
+        for &(in_here, out_here) in groups.iter().rev() {
+            in_below += in_here;
+            out_below += out_here;
+            if out_here > 0 {
+                aupr_out += out_here as f64 / total_out as f64 * out_below as f64
+                    / (in_below + out_below) as f64;
+            }
+        }
         let auroc = twice_u as f64 / (2.0 * total_in as f64 * total_out as f64);
-        (fpr95.unwrap_or(1.0), auroc)
+        [fpr95.unwrap_or(1.0), auroc, aupr_in, aupr_out]
     }
+}
+
+/// `R` resamples of `n_in` ID rows and `n_out` OOD rows with replacement (module
+/// documentation), each given to `metrics` as the rows' counts: the `M` values it returns, one
+/// list a value, sorted.
+fn resampled<const M: usize>(
+    n_in: usize,
+    n_out: usize,
+    settings: &BootstrapSettings,
+    metrics: impl Fn(&[u32], &[u32]) -> [f64; M],
+) -> [Vec<f64>; M] {
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+    let (mut in_counts, mut out_counts) = (vec![0_u32; n_in], vec![0_u32; n_out]);
+    let mut draws: [Vec<f64>; M] = std::array::from_fn(|_| Vec::with_capacity(settings.resamples));
+    for _ in 0..settings.resamples {
+        in_counts.fill(0);
+        out_counts.fill(0);
+        for _ in 0..n_in {
+            in_counts[rng.random_range(0..n_in)] += 1;
+        }
+        for _ in 0..n_out {
+            out_counts[rng.random_range(0..n_out)] += 1;
+        }
+        for (draw, value) in draws.iter_mut().zip(metrics(&in_counts, &out_counts)) {
+            draw.push(value);
+        }
+    }
+    draws
+        .iter_mut()
+        .for_each(|values| values.sort_unstable_by(f64::total_cmp));
+    draws
+}
+
+/// The percentile interval at `settings.level` of the sorted `values` around `estimate`.
+fn interval(values: &[f64], estimate: f64, settings: &BootstrapSettings) -> MetricInterval {
+    MetricInterval {
+        estimate,
+        lower: percentile(values, (1.0 - settings.level) / 2.0),
+        upper: percentile(values, (1.0 + settings.level) / 2.0),
+    }
+}
+
+/// One detector's FPR95, AUROC, AUPR-In and AUPR-Out, each with its bootstrap percentile
+/// interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DetectionMetricIntervals {
+    pub fpr95: MetricInterval,
+    pub auroc: MetricInterval,
+    pub aupr_in: MetricInterval,
+    pub aupr_out: MetricInterval,
+}
+
+/// The four detection metrics of one detector's (ID scores, OOD scores) with their bootstrap
+/// percentile intervals (module documentation: the ID and OOD rows resampled separately). The
+/// estimates are [`crate::ood::detection_metrics`]'. Two detectors scored on the same images
+/// with the same settings are resampled on the same rows.
+///
+/// # Errors
+/// [`DifferenceError::Scores`] for an empty score set or a NaN score,
+/// [`DifferenceError::Settings`] for a resample count outside 2 to 10,000 or a level outside
+/// (0, 1).
+pub fn detection_intervals(
+    in_distribution: &[f64],
+    out_of_distribution: &[f64],
+    settings: &BootstrapSettings,
+) -> Result<DetectionMetricIntervals, DifferenceError> {
+    let estimate = crate::ood::detection_metrics(in_distribution, out_of_distribution)?;
+    crate::bootstrap::check_settings(settings)?;
+    let ranked = Ranked::new(in_distribution, out_of_distribution);
+    let [fpr95, auroc, aupr_in, aupr_out] = resampled(
+        in_distribution.len(),
+        out_of_distribution.len(),
+        settings,
+        |in_counts, out_counts| ranked.metrics(in_counts, out_counts),
+    );
+    Ok(DetectionMetricIntervals {
+        fpr95: interval(&fpr95, estimate.fpr95, settings),
+        auroc: interval(&auroc, estimate.auroc, settings),
+        aupr_in: interval(&aupr_in, estimate.aupr_in, settings),
+        aupr_out: interval(&aupr_out, estimate.aupr_out, settings),
+    })
 }
 
 /// The paired bootstrap of `chosen − reference` in FPR95 and AUROC, each network given as (ID
@@ -172,46 +272,14 @@ pub fn paired_difference(
     ];
     // Per resample: chosen's (FPR95, AUROC), reference's, and their difference.
     let metrics = |in_counts: &[u32], out_counts: &[u32]| {
-        let (a, b) = (
-            ranked[0].metrics(in_counts, out_counts),
-            ranked[1].metrics(in_counts, out_counts),
-        );
-        [a, b, (a.0 - b.0, a.1 - b.1)]
+        let [a, b] = ranked.each_ref().map(|r| r.metrics(in_counts, out_counts));
+        [a[0], a[1], b[0], b[1], a[0] - b[0], a[1] - b[1]]
     };
     let estimate = metrics(&vec![1; n_in], &vec![1; n_out]);
-    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
-    let (mut in_counts, mut out_counts) = (vec![0_u32; n_in], vec![0_u32; n_out]);
-    let mut draws: [(Vec<f64>, Vec<f64>); 3] = std::array::from_fn(|_| {
-        (
-            Vec::with_capacity(settings.resamples),
-            Vec::with_capacity(settings.resamples),
-        )
-    });
-    for _ in 0..settings.resamples {
-        in_counts.fill(0);
-        out_counts.fill(0);
-        for _ in 0..n_in {
-            in_counts[rng.random_range(0..n_in)] += 1;
-        }
-        for _ in 0..n_out {
-            out_counts[rng.random_range(0..n_out)] += 1;
-        }
-        for (draw, (f, a)) in draws.iter_mut().zip(metrics(&in_counts, &out_counts)) {
-            draw.0.push(f);
-            draw.1.push(a);
-        }
-    }
-    let interval = |values: &mut Vec<f64>, estimate: f64| {
-        values.sort_unstable_by(f64::total_cmp);
-        MetricInterval {
-            estimate,
-            lower: percentile(values, (1.0 - settings.level) / 2.0),
-            upper: percentile(values, (1.0 + settings.level) / 2.0),
-        }
-    };
+    let draws = resampled(n_in, n_out, settings, metrics);
     let [chosen, reference, difference] = std::array::from_fn(|i| DetectionIntervals {
-        fpr95: interval(&mut draws[i].0, estimate[i].0),
-        auroc: interval(&mut draws[i].1, estimate[i].1),
+        fpr95: interval(&draws[2 * i], estimate[2 * i], settings),
+        auroc: interval(&draws[2 * i + 1], estimate[2 * i + 1], settings),
     });
     Ok(PairedDifference {
         fpr95: difference.fpr95,

@@ -67,7 +67,9 @@ use crate::calibration::{
     CalibrationError, Logits,
 };
 use crate::smooth_calibration::smooth_ece;
-use crate::venn_abers::fit_venn_abers;
+use venn_abers::fit_venn_abers;
+
+pub mod venn_abers;
 
 /// Equal-mass bins of histogram binning (Guo et al. use 15 bins for their comparison).
 pub const HISTOGRAM_BINNING_BINS: usize = 15;

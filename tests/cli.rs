@@ -2996,18 +2996,7 @@ fn a_png_picture_gives_the_logits_of_the_28x28_the_page_makes_of_it() {
     );
     let logits_of = |images: &Path, out: &str, extra: &[&str]| {
         let out = dir.path(out);
-        let mut args = vec![
-            OsStr::new("logits"),
-            OsStr::new("--model"),
-            model.as_os_str(),
-            OsStr::new("--images"),
-            images.as_os_str(),
-            OsStr::new("--out"),
-            out.as_os_str(),
-        ];
-        args.extend(extra.iter().map(OsStr::new));
-        let output = calibra(&args);
-        (output, out)
+        (run_on_images("logits", model, images, &out, extra), out)
     };
     let (output, from_png) = logits_of(&png, "png.npy", &[]);
     assert_success(&output);
@@ -3028,31 +3017,42 @@ fn a_png_picture_gives_the_logits_of_the_28x28_the_page_makes_of_it() {
 // ---------------------------------------------------------------------------------------------
 // `calibra logits` on corrupted images
 
+/// The pixels of the first `count` Fashion-MNIST test images, and an IDX file of them in `dir`.
+fn first_test_images(dir: &TempDir, count: usize) -> (Vec<u8>, PathBuf) {
+    let images =
+        calibra::data::load_images(Path::new("assets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+            .unwrap();
+    let first = images.pixels()[..count * 784].to_vec();
+    let idx = dir.write("first-idx3-ubyte", calibra::data::idx_images_file(&first));
+    (first, idx)
+}
+
+/// `calibra COMMAND --model MODEL --images IMAGES --out OUT EXTRA…` (`logits`, `features`).
+fn run_on_images(command: &str, model: &Path, images: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        OsStr::new(command),
+        OsStr::new("--model"),
+        model.as_os_str(),
+        OsStr::new("--images"),
+        images.as_os_str(),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    calibra(&args)
+}
+
 #[test]
 fn corrupted_images_give_the_logits_of_the_shift_labs_copy_and_bad_severities_are_refused() {
     use calibra::lab::ShiftedSet;
     use calibra::shift::Corruption;
     let dir = TempDir::new("shift");
     let model = Path::new("assets/models/fmnist-ce.safetensors");
-    let images =
-        calibra::data::load_images(Path::new("assets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
-            .unwrap();
-    // The first 40 test images, as a file of their own.
-    let first = &images.pixels()[..40 * 784];
-    let idx = dir.write("first-idx3-ubyte", calibra::data::idx_images_file(first));
+    let (first, idx) = first_test_images(&dir, 40);
+    let first = &first[..];
     let logits = |extra: &[&str], out: &str| {
         let out = dir.path(out);
-        let mut args = vec![
-            OsStr::new("logits"),
-            OsStr::new("--model"),
-            model.as_os_str(),
-            OsStr::new("--images"),
-            idx.as_os_str(),
-            OsStr::new("--out"),
-            out.as_os_str(),
-        ];
-        args.extend(extra.iter().map(OsStr::new));
-        (calibra(&args), out)
+        (run_on_images("logits", model, &idx, &out, extra), out)
     };
     // The CLI's corrupted images are the page's: their logits equal those of the copy made by
     // the library and written as IDX.
@@ -3068,15 +3068,13 @@ fn corrupted_images_give_the_logits_of_the_shift_labs_copy_and_bad_severities_ar
     let (output, from_cli) = logits(&["--corruption", "noise", "--severity", "3"], "cli.npy");
     assert_success(&output);
     let expected = dir.path("expected.npy");
-    assert_success(&calibra(&[
-        OsStr::new("logits"),
-        OsStr::new("--model"),
-        model.as_os_str(),
-        OsStr::new("--images"),
-        corrupted_idx.as_os_str(),
-        OsStr::new("--out"),
-        expected.as_os_str(),
-    ]));
+    assert_success(&run_on_images(
+        "logits",
+        model,
+        &corrupted_idx,
+        &expected,
+        &[],
+    ));
     assert_eq!(
         calibra::input::read_logits(&from_cli).unwrap(),
         calibra::input::read_logits(&expected).unwrap()
@@ -3171,4 +3169,197 @@ fn ood_with_a_reference_gives_the_paired_difference_of_the_two_networks() {
         &output,
         &[&shown(&other_images), "not the 12 rows of 3 classes"],
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `calibra features`
+
+/// `calibra features` writes the library's penultimate features `[n, 128]`, and they are what
+/// the last layer reads: its weights applied to them give `calibra logits`' logits (1e-4, the
+/// float32 sums' rounding on logits of a few tens). A file that is not IDX images is refused by
+/// name.
+#[test]
+fn features_are_the_last_layers_input_on_the_same_images() {
+    let dir = TempDir::new("features");
+    let model = Path::new("assets/models/fmnist-ce.safetensors");
+    let (first, idx) = first_test_images(&dir, 40);
+    let first = &first[..];
+    let run = |command: &str, images: &Path, out: &str| {
+        let out = dir.path(out);
+        (run_on_images(command, model, images, &out, &[]), out)
+    };
+    let (output, features_path) = run("features", &idx, "features.npy");
+    assert_success(&output);
+    let (output, logits_path) = run("logits", &idx, "logits.npy");
+    assert_success(&output);
+    let features = calibra::input::read_logits(&features_path).unwrap();
+    assert_eq!((features.rows(), features.num_classes), (40, 128));
+    let classifier =
+        calibra::model::Classifier::from_safetensors(std::fs::read(model).unwrap()).unwrap();
+    assert_eq!(
+        features.values,
+        classifier.features_and_logits(first).unwrap().0
+    );
+    let logits = calibra::input::read_logits(&logits_path).unwrap();
+    let (weight, bias) = classifier.last_layer().unwrap();
+    for (h, z) in features
+        .values
+        .chunks_exact(128)
+        .zip(logits.values.chunks_exact(10))
+    {
+        for ((w, b), z) in weight.chunks_exact(128).zip(&bias).zip(z) {
+            let recomputed = w.iter().zip(h).map(|(w, h)| w * h).sum::<f32>() + b;
+            assert!((recomputed - z).abs() <= 1e-4, "{recomputed} vs {z}");
+        }
+    }
+    let not_images = dir.write("not-images", "no pixels here");
+    let (output, _) = run("features", &not_images, "bad.npy");
+    assert_refused(&output, &["not-images"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// `calibra ood --model`: every logit and feature score from a network and images
+
+/// The nine scores of `calibra ood --model`, as its JSON names them.
+const MODEL_SCORES: [&str; 9] = [
+    "msp",
+    "max_logit",
+    "energy",
+    "mahalanobis",
+    "knn",
+    "react",
+    "ash",
+    "vim",
+    "gradnorm",
+];
+
+/// `calibra ood --model` fits the feature detectors on 300 test images with their labels and
+/// compares every score on 200 other test images against 200 MNIST digits: each of the nine
+/// scores' four metrics and their bootstrap intervals equal the library's on the same
+/// network's features and logits, and
+/// labels that do not match the fitting images, or a missing image set, are refused by name.
+#[test]
+fn ood_with_a_model_gives_every_logit_and_feature_score() {
+    use calibra::ood_features::{Features, FittedDetectors, LastLayer};
+    let dir = TempDir::new("ood-model");
+    let model = Path::new("assets/models/fmnist-logitnorm.safetensors");
+    let (pixels, _) = first_test_images(&dir, 500);
+    let labels =
+        calibra::data::load_labels(Path::new("assets/fashion-mnist/t10k-labels-idx1-ubyte.gz"))
+            .unwrap();
+    let digits = calibra::data::load_images(Path::new("assets/mnist-ood-images-idx3-ubyte.gz"))
+        .unwrap()
+        .pixels()[..200 * 784]
+        .to_vec();
+    let (fit, scored) = pixels.split_at(300 * 784);
+    let fit_images = dir.write("fit-idx3-ubyte", calibra::data::idx_images_file(fit));
+    let id_images = dir.write("id-idx3-ubyte", calibra::data::idx_images_file(scored));
+    let ood_images = dir.write("ood-idx3-ubyte", calibra::data::idx_images_file(&digits));
+    let label_lines: String = labels[..300].iter().map(|l| format!("{l}\n")).collect();
+    let fit_labels = dir.write("fit-labels.txt", &label_lines);
+    let run = |labels: &Path, extra: &[&str]| {
+        let mut args = vec![
+            OsStr::new("ood"),
+            OsStr::new("--model"),
+            model.as_os_str(),
+            OsStr::new("--fit-images"),
+            fit_images.as_os_str(),
+            OsStr::new("--fit-labels"),
+            labels.as_os_str(),
+            OsStr::new("--id-images"),
+            id_images.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        calibra(&args)
+    };
+    let output = run(
+        &fit_labels,
+        &["--ood-images", ood_images.to_str().unwrap(), "--json"],
+    );
+    assert_success(&output);
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    let classifier =
+        calibra::model::Classifier::from_safetensors(std::fs::read(model).unwrap()).unwrap();
+    let (weight, bias) = classifier.last_layer().unwrap();
+    let activations =
+        [fit, scored, &digits[..]].map(|p| classifier.features_and_logits(p).unwrap());
+    let features = |i: usize| Features::new(&activations[i].0, 128).unwrap();
+    let fit_labels_u32: Vec<u32> = labels[..300].iter().map(|&l| u32::from(l)).collect();
+    let detectors = FittedDetectors::fit(
+        &features(0),
+        &fit_labels_u32,
+        LastLayer::new(&weight, &bias, 128).unwrap(),
+    )
+    .unwrap();
+    let [id_scores, ood_scores] = [1, 2].map(|i| detectors.scores(&features(i)).unwrap());
+    let logits = |i: usize| Logits::new(&activations[i].1, 10).unwrap();
+    let logit_scores = |i: usize| {
+        vec![
+            calibra::ood::max_softmax_probability(&logits(i), 1.0).unwrap(),
+            calibra::ood::max_logit(&logits(i)),
+            calibra::ood::energy_score(&logits(i), 1.0).unwrap(),
+        ]
+    };
+    let all = |logit: Vec<Vec<f64>>, f: &calibra::ood_features::FeatureScores| {
+        let mut all = logit;
+        all.extend(
+            [
+                &f.mahalanobis,
+                &f.knn,
+                &f.react,
+                &f.ash,
+                &f.vim,
+                &f.gradnorm,
+            ]
+            .map(Clone::clone),
+        );
+        all
+    };
+    let (id_all, ood_all) = (
+        all(logit_scores(1), &id_scores),
+        all(logit_scores(2), &ood_scores),
+    );
+    assert_eq!(json["n_fit"], 300);
+    assert_eq!(json["knn_k"], 1);
+    assert_eq!(json["vim_dimension"], 64);
+    for ((name, id), ood) in MODEL_SCORES.iter().zip(&id_all).zip(&ood_all) {
+        let expected = calibra::ood_difference::detection_intervals(
+            id,
+            ood,
+            &calibra::lab::DIFFERENCE_BOOTSTRAP,
+        )
+        .unwrap();
+        let exact = calibra::ood::detection_metrics(id, ood).unwrap();
+        for (key, interval, value) in [
+            ("fpr95", expected.fpr95, exact.fpr95),
+            ("auroc", expected.auroc, exact.auroc),
+            ("aupr_in", expected.aupr_in, exact.aupr_in),
+            ("aupr_out", expected.aupr_out, exact.aupr_out),
+        ] {
+            for (suffix, expected) in [
+                ("", value),
+                ("_lo", interval.lower),
+                ("_hi", interval.upper),
+            ] {
+                let found = number(&json, &format!("/{name}/{key}{suffix}"));
+                assert!(
+                    (found - expected).abs() <= LIBRARY_TOLERANCE,
+                    "{name}.{key}{suffix}"
+                );
+            }
+        }
+    }
+
+    let short_labels = dir.write("short-labels.txt", "0\n1\n");
+    let output = run(
+        &short_labels,
+        &["--ood-images", ood_images.to_str().unwrap()],
+    );
+    assert_refused(
+        &output,
+        &["short-labels.txt", "2 labels for 300 feature rows"],
+    );
+    let output = run(&fit_labels, &[]);
+    assert_refused(&output, &["--ood-images"]);
 }

@@ -24,7 +24,7 @@ use candle_nn::{Conv2d, Linear};
 
 use calibra_kernels::{convolve_max_pool_bias_relu, padded_input, padded_len, WinogradKernel};
 
-use super::{Cnn, CONV1_CHANNELS, CONV2_CHANNELS, POOLED_SIDE};
+use super::{Cnn, CONV1_CHANNELS, CONV2_CHANNELS, HIDDEN_UNITS, POOLED_SIDE};
 use crate::data::NUM_CLASSES;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
 
@@ -104,14 +104,54 @@ impl InferenceNetwork {
     /// A candle error from a matrix product.
     pub(super) fn logits(&self, pixels: &[u8], device: &Device) -> candle_core::Result<Vec<f32>> {
         let mut logits = Vec::with_capacity(pixels.len() / IMAGE_PIXELS * NUM_CLASSES);
-        for block in pixels.chunks(IMAGES_PER_BLOCK * IMAGE_PIXELS) {
-            logits.extend(self.block_logits(block, device)?);
-        }
+        self.for_each_block(pixels, device, |_, block_logits| {
+            logits.extend(block_logits);
+            Ok(())
+        })?;
         Ok(logits)
     }
 
-    /// Logits of one block of images: one call per convolution layer, then the dense layers.
-    fn block_logits(&self, pixels: &[u8], device: &Device) -> candle_core::Result<Vec<f32>> {
+    /// The penultimate features `[n, 128]` (the first dense layer after its ReLU) and the
+    /// logits `[n, 10]`, both row-major, from one pass: the logits are those of
+    /// [`Self::logits`], to the bit.
+    ///
+    /// # Errors
+    /// A candle error from a matrix product.
+    pub(super) fn features_and_logits(
+        &self,
+        pixels: &[u8],
+        device: &Device,
+    ) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
+        let n = pixels.len() / IMAGE_PIXELS;
+        let mut features = Vec::with_capacity(n * HIDDEN_UNITS);
+        let mut logits = Vec::with_capacity(n * NUM_CLASSES);
+        self.for_each_block(pixels, device, |hidden, block_logits| {
+            logits.extend(block_logits);
+            features.extend(hidden.flatten_all()?.to_vec1::<f32>()?);
+            Ok(())
+        })?;
+        Ok((features, logits))
+    }
+
+    /// Runs the network on [`IMAGES_PER_BLOCK`] images at a time and hands `each` a block's
+    /// hidden layer (after its ReLU, a tensor `[block, 128]`) and its logits, row-major.
+    fn for_each_block(
+        &self,
+        pixels: &[u8],
+        device: &Device,
+        mut each: impl FnMut(&Tensor, Vec<f32>) -> candle_core::Result<()>,
+    ) -> candle_core::Result<()> {
+        for block in pixels.chunks(IMAGES_PER_BLOCK * IMAGE_PIXELS) {
+            let hidden = self.block_hidden(block, device)?;
+            let logits = self.dense2.forward(&hidden)?.flatten_all()?.to_vec1()?;
+            each(&hidden, logits)?;
+        }
+        Ok(())
+    }
+
+    /// The first dense layer's output after its ReLU, `[n, 128]`, for one block of images: one
+    /// call per convolution layer, then the dense layer.
+    fn block_hidden(&self, pixels: &[u8], device: &Device) -> candle_core::Result<Tensor> {
         let n = pixels.len() / IMAGE_PIXELS;
         let input = padded_input(pixels, IMAGE_SIDE);
         let mut pooled1 = vec![0.0; n * padded_len(CONV2_SIDE, CONV1_CHANNELS)];
@@ -122,8 +162,7 @@ impl InferenceNetwork {
         self.conv2.apply(&pooled1, CONV2_SIDE, &mut pooled2, 0);
         drop(pooled1);
         let features = Tensor::from_vec(pooled2, (n, features_len), device)?;
-        let hidden = self.dense1.forward(&features)?.relu()?;
-        self.dense2.forward(&hidden)?.flatten_all()?.to_vec1()
+        self.dense1.forward(&features)?.relu()
     }
 }
 

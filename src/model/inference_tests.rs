@@ -91,3 +91,52 @@ proptest! {
         prop_assert!(difference_from_plain(&load_cnn("fmnist-ce"), &pixels) <= TOLERANCE);
     }
 }
+
+/// The first dense layer's output after its ReLU `[n, 128]` through candle-nn's plain layers,
+/// row-major.
+fn plain_features(cnn: &Cnn, pixels: &[u8]) -> Vec<f32> {
+    let input = crate::model::images_to_tensor(pixels, &Device::Cpu).unwrap();
+    let pooled1 = cnn.conv1.forward(&input).unwrap().relu().unwrap();
+    let pooled1 = pooled1.max_pool2d(2).unwrap();
+    let pooled2 = cnn.conv2.forward(&pooled1).unwrap().relu().unwrap();
+    let flat = pooled2.max_pool2d(2).unwrap().flatten_from(1).unwrap();
+    cnn.dense1
+        .forward(&flat)
+        .unwrap()
+        .relu()
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1()
+        .unwrap()
+}
+
+#[test]
+fn features_are_the_last_layers_input_and_leave_the_logits_unchanged() {
+    let cnn = load_cnn("fmnist-logitnorm");
+    let weights = std::fs::read(root().join("assets/models/fmnist-logitnorm.safetensors")).unwrap();
+    let classifier = crate::model::Classifier::from_safetensors(weights).unwrap();
+    let n = IMAGES_PER_BLOCK + 7;
+    let pixels: Vec<u8> = (0..n * IMAGE_PIXELS)
+        .map(|i| ((i * 2_654_435_761) >> 11) as u8)
+        .collect();
+    let (features, logits) = classifier.features_and_logits(&pixels).unwrap();
+    assert_eq!(logits, classifier.logits(&pixels).unwrap());
+    assert_eq!(features.len(), n * HIDDEN_UNITS);
+    assert!(features.iter().all(|&h| h >= 0.0));
+    let difference = largest_difference(&features, &plain_features(&cnn, &pixels));
+    assert!(difference <= TOLERANCE, "{difference}");
+    // The last layer applied to the features gives the logits.
+    let (weight, bias) = classifier.last_layer().unwrap();
+    let recomputed: Vec<f32> = features
+        .chunks_exact(HIDDEN_UNITS)
+        .flat_map(|h| {
+            weight
+                .chunks_exact(HIDDEN_UNITS)
+                .zip(&bias)
+                .map(move |(w, b)| w.iter().zip(h).map(|(w, h)| w * h).sum::<f32>() + b)
+        })
+        .collect();
+    let difference = largest_difference(&recomputed, &logits);
+    assert!(difference <= TOLERANCE, "{difference}");
+}

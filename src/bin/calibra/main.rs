@@ -6,8 +6,10 @@
 //! and runs split conformal prediction with the scaled
 //! probabilities (one threshold, or one per class with `--mondrian`); `calibra ood` compares
 //! in-distribution and out-of-distribution logits with the MSP, max-logit and energy scores
-//! (FPR95, AUROC, AUPR-In, AUPR-Out); `calibra logits` runs a bundled model on IDX images, or on
-//! the corrupted copy the page's shift lab classifies (`--corruption`, `--severity`). Bad
+//! (FPR95, AUROC, AUPR-In, AUPR-Out), or, with `--model` and images, those and the detectors
+//! that read the network's features; `calibra logits` runs a bundled model on IDX images, or on
+//! the corrupted copy the page's shift lab classifies (`--corruption`, `--severity`), and
+//! `calibra features` writes its penultimate features. Bad
 //! input exits with status 2 and a one-line message naming the file and the problem.
 
 // The binaries are native tools: on wasm32 (browser tests build every target) they are empty.
@@ -15,16 +17,17 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 mod ood;
+mod ood_model;
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use calibra::calibration::{Binning, DEFAULT_NUM_BINS};
 use calibra::conformal::{self, ScoreKind};
 use calibra::data::NUM_CLASSES;
 use calibra::lab::ShiftedSet;
-use calibra::model::Classifier;
+use calibra::model::{Classifier, HIDDEN_UNITS};
 use calibra::recalibration::Method;
 use calibra::shift::Corruption;
 use calibra::{data, input, own_image};
@@ -45,10 +48,14 @@ struct Cli {
 enum Command {
     /// Temperature scaling, calibration metrics and split conformal prediction on logits.
     Report(ReportArgs),
-    /// How well MSP, max-logit and energy separate in-distribution from OOD logits.
+    /// How well MSP, max-logit and energy separate in-distribution from OOD logits, or, with
+    /// --model and images, those and the feature detectors.
     Ood(OodArgs),
     /// Logits of a bundled model for IDX images, written as a float32 .npy of shape [n, 10].
     Logits(LogitsArgs),
+    /// Penultimate features of a bundled model for IDX images (the 128 activations after the
+    /// first dense layer's ReLU), written as a float32 .npy of shape [n, 128].
+    Features(FeaturesArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -142,11 +149,33 @@ pub struct ReportArgs {
 #[derive(Debug, clap::Args)]
 pub struct OodArgs {
     /// In-distribution logits (.npy [n, K] float, or .csv/.txt rows of K numbers).
-    #[arg(long)]
-    pub id_logits: PathBuf,
+    #[arg(long, required_unless_present = "model")]
+    pub id_logits: Option<PathBuf>,
     /// Out-of-distribution logits, in the same formats and with the same K.
-    #[arg(long)]
-    pub ood_logits: PathBuf,
+    #[arg(long, required_unless_present = "model")]
+    pub ood_logits: Option<PathBuf>,
+    /// Instead of logits files: this network (.safetensors) run on --fit-images (with
+    /// --fit-labels), --id-images and --ood-images, and every logit score and every score of
+    /// its features (Mahalanobis, KNN, ReAct, ASH-S, ViM, GradNorm) fitted on the first and
+    /// compared on the other two.
+    #[arg(
+        long,
+        requires_all = ["fit_images", "fit_labels", "id_images", "ood_images"],
+        conflicts_with_all = ["id_logits", "ood_logits", "reference_id_logits", "pvalues"]
+    )]
+    pub model: Option<PathBuf>,
+    /// In-distribution IDX images the feature detectors are fitted on (with --model).
+    #[arg(long, requires = "model")]
+    pub fit_images: Option<PathBuf>,
+    /// Their labels (IDX, .npy or one integer a line).
+    #[arg(long, requires = "model")]
+    pub fit_labels: Option<PathBuf>,
+    /// In-distribution IDX images to score (with --model).
+    #[arg(long, requires = "model")]
+    pub id_images: Option<PathBuf>,
+    /// Out-of-distribution IDX images to score (with --model).
+    #[arg(long, requires = "model")]
+    pub ood_images: Option<PathBuf>,
     /// Temperature of the MSP and energy scores.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub temperature: f64,
@@ -201,6 +230,19 @@ struct LogitsArgs {
     /// The corruption's severity, from 1 to 5 (inversion: 1).
     #[arg(long, requires = "corruption")]
     severity: Option<u8>,
+}
+
+#[derive(Debug, clap::Args)]
+struct FeaturesArgs {
+    /// Model weights (.safetensors), e.g. assets/models/fmnist-ce.safetensors.
+    #[arg(long)]
+    model: PathBuf,
+    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz.
+    #[arg(long)]
+    images: PathBuf,
+    /// Output .npy file.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 /// A `--corruption` value, by the name the page's link uses.
@@ -264,6 +306,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report::run(&args),
         Command::Ood(args) => ood::run(&args),
         Command::Logits(args) => logits(&args),
+        Command::Features(args) => features(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -303,21 +346,44 @@ fn one_line(message: &str) -> String {
         .to_string()
 }
 
+/// The network stored at `path`.
+///
+/// # Errors
+/// A one-line message naming the file when it cannot be read or is not the network's weights.
+pub fn load_classifier(path: &Path) -> Result<Classifier, String> {
+    let weights = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Classifier::from_safetensors(weights).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The pixels of the IDX images at `path`.
+///
+/// # Errors
+/// A one-line message naming the file when it cannot be read or is not IDX images.
+pub fn read_idx_pixels(path: &Path) -> Result<Vec<u8>, String> {
+    idx_pixels(&read_file(path)?, path)
+}
+
+/// The bytes of the file at `path`.
+fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
+}
+
+/// The pixels of IDX images read from `path`.
+fn idx_pixels(bytes: &[u8], path: &Path) -> Result<Vec<u8>, String> {
+    Ok(data::parse_idx_images(bytes, &path.display().to_string())
+        .map_err(|e| e.to_string())?
+        .pixels()
+        .to_vec())
+}
+
 fn logits(args: &LogitsArgs) -> Result<(), String> {
-    let weights =
-        std::fs::read(&args.model).map_err(|e| format!("{}: {e}", args.model.display()))?;
-    let classifier = Classifier::from_safetensors(weights)
-        .map_err(|e| format!("{}: {e}", args.model.display()))?;
-    let bytes = std::fs::read(&args.images)
-        .map_err(|e| format!("{}: cannot read: {e}", args.images.display()))?;
+    let classifier = load_classifier(&args.model)?;
+    let bytes = read_file(&args.images)?;
     let pixels = if input::is_png(&bytes) {
         input::parse_png_picture(&bytes, args.invert.into(), &args.images)
             .map_err(|e| e.to_string())?
     } else {
-        data::parse_idx_images(&bytes, &args.images.display().to_string())
-            .map_err(|e| e.to_string())?
-            .pixels()
-            .to_vec()
+        idx_pixels(&bytes, &args.images)?
     };
     let pixels = match (args.corruption, args.severity) {
         (Some(corruption), Some(severity)) => ShiftedSet::new(corruption, severity)
@@ -328,11 +394,25 @@ fn logits(args: &LogitsArgs) -> Result<(), String> {
     let logits = classifier
         .logits(&pixels)
         .map_err(|e| format!("{}: {e}", args.images.display()))?;
-    input::write_npy_logits(&args.out, &logits, NUM_CLASSES).map_err(|e| e.to_string())?;
+    write_rows(&args.out, &logits, NUM_CLASSES, "logits")
+}
+
+fn features(args: &FeaturesArgs) -> Result<(), String> {
+    let classifier = load_classifier(&args.model)?;
+    let pixels = read_idx_pixels(&args.images)?;
+    let (features, _) = classifier
+        .features_and_logits(&pixels)
+        .map_err(|e| format!("{}: {e}", args.images.display()))?;
+    write_rows(&args.out, &features, HIDDEN_UNITS, "features")
+}
+
+/// Writes `[n, width]` values (`what`: logits or features) to `out` as `.npy` and says so.
+fn write_rows(out: &Path, values: &[f32], width: usize, what: &str) -> Result<(), String> {
+    input::write_npy_matrix(out, values, width).map_err(|e| e.to_string())?;
     println!(
-        "wrote logits of {} images to {}",
-        logits.len() / NUM_CLASSES,
-        args.out.display()
+        "wrote {what} of {} images to {}",
+        values.len() / width,
+        out.display()
     );
     Ok(())
 }

@@ -65,22 +65,28 @@ type ScoreFn<'s> = &'s dyn Fn(&Logits) -> Result<Vec<f64>, OodError>;
 pub fn run(args: &OodArgs) -> Result<(), String> {
     let temperature = args.temperature;
     crate::check_temperature(temperature)?;
+    if let Some(model) = &args.model {
+        return crate::ood_model::run(args, model);
+    }
+    let (Some(id_path), Some(ood_path)) = (&args.id_logits, &args.ood_logits) else {
+        return Err("ood needs --id-logits and --ood-logits, or --model and images".to_string());
+    };
     if args.pvalues {
         ood_pvalues::check_fdr_level(args.fdr).map_err(|e| format!("--fdr: {e}"))?;
     }
-    let in_distribution = input::read_logits(&args.id_logits).map_err(|e| e.to_string())?;
-    let out_of_distribution = input::read_logits(&args.ood_logits).map_err(|e| e.to_string())?;
+    let in_distribution = input::read_logits(id_path).map_err(|e| e.to_string())?;
+    let out_of_distribution = input::read_logits(ood_path).map_err(|e| e.to_string())?;
     if out_of_distribution.num_classes != in_distribution.num_classes {
         return Err(format!(
             "{}: {} classes, but {} has {}",
-            args.ood_logits.display(),
+            ood_path.display(),
             out_of_distribution.num_classes,
-            args.id_logits.display(),
+            id_path.display(),
             in_distribution.num_classes
         ));
     }
-    let id_view = view(&in_distribution, &args.id_logits)?;
-    let ood_view = view(&out_of_distribution, &args.ood_logits)?;
+    let id_view = view(&in_distribution, id_path)?;
+    let ood_view = view(&out_of_distribution, ood_path)?;
     // The logits read are finite and non-empty, so the only way a score fails is a temperature
     // so small that z/T overflows and a score becomes NaN.
     let scored = |name: &str, score: ScoreFn, logits: &Logits| {
@@ -147,7 +153,7 @@ pub fn run(args: &OodArgs) -> Result<(), String> {
         if calibration_rows.is_empty() || tested_rows.is_empty() {
             return Err(format!(
                 "{}: --pvalues needs at least 2 in-distribution rows, one to calibrate and one to test",
-                args.id_logits.display()
+                id_path.display()
             ));
         }
         let test = |name: &str, score: ScoreFn| -> Result<OutlierTest, String> {
@@ -195,6 +201,21 @@ fn view<'a>(table: &'a LogitsTable, path: &Path) -> Result<Logits<'a>, String> {
     Logits::new(&table.values, table.num_classes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Each score's FPR95, AUROC, AUPR-In and AUPR-Out as an aligned text table.
+pub fn metrics_table(scores: &[(&str, &DetectionMetrics)]) -> String {
+    let mut out = format!(
+        "{:<12}{:>10}{:>10}{:>10}{:>10}\n",
+        "score", "fpr95", "auroc", "aupr_in", "aupr_out"
+    );
+    for (name, metrics) in scores {
+        out += &format!(
+            "{name:<12}{:>10.4}{:>10.4}{:>10.4}{:>10.4}\n",
+            metrics.fpr95, metrics.auroc, metrics.aupr_in, metrics.aupr_out
+        );
+    }
+    out
+}
+
 /// The report as an aligned text table.
 fn table(report: &OodReport, num_classes: usize) -> String {
     let mut out = format!(
@@ -202,20 +223,11 @@ fn table(report: &OodReport, num_classes: usize) -> String {
          temperature T = {:.4} (msp and energy)\n\n",
         report.n_id, report.n_ood, report.temperature
     );
-    out += &format!(
-        "{:<12}{:>10}{:>10}{:>10}{:>10}\n",
-        "score", "fpr95", "auroc", "aupr_in", "aupr_out"
-    );
-    for (name, metrics) in [
+    out += &metrics_table(&[
         ("msp", &report.msp),
         ("max_logit", &report.max_logit),
         ("energy", &report.energy),
-    ] {
-        out += &format!(
-            "{name:<12}{:>10.4}{:>10.4}{:>10.4}{:>10.4}\n",
-            metrics.fpr95, metrics.auroc, metrics.aupr_in, metrics.aupr_out
-        );
-    }
+    ]);
     if let Some(difference) = &report.difference {
         out += "\nthis network - the reference (paired bootstrap, 1,000 resamples, 95% interval)\n";
         out += &format!("{:<12}{:>28}{:>28}\n", "score", "fpr95", "auroc");

@@ -26,8 +26,8 @@
 
 use serde::Serialize;
 
+use super::{distinct_points, pool_adjacent_violators, StepFunction};
 use crate::calibration::CalibrationError;
-use crate::recalibration::{distinct_points, pool_adjacent_violators, StepFunction};
 
 /// The calibration rows, as isotonic regression sees them.
 #[derive(Clone, Debug, PartialEq)]

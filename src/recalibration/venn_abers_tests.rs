@@ -56,8 +56,10 @@ fn the_merged_step_function_is_the_interval_everywhere() {
 
 #[test]
 fn the_library_gives_the_same_probabilities() {
-    let fixture: serde_json::Value =
-        serde_json::from_str(include_str!("../tests/fixtures/estimators/expected.json")).unwrap();
+    let fixture: serde_json::Value = serde_json::from_str(include_str!(
+        "../../tests/fixtures/estimators/expected.json"
+    ))
+    .unwrap();
     let numbers = |value: &serde_json::Value| -> Vec<f64> {
         value
             .as_array()
