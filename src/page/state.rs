@@ -45,7 +45,7 @@ pub struct ModelInfo {
 /// Every network the page can show; a model's index in the lab is its position here. Only
 /// trained networks are listed: their weights and cards are in `assets/models/`. Seed 0 of
 /// each network first, then the other seeds, which only the τ lab's spread over seeds loads.
-pub const MODELS: [ModelInfo; 11] = [
+pub const MODELS: [ModelInfo; 13] = [
     ModelInfo {
         network: Network::Ce,
         seed: 0,
@@ -111,6 +111,18 @@ pub const MODELS: [ModelInfo; 11] = [
         seed: 1,
         url: "assets/models/fmnist-logitnorm-tau1.0-seed1.safetensors",
         title: "LogitNorm (τ = 1, seed 1)",
+    },
+    ModelInfo {
+        network: Network::Tau004,
+        seed: 2,
+        url: "assets/models/fmnist-logitnorm-tau0.04-seed2.safetensors",
+        title: "LogitNorm (τ = 0.04, seed 2)",
+    },
+    ModelInfo {
+        network: Network::Tau1,
+        seed: 2,
+        url: "assets/models/fmnist-logitnorm-tau1.0-seed2.safetensors",
+        title: "LogitNorm (τ = 1, seed 2)",
     },
 ];
 
