@@ -507,9 +507,36 @@ pub fn ood_lesson(
     )
 }
 
+/// The familywise false-alarm rate of [`reliability_summary`]'s direction: the largest bin gap
+/// is called over- or underconfident only when an exact binomial test rejects calibration at
+/// `GAP_DIRECTION_LEVEL / filled bins` (Bonferroni over the bins it picked the largest from).
+pub const GAP_DIRECTION_LEVEL: f64 = 0.05;
+
+/// The two-sided exact binomial p-value of `correct` successes in `count` trials of probability
+/// `confidence`: how surprising a bin's accuracy is for a calibrated network whose images in
+/// the bin have mean confidence `confidence`. The binomial's variance `n·c̄(1−c̄)` is at least
+/// the Poisson-binomial's of the bin's own confidences, so the test errs on the side of
+/// calling a gap chance.
+fn bin_gap_p_value(count: usize, correct: u64, confidence: f64) -> f64 {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let Ok(law) = Binomial::new(confidence.clamp(0.0, 1.0), count as u64) else {
+        return 1.0;
+    };
+    let below = law.cdf(correct);
+    let above = if correct == 0 {
+        1.0
+    } else {
+        law.sf(correct - 1)
+    };
+    (2.0 * below.min(above)).min(1.0)
+}
+
 /// The reliability diagram's numbers in words, for its text alternative: at `temperature`, the
 /// accuracy, mean confidence and ECE, how many bins hold images, and the bin with the largest
-/// gap between confidence and accuracy (its range, direction, size and image count).
+/// gap between confidence and accuracy (its range, size and image count). The gap gets a
+/// direction only when it is larger than chance leaves to that many images (see
+/// [`GAP_DIRECTION_LEVEL`]); otherwise the sentence says chance explains it, so that a perfectly
+/// calibrated network's noisiest bin is not called over- or underconfident.
 pub fn reliability_summary(
     temperature: f64,
     mean_confidence: f64,
@@ -531,24 +558,29 @@ pub fn reliability_summary(
             .abs()
             .total_cmp(&(b.confidence - b.accuracy).abs())
     });
-    match largest {
-        Some(bin) => format!(
-            "{figures}; the largest gap is in the bin {:.2}–{:.2} ({} images): confidence {} \
-             against accuracy {}, {} by {:.1} points.",
-            bin.lower,
-            bin.upper,
-            grouped(bin.count),
-            percent(bin.confidence, 1),
-            percent(bin.accuracy, 1),
-            if bin.confidence > bin.accuracy {
-                "overconfident"
-            } else {
-                "underconfident"
-            },
-            100.0 * (bin.confidence - bin.accuracy).abs()
-        ),
-        None => format!("{figures}."),
-    }
+    let Some(bin) = largest else {
+        return format!("{figures}.");
+    };
+    let gap = 100.0 * (bin.confidence - bin.accuracy).abs();
+    let correct = (bin.accuracy * bin.count as f64).round() as u64;
+    let beyond_chance = bin_gap_p_value(bin.count, correct, bin.confidence)
+        < GAP_DIRECTION_LEVEL / filled.len() as f64;
+    let gap_words = if !beyond_chance {
+        format!("a gap of {gap:.1} points, which chance alone can make with this many images")
+    } else if bin.confidence > bin.accuracy {
+        format!("overconfident by {gap:.1} points, more than chance explains")
+    } else {
+        format!("underconfident by {gap:.1} points, more than chance explains")
+    };
+    format!(
+        "{figures}; the largest gap is in the bin {:.2}–{:.2} ({} images): confidence {} \
+         against accuracy {}, {gap_words}.",
+        bin.lower,
+        bin.upper,
+        grouped(bin.count),
+        percent(bin.confidence, 1),
+        percent(bin.accuracy, 1),
+    )
 }
 
 /// The set-size histogram's numbers in words, for its text alternative: the share of sets of

@@ -567,6 +567,80 @@ fn the_detection_intervals_give_each_shown_network_its_own() {
     assert_eq!(alone.matches("FPR95").count(), 1, "{alone}");
 }
 
+/// How often [`reliability_summary`] gives the largest gap a direction, over `sets` seeded
+/// synthetic test sets of 5,000 rows whose labels are drawn from softmax(z) (calibrated at
+/// T = 1), read at temperature `temperature` (below 1: overconfident by construction).
+fn reliability_direction_rate(temperature: f64, sets: usize) -> (usize, usize) {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(39);
+    let (mut over, mut under) = (0, 0);
+    for _ in 0..sets {
+        let (probabilities, labels) = crate::test_support::calibrated_rows(5_000, 10, &mut rng);
+        let logits: Vec<f32> = probabilities.iter().map(|p| p.ln() as f32).collect();
+        let view = crate::calibration::Logits::new(&logits, 10).unwrap();
+        let evaluation = crate::calibration::evaluate_in_full(
+            &view,
+            &labels,
+            temperature,
+            15,
+            crate::calibration::Binning::Width,
+        )
+        .unwrap();
+        let mean_confidence =
+            evaluation.confidence.iter().sum::<f64>() / evaluation.confidence.len() as f64;
+        let text = reliability_summary(temperature, mean_confidence, &evaluation.report);
+        over += usize::from(text.contains("overconfident by"));
+        under += usize::from(text.contains("underconfident by"));
+    }
+    (over, under)
+}
+
+#[test]
+fn the_reliability_summary_gives_a_calibrated_networks_largest_gap_no_direction() {
+    // Bonferroni over the filled bins holds the familywise rate at 5%; the exact binomial test
+    // with the bin's mean confidence is conservative, so the rate is lower still. 100 sets:
+    // at most 10 false alarms (the 5% rate's binomial tail beyond 10 is under 3%).
+    let (over, under) = reliability_direction_rate(1.0, 100);
+    assert!(over + under <= 10, "{over} over- and {under} underconfident of 100");
+}
+
+#[test]
+fn the_reliability_summary_calls_a_planted_overconfidence_by_its_name() {
+    // T = 0.5 doubles every logit: the network is overconfident by construction.
+    let (over, under) = reliability_direction_rate(0.5, 40);
+    assert_eq!(under, 0);
+    assert!(over >= 38, "{over} of 40 called overconfident");
+}
+
+#[test]
+fn the_reliability_summary_says_when_chance_explains_the_largest_gap() {
+    let bin = |lower: f64, count, confidence, accuracy| crate::calibration::Bin {
+        lower,
+        upper: lower + 0.5,
+        count,
+        confidence,
+        accuracy,
+    };
+    let report = crate::calibration::CalibrationReport {
+        accuracy: 0.8,
+        nll: 0.5,
+        brier: 0.2,
+        ece: 0.0625,
+        rmsce: 0.1,
+        mce: 0.15,
+        classwise_ece: 0.01,
+        bins: vec![bin(0.0, 0, 0.0, 0.0), bin(0.5, 8, 0.9, 0.75)],
+    };
+    let text = reliability_summary(1.0, 0.9, &report);
+    assert!(
+        text.ends_with(
+            "(8 images): confidence 90.0% against accuracy 75.0%, a gap of 15.0 points, which \
+             chance alone can make with this many images."
+        ),
+        "{text}"
+    );
+}
+
 #[test]
 fn the_reliability_summary_names_the_bin_with_the_largest_gap() {
     let bin = |lower: f64, count, confidence, accuracy| crate::calibration::Bin {
@@ -591,7 +665,7 @@ fn the_reliability_summary_names_the_bin_with_the_largest_gap() {
         text,
         "At T = 1.000: accuracy 80.0%, mean confidence 90.0%, ECE 0.0625; 1 of 2 bins hold \
          images; the largest gap is in the bin 0.50–1.00 (40 images): confidence 90.0% against \
-         accuracy 75.0%, overconfident by 15.0 points."
+         accuracy 75.0%, overconfident by 15.0 points, more than chance explains."
     );
 }
 
