@@ -143,3 +143,73 @@ test("a preset sets every key its line depends on and brings the figure its line
   await page.selectOption("#model", "ce");
   assert.equal((await hashParams(page)).t, "1");
 });
+
+// A checkbox's or a select's entry in the link, as its state puts it: absent at the default.
+async function choiceEntry(control, key) {
+  const hash = await hashParams(page);
+  const shown = await page.evaluate((id) => {
+    const element = document.getElementById(id);
+    const error = document.getElementById("error");
+    return {
+      value: element.type === "checkbox" ? element.checked : element.value,
+      error: error.hidden ? "" : error.textContent,
+    };
+  }, control);
+  const fallback = limits.defaults[key];
+  const entry = hash[key] ?? (typeof fallback === "boolean" ? (fallback ? "1" : "0") : String(fallback));
+  return { ...shown, entry };
+}
+
+test("each checkbox follows a click, a tap and the space bar, and each select the arrow keys", { timeout: 600_000 }, async (t) => {
+  const fields = limits.fields.filter((field) => field.control);
+  const kinds = await page.evaluate((ids) => ids.map((id) => document.getElementById(id)?.type), fields.map((field) => field.control));
+  const checkboxes = fields.filter((_, i) => kinds[i] === "checkbox");
+  const selects = fields.filter((_, i) => kinds[i] === "select-one");
+  assert.ok(checkboxes.length >= 4 && selects.length >= 5, `${checkboxes.length} checkboxes, ${selects.length} selects`);
+  for (const { key, control } of checkboxes) {
+    const locator = page.locator(`#${control}`);
+    await locator.scrollIntoViewIfNeeded();
+    const start = await choiceEntry(control, key);
+    const moves = [
+      ["click", () => locator.click()],
+      ["tap", () => locator.tap()],
+      ["space", async () => { await locator.focus(); await page.keyboard.press("Space"); }],
+    ];
+    let expected = start.value;
+    for (const [what, move] of moves) {
+      await move();
+      await nextFrames(page, 3);
+      expected = !expected;
+      const after = await choiceEntry(control, key);
+      assert.equal(after.error, "", `${control} ${what}: the page shows an error: ${after.error}`);
+      assert.equal(after.value, expected, `${control} ${what}: the box did not follow`);
+      assert.equal(after.entry, expected ? "1" : "0", `${control} ${what}: the link says ${after.entry}`);
+    }
+    // Back to where it started.
+    await locator.click();
+    await nextFrames(page, 3);
+    assert.equal((await choiceEntry(control, key)).value, start.value);
+  }
+  for (const { key, control } of selects) {
+    const locator = page.locator(`#${control}`);
+    await locator.scrollIntoViewIfNeeded();
+    const options = await locator.evaluate((select) => [...select.options].filter((o) => !o.disabled).map((o) => o.value));
+    const start = await choiceEntry(control, key);
+    // The arrow keys on the closed select step through its options, as on Windows and Linux.
+    await locator.focus();
+    const forward = options.indexOf(start.value) < options.length - 1;
+    await page.keyboard.press(forward ? "ArrowDown" : "ArrowUp");
+    await nextFrames(page, 3);
+    const stepped = await choiceEntry(control, key);
+    assert.equal(stepped.error, "", `${control} arrow: the page shows an error: ${stepped.error}`);
+    assert.notEqual(stepped.value, start.value, `${control}: the arrow key did not move it`);
+    assert.equal(stepped.entry, stepped.value, `${control} arrow: the link says ${stepped.entry}`);
+    // The picker, as a pointer chooses in it, back to where it started.
+    await locator.selectOption(start.value);
+    await nextFrames(page, 3);
+    const back = await choiceEntry(control, key);
+    assert.equal(back.error, "", `${control} picker: the page shows an error: ${back.error}`);
+    assert.equal(back.entry, start.value, `${control} picker: the link says ${back.entry}`);
+    t.diagnostic(`${control}: ${start.value} → ${stepped.value} → ${back.value}`);
+  }
+});
