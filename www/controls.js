@@ -107,8 +107,10 @@ export function trackSliderBars() {
 
 /**
  * The coverage experiment's input and button: R random splits against the Beta law, drawn on
- * demand (well under a second).
- * @param {{ run_experiment(repetitions: string): { patches: object[] } }} page
+ * demand (well under a second). Its canvas stays hidden until the first run, so that the lab
+ * shows no empty band; shown, it is measured at once, since the run draws it before the
+ * ResizeObserver would report its size.
+ * @param {{ run_experiment(repetitions: string): { patches: object[] }, canvas_resized(id: string, width: number, height: number): void }} page
  * @param {Limits} limits
  * @param {{ [key: string]: any }} timings where the run's time goes
  */
@@ -118,6 +120,12 @@ export function wireExperiment(page, limits, timings) {
   repetitions.max = String(limits.repetitions.max);
   repetitions.value = String(limits.repetitions.default);
   $("run-experiment").addEventListener("click", () => {
+    const canvas = $("experiment");
+    if (canvas.hidden) {
+      canvas.hidden = false;
+      const { width, height } = canvas.getBoundingClientRect();
+      page.canvas_resized(canvas.id, width, height);
+    }
     const started = performance.now();
     let result;
     try {

@@ -194,6 +194,7 @@ test("4. Mondrian thresholds show ten per-class coverages and ten q̂", { timeou
 test("5. the coverage experiment completes and draws its histogram", { timeout: 60_000 }, async (t) => {
   await configure({ score: "aps" });
   const blank = await canvasData(page, "experiment");
+  assert.equal(await page.isVisible("#experiment"), false, "no empty chart before the first run");
   await page.click("#run-experiment");
   await page.waitForFunction(() => window.calibra.timings.experiment !== undefined, null, { timeout: 30_000 });
   const drawn = await canvasData(page, "experiment");
