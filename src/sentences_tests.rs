@@ -601,7 +601,10 @@ fn the_reliability_summary_gives_a_calibrated_networks_largest_gap_no_direction(
     // with the bin's mean confidence is conservative, so the rate is lower still. 100 sets:
     // at most 10 false alarms (the 5% rate's binomial tail beyond 10 is under 3%).
     let (over, under) = reliability_direction_rate(1.0, 100);
-    assert!(over + under <= 10, "{over} over- and {under} underconfident of 100");
+    assert!(
+        over + under <= 10,
+        "{over} over- and {under} underconfident of 100"
+    );
 }
 
 #[test]

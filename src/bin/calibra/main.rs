@@ -55,7 +55,7 @@ enum Command {
     Logits(LogitsArgs),
     /// Penultimate features of a bundled model for IDX images (the 128 activations after the
     /// first dense layer's ReLU), written as a float32 .npy of shape [n, 128].
-    Features(FeaturesArgs),
+    Features(NetworkRun),
 }
 
 #[derive(Debug, clap::Args)]
@@ -210,16 +210,8 @@ pub struct OodArgs {
 
 #[derive(Debug, clap::Args)]
 struct LogitsArgs {
-    /// Model weights (.safetensors), e.g. assets/models/fmnist-ce.safetensors.
-    #[arg(long)]
-    model: PathBuf,
-    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz, or
-    /// a PNG picture, made into one 28×28 image as the page makes a reader's picture.
-    #[arg(long)]
-    images: PathBuf,
-    /// Output .npy file.
-    #[arg(long)]
-    out: PathBuf,
+    #[command(flatten)]
+    run: NetworkRun,
     /// For a PNG picture: negate it when its border is light (auto), always (on) or never (off).
     #[arg(long, value_enum, default_value_t = InvertArg::Auto)]
     invert: InvertArg,
@@ -232,12 +224,15 @@ struct LogitsArgs {
     severity: Option<u8>,
 }
 
+/// What `logits` and `features` share: a network run over images into an `.npy` file.
 #[derive(Debug, clap::Args)]
-struct FeaturesArgs {
+struct NetworkRun {
     /// Model weights (.safetensors), e.g. assets/models/fmnist-ce.safetensors.
     #[arg(long)]
     model: PathBuf,
-    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz.
+    /// IDX images (gzipped or not), e.g. assets/fashion-mnist/t10k-images-idx3-ubyte.gz; for
+    /// `logits`, also a PNG picture, made into one 28×28 image as the page makes a reader's
+    /// picture.
     #[arg(long)]
     images: PathBuf,
     /// Output .npy file.
@@ -377,13 +372,13 @@ fn idx_pixels(bytes: &[u8], path: &Path) -> Result<Vec<u8>, String> {
 }
 
 fn logits(args: &LogitsArgs) -> Result<(), String> {
-    let classifier = load_classifier(&args.model)?;
-    let bytes = read_file(&args.images)?;
+    let classifier = load_classifier(&args.run.model)?;
+    let bytes = read_file(&args.run.images)?;
     let pixels = if input::is_png(&bytes) {
-        input::parse_png_picture(&bytes, args.invert.into(), &args.images)
+        input::parse_png_picture(&bytes, args.invert.into(), &args.run.images)
             .map_err(|e| e.to_string())?
     } else {
-        idx_pixels(&bytes, &args.images)?
+        idx_pixels(&bytes, &args.run.images)?
     };
     let pixels = match (args.corruption, args.severity) {
         (Some(corruption), Some(severity)) => ShiftedSet::new(corruption, severity)
@@ -393,11 +388,11 @@ fn logits(args: &LogitsArgs) -> Result<(), String> {
     };
     let logits = classifier
         .logits(&pixels)
-        .map_err(|e| format!("{}: {e}", args.images.display()))?;
-    write_rows(&args.out, &logits, NUM_CLASSES, "logits")
+        .map_err(|e| format!("{}: {e}", args.run.images.display()))?;
+    write_rows(&args.run.out, &logits, NUM_CLASSES, "logits")
 }
 
-fn features(args: &FeaturesArgs) -> Result<(), String> {
+fn features(args: &NetworkRun) -> Result<(), String> {
     let classifier = load_classifier(&args.model)?;
     let pixels = read_idx_pixels(&args.images)?;
     let (features, _) = classifier
