@@ -7,9 +7,7 @@ use serde::Serialize;
 
 use serde_json::Value;
 
-use super::state::{
-    fields_of, temperature_fraction, FieldKind, Network, PageState, FIELDS, MODELS,
-};
+use super::state::{fields_of, temperature_fraction, FieldKind, PageState, FIELDS, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::calibration_estimators::Estimators;
@@ -246,10 +244,11 @@ pub(super) fn metric(name: impl Into<String>, value: f64, text: String) -> Patch
     }
 }
 
-/// A slider's value and spoken value, and the text shown beside it (element `label`).
+/// The slider `id`'s position (from the field table, [`PageState::slider_position`]) and spoken
+/// value, and the text shown beside it (element `label`).
 fn slider(
+    state: &PageState,
     id: &'static str,
-    value: String,
     label: &'static str,
     shown: String,
     valuetext: String,
@@ -257,7 +256,7 @@ fn slider(
     [
         Patch::Control {
             id,
-            value,
+            value: state.slider_position(id).unwrap_or_default(),
             valuetext: Some(valuetext),
         },
         text(label, shown),
@@ -345,7 +344,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         ),
         Patch::Control {
             id: "temperature",
-            value: state.temperature_position().to_string(),
+            value: state.slider_position("temperature").unwrap_or_default(),
             valuetext: Some(format!("T = {t}")),
         },
         Patch::Metric {
@@ -389,8 +388,8 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         max: state.shift.max_severity().to_string(),
     });
     patches.extend(slider(
+        state,
         "severity",
-        severity.clone(),
         "severity-value",
         format!("{severity} ({parameter})"),
         format!("severity {severity} ({parameter})"),
@@ -412,11 +411,9 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
             score_name(state.score)
         ),
     ));
-    let networks = Network::trained();
-    let tau_position = networks.iter().position(|&n| n == state.tau).unwrap_or(0);
     patches.extend(slider(
+        state,
         "tau",
-        tau_position.to_string(),
         "tau-value",
         state.tau.title(),
         state.tau.title(),
@@ -425,36 +422,36 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     let k_reg = state.k_reg.to_string();
     for pair in [
         slider(
+            state,
             "bins",
-            bins.clone(),
             "bins-value",
             bins,
             format!("{} bins", state.bins),
         ),
         slider(
+            state,
             "alpha",
-            format!("{}", state.alpha),
             "alpha-value",
             alpha.clone(),
             format!("α = {alpha}, target coverage {target}"),
         ),
         slider(
+            state,
             "raps-lambda",
-            format!("{}", state.raps_lambda),
             "raps-lambda-value",
             raps_lambda.clone(),
             format!("λ = {raps_lambda}"),
         ),
         slider(
+            state,
             "k-reg",
-            k_reg.clone(),
             "k-reg-value",
             k_reg.clone(),
             format!("k reg = {k_reg}"),
         ),
         slider(
+            state,
             "saps-lambda",
-            format!("{}", state.saps_lambda),
             "saps-lambda-value",
             saps_lambda.clone(),
             format!("λ = {saps_lambda}"),

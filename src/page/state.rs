@@ -766,10 +766,34 @@ impl PageState {
         }
     }
 
-    /// The temperature slider's position for this state's T.
-    pub fn temperature_position(&self) -> u32 {
-        let positions = f64::from(TEMPERATURE_POSITIONS);
-        (positions * temperature_fraction(self.t)).round() as u32
+    /// The position of the slider `control` for this state, as its element's `value`: the
+    /// inverse of [`PageState::control`] for every slider of [`FIELDS`], so that no slider's
+    /// position is written by hand. `None` for a control that is not a slider.
+    pub fn slider_position(&self, control: &str) -> Option<String> {
+        let field = FIELDS.iter().find(|f| f.control == Some(control))?;
+        field.slider_range()?;
+        let value = fields_of(self).remove(field.key)?;
+        match (field.kind, value) {
+            (FieldKind::Steps, Value::String(name)) => field
+                .steps()
+                .iter()
+                .position(|step| *step == name)
+                .map(|position| position.to_string()),
+            (
+                FieldKind::Number(NumberRange {
+                    min,
+                    max,
+                    slider: Slider::Log { positions },
+                    ..
+                }),
+                Value::Number(number),
+            ) => {
+                let fraction = (number.as_f64()? / min).ln() / (max / min).ln();
+                Some(((f64::from(positions) * fraction.clamp(0.0, 1.0)).round() as u32).to_string())
+            }
+            (FieldKind::Number(_), Value::Number(number)) => Some(format!("{}", number.as_f64()?)),
+            _ => None,
+        }
     }
 
     /// What the conformal lab computes for this state.

@@ -107,7 +107,10 @@ fn the_temperature_slider_is_log_scaled_and_every_position_round_trips() {
     assert_eq!(at(250).t, 0.223607);
     for position in 0..=1000 {
         let state = at(position);
-        assert_eq!(state.temperature_position(), position);
+        assert_eq!(
+            state.slider_position("temperature"),
+            Some(position.to_string())
+        );
         // The state is exactly what its link says.
         assert_eq!(PageState::from_hash(&state.to_hash()).0, state);
     }
@@ -455,4 +458,28 @@ fn every_choice_field_refuses_in_the_readers_words() {
             assert!(!message.contains(serde_words), "{message}");
         }
     }
+}
+
+#[test]
+fn every_sliders_position_is_read_back_from_the_field_table() {
+    let sliders: Vec<SliderRange> = FIELDS.iter().filter_map(Field::slider_range).collect();
+    assert!(sliders.len() >= 8, "{sliders:?}");
+    for range in sliders {
+        let steps = ((range.max - range.min) / range.step).round() as usize;
+        for index in [0, steps / 3, steps / 2, steps] {
+            let raw = range.min + index as f64 * range.step;
+            // The position as the element's value would give it (0.07, not 0.07000000000000001).
+            let raw = format!("{}", (raw * 1e6).round() / 1e6);
+            let state = PageState::default()
+                .set_control(range.control, &raw)
+                .unwrap();
+            assert_eq!(
+                state.slider_position(range.control).as_deref(),
+                Some(raw.as_str()),
+                "{}",
+                range.control
+            );
+        }
+    }
+    assert_eq!(PageState::default().slider_position("score"), None);
 }
