@@ -48,6 +48,13 @@ if (!Number.isInteger(MOVES) || MOVES < 100) {
   process.exit(2);
 }
 const JSON_OUTPUT = args.includes("--json");
+// Whole runs of the bench, one after the other: one run's figures move with whatever else runs on
+// the machine, so the headline figures are given as the median and the range over the runs.
+const RUNS = Number(option("--runs", 5));
+if (!Number.isInteger(RUNS) || RUNS < 1) {
+  console.error("bench: --runs takes a whole number of at least 1");
+  process.exit(2);
+}
 
 const quantile = (values, q) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -254,7 +261,8 @@ async function slowLinkVisit() {
   }
 }
 
-async function main() {
+// One run of the bench: every figure, as `printRun` prints them.
+async function measure() {
   const site = await openSite();
   const browser = await launchBrowser();
   const { context } = browser;
@@ -370,51 +378,87 @@ async function main() {
       },
     };
 
-    if (JSON_OUTPUT) {
-      console.log(JSON.stringify(results, null, 2));
-      return;
-    }
-    const s = results.slider;
-    const a = results.alphaSlider;
-    const m = results.smoothSlider;
-    const p = results.phoneSlider;
-    const rows = [
-      [`time to first chart, painted (from navigation start; median of ${FIRST_CHART_VISITS} cold visits)`, `${ms(results.firstChartMs)} (${results.firstChartVisitsMs.map(ms).join(", ")})`],
-      ["all 10,000 images inferred (from navigation start)", ms(results.inferenceDoneMs)],
-      ["inference throughput", `${group(results.imagesPerSecond)} images/s over ${(inferenceMs / 1000).toFixed(1)} s from the model request to the last logits; ${group(results.imagesPerSecondSteady)} images/s after the first batch (${results.workers} worker${results.workers === 1 ? "" : "s"})`],
-      [`slider redraw, wasm call + drawing (${s.redraws} redraws, ${s.moves} moves)`, `median ${ms(s.drawMedianMs)}, p95 ${ms(s.drawP95Ms)}`],
-      ["slider input event → next painted frame", `median ${ms(s.paintMedianMs)}, p95 ${ms(s.paintP95Ms)}`],
-      [`the same with the smooth diagram on screen (canvases in view: ${m.onScreen.join(", ")}; ${m.redraws} redraws)`, `median ${ms(m.drawMedianMs)}, p95 ${ms(m.drawP95Ms)}; to the painted frame: median ${ms(m.paintMedianMs)}, p95 ${ms(m.paintP95Ms)}`],
-      [`the same on a phone-class device: 390×844 at device scale 3, CPU throttled 4× (canvases in view: ${p.onScreen.join(", ")}; ${p.redraws} redraws)`, `median ${ms(p.drawMedianMs)}, p95 ${ms(p.drawP95Ms)}; to the painted frame: median ${ms(p.paintMedianMs)}, p95 ${ms(p.paintP95Ms)}`],
-      [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
-      ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
-      ...results.scaling.map((run) => [`cold visit with ${run.cores} core${run.cores === 1 ? "" : "s"} reported: ${run.workers} inference worker${run.workers === 1 ? "" : "s"}`, `${group(run.imagesPerSecond)} images/s over ${(run.windowMs / 1000).toFixed(1)} s; all 10,000 images ${ms(run.doneMs)} from navigation start`]),
-      [`inference, two workers against one`, `${(results.scaling[1].imagesPerSecond / results.scaling[0].imagesPerSecond).toFixed(2)}× the images/s`],
-      ["switch to a network not yet seen: from the change to all 10,000 images inferred", ms(results.switchMs)],
-      ["revisit (same profile): all 10,000 images' numbers drawn (from navigation start)", `${ms(results.revisit.doneMs)}, first chart ${ms(results.revisit.firstChartMs)}; ${results.revisit.fromCache && !results.revisit.inferred ? "from the logits cache, no inference" : "inferred again (the cache did not answer)"}`],
-      [`coverage experiment, 1,000 random splits + chart (${results.experiment.runs} runs)`, `median ${ms(results.experiment.medianMs)}, max ${ms(results.experiment.maxMs)}`],
-      ...results.wasm.map((w) => [`wasm module \`${w.module}\``, `${bytes(w.raw)} raw, ${bytes(w.gzip)} gzip -9`]),
-      ["transferred on a cold first visit", `${bytes(results.transfer.total)} in ${results.transfer.requests} responses (uncompressed server)`],
-      [`slow link, cold visit: ${SLOW_LINK.mbits} Mbit/s, ${SLOW_LINK.latencyMs} ms latency (CDP), served gzipped`, `first chart ${ms(results.slowLink.firstChartMs)}, all 10,000 images ${ms(results.slowLink.inferenceDoneMs)}; ${bytes(results.slowLink.transfer.total)} in ${results.slowLink.transfer.requests} responses`],
-      ["machine", `${results.machine.nproc} cores (${results.machine.cpu}), load ${results.machine.load}`],
-      ["browser", `${results.machine.chromium}, headless, --disable-gpu`],
-    ];
-    console.log("| measure | value |");
-    console.log("| --- | --- |");
-    for (const [name, value] of rows) console.log(`| ${name} | ${value} |`);
-    console.log();
-    console.log("Bytes of a cold first visit by file (body + headers; uncompressed server, then served gzipped):");
-    console.log();
-    console.log("| file | uncompressed | gzipped |");
-    console.log("| --- | ---: | ---: |");
-    const gzippedBytes = new Map(results.slowLink.transfer.files.map((f) => [f.file, f.bytes]));
-    for (const { file, bytes: size } of results.transfer.files) {
-      console.log(`| \`${file}\` | ${bytes(size)} | ${gzippedBytes.has(file) ? bytes(gzippedBytes.get(file)) : "not fetched"} |`);
-    }
+    return results;
   } finally {
     await browser.close();
     await site.close();
   }
 }
 
-await main();
+// The headline figures of every run: each one's median and range over the runs.
+function spread(runs) {
+  const figures = {
+    "time to first chart (each run: the median of its cold visits)": (r) => r.firstChartMs,
+    "all 10,000 images inferred": (r) => r.inferenceDoneMs,
+    "slider redraw p95": (r) => r.slider.drawP95Ms,
+    "phone-class slider redraw p95": (r) => r.phoneSlider.drawP95Ms,
+    "revisit, all numbers drawn": (r) => r.revisit.doneMs,
+    "slow link, first chart": (r) => r.slowLink.firstChartMs,
+    "slow link, all images": (r) => r.slowLink.inferenceDoneMs,
+  };
+  return Object.entries(figures).map(([name, read]) => {
+    const values = runs.map(read);
+    return { name, medianMs: quantile(values, 0.5), minMs: Math.min(...values), maxMs: Math.max(...values), valuesMs: values };
+  });
+}
+
+// One run's full table, and the bytes of its cold visit by file.
+function printRun(results) {
+  const inferenceMs = results.inferenceWindowMs;
+  const s = results.slider;
+  const a = results.alphaSlider;
+  const m = results.smoothSlider;
+  const p = results.phoneSlider;
+  const rows = [
+    [`time to first chart, painted (from navigation start; median of ${FIRST_CHART_VISITS} cold visits)`, `${ms(results.firstChartMs)} (${results.firstChartVisitsMs.map(ms).join(", ")})`],
+    ["all 10,000 images inferred (from navigation start)", ms(results.inferenceDoneMs)],
+    ["inference throughput", `${group(results.imagesPerSecond)} images/s over ${(inferenceMs / 1000).toFixed(1)} s from the model request to the last logits; ${group(results.imagesPerSecondSteady)} images/s after the first batch (${results.workers} worker${results.workers === 1 ? "" : "s"})`],
+    [`slider redraw, wasm call + drawing (${s.redraws} redraws, ${s.moves} moves)`, `median ${ms(s.drawMedianMs)}, p95 ${ms(s.drawP95Ms)}`],
+    ["slider input event → next painted frame", `median ${ms(s.paintMedianMs)}, p95 ${ms(s.paintP95Ms)}`],
+    [`the same with the smooth diagram on screen (canvases in view: ${m.onScreen.join(", ")}; ${m.redraws} redraws)`, `median ${ms(m.drawMedianMs)}, p95 ${ms(m.drawP95Ms)}; to the painted frame: median ${ms(m.paintMedianMs)}, p95 ${ms(m.paintP95Ms)}`],
+    [`the same on a phone-class device: 390×844 at device scale 3, CPU throttled 4× (canvases in view: ${p.onScreen.join(", ")}; ${p.redraws} redraws)`, `median ${ms(p.drawMedianMs)}, p95 ${ms(p.drawP95Ms)}; to the painted frame: median ${ms(p.paintMedianMs)}, p95 ${ms(p.paintP95Ms)}`],
+    [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
+    ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
+    ...results.scaling.map((run) => [`cold visit with ${run.cores} core${run.cores === 1 ? "" : "s"} reported: ${run.workers} inference worker${run.workers === 1 ? "" : "s"}`, `${group(run.imagesPerSecond)} images/s over ${(run.windowMs / 1000).toFixed(1)} s; all 10,000 images ${ms(run.doneMs)} from navigation start`]),
+    [`inference, two workers against one`, `${(results.scaling[1].imagesPerSecond / results.scaling[0].imagesPerSecond).toFixed(2)}× the images/s`],
+    ["switch to a network not yet seen: from the change to all 10,000 images inferred", ms(results.switchMs)],
+    ["revisit (same profile): all 10,000 images' numbers drawn (from navigation start)", `${ms(results.revisit.doneMs)}, first chart ${ms(results.revisit.firstChartMs)}; ${results.revisit.fromCache && !results.revisit.inferred ? "from the logits cache, no inference" : "inferred again (the cache did not answer)"}`],
+    [`coverage experiment, 1,000 random splits + chart (${results.experiment.runs} runs)`, `median ${ms(results.experiment.medianMs)}, max ${ms(results.experiment.maxMs)}`],
+    ...results.wasm.map((w) => [`wasm module \`${w.module}\``, `${bytes(w.raw)} raw, ${bytes(w.gzip)} gzip -9`]),
+    ["transferred on a cold first visit", `${bytes(results.transfer.total)} in ${results.transfer.requests} responses (uncompressed server)`],
+    [`slow link, cold visit: ${SLOW_LINK.mbits} Mbit/s, ${SLOW_LINK.latencyMs} ms latency (CDP), served gzipped`, `first chart ${ms(results.slowLink.firstChartMs)}, all 10,000 images ${ms(results.slowLink.inferenceDoneMs)}; ${bytes(results.slowLink.transfer.total)} in ${results.slowLink.transfer.requests} responses`],
+    ["machine", `${results.machine.nproc} cores (${results.machine.cpu}), load ${results.machine.load}`],
+    ["browser", `${results.machine.chromium}, headless, --disable-gpu`],
+  ];
+  console.log("| measure | value |");
+  console.log("| --- | --- |");
+  for (const [name, value] of rows) console.log(`| ${name} | ${value} |`);
+  console.log();
+  console.log("Bytes of a cold first visit by file (body + headers; uncompressed server, then served gzipped):");
+  console.log();
+  console.log("| file | uncompressed | gzipped |");
+  console.log("| --- | ---: | ---: |");
+  const gzippedBytes = new Map(results.slowLink.transfer.files.map((f) => [f.file, f.bytes]));
+  for (const { file, bytes: size } of results.transfer.files) {
+    console.log(`| \`${file}\` | ${bytes(size)} | ${gzippedBytes.has(file) ? bytes(gzippedBytes.get(file)) : "not fetched"} |`);
+  }
+}
+
+const runs = [];
+for (let run = 0; run < RUNS; run++) {
+  if (!JSON_OUTPUT) console.error(`bench: run ${run + 1} of ${RUNS}`);
+  runs.push(await measure());
+}
+if (JSON_OUTPUT) {
+  console.log(JSON.stringify({ spread: spread(runs), runs }, null, 2));
+} else {
+  console.log(`The headline figures over ${RUNS} run${RUNS === 1 ? "" : "s"} of the whole bench, one after the other:`);
+  console.log();
+  console.log("| measure | median | range | each run |");
+  console.log("| --- | ---: | ---: | --- |");
+  for (const f of spread(runs)) console.log(`| ${f.name} | ${ms(f.medianMs)} | ${ms(f.minMs)}–${ms(f.maxMs)} | ${f.valuesMs.map(ms).join(", ")} |`);
+  console.log();
+  console.log("The last run in full:");
+  console.log();
+  printRun(runs[runs.length - 1]);
+}

@@ -221,6 +221,7 @@ test("9. each \"Try this\" button sets the state it names; its line asks the rea
     too_cold: { model: "ce", t: "0.3" },
     logitnorm_raw: { model: "logitnorm", t: "1" },
     aps_raw_t1: { model: "ce", t: "1", score: "aps", randomized: "0" },
+    aps_raw_cold: { model: "ce", t: "0.3", score: "aps", randomized: "0" },
     mondrian: { score: "aps", randomized: "1", mondrian: "1" },
   };
   const buttons = await page.$$eval(".try-this button.preset", (all) => all.map((b) => b.dataset.action));
