@@ -1,8 +1,7 @@
 // Writes the Fashion-MNIST test set the page serves, assets/fashion-mnist/t10k-{images-idx3,
 // labels-idx1}-ubyte.gz, from Debian's dataset-fashion-mnist: the same IDX bytes, gzipped again
-// with Zopfli (@gfx/zopfli, 5 iterations), which packs them 2.4% smaller than the files as
-// shipped (4,317,806 bytes of images against 4,422,079). Every reader downloads the images, so
-// on a 5 Mbit/s link that is 0.17 s less. src/data_tests.rs checks that the committed files
+// with Zopfli (@gfx/zopfli, 5 iterations), which packs them a few percent smaller than the
+// files as shipped; every reader downloads the images. src/data_tests.rs checks that the committed files
 // unzip to the SHA-256 of Debian's.
 // Rerun: (cd scripts && npm install --no-save @gfx/zopfli@1.0.15 && node recompress-test-images.mjs [DIR])
 // where DIR holds Debian's files (default /usr/share/datasets/fashion-mnist).

@@ -13,7 +13,7 @@ export function setMetric(element, name, value, text) {
 }
 
 // Writes are skipped where nothing changes: even an unchanged write invalidates the layout,
-// which the next frame's canvas sizing would then pay for (about 3 ms of a slider frame).
+// which the next frame's canvas sizing would then pay for, in a slider's frame budget.
 function setText(element, text) {
   if (element.textContent !== text) element.textContent = text;
 }

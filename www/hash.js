@@ -2,9 +2,8 @@
 // The link: the hash Rust writes for each state, put into the address at most every
 // HASH_WRITE_MS, so that the link always ends on the last state.
 
-// Least time between two writes of the link's hash. In headless Chromium 156 each
-// history.replaceState took about 11 ms of the browser process's own thread, once per slider
-// move; and Chromium ignores a page's history changes past 200 in 10 seconds, which a slider
+// Least time between two writes of the link's hash. Each history.replaceState costs the
+// browser process's own thread several milliseconds, once per slider move; and Chromium ignores a page's history changes past 200 in 10 seconds, which a slider
 // dragged at 60 frames a second passes, so the link could miss the last position.
 const HASH_WRITE_MS = 200;
 

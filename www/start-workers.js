@@ -1,14 +1,14 @@
 // @ts-check
 // Starts the inference workers while the browser is still parsing the article: their threads
-// start, and their module compiles, alongside the page's own start (on two cores that saves
-// about a quarter of a second before the first chart). A classic script in the head, so it
+// start, and their module compiles, alongside the page's own start, which brings the first
+// chart sooner (docs/benchmarks.md). A classic script in the head, so it
 // runs before the article is parsed; index.js takes the workers over (InferencePool), and
 // they fetch the shown network once the page has read which it is.
 //
 // Half the cores (one to four) get a worker at once: the page's own start needs the others.
 // Once the page has drawn, the pool may start `later` more, up to one a core (at most four),
-// while it has images queued (on two cores, all 10,000 images were in 0.8 s sooner with a second
-// worker, and the first chart 0.17 s later when it started at once).
+// while it has images queued: a second worker brings all the images in sooner, but started at
+// once it delays the first chart (docs/benchmarks.md).
 //
 // A worker that fails before index.js listens is remembered in `failure`, so that the page
 // still says so.

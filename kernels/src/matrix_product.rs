@@ -7,8 +7,8 @@
 //!
 //! - **V8 deoptimises `gemm` in WebAssembly.** `gemm` picks its kernels at run time through
 //!   function pointers. In Chromium, after a worker had run one network and started a second,
-//!   one of `gemm`'s functions went from about 100 to 200–250 ms a batch of 250 images after
-//!   about 2 s, in every run, and stayed slow (with `--js-flags=--no-wasm-deopt` it did not).
+//!   one of `gemm`'s functions became about twice as slow within seconds, in every run, and
+//!   stayed slow (with `--js-flags=--no-wasm-deopt` it did not).
 //!   The loops here have no indirect calls, so V8's speculative inlining has nothing to undo.
 //! - **The same sums everywhere.** Each output is `Σ_k a[i, k]·b[k, j]`, summed in the order of
 //!   `k` from zero, one rounding for the product and one for the sum (Rust never fuses them
@@ -20,14 +20,9 @@
 //! of the tile's rows, and the tile's sums stay in registers (eight `f32x4`s) from the first
 //! `k` to the last.
 //!
-//! Speed, measured when it served the direct convolutions (an im2col and one product each), in
-//! Node 20 on the 2-core development machine (10,000 test images, batches of 250, one thread):
-//! about 2,400–2,600 images/s against 2,500–2,700 with `gemm`, within this machine's
-//! run-to-run noise. Tiles of 6 × 8, 8 × 8, 5 × 8 and 4 × 16 were slower (V8 keeps 15 SIMD
-//! registers on x86-64, and their sums no longer fit), 2 × 16 and 3 × 16 no faster. Natively
-//! (one thread, `inference_speed` example, same machine) that forward pass ran at about 5,500
-//! images/s through the AVX build, against 7,100 with `gemm`'s AVX2 and FMA kernels; through
-//! Winograd's transforms it runs at about 8,500.
+//! In wasm this kernel runs as fast as `gemm` did, within run-to-run noise (docs/benchmarks.md
+//! has the figures). Tiles of 6 × 8, 8 × 8, 5 × 8 and 4 × 16 were slower (V8 keeps 15 SIMD
+//! registers on x86-64, and their sums no longer fit), 2 × 16 and 3 × 16 no faster.
 
 /// Rows of the output that one tile computes together.
 const TILE_ROWS: usize = 4;
@@ -94,8 +89,7 @@ pub fn matrix_product(a: &[f32], b: &TiledColumns) -> Vec<f32> {
 
 /// [`product`] compiled for AVX: eight lanes a vector instead of SSE's four. Natively the crate
 /// targets plain x86-64 (SSE2), and there the loops ran at half the rate of `gemm`, which picks
-/// AVX kernels at run time (3,503 against 7,139 images/s, one thread, `inference_speed`
-/// example). Only AVX is enabled, not FMA, so every sum is still the same as in [`product`].
+/// AVX kernels at run time (`inference_speed` example). Only AVX is enabled, not FMA, so every sum is still the same as in [`product`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
 fn matrix_product_avx(a: &[f32], b: &TiledColumns) -> Vec<f32> {

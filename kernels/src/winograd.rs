@@ -11,10 +11,8 @@
 //! product `[blocks, in] × [in, out]`), and `Aᵀ m A` turns the 4×4 sum back into the 2×2
 //! outputs. The transforms only add and subtract (the kernel's, done once at load time, also
 //! halves), so the multiplications drop 2.25-fold. The second convolution is most of the
-//! network's arithmetic. In Node 20 (WebAssembly, one thread, 64 images), it and its pooling
-//! take 7–8 ms this way, against 16 ms through an im2col and one matrix product, which this
-//! replaces. The page's forward pass went from about 3,100 to 5,800 images/s (batches of 256,
-//! `scripts/bench`'s side-by-side run in Chromium).
+//! network's arithmetic: this way it and its pooling take about half the time of an im2col and
+//! one matrix product, which this replaces (docs/benchmarks.md has the page's figures).
 //!
 //! The 2×2 output block is exactly the window that the 2×2 max-pooling that follows takes, so
 //! the outputs are pooled as they come out of `Aᵀ m A` and never stored: the block's maximum,
@@ -37,7 +35,7 @@ const POSITIONS: usize = 16;
 const LANES: usize = 4;
 /// Output blocks transformed and multiplied together: four 14×14 images' 7 × 7 blocks. It keeps
 /// the second convolution's transformed tiles (16 × 196 × 32 values in, 16 × 196 × 64 out)
-/// within about 1.2 MB; groups of 49 to 3,136 blocks ran as fast in Node 20.
+/// within about 1.2 MB; larger and smaller groups ran no faster.
 const BLOCKS_PER_PRODUCT: usize = 196;
 
 /// `G`, the kernel's transform: `G g Gᵀ` is a 3×3 kernel `g` as 4×4.
@@ -215,9 +213,8 @@ impl Layer<'_> {
 /// [`convolve_max_pool_bias_relu`] of one input channel (the network's first convolution).
 /// Each position's product is then a product of two numbers, so the 16 are not matrix products:
 /// the block's transformed patch is scaled by the transformed kernel and turned back into the
-/// pooled outputs four channels at a time, without storing the products. In Node 20 the first
-/// convolution and its pooling took 2.1–2.5 ms per 64 images this way, 3.3 ms through 16
-/// products of one inner value, and 4.3 ms through an im2col.
+/// pooled outputs four channels at a time, without storing the products: faster than 16
+/// products of one inner value, and than an im2col.
 fn convolve_one_channel(
     padded: &[f32],
     pooled: &mut [f32],
@@ -398,7 +395,7 @@ where
 
 /// The larger of `a` and `b` (`a` when they tie), written as a comparison: LLVM turns the pooling
 /// loop into WebAssembly's `f32x4.pmax` (natively `maxps`), four channels per instruction
-/// (in Node 20 this alone took the forward pass from 664 to 1,073 images/s on the test set).
+/// (this alone made the whole forward pass about 1.6 times as fast).
 /// `f32::max`'s rule for NaN (return the other operand) has no such instruction, and the loop
 /// stays scalar in WebAssembly. The inputs come from finite pixels and weights, so they never
 /// hold NaN and the two agree.
