@@ -150,7 +150,7 @@ test("every slider's aria-valuetext says the value shown beside it, before and a
     // A score's own sliders are enabled by the frame the score change asks for (a readout
     // patch, on their fieldset): a key pressed on a slider still disabled moves nothing. The
     // input's own `disabled` is false inside a disabled fieldset; `:disabled` matches either.
-    await page.waitForFunction((id) => !document.getElementById(id).matches(":disabled"), slider.id, { timeout: 10_000 });
+    await page.waitForFunction((id) => !document.getElementById(id).matches(":disabled"), slider.id, { timeout: 60_000 });
     const before = await sliderTexts();
     await page.focus(`#${slider.id}`);
     const atMaximum = await page.$eval(`#${slider.id}`, (input) => input.value === input.max);

@@ -50,7 +50,7 @@ const conformalDraws = () => page.evaluate(() => window.calibra.timings.conforma
 async function afterConformalRedraw(action) {
   const before = await conformalDraws();
   await action();
-  await page.waitForFunction((n) => window.calibra.timings.conformalDraws.length > n, before, { timeout: 10_000, polling: "raf" });
+  await page.waitForFunction((n) => window.calibra.timings.conformalDraws.length > n, before, { timeout: 60_000, polling: "raf" });
   await nextFrames(page, 1);
 }
 
@@ -74,7 +74,7 @@ async function configure({ alpha = 0.1, score = "aps", randomized = true, mondri
 
 async function showConformalLab() {
   await page.locator("#conformal-lab").scrollIntoViewIfNeeded();
-  await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 10_000 });
+  await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 60_000 });
   await nextFrames(page);
 }
 
@@ -258,7 +258,7 @@ test("7. a hash link restores the conformal lab", { timeout: INFERENCE_TIMEOUT_M
   assert.equal(await fresh.inputValue("#saps-lambda"), "0.4");
   assert.equal(await fresh.inputValue("#gallery-filter"), "large");
   await fresh.locator("#conformal-lab").scrollIntoViewIfNeeded();
-  await fresh.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 10_000 });
+  await fresh.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 60_000 });
   const m = await readMetrics(fresh);
   assert.ok(Math.abs(m.guarantee_lower - 0.85) < 1e-12, "α = 0.15 is in force");
   await fresh.close();

@@ -106,7 +106,7 @@ test("2. the SVG is the figure at the canvas's size, the PNG the figure at twice
 
 test("3. coverage per class in the CSV is the lab's at this α and T", { timeout: 60_000 }, async () => {
   await page.locator("#conformal-lab").scrollIntoViewIfNeeded();
-  await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 10_000 });
+  await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 60_000 });
   const [header, ...rows] = csvRows((await saved("per-class", "CSV")).bytes);
   assert.deepEqual(header, ["class", "coverage", "target"]);
   const classes = await page.evaluate(() => window.calibra.limits.class_names);
@@ -147,7 +147,7 @@ test("5. 'Copy link to this view' copies the address of this state", { timeout: 
   await menu.scrollIntoViewIfNeeded();
   if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
   await menu.getByRole("button", { name: "Copy link to this view" }).click();
-  await page.waitForFunction(() => document.querySelector(".figure-menu-status").textContent === "Link copied.", null, { timeout: 5_000 });
+  await page.waitForFunction(() => document.querySelector(".figure-menu-status").textContent === "Link copied.", null, { timeout: 30_000 });
   const copied = await page.evaluate(() => navigator.clipboard.readText());
   assert.equal(copied, await page.evaluate(() => location.href));
   assert.match(copied, /#model=ce&t=1\.5&/);
@@ -176,7 +176,7 @@ test("6. 'Copy embed code' copies an <iframe> of the embed view of that figure i
     await frame.waitForFunction(() => document.body.classList.contains("embed") && document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
     await nextFrames(host, 3);
     const content = await frame.evaluate(() => document.documentElement.scrollHeight);
-    await host.waitForFunction((height) => Number(document.querySelector("iframe[data-calibra-embed]").height) === height, content, { timeout: 10_000 });
+    await host.waitForFunction((height) => Number(document.querySelector("iframe[data-calibra-embed]").height) === height, content, { timeout: 60_000 });
   } finally {
     await host.close();
   }
@@ -230,7 +230,7 @@ test("7. every figure's embed view shows that figure alone, drawn, with its slid
     input.value = "100";
     input.dispatchEvent(new Event("input"));
   });
-  await view.waitForFunction((old) => document.getElementById("reliability").toDataURL() !== old, before, { timeout: 10_000 });
+  await view.waitForFunction((old) => document.getElementById("reliability").toDataURL() !== old, before, { timeout: 60_000, polling: 250 });
   assert.notEqual((await hashParams(view)).t, "1.5");
   await view.close();
 });
@@ -325,7 +325,7 @@ test("8b. 'Copy link to this view' right after two quick slider moves copies the
     return { pending, t: window.calibra.state.t };
   });
   assert.ok(moved.pending, "the second move's hash was waiting when the link was copied");
-  await page.waitForFunction(() => [...document.querySelectorAll(".figure-menu-status")].some((status) => status.textContent === "Link copied."), null, { timeout: 5_000 });
+  await page.waitForFunction(() => [...document.querySelectorAll(".figure-menu-status")].some((status) => status.textContent === "Link copied."), null, { timeout: 30_000 });
   const copied = await page.evaluate(() => navigator.clipboard.readText());
   assert.equal(Number(new URLSearchParams(new URL(copied).hash.slice(1)).get("t")), moved.t);
 });

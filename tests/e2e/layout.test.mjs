@@ -72,12 +72,12 @@ test("once every image is in, the progress bar leaves no band in the article", a
 test("the labs' index stays at hand, moves to a lab without changing the link, and marks the lab in view", async () => {
   const hash = await page.evaluate(() => location.hash);
   await page.click('#lab-index a[href="#shift-lab"]');
-  await page.waitForFunction(() => Math.abs(document.getElementById("shift-lab").getBoundingClientRect().top - document.getElementById("lab-index").getBoundingClientRect().height) < 4, null, { timeout: 5_000 });
+  await page.waitForFunction(() => Math.abs(document.getElementById("shift-lab").getBoundingClientRect().top - document.getElementById("lab-index").getBoundingClientRect().height) < 4, null, { timeout: 30_000 });
   assert.equal(await page.evaluate(() => location.hash), hash, "the link's state is untouched");
   assert.equal(await page.evaluate(() => document.activeElement?.id), "shift-title", "focus moves to the lab's heading");
   const index = await box("#lab-index");
   assert.ok(Math.abs(index.y) < 1, "the index is stuck at the top");
-  await page.waitForFunction(() => document.querySelector('#lab-index a[aria-current="location"]')?.getAttribute("href") === "#shift-lab", null, { timeout: 5_000 });
+  await page.waitForFunction(() => document.querySelector('#lab-index a[aria-current="location"]')?.getAttribute("href") === "#shift-lab", null, { timeout: 30_000 });
   // A stuck slider bar sits under the index, not behind it.
   await page.click('#lab-index a[href="#ood-lab"]');
   await page.evaluate(() => window.scrollBy(0, 600));

@@ -160,7 +160,7 @@ test("1. a stroke drawn on the pad: the page's answer is the native tool's on th
     }
     await page.mouse.up();
   }
-  await page.waitForFunction(() => window.calibra.ownPixels !== null, null, { timeout: 10_000 });
+  await page.waitForFunction(() => window.calibra.ownPixels !== null, null, { timeout: 60_000 });
   const pixels = await page.evaluate(() => window.calibra.ownPixels);
   await answered(pixels);
   assert.equal(requests.length, fetchedBefore, `requests while classifying: ${requests.slice(fetchedBefore).join(", ")}`);
@@ -210,7 +210,7 @@ test("2. a PNG dropped on the section: negated by the guess, its own test image 
     return transfer;
   }, base64);
   await page.dispatchEvent("#own-drop", "drop", { dataTransfer });
-  await page.waitForFunction(() => document.getElementById("own-status").textContent.includes("garment.png"), null, { timeout: 10_000 });
+  await page.waitForFunction(() => document.getElementById("own-status").textContent.includes("garment.png"), null, { timeout: 60_000 });
   const pixels = await page.evaluate(() => window.calibra.ownPixels);
   await answered(pixels);
   assert.equal(requests.length, fetchedBefore, `requests while classifying: ${requests.slice(fetchedBefore).join(", ")}`);
@@ -239,7 +239,7 @@ test("3. a file that is no picture and a blank picture say so, and take away the
   const notes = path.join(scratch, "notes.png");
   writeFileSync(notes, "these are notes, not a picture\n");
   await page.setInputFiles("#own-file", notes);
-  await page.waitForFunction(() => document.getElementById("own-status").textContent.startsWith("Cannot read “notes.png”"), null, { timeout: 10_000 });
+  await page.waitForFunction(() => document.getElementById("own-status").textContent.startsWith("Cannot read “notes.png”"), null, { timeout: 60_000 });
   await nextFrames(page, 2);
   assert.deepEqual(await answersShown(), { pixels: null, hidden: true }, "no answer sits under the refusal");
   // A white PNG, encoded by the browser.
@@ -254,7 +254,7 @@ test("3. a file that is no picture and a blank picture say so, and take away the
   const blankFile = path.join(scratch, "white.png");
   writeFileSync(blankFile, Buffer.from(blank));
   await page.setInputFiles("#own-file", blankFile);
-  await page.waitForFunction(() => document.getElementById("own-status").textContent.includes("“white.png”"), null, { timeout: 10_000 });
+  await page.waitForFunction(() => document.getElementById("own-status").textContent.includes("“white.png”"), null, { timeout: 60_000 });
   assert.match(await page.locator("#own-status").textContent(), /^Cannot use “white\.png”: the picture is blank/);
   await nextFrames(page, 2);
   assert.deepEqual(await answersShown(), { pixels: null, hidden: true });

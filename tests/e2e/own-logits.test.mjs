@@ -233,7 +233,7 @@ test("3. each bad file shows the command-line tool's message and keeps the numbe
     await page.setInputFiles("#own-names-file", names ? [names] : []);
     await page.setInputFiles("#own-labels-file", [labels]);
     await page.setInputFiles("#own-logits-file", [logits]);
-    await page.waitForFunction(() => document.getElementById("own-logits-status").textContent.startsWith("Cannot use"), null, { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById("own-logits-status").textContent.startsWith("Cannot use"), null, { timeout: 60_000 });
     // The page knows a file by its name, the CLI by its path.
     const expected = `Cannot use these files: ${message.replaceAll(scratch + path.sep, "")}`;
     assert.equal(await page.textContent("#own-logits-status"), expected);

@@ -170,7 +170,7 @@ test("3. the sweep: every severity of the corruption is evaluated, the chart and
 
   const diagram = await canvasData(page, "shift-reliability");
   await page.locator("#recalibrate").check();
-  await page.waitForFunction((old) => document.getElementById("shift-reliability").toDataURL() !== old, diagram, { timeout: 10_000 });
+  await page.waitForFunction((old) => document.getElementById("shift-reliability").toDataURL() !== old, diagram, { timeout: SHIFT_TIMEOUT_MS, polling: 250 });
   assert.equal((await hashParams(page)).recalibrate, "1");
 
   // The lab's screenshot, with the sweep drawn.

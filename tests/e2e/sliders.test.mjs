@@ -51,12 +51,19 @@ async function settled(control, key) {
   return { ...shown, entry: hash[key] };
 }
 
-// The slider's track: where a pointer at `fraction` of its width lands.
+// The slider's track: where a pointer at `fraction` of its width lands, once the track has
+// stayed in one place for a few frames (a lab still filling in, or its bar sticking, moves it;
+// on a loaded machine a click measured before such a move misses the track).
 async function trackPoint(control, fraction) {
   const locator = page.locator(`#${control}`);
   await locator.scrollIntoViewIfNeeded();
-  await nextFrames(page, 2);
-  const box = await locator.boundingBox();
+  let box = await locator.boundingBox();
+  for (let attempt = 0; attempt < 50; attempt++) {
+    await nextFrames(page, 3);
+    const again = await locator.boundingBox();
+    if (JSON.stringify(again) === JSON.stringify(box)) break;
+    box = again;
+  }
   return { x: box.x + fraction * box.width, y: box.y + box.height / 2 };
 }
 
@@ -135,7 +142,7 @@ test("a preset sets every key its line depends on and brings the figure its line
   await page.waitForFunction(() => {
     const box = document.getElementById("conformal-metrics").getBoundingClientRect();
     return box.top >= 0 && box.bottom <= innerHeight;
-  }, null, { timeout: 5_000, polling: 100 });
+  }, null, { timeout: 30_000, polling: 100 });
   assert.ok(await page.evaluate(() => document.getElementById("conformal-metrics").classList.contains("shown-by-preset")));
   // Switching the network back puts T at 1, whatever T the other network was fitted to.
   await page.evaluate(() => { location.hash = "model=logitnorm&t=0.07"; });

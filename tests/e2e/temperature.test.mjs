@@ -279,7 +279,7 @@ test("2. the slider changes ECE and the reliability chart, never the accuracy (m
   assert.equal(metrics.accuracy_t1, start.accuracy_t1);
   assert.notEqual(await canvasData(main, "reliability"), startChart, "the reliability diagram is redrawn");
   await main.locator("#smooth-reliability").scrollIntoViewIfNeeded();
-  await main.waitForFunction((old) => document.getElementById("smooth-reliability").toDataURL() !== old, startSmooth, { timeout: 10_000, polling: 250 })
+  await main.waitForFunction((old) => document.getElementById("smooth-reliability").toDataURL() !== old, startSmooth, { timeout: 60_000, polling: 250 })
     .catch(() => assert.fail("the smooth reliability diagram is redrawn once it is on screen"));
   await main.evaluate(() => scrollTo(0, 0));
   await nextFrames(main, 2);
