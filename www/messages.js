@@ -10,8 +10,8 @@
  * @typedef {{ type: "infer" | "odin", model: number, set: string, start: number, pixels: Uint8Array }} InferRequest
  * @typedef {LoadRequest | InferRequest} InferenceRequest
  * @typedef {{ status: "fetched", model: number }} WeightsFetched
- * @typedef {{ status: "ready", model: number, digest: string | null }} ModelReady
- * @typedef {{ status: "logits", model: number, set: string, start: number, count: number, logits: Float32Array, millis?: number, cached?: boolean }} LogitsAnswer
+ * @typedef {{ status: "ready", model: number, digest: string | null, last_layer: Float32Array }} ModelReady
+ * @typedef {{ status: "logits", model: number, set: string, start: number, count: number, logits: Float32Array, features: Float32Array, millis?: number, cached?: boolean }} LogitsAnswer
  * @typedef {{ status: "odin", model: number, set: string, start: number, count: number, scores: Float64Array, millis?: number }} OdinAnswer
  * @typedef {{ status: "error", model?: number, message: string }} WorkerError
  * @typedef {WeightsFetched | ModelReady | LogitsAnswer | OdinAnswer | WorkerError} InferenceAnswer

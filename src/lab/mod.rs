@@ -21,6 +21,7 @@ use crate::smooth_calibration::SmoothEce;
 
 mod answers;
 mod conformal_view;
+mod feature_store;
 mod halves;
 mod intervals;
 mod ood_store;
@@ -32,6 +33,7 @@ mod shift_view;
 mod streamed;
 mod temperature_view;
 
+pub use feature_store::{FeatureInputs, FeatureStore, NetworkFeatureScores, FEATURE_WIDTH};
 pub use halves::Halves;
 pub use ood_store::{DifferenceRequest, ImageSet, OodSet, OodStore, DIFFERENCE_BOOTSTRAP};
 pub use own_image::OwnImageSet;
@@ -89,6 +91,10 @@ pub enum LabError {
     Conformal(#[from] ConformalError),
     #[error(transparent)]
     Bootstrap(#[from] crate::bootstrap::BootstrapError),
+    #[error("feature of row {row} is not finite")]
+    NonFiniteFeature { row: usize },
+    #[error(transparent)]
+    Features(#[from] crate::ood_features::FeatureError),
 }
 
 /// One network's accuracy and calibration, as the OOD lab compares them across networks.

@@ -85,6 +85,12 @@ pub fn score_name(kind: OodScore) -> &'static str {
         OodScore::MaxLogit => "max-logit",
         OodScore::Energy => "energy",
         OodScore::Odin => "ODIN",
+        OodScore::Mahalanobis => "Mahalanobis",
+        OodScore::Knn => "KNN",
+        OodScore::React => "ReAct",
+        OodScore::Ash => "ASH-S",
+        OodScore::Vim => "ViM",
+        OodScore::GradNorm => "GradNorm",
     }
 }
 
@@ -156,11 +162,18 @@ pub(super) fn render(
         return Ok(out);
     }
 
+    let split = lab.split_seed();
     let chosen_view = store
-        .view(chosen, set, state.t, complete(lab, chosen)?)?
+        .view(chosen, set, state.t, complete(lab, chosen)?, split)?
         .clone();
     let ce_view = store
-        .view(cross_entropy, set, state.t, complete(lab, cross_entropy)?)?
+        .view(
+            cross_entropy,
+            set,
+            state.t,
+            complete(lab, cross_entropy)?,
+            split,
+        )?
         .clone();
     let chosen_summary = lab.network_summary(chosen, state.bins, state.binning)?;
     let ce_summary = lab.network_summary(cross_entropy, state.bins, state.binning)?;
@@ -196,6 +209,7 @@ pub(super) fn render(
         set,
         score: state.ood_score,
         temperature: state.t,
+        split: lab.split_seed(),
     };
     let difference = store.difference(&request);
     // Asked for cross-entropy alone too: its own intervals come with the resamples.
@@ -331,6 +345,7 @@ pub fn difference_scores(
             request.set,
             request.temperature,
             complete(lab, model)?,
+            request.split,
         )?;
         let (in_distribution, out_of_distribution) = view.scores(request.score)?;
         scores.push(in_distribution.to_vec());
@@ -510,6 +525,7 @@ fn score_label(kind: OodScore, temperature: f64) -> String {
         OodScore::Msp | OodScore::Energy => format!("{} at T = {temperature:.3}", score_name(kind)),
         OodScore::MaxLogit => score_name(kind).to_string(),
         OodScore::Odin => format!("ODIN (T = {ODIN_TEMPERATURE}, ε = {ODIN_EPSILON})"),
+        feature => format!("{} (fitted on the calibration half)", score_name(feature)),
     }
 }
 
@@ -537,6 +553,7 @@ fn tau_points(
     store: &mut OodStore,
     state: &PageState,
 ) -> Result<Vec<TauPoint>, LabError> {
+    let split = lab.split_seed();
     let mut points = Vec::new();
     for model in Network::trained()
         .into_iter()
@@ -549,7 +566,7 @@ fn tau_points(
         if arrived < rows {
             continue;
         }
-        let view = store.view(model, state.ood, state.t, logits)?;
+        let view = store.view(model, state.ood, state.t, logits, split)?;
         let Ok(detection) = view.summary(state.ood_score) else {
             continue;
         };

@@ -260,7 +260,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     assert_eq!(charts.tau_points.len(), 2);
     let in_distribution = lab.complete_logits(chosen).unwrap().unwrap().to_vec();
     let view = store
-        .view(chosen, OodSet::Mnist, state.t, &in_distribution)
+        .view(chosen, OodSet::Mnist, state.t, &in_distribution, 0)
         .unwrap();
     let energy = &view
         .summary(crate::lab::ood_view::ScoreKind::Energy)
@@ -317,7 +317,9 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     assert_eq!(ce_points.iter().map(|p| p.seed).collect::<Vec<_>>(), [0, 1]);
     let mut fpr95 = |model: usize| {
         let logits = lab.complete_logits(model).unwrap().unwrap().to_vec();
-        let view = store.view(model, OodSet::Mnist, state.t, &logits).unwrap();
+        let view = store
+            .view(model, OodSet::Mnist, state.t, &logits, 0)
+            .unwrap();
         view.summary(crate::lab::ood_view::ScoreKind::Energy)
             .unwrap()
             .metrics
