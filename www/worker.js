@@ -12,11 +12,14 @@
 //                   batch's images have no file of their own, it fetches the test images,
 //                   which would share a slow link with the weights: asked for then, their first
 //                   bytes follow the weights' last)
-//   worker -> page  {status: "ready", model, digest, last_layer}
+//   worker -> page  {status: "last-layer", model, last_layer}
+//                   as soon as the model is loaded, before any of its logits: Float32Array, the
+//                   weight [10, 128] then the bias [10] (buffer transferred), which the
+//                   feature-based OOD detectors read
+//   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
 //                   where the browser has no crypto.subtle; it may come after the model's first
-//                   logits. last_layer: Float32Array, the weight [10, 128] then the bias [10]
-//                   (the feature-based OOD detectors need them)
+//                   logits
 //   worker -> page  {status: "logits", model, set, start, count, logits, features, millis}
 //                   logits: Float32Array [count, 10]; features: Float32Array [count, 128], the
 //                   penultimate activations (both views of one buffer, transferred)
@@ -75,12 +78,14 @@ async function handle(/** @type {InferenceRequest} */ message) {
     if (!warmed && !downloaded) warm_up();
     warmed = true;
     const weights = await download;
-    models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
+    const model = new Model(weights);
+    models.set(message.model, { model, weights, classes: message.classes });
+    const lastLayer = model.last_layer();
+    answer({ status: "last-layer", model: message.model, last_layer: lastLayer }, [lastLayer.buffer]);
     // Batches do not wait for the digest, which only the logits cache needs.
     const digest = cacheAvailable ? sha256(weights) : Promise.resolve(null);
-    const lastLayer = models.get(message.model).model.last_layer();
     digest.then(
-      (digest) => answer({ status: "ready", model: message.model, digest, last_layer: lastLayer }, [lastLayer.buffer]),
+      (digest) => answer({ status: "ready", model: message.model, digest }),
       (error) => answer({ status: "error", model: message.model, message: `cannot hash the weights: ${error.message}` }),
     );
   } else if (message.type === "infer") {

@@ -121,6 +121,15 @@ impl FeatureStore {
         streamed.is_complete().then(|| streamed.values())
     }
 
+    /// Whether `model`'s features on every image set and its last layer are in: what
+    /// [`FeatureStore::inputs`] waits for.
+    pub fn ready(&self, model: usize) -> bool {
+        self.last_layers.get(model).is_some_and(Option::is_some)
+            && std::iter::once(ImageSet::Test)
+                .chain(OodSet::ALL.map(ImageSet::from))
+                .all(|set| self.complete(model, set).is_some())
+    }
+
     /// Keeps `model`'s last layer: the weight `[K, 128]` row-major, then the bias `[K]`.
     ///
     /// # Errors

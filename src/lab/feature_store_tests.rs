@@ -102,7 +102,9 @@ fn inputs_fit_on_the_calibration_rows_and_score_the_others() {
         store.add_features(0, set.into(), 0, values).unwrap();
     }
     assert_eq!(store.inputs(0, &is_calibration, &labels), None);
+    assert!(!store.ready(0));
     store.set_last_layer(0, &last_layer()).unwrap();
+    assert!(store.ready(0));
 
     let inputs = store.inputs(0, &is_calibration, &labels).unwrap();
     let rows_of = |calibration: bool| -> Vec<f32> {

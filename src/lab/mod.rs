@@ -33,9 +33,13 @@ mod shift_view;
 mod streamed;
 mod temperature_view;
 
-pub use feature_store::{FeatureInputs, FeatureStore, NetworkFeatureScores, FEATURE_WIDTH};
+pub use feature_store::{
+    FeatureInputs, FeatureRequest, FeatureStore, NetworkFeatureScores, FEATURE_WIDTH,
+};
 pub use halves::Halves;
-pub use ood_store::{DifferenceRequest, ImageSet, OodSet, OodStore, DIFFERENCE_BOOTSTRAP};
+pub use ood_store::{
+    DifferenceRequest, ImageSet, OodSet, OodStore, RankingRequest, DIFFERENCE_BOOTSTRAP,
+};
 pub use own_image::OwnImageSet;
 pub use rivals::{RivalsRequest, RivalsView};
 pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
@@ -322,6 +326,16 @@ impl Lab {
     /// The seed of the current split.
     pub fn split_seed(&self) -> u64 {
         self.split_seed
+    }
+
+    /// Every test row's label.
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// Whether each test row is in the calibration half of the current split.
+    pub fn calibration_flags(&self) -> &[bool] {
+        &self.is_calibration
     }
 
     /// Splits the test rows into calibration and evaluation halves with `seed`.

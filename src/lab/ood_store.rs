@@ -12,6 +12,7 @@ use crate::calibration::Logits;
 use crate::data::NoiseKind;
 use crate::lab::ood_view::{OdinScores, OodView, ScoreKind};
 use crate::ood_difference::PairedDifference;
+use crate::ood_ranking::Ranking;
 
 /// The paired bootstrap of the τ lab's lesson: 1,000 resamples of the test and OOD images, 95%.
 pub const DIFFERENCE_BOOTSTRAP: BootstrapSettings = BootstrapSettings {
@@ -37,6 +38,25 @@ pub struct DifferenceRequest {
 
 /// Paired differences kept at once (each is a few numbers).
 const KEPT_DIFFERENCES: usize = 64;
+
+/// Which ranking of detectors (`ood_ranking`): every score computed for network `chosen` and
+/// network `reference` on one OOD set, at one temperature, on one split's evaluation half (the
+/// images every score, the feature scores included, is measured on). The page asks a worker
+/// for it, since each candidate's intervals take 1,000 resamples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankingRequest {
+    pub chosen: usize,
+    pub reference: usize,
+    pub set: OodSet,
+    pub temperature: f64,
+    pub split: u64,
+    /// The candidates as (score, network), in the order the ranking's `candidate` indexes.
+    pub candidates: Vec<(ScoreKind, usize)>,
+}
+
+/// Rankings kept at once.
+const KEPT_RANKINGS: usize = 16;
 
 /// An out-of-distribution set of the lab (serde: `"mnist"`, `"gaussian"`, `"uniform"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +164,7 @@ pub struct OodStore {
     views: Vec<CachedView>,
     /// Answers of the worker, oldest first.
     differences: Vec<(DifferenceRequest, PairedDifference)>,
+    rankings: Vec<(RankingRequest, Ranking)>,
     /// Each network's penultimate features and last layer, and the feature scores computed
     /// from them.
     features: FeatureStore,
@@ -172,6 +193,7 @@ impl OodStore {
             odin: vec![odin; model_count],
             views: Vec::new(),
             differences: Vec::new(),
+            rankings: Vec::new(),
             features: FeatureStore::new(model_count, test_rows, set_rows),
         }
     }
@@ -202,6 +224,23 @@ impl OodStore {
             .iter()
             .find(|(kept, _)| kept == request)
             .map(|&(_, difference)| difference)
+    }
+
+    /// Keeps a ranking a worker computed (beyond [`KEPT_RANKINGS`], the oldest goes).
+    pub fn add_ranking(&mut self, request: RankingRequest, ranking: Ranking) {
+        self.rankings.retain(|(kept, _)| kept != &request);
+        if self.rankings.len() == KEPT_RANKINGS {
+            self.rankings.remove(0);
+        }
+        self.rankings.push((request, ranking));
+    }
+
+    /// The kept answer to `request`, if a worker has given one.
+    pub fn ranking(&self, request: &RankingRequest) -> Option<&Ranking> {
+        self.rankings
+            .iter()
+            .find(|(kept, _)| kept == request)
+            .map(|(_, ranking)| ranking)
     }
 
     fn check_model(&self, model: usize) -> Result<(), LabError> {

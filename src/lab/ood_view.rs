@@ -90,6 +90,11 @@ impl ScoreKind {
         features
     };
 
+    /// Whether the score reads the penultimate features (one of [`ScoreKind::FEATURES`]).
+    pub fn reads_features(self) -> bool {
+        Self::FEATURES.contains(&self)
+    }
+
     /// Whether the score is computed from the logits alone (at the view's temperature).
     pub fn reads_logits_only(self) -> bool {
         matches!(self, Self::Msp | Self::MaxLogit | Self::Energy)
