@@ -100,7 +100,7 @@ class BootstrapWorker {
       this.sent = key;
     }
     /** @type {BootstrapRequest} */
-    const message = { type, request };
+    const message = { type: /** @type {"intervals" | "rivals"} */ (type), request };
     this.busy = JSON.stringify(message);
     post(this.worker, message);
   }

@@ -548,6 +548,44 @@ impl Page {
         Ok(object.into())
     }
 
+    /// The scores a worker ranks for `request` (a [`lab::RankingRequest`]):
+    /// `{scores, rows_in, rows_out}`, each candidate's ID then OOD scores end to end in a
+    /// `Float64Array`.
+    pub fn ranking_scores(&mut self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::RankingRequest = from_js(request, "ranking request")?;
+        let data = self.data()?;
+        let (scores, rows_in, rows_out) =
+            page::ranking_scores(&data.lab, &mut data.store, &request)?;
+        let object = js_sys::Object::new();
+        set_field(
+            &object,
+            "scores",
+            &js_sys::Float64Array::from(&scores[..]).into(),
+            "ranking scores",
+        )?;
+        set_field(
+            &object,
+            "rows_in",
+            &JsValue::from(rows_in),
+            "ranking scores",
+        )?;
+        set_field(
+            &object,
+            "rows_out",
+            &JsValue::from(rows_out),
+            "ranking scores",
+        )?;
+        Ok(object.into())
+    }
+
+    /// Keeps the ranking a worker computed for `request` (a [`lab::RankingRequest`]).
+    pub fn add_ranking(&mut self, request: JsValue, ranking: JsValue) -> Result<(), JsError> {
+        let request = from_js(request, "ranking request")?;
+        let ranking = from_js(ranking, "ranking")?;
+        self.data()?.store.add_ranking(request, ranking);
+        Ok(())
+    }
+
     /// The test rows of the current split's calibration half, in increasing order
     /// (`Uint32Array`): the images the feature detectors are fitted on, for a check against the
     /// command-line tool.

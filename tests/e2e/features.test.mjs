@@ -2,8 +2,8 @@
 // the detectors fitted in the bootstrap worker on the calibration half, and every feature
 // score's FPR95, AUROC, AUPR-In and AUPR-Out equal to `calibra ood --model` run natively on
 // the same images (the calibration half to fit, the evaluation half and the digits to score),
-// within 1e-9; switching between fitted scores within a frame; the cache's size with the
-// features.
+// within a few swapped pairs of scores; switching between fitted scores within a frame; the
+// cache's size with the features.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -18,10 +18,12 @@ import { IMAGES_URL, LABELS_URL, buildCalibra, collectProblems, download, launch
 const run = promisify(execFile);
 
 const INFERENCE_TIMEOUT_MS = 300_000;
-// The browser's features are the native ones to the bit (the kernels' sums are the same on both,
-// see kernels/src/matrix_product.rs), and the detectors the same f64 arithmetic: only summation
-// order may differ.
-const TOLERANCE_METRIC = 1e-9;
+// The browser's features and the CLI's differ in their last bits (the page infers in batches of
+// other sizes, and a row's sums follow its place in a batch), which may swap two near-equal
+// scores: each metric may move by a few such swaps, no more. (The detectors themselves are the
+// same f64 arithmetic on both; page = library on the same features is lab::FeatureStore's test.)
+const SWAPS = 5;
+const tolerance = (metric, nIn, nOut) => ({ fpr95: SWAPS / nOut, auroc: SWAPS / (nIn * nOut), aupr_in: SWAPS / nIn, aupr_out: SWAPS / nOut })[metric];
 const FEATURE_SCORES = ["mahalanobis", "knn", "react", "ash", "vim", "gradnorm"];
 const METRICS = ["fpr95", "auroc", "aupr_in", "aupr_out"];
 const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
@@ -73,7 +75,7 @@ function idxRows(unzipped, rows, name, { images }) {
   return file;
 }
 
-test("1. every feature score's metrics equal `calibra ood --model` on the same images (1e-9), for LogitNorm τ = 0.04 and cross-entropy", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
+test("1. every feature score's metrics equal `calibra ood --model` on the same images (within a few swapped pairs), for LogitNorm τ = 0.04 and cross-entropy", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
   const binary = await buildCalibra();
   const limits = await page.evaluate(() => window.calibra.limits);
   const metrics = await readMetrics(page);
@@ -88,9 +90,9 @@ test("1. every feature score's metrics equal `calibra ood --model` on the same i
   const labels = gunzipSync(readFileSync(files.labels));
   const rows = images.readUInt32BE(4);
   const evaluation = Array.from({ length: rows }, (_, row) => row).filter((row) => !inCalibration.has(row));
-  const fitImages = idxRows(images, calibration, "fit-images", { images: true });
-  const fitLabels = idxRows(labels, calibration, "fit-labels", { images: false });
-  const idImages = idxRows(images, evaluation, "id-images", { images: true });
+  const fitImages = idxRows(images, calibration, "fit-images-idx3-ubyte", { images: true });
+  const fitLabels = idxRows(labels, calibration, "fit-labels-idx1-ubyte", { images: false });
+  const idImages = idxRows(images, evaluation, "id-images-idx3-ubyte", { images: true });
   const status = await page.textContent("#feature-status");
   for (const [network, suffix] of [["0.04", ""], ["ce", "_ce"]]) {
     // The network the lab shows for a τ: the first listed (the seed its card records).
@@ -101,12 +103,16 @@ test("1. every feature score's metrics equal `calibra ood --model` on the same i
     const native = JSON.parse((await run(binary, args, { maxBuffer: 16 << 20 })).stdout);
     assert.equal(native.n_fit, calibration.length);
     assert.ok(status.endsWith(`k = ${native.knn_k}.`), `KNN's k as the CLI's: ${status}`);
+    let largest = 0;
     for (const score of FEATURE_SCORES) {
       for (const metric of suffix ? ["fpr95", "auroc"] : METRICS) {
         const value = metrics[`${metric}_${score}${suffix}`];
-        assert.ok(Math.abs(value - native[score][metric]) <= TOLERANCE_METRIC, `${network}, ${score} ${metric}: page ${value}, CLI ${native[score][metric]}`);
+        const difference = Math.abs(value - native[score][metric]);
+        largest = Math.max(largest, difference);
+        assert.ok(difference <= tolerance(metric, native.n_id, native.n_ood), `${network}, ${score} ${metric}: page ${value}, CLI ${native[score][metric]}`);
       }
     }
+    t.diagnostic(`${network}: largest difference from the CLI ${largest.toExponential(2)}`);
     t.diagnostic(`${network}: ${FEATURE_SCORES.map((score) => `${score} FPR95 ${native[score].fpr95.toFixed(4)} AUROC ${native[score].auroc.toFixed(4)}`).join("; ")}`);
   }
 });
