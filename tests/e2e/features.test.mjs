@@ -132,3 +132,22 @@ test("2. once fitted, switching between feature scores redraws within a frame; t
   // A frame at 60 Hz; the charts and the table only (the scores are kept).
   assert.ok(Math.max(...millis) < 50, `redraws of ${millis.join(", ")} ms`);
 });
+
+test("3. the ranking lists every computed score on both networks by AUROC, and its sentence names the first with its interval", { timeout: INFERENCE_TIMEOUT_MS }, async () => {
+  await page.waitForFunction(() => document.querySelectorAll("#ood-ranking tbody tr").length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
+  await nextFrames(page, 2);
+  const rows = await page.$$eval("#ood-ranking tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td, th")].map((cell) => ({ text: cell.textContent, value: cell.dataset.value }))));
+  // Nine scores (ODIN not asked for) on each of the two networks.
+  assert.equal(rows.length, 18);
+  const aurocs = rows.map((cells) => Number(cells[4].value));
+  assert.deepEqual(aurocs, [...aurocs].sort((a, b) => b - a), "by decreasing AUROC");
+  const metrics = await readMetrics(page);
+  const [first] = rows;
+  const key = first[2].text === "cross-entropy" ? "_ce" : "";
+  const score = { MSP: "msp", "max-logit": "max_logit", energy: "energy", Mahalanobis: "mahalanobis", KNN: "knn", ReAct: "react", "ASH-S": "ash", ViM: "vim", GradNorm: "gradnorm" }[first[1].text];
+  // The feature scores are on the evaluation half in both tables: the same AUROC.
+  if (FEATURE_SCORES.includes(score)) assert.equal(Number(first[4].value), metrics[`auroc_${score}${key}`]);
+  const lesson = await page.textContent("#ood-ranking-lesson");
+  assert.ok(lesson.startsWith(`Here ${first[1].text} on ${first[2].text} separates MNIST digits best, AUROC ${first[4].text}`), lesson);
+  assert.match(lesson, /is (larger than|within) the noise of these images/);
+});
