@@ -19,6 +19,7 @@ pub mod ood;
 pub mod ood_difference;
 pub mod ood_features;
 pub mod ood_pvalues;
+pub mod ood_ranking;
 pub mod own_image;
 pub mod page;
 pub mod plot;

@@ -248,22 +248,7 @@ pub fn paired_difference(
         check_scores(a, ScoreSet::InDistribution)?;
         check_scores(b, ScoreSet::OutOfDistribution)?;
     }
-    for (set, a, b) in [
-        (ScoreSet::InDistribution, chosen.0.len(), reference.0.len()),
-        (
-            ScoreSet::OutOfDistribution,
-            chosen.1.len(),
-            reference.1.len(),
-        ),
-    ] {
-        if a != b {
-            return Err(DifferenceError::UnpairedSets {
-                set,
-                chosen: a,
-                reference: b,
-            });
-        }
-    }
+    check_paired(chosen, reference)?;
     crate::bootstrap::check_settings(settings)?;
     let (n_in, n_out) = (chosen.0.len(), chosen.1.len());
     let ranked = [
@@ -287,6 +272,33 @@ pub fn paired_difference(
         chosen,
         reference,
     })
+}
+
+/// Whether two detectors' (ID scores, OOD scores) are of as many images each.
+///
+/// # Errors
+/// [`DifferenceError::UnpairedSets`] for the first set whose sizes differ (ID first).
+pub(crate) fn check_paired(
+    chosen: (&[f64], &[f64]),
+    reference: (&[f64], &[f64]),
+) -> Result<(), DifferenceError> {
+    for (set, a, b) in [
+        (ScoreSet::InDistribution, chosen.0.len(), reference.0.len()),
+        (
+            ScoreSet::OutOfDistribution,
+            chosen.1.len(),
+            reference.1.len(),
+        ),
+    ] {
+        if a != b {
+            return Err(DifferenceError::UnpairedSets {
+                set,
+                chosen: a,
+                reference: b,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -653,6 +653,68 @@ pub fn detection_intervals(
     )
 }
 
+/// One candidate of the detectors' ranking as the sentence names it: the detector, the network
+/// and its AUROC with its interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RankedFigures<'a> {
+    pub detector: &'a str,
+    pub network: &'a str,
+    pub auroc: MetricInterval,
+}
+
+/// Which detector on which network separates the Fashion-MNIST images from `set` best here
+/// (`ranked`: by decreasing AUROC, as `ood_ranking` ranks them), and whether its lead over the
+/// next, `lead` (the paired bootstrap interval of their AUROC difference), is larger than the
+/// noise: it is when the interval lies above 0. `None` for `ranked` while a worker computes it.
+pub fn ranking_lesson(
+    set: &str,
+    ranked: Option<&[RankedFigures]>,
+    lead: Option<&MetricInterval>,
+) -> String {
+    let Some(ranked) = ranked else {
+        return "Ranking every score on both networks, with 95% bootstrap intervals…".to_string();
+    };
+    let Some(best) = ranked.first() else {
+        return String::new();
+    };
+    let auroc = |f: &RankedFigures| {
+        format!(
+            "AUROC {:.3} ({:.3} to {:.3})",
+            f.auroc.estimate, f.auroc.lower, f.auroc.upper
+        )
+    };
+    let first = format!(
+        "Here {} on {} separates {set} best, {}",
+        best.detector,
+        best.network,
+        auroc(best)
+    );
+    let (Some(second), Some(lead)) = (ranked.get(1), lead) else {
+        return format!("{first}; it is the only score computed yet.");
+    };
+    let difference = format!(
+        "{:+.3} ({:+.3} to {:+.3})",
+        lead.estimate, lead.lower, lead.upper
+    );
+    if lead.lower > 0.0 {
+        format!(
+            "{first}. Its lead over {} on {} ({}), {difference} in AUROC, is larger than the \
+             noise of these images.",
+            second.detector,
+            second.network,
+            auroc(second)
+        )
+    } else {
+        format!(
+            "{first}, but its lead over {} on {} ({}), {difference} in AUROC, is within the \
+             noise of these images: on them the two cannot be told apart.",
+            second.detector,
+            second.network,
+            auroc(second)
+        )
+    }
+}
+
 /// Which τ the paper's tuning picks here: the trained τ with the lowest FPR95 of MSP at
 /// `T = 1` on Gaussian noise, with every candidate's figure (`gaussian_fpr95`: (τ, FPR95)).
 pub fn paper_selection(chosen: f64, gaussian_fpr95: &[(f64, f64)]) -> String {

@@ -710,3 +710,104 @@ fn the_set_size_summary_gives_each_size_that_occurs_and_the_average() {
     );
     assert_eq!(set_size_summary(&[0, 0]), "");
 }
+
+fn interval(estimate: f64, lower: f64, upper: f64) -> MetricInterval {
+    MetricInterval {
+        estimate,
+        lower,
+        upper,
+    }
+}
+
+#[test]
+fn the_ranking_sentence_names_the_best_and_weighs_its_lead_against_the_noise() {
+    let knn = RankedFigures {
+        detector: "KNN",
+        network: "LogitNorm τ = 0.04",
+        auroc: interval(0.991, 0.987, 0.994),
+    };
+    let vim = RankedFigures {
+        detector: "ViM",
+        network: "cross-entropy",
+        auroc: interval(0.962, 0.955, 0.969),
+    };
+    assert_eq!(
+        ranking_lesson("MNIST digits", None, None),
+        "Ranking every score on both networks, with 95% bootstrap intervals…"
+    );
+    assert_eq!(
+        ranking_lesson("MNIST digits", Some(&[knn]), None),
+        "Here KNN on LogitNorm τ = 0.04 separates MNIST digits best, AUROC 0.991 (0.987 to \
+         0.994); it is the only score computed yet."
+    );
+    let beyond = ranking_lesson(
+        "MNIST digits",
+        Some(&[knn, vim]),
+        Some(&interval(0.029, 0.021, 0.037)),
+    );
+    assert_eq!(
+        beyond,
+        "Here KNN on LogitNorm τ = 0.04 separates MNIST digits best, AUROC 0.991 (0.987 to \
+         0.994). Its lead over ViM on cross-entropy (AUROC 0.962 (0.955 to 0.969)), +0.029 \
+         (+0.021 to +0.037) in AUROC, is larger than the noise of these images."
+    );
+    let within = ranking_lesson(
+        "MNIST digits",
+        Some(&[knn, vim]),
+        Some(&interval(0.029, -0.001, 0.057)),
+    );
+    assert!(
+        within.ends_with(
+            "+0.029 (-0.001 to +0.057) in AUROC, is within the noise of these images: on \
+             them the two cannot be told apart."
+        ),
+        "{within}"
+    );
+}
+
+/// The sentence's claim on detectors whose truth is planted: one that detects better by
+/// construction (ID scores N(3, 1) against N(1, 1), both against OOD N(0, 1)) leads beyond the
+/// noise; two that are the same scores lead by nothing, within it.
+#[test]
+fn the_ranking_sentence_holds_on_planted_detectors() {
+    use crate::bootstrap::BootstrapSettings;
+    use crate::ood_ranking::rank_detectors;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let mut normal = |shift: f64, n: usize| -> Vec<f64> {
+        (0..n)
+            .map(|_| shift + rng.sample::<f64, _>(rand_distr::StandardNormal))
+            .collect()
+    };
+    let (better, worse, out) = (normal(3.0, 300), normal(1.0, 300), normal(0.0, 150));
+    let settings = BootstrapSettings {
+        resamples: 300,
+        level: 0.95,
+        seed: 0,
+    };
+    for (candidates, beyond) in [
+        ([(&worse[..], &out[..]), (&better[..], &out[..])], true),
+        ([(&better[..], &out[..]), (&better[..], &out[..])], false),
+    ] {
+        let ranking = rank_detectors(&candidates, &settings).unwrap();
+        let names = ["worse", "better"];
+        let figures: Vec<RankedFigures> = ranking
+            .ranked
+            .iter()
+            .map(|r| RankedFigures {
+                detector: names[r.candidate],
+                network: "a network",
+                auroc: r.metrics.auroc,
+            })
+            .collect();
+        let lesson = ranking_lesson(
+            "OOD",
+            Some(&figures),
+            ranking.lead.as_ref().map(|l| &l.auroc),
+        );
+        assert_eq!(lesson.contains("larger than the noise"), beyond, "{lesson}");
+        if beyond {
+            assert!(lesson.starts_with("Here better on a network"), "{lesson}");
+        }
+    }
+}

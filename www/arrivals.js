@@ -26,6 +26,19 @@ export class Arrivals {
     this.model = model;
     /** @type {Map<number, number>} rows of each model whose test-set logits have arrived, as Rust counted them */
     this.rows = new Map();
+    /** @type {Map<number, Float32Array>} each model's last layer, until its first batch hands it to Rust */
+    this.lastLayers = new Map();
+  }
+
+  /**
+   * Keeps a model's last layer (a worker sends it before the model's first logits), for the
+   * feature detectors; Rust takes it with the model's first batch, the labs' data being there
+   * by then.
+   * @param {number} model
+   * @param {Float32Array} values
+   */
+  keepLastLayer(model, values) {
+    this.lastLayers.set(model, values);
   }
 
   /** Rows of `model`'s test-set logits in so far. */
@@ -39,9 +52,17 @@ export class Arrivals {
     const limits = images.limits;
     let count;
     try {
-      count = message.status === "odin"
-        ? page.add_odin(message.model, message.set, message.start, message.scores)
-        : page.add_logits(message.model, message.set, message.start, message.logits);
+      if (message.status === "odin") {
+        count = page.add_odin(message.model, message.set, message.start, message.scores);
+      } else {
+        count = page.add_logits(message.model, message.set, message.start, message.logits);
+        const lastLayer = this.lastLayers.get(message.model);
+        if (lastLayer) {
+          page.set_last_layer(message.model, lastLayer);
+          this.lastLayers.delete(message.model);
+        }
+        page.add_features(message.model, message.set, message.start, message.features);
+      }
     } catch (error) {
       showError(`Inference returned bad values: ${error.message}`);
       return;
@@ -77,8 +98,9 @@ export class Arrivals {
     if (all && shown) this.progress.show(count);
   }
 
-  /** Stores the logits of `model` on `set`, all arrived, in the cache. */
+  /** Stores the logits of `model` on `set`, all arrived, in the cache, with their features (but a corrupted copy's, which no lab reads). */
   keep(/** @type {number} */ model, /** @type {string} */ set) {
-    if (this.cache.available) this.cache.keep(model, set, this.page.logits(model, set));
+    if (!this.cache.available) return;
+    this.cache.keep(model, set, this.page.logits(model, set), isShifted(set) ? null : this.page.features(model, set));
   }
 }

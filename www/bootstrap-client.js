@@ -1,6 +1,7 @@
 // @ts-check
 // The page's side of the bootstrap worker (bootstrap-worker.js): one request at a time, the
-// rivals' before the paired difference's before the intervals'; of the requests of a kind that
+// rivals' before the feature scores' before the paired difference's before the ranking's
+// before the intervals'; of the requests of a kind that
 // come meanwhile only the last frame's wait (a dragged slider asks at every T it passes, and
 // only where it rests matters).
 
@@ -8,7 +9,9 @@
 /** @typedef {import("./messages.js").BootstrapAnswer} BootstrapAnswer */
 /** @typedef {import("./messages.js").Halves} Halves */
 /** @typedef {import("./messages.js").DifferenceScores} DifferenceScores */
-/** @typedef {"rivals" | "difference" | "intervals"} RequestType */
+/** @typedef {import("./messages.js").FeatureInputs} FeatureInputs */
+/** @typedef {import("./messages.js").RankingScores} RankingScores */
+/** @typedef {"rivals" | "features" | "difference" | "ranking" | "intervals"} RequestType */
 
 /**
  * Posts a message to the bootstrap worker, typed as bootstrap-worker.js reads it.
@@ -23,7 +26,8 @@ const INTERVAL_REST_MS = 250;
 
 class BootstrapWorker {
   /**
-   * @param {{ halves(): Halves, difference_scores(request: object): DifferenceScores }} page
+   * @param {{ halves(): Halves, difference_scores(request: object): DifferenceScores,
+   *   feature_inputs(request: object): FeatureInputs, ranking_scores(request: object): RankingScores }} page
    *   where the data a request is computed on comes from
    * @param {(type: RequestType, request: any, answer: any) => void} onAnswer
    * @param {(message: string) => void} onError
@@ -34,7 +38,7 @@ class BootstrapWorker {
     /** @type {string | false} the message being computed, as JSON, or false */
     this.busy = false;
     /** @type {Record<RequestType, any[]>} */
-    this.waiting = { rivals: [], difference: [], intervals: [] };
+    this.waiting = { rivals: [], features: [], difference: [], ranking: [], intervals: [] };
     /** @type {string | null} "model:split" of the halves the worker holds */
     this.sent = null;
     this.worker.onmessage = (/** @type {MessageEvent<BootstrapAnswer>} */ event) => {
@@ -43,6 +47,8 @@ class BootstrapWorker {
       if (answer.status === "error") onError(answer.message);
       else if (answer.status === "intervals") onAnswer("intervals", answer.request, answer.intervals);
       else if (answer.status === "rivals") onAnswer("rivals", answer.request, answer.rivals);
+      else if (answer.status === "features") onAnswer("features", answer.request, { knn_neighbours: answer.knn_neighbours, scores: answer.scores });
+      else if (answer.status === "ranking") onAnswer("ranking", answer.request, answer.ranking);
       else onAnswer("difference", answer.request, answer.difference);
       this.next();
     };
@@ -65,16 +71,24 @@ class BootstrapWorker {
     const type = /** @type {RequestType[]} */ (Object.keys(this.waiting)).find((kind) => this.waiting[kind].length > 0);
     if (this.busy || type === undefined) return;
     const request = this.waiting[type].shift();
-    if (type === "difference") {
-      // Both networks' scores on the test and OOD images go with the request (transferred).
-      let scores;
+    // The paired difference's, the ranking's and the feature detectors' data go with the
+    // request (transferred); where the page no longer has it (another temperature or split),
+    // a later frame asks again.
+    const payloads = {
+      difference: () => this.page.difference_scores(request),
+      ranking: () => this.page.ranking_scores(request),
+      features: () => this.page.feature_inputs(request),
+    };
+    if (type in payloads) {
+      let data;
       try {
-        scores = this.page.difference_scores(request);
+        data = payloads[type]();
       } catch {
-        return this.next(); // the views are gone (another temperature): a later frame asks again
+        return this.next();
       }
       this.busy = JSON.stringify({ type, request });
-      post(this.worker, { type, request, ...scores }, Object.values(scores).map((values) => values.buffer));
+      const buffers = Object.values(data).filter((values) => ArrayBuffer.isView(values)).map((values) => values.buffer);
+      post(this.worker, /** @type {BootstrapRequest} */ ({ type, request, ...data }), buffers);
       return;
     }
     const key = `${request.model}:${request.split}`;
@@ -86,7 +100,7 @@ class BootstrapWorker {
       this.sent = key;
     }
     /** @type {BootstrapRequest} */
-    const message = { type, request };
+    const message = { type: /** @type {"intervals" | "rivals"} */ (type), request };
     this.busy = JSON.stringify(message);
     post(this.worker, message);
   }
@@ -104,8 +118,11 @@ class BootstrapWorker {
 export class Bootstrap {
   /**
    * @param {{ halves(): Halves, difference_scores(request: object): DifferenceScores,
+   *   feature_inputs(request: object): FeatureInputs, ranking_scores(request: object): RankingScores,
+   *   add_ranking(request: object, answer: object): void,
    *   add_intervals(request: object, answer: object): void, add_rivals(request: object, answer: object): void,
-   *   add_difference(request: object, answer: object): void }} page
+   *   add_difference(request: object, answer: object): void,
+   *   add_feature_scores(request: object, knn_neighbours: number, scores: Float64Array): void }} page
    * @param {(type: RequestType) => void} onKept told which kind of answer was kept
    * @param {(message: string) => void} onError
    */
@@ -157,15 +174,17 @@ export class Bootstrap {
   }
 
   /**
-   * Keeps intervals, rivals or a paired difference the worker computed.
+   * Keeps intervals, rivals, feature scores, a ranking or a paired difference the worker computed.
    * @param {RequestType} type
    * @param {object} request
-   * @param {object} answer
+   * @param {any} answer
    */
   keep(type, request, answer) {
     try {
       if (type === "intervals") this.page.add_intervals(request, answer);
       else if (type === "rivals") this.page.add_rivals(request, answer);
+      else if (type === "features") this.page.add_feature_scores(request, answer.knn_neighbours, answer.scores);
+      else if (type === "ranking") this.page.add_ranking(request, answer);
       else this.page.add_difference(request, answer);
     } catch (error) {
       this.onError(error.message);

@@ -1,7 +1,8 @@
 // @ts-check
-// The page's worker for the temperature lab's slow parts: the bootstrap intervals (about a
-// second per temperature) and the rivals' fits (seconds on a reader's largest files), off the
-// page's thread, so that a slider frame stays short.
+// The page's worker for the slow parts of the labs: the bootstrap intervals (about a second per
+// temperature), the rivals' fits (seconds on a reader's largest files) and the feature
+// detectors' fits and scores (about a second a network), off the page's thread, so that a
+// slider frame stays short.
 //
 // Protocol (module worker; every message is a plain object):
 //   page -> worker  {type: "data", model, split, classes, calibration_logits, calibration_labels,
@@ -16,20 +17,34 @@
 //                   reference_out}   the τ lab's paired bootstrap: both networks' scores
 //                   (Float64Array) on the test (_in) and OOD (_out) images, transferred; the
 //                   request is {chosen, reference, set, score, temperature}
+//   page -> worker  {type: "features", request, calibration, calibration_labels, evaluation,
+//                   mnist, gaussian, uniform, last_layer}   the LogitNorm lab's feature
+//                   detectors of one network on one split (request {model, split}): features
+//                   Float32Array [n, 128], labels Uint32Array, the last layer Float32Array
+//                   (weight [10, 128] then bias [10]), transferred
+//   page -> worker  {type: "ranking", request, scores, rows_in, rows_out}   the LogitNorm lab's
+//                   ranking of every score on both networks: each candidate's rows_in ID then
+//                   rows_out OOD scores end to end (Float64Array, transferred)
 //   worker -> page  {status: "intervals", request, intervals}
 //   worker -> page  {status: "rivals", request, rivals}
 //   worker -> page  {status: "difference", request, difference}   {fpr95, auroc}, each
 //                   {estimate, lower, upper}
+//   worker -> page  {status: "features", request, knn_neighbours, scores}   scores:
+//                   Float64Array, each detector's scores of the evaluation half then of each OOD
+//                   set (buffer transferred)
+//   worker -> page  {status: "ranking", request, ranking}   {ranked, lead}: the candidates by
+//                   decreasing AUROC with their intervals, and the first's paired lead
 //   worker -> page  {status: "error", message}     a readable message, never an object
-import init, { Bootstrap, paired_difference } from "./pkg/calibra.js";
+import init, { Bootstrap, feature_scores, paired_difference, rank_detectors } from "./pkg/calibra.js";
 
 /** @typedef {import("./messages.js").BootstrapRequest} BootstrapRequest */
 
 /**
  * Posts an answer to the page, typed as the page's bootstrap-client.js reads it.
  * @param {import("./messages.js").BootstrapAnswer} reply
+ * @param {Transferable[]} [transfer]
  */
-const answer = (reply) => postMessage(reply);
+const answer = (reply, transfer = []) => postMessage(reply, transfer);
 
 const ready = init();
 // The last halves sent, and the model and split they belong to.
@@ -41,6 +56,15 @@ async function handle(/** @type {BootstrapRequest} */ message) {
   if (message.type === "difference") {
     const difference = paired_difference(message.chosen_in, message.chosen_out, message.reference_in, message.reference_out);
     answer({ status: "difference", request: message.request, difference });
+    return;
+  }
+  if (message.type === "ranking") {
+    answer({ status: "ranking", request: message.request, ranking: rank_detectors(message.scores, message.rows_in, message.rows_out) });
+    return;
+  }
+  if (message.type === "features") {
+    const { knn_neighbours, scores } = feature_scores(message.calibration, message.calibration_labels, message.evaluation, message.mnist, message.gaussian, message.uniform, message.last_layer);
+    answer({ status: "features", request: message.request, knn_neighbours, scores }, [scores.buffer]);
     return;
   }
   if (message.type === "data") {

@@ -4,6 +4,7 @@
 // store holds them, kept once a job's logits are all in.
 import { $ } from "./dom.js";
 import * as logitsCache from "./logits-cache.js";
+import { isShifted } from "./test-images.js";
 
 /** @typedef {import("./messages.js").LogitsAnswer} LogitsAnswer */
 
@@ -92,22 +93,26 @@ export class CachedLogits {
     const key = await this.keyOf(model, set);
     const hit = await logitsCache.lookup(key);
     if (!hit || hit.logits.length !== count * this.images.limits.classes) return false;
+    // A corrupted copy's features are not kept; every other set's are.
+    if (hit.features.length !== (isShifted(set) ? 0 : count * logitsCache.FEATURES)) return false;
     if (set === "test") this.since.set(model, hit.stored);
-    this.onBatch({ status: "logits", model, set, start: 0, count, logits: hit.logits, cached: true });
+    this.onBatch({ status: "logits", model, set, start: 0, count, logits: hit.logits, features: hit.features, cached: true });
     this.onFed();
     return true;
   }
 
   /**
-   * Stores `logits`, all of `model`'s on `set`, under their job's key.
+   * Stores `logits`, all of `model`'s on `set`, and their `features` (null for none), under
+   * their job's key.
    * @param {number} model
    * @param {string} set
    * @param {Float32Array} logits
+   * @param {Float32Array | null} features
    */
-  keep(model, set, logits) {
+  keep(model, set, logits, features) {
     // The images' digest is taken now, while they are here: a corrupted copy's are dropped next.
     this.imageDigests[set] ??= logitsCache.sha256(this.images.get(set));
-    this.lastKeep = this.keyOf(model, set).then((key) => key && logitsCache.keep(key, logits));
+    this.lastKeep = this.keyOf(model, set).then((key) => key && logitsCache.keep(key, logits, features));
     this.holdsAny = Promise.resolve(true);
     this.heldNone = false;
   }

@@ -89,6 +89,8 @@ window.calibra = {
   // The logits the page computed for model `index` on image set `set`, once all have arrived:
   // the tests compare the page's numbers with the command-line tool's on exactly these.
   logits: (index, set) => Array.from(page.logits(index, set)),
+  // The current split's calibration rows, on which the feature detectors are fitted.
+  calibrationRows: () => Array.from(page.calibration_rows()),
   // Resolves once the logits last handed to the cache are stored (tests wait for it before
   // they load the page again).
   cacheSettled: () => cache.lastKeep,
@@ -174,6 +176,10 @@ function render() {
       showOodGalleries(readouts.ood_galleries, (set) => images.get(set), limits.image_side);
       // The lesson's paired difference: a second of bootstrap, so the worker computes it.
       if (readouts.difference_request) bootstrap.request("difference", [readouts.difference_request]);
+      // The feature detectors' fits: a second a network, so the worker computes them.
+      if (readouts.feature_requests.length) bootstrap.request("features", readouts.feature_requests);
+      // Every score ranked with its intervals: a second of bootstrap.
+      if (readouts.ranking_request) bootstrap.request("ranking", [readouts.ranking_request]);
     }
   }
   if (wanted.shift) {
@@ -216,7 +222,7 @@ function render() {
 
 // Redraws the lab that shows an answer of the bootstrap worker.
 function onBootstrapAnswer(/** @type {string} */ type) {
-  if (type === "difference") {
+  if (type === "difference" || type === "features" || type === "ranking") {
     frames.dirty.ood = true;
     frames.schedule();
     return;
@@ -294,6 +300,7 @@ async function main() {
     cache,
     onBatch: (message) => arrivals.take(message),
     onOwn: (message) => ownPicture?.onLogits(message),
+    onLastLayer: (model, values) => arrivals.keepLastLayer(model, values),
     onError: async (message, model) => {
       // No frame will draw the first batch's logits: the rest of the test images come in anyway.
       showFirstLogits?.();

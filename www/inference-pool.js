@@ -26,14 +26,16 @@ export class InferencePool {
    *   function that starts one
    * @param {{ images: import("./test-images.js").ImageSets, cache: import("./cached-logits.js").CachedLogits,
    *   onBatch: (answer: LogitsAnswer | OdinAnswer) => void, onOwn: (answer: LogitsAnswer) => void,
-   *   onError: (message: string, model?: number) => void }} handlers
+   *   onError: (message: string, model?: number) => void,
+   *   onLastLayer: (model: number, values: Float32Array) => void }} handlers
    */
-  constructor({ early, later, start }, { images, cache, onBatch, onOwn, onError }) {
+  constructor({ early, later, start }, { images, cache, onBatch, onOwn, onError, onLastLayer }) {
     this.images = images;
     this.cache = cache;
     this.onBatch = onBatch;
     this.onOwn = onOwn;
     this.onError = onError;
+    this.onLastLayer = onLastLayer;
     /** @type {Slot[]} */
     this.workers = [];
     this.later = later;
@@ -205,6 +207,8 @@ export class InferencePool {
       this.weightsArrived.get(message.model)?.();
     } else if (message.status === "ready") {
       this.digestArrived.get(message.model)?.(message.digest);
+    } else if (message.status === "last-layer") {
+      this.onLastLayer(message.model, message.last_layer);
     } else if (message.status === "error") {
       if (this.failed.has(message.model)) return;
       if (message.model !== undefined) {

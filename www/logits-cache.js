@@ -1,10 +1,13 @@
 // @ts-check
-// The logits cache: a network's logits on an image set, kept in this browser's IndexedDB between
-// visits under the SHA-256 of the network's weights and of the images, so that a revisit draws
-// everything without inference and a changed network or image set never meets old logits. It
-// holds at most ENTRIES sets of logits (about 0.4 MB each, 26 MB in all), the oldest stored
-// dropped first: room for every network on the test images and the OOD sets (28) and for the
-// corrupted copies of a few sweeps of the shift lab, each a set of its own.
+// The logits cache: a network's logits on an image set, with its penultimate features (the
+// feature-based OOD detectors read them), kept in this browser's IndexedDB between visits under
+// the SHA-256 of the network's weights and of the images, so that a revisit draws everything
+// without inference and a changed network or image set never meets old logits. A corrupted
+// copy's features are not kept. It holds at most ENTRIES sets (the test images' logits take
+// 0.4 MB and their features 5.1 MB, an OOD set's 0.08 and 1 MB, a corrupted copy's logits
+// 0.4 MB), the oldest stored dropped first: room for all 13 networks on the test images and the
+// OOD sets (52 sets, about 115 MB, where logits alone took 8 MB) and for a dozen corrupted
+// copies of the shift lab, each a set of its own.
 //
 // Without IndexedDB or crypto.subtle (a page served over plain HTTP from a host other than
 // localhost), or when the browser refuses to store, every lookup misses and nothing is kept:
@@ -70,8 +73,12 @@ export async function sha256(bytes) {
   return Array.from(hash, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-// The key of one network's logits on one image set: both digests and the row width.
-const weightsPrefix = (weightsDigest) => `v1:${weightsDigest}:`;
+// Features per image, as the inference worker returns them.
+export const FEATURES = 128;
+
+// The key of one network's logits on one image set: both digests and the row width. Version 2
+// entries hold the features beside the logits; a version 1 entry (logits alone) is never read.
+const weightsPrefix = (weightsDigest) => `v2:${weightsDigest}:`;
 export const cacheKey = (weightsDigest, imagesDigest, classes) => `${weightsPrefix(weightsDigest)}${imagesDigest}:${classes}`;
 
 // Whether any logits of the network with these weights are kept, on any image set; without a
@@ -86,23 +93,25 @@ export async function holdsAny(weightsDigest) {
   }
 }
 
-// The logits stored under `key` ({logits: Float32Array, stored: ms since 1970}), or null.
+// The logits stored under `key` ({logits: Float32Array, features: Float32Array, empty for none,
+// stored: ms since 1970}), or null.
 export async function lookup(key) {
   if (!available) return null;
   try {
     const entry = await transaction("readonly", (store) => store.get(key));
-    return entry ? { logits: new Float32Array(entry.logits), stored: entry.stored } : null;
+    return entry ? { logits: new Float32Array(entry.logits), features: new Float32Array(entry.features ?? 0), stored: entry.stored } : null;
   } catch {
     return null;
   }
 }
 
-// Keeps `logits` (Float32Array) under `key`, dropping the oldest entries beyond ENTRIES.
-export async function keep(key, logits) {
+// Keeps `logits` and `features` (Float32Array, or null for none) under `key`, dropping the
+// oldest entries beyond ENTRIES.
+export async function keep(key, logits, features) {
   if (!available) return;
   try {
     await transaction("readwrite", (store) => {
-      store.put({ key, logits: logits.slice().buffer, stored: Date.now() });
+      store.put({ key, logits: logits.slice().buffer, features: features?.slice().buffer ?? null, stored: Date.now() });
       const count = store.count();
       count.onsuccess = () => {
         let excess = count.result - ENTRIES;

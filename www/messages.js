@@ -11,15 +11,16 @@
  * @typedef {LoadRequest | InferRequest} InferenceRequest
  * @typedef {{ status: "fetched", model: number }} WeightsFetched
  * @typedef {{ status: "ready", model: number, digest: string | null }} ModelReady
- * @typedef {{ status: "logits", model: number, set: string, start: number, count: number, logits: Float32Array, millis?: number, cached?: boolean }} LogitsAnswer
+ * @typedef {{ status: "last-layer", model: number, last_layer: Float32Array }} LastLayerAnswer
+ * @typedef {{ status: "logits", model: number, set: string, start: number, count: number, logits: Float32Array, features: Float32Array, millis?: number, cached?: boolean }} LogitsAnswer
  * @typedef {{ status: "odin", model: number, set: string, start: number, count: number, scores: Float64Array, millis?: number }} OdinAnswer
  * @typedef {{ status: "error", model?: number, message: string }} WorkerError
- * @typedef {WeightsFetched | ModelReady | LogitsAnswer | OdinAnswer | WorkerError} InferenceAnswer
+ * @typedef {WeightsFetched | ModelReady | LogitsAnswer | OdinAnswer | WorkerError | LastLayerAnswer} InferenceAnswer
  */
 
 // Bootstrap worker (bootstrap-worker.js). Requests are the lab's own (Rust's IntervalRequest,
-// RivalsRequest, DifferenceRequest), which the page passes through unread but for its model
-// and split.
+// RivalsRequest, DifferenceRequest, FeatureRequest, RankingRequest), which the page passes
+// through unread but for its model and split.
 
 /**
  * @typedef {{ model: number, split: number, [key: string]: unknown }} HalvesRequest
@@ -28,12 +29,18 @@
  * @typedef {{ type: "data" } & Halves} HalvesMessage
  * @typedef {{ type: "intervals" | "rivals", request: HalvesRequest }} FitRequest
  * @typedef {{ type: "difference", request: object } & DifferenceScores} DifferenceRequest
- * @typedef {HalvesMessage | FitRequest | DifferenceRequest} BootstrapRequest
+ * @typedef {{ calibration: Float32Array, calibration_labels: Uint32Array, evaluation: Float32Array, mnist: Float32Array, gaussian: Float32Array, uniform: Float32Array, last_layer: Float32Array }} FeatureInputs
+ * @typedef {{ type: "features", request: { model: number, split: number } } & FeatureInputs} FeaturesRequest
+ * @typedef {{ scores: Float64Array, rows_in: number, rows_out: number }} RankingScores
+ * @typedef {{ type: "ranking", request: object } & RankingScores} RankingRequest
+ * @typedef {HalvesMessage | FitRequest | DifferenceRequest | FeaturesRequest | RankingRequest} BootstrapRequest
  * @typedef {{ status: "intervals", request: HalvesRequest, intervals: object }} IntervalsAnswer
  * @typedef {{ status: "rivals", request: HalvesRequest, rivals: object }} RivalsAnswer
  * @typedef {{ status: "difference", request: object, difference: object }} DifferenceAnswer
+ * @typedef {{ status: "features", request: { model: number, split: number }, knn_neighbours: number, scores: Float64Array }} FeaturesAnswer
  * @typedef {{ status: "error", message: string }} BootstrapError
- * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | BootstrapError} BootstrapAnswer
+ * @typedef {{ status: "ranking", request: object, ranking: object }} RankingAnswer
+ * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | FeaturesAnswer | RankingAnswer | BootstrapError} BootstrapAnswer
  */
 
 // Files worker (own-logits-worker.js).

@@ -12,12 +12,17 @@
 //                   batch's images have no file of their own, it fetches the test images,
 //                   which would share a slow link with the weights: asked for then, their first
 //                   bytes follow the weights' last)
+//   worker -> page  {status: "last-layer", model, last_layer}
+//                   as soon as the model is loaded, before any of its logits: Float32Array, the
+//                   weight [10, 128] then the bias [10] (buffer transferred), which the
+//                   feature-based OOD detectors read
 //   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
 //                   where the browser has no crypto.subtle; it may come after the model's first
 //                   logits
-//   worker -> page  {status: "logits", model, set, start, count, logits, millis}
-//                   logits: Float32Array [count, 10] (buffer transferred)
+//   worker -> page  {status: "logits", model, set, start, count, logits, features, millis}
+//                   logits: Float32Array [count, 10]; features: Float32Array [count, 128], the
+//                   penultimate activations (both views of one buffer, transferred)
 //   worker -> page  {status: "odin", model, set, start, count, scores, millis}
 //                   scores: Float64Array [count], ODIN's score of each image (buffer transferred)
 //   worker -> page  {status: "error", model, message}     a readable message, never an object
@@ -34,6 +39,9 @@ import { available as cacheAvailable, sha256 } from "./logits-cache.js";
  * @param {Transferable[]} [transfer]
  */
 const answer = (reply, transfer = []) => postMessage(reply, transfer);
+
+// Penultimate features per image (the first dense layer's units).
+const FEATURES = 128;
 
 const ready = init();
 // Whether the module's code has been warmed up (see the "load" message).
@@ -70,7 +78,10 @@ async function handle(/** @type {InferenceRequest} */ message) {
     if (!warmed && !downloaded) warm_up();
     warmed = true;
     const weights = await download;
-    models.set(message.model, { model: new Model(weights), weights, classes: message.classes });
+    const model = new Model(weights);
+    models.set(message.model, { model, weights, classes: message.classes });
+    const lastLayer = model.last_layer();
+    answer({ status: "last-layer", model: message.model, last_layer: lastLayer }, [lastLayer.buffer]);
     // Batches do not wait for the digest, which only the logits cache needs.
     const digest = cacheAvailable ? sha256(weights) : Promise.resolve(null);
     digest.then(
@@ -80,11 +91,13 @@ async function handle(/** @type {InferenceRequest} */ message) {
   } else if (message.type === "infer") {
     const loaded = loadedModel(message.model);
     const started = performance.now();
-    const logits = loaded.model.logits(message.pixels);
-    const count = logits.length / loaded.classes;
+    const both = loaded.model.features_and_logits(message.pixels);
+    const count = both.length / (FEATURES + loaded.classes);
+    const features = both.subarray(0, count * FEATURES);
+    const logits = both.subarray(count * FEATURES);
     answer(
-      { status: "logits", model: message.model, set: message.set, start: message.start, count, logits, millis: performance.now() - started },
-      [logits.buffer],
+      { status: "logits", model: message.model, set: message.set, start: message.start, count, logits, features, millis: performance.now() - started },
+      [both.buffer],
     );
   } else if (message.type === "odin") {
     const started = performance.now();

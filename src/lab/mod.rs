@@ -21,6 +21,7 @@ use crate::smooth_calibration::SmoothEce;
 
 mod answers;
 mod conformal_view;
+mod feature_store;
 mod halves;
 mod intervals;
 mod ood_store;
@@ -32,8 +33,13 @@ mod shift_view;
 mod streamed;
 mod temperature_view;
 
+pub use feature_store::{
+    FeatureInputs, FeatureRequest, FeatureStore, NetworkFeatureScores, FEATURE_WIDTH,
+};
 pub use halves::Halves;
-pub use ood_store::{DifferenceRequest, ImageSet, OodSet, OodStore, DIFFERENCE_BOOTSTRAP};
+pub use ood_store::{
+    DifferenceRequest, ImageSet, OodSet, OodStore, RankingRequest, DIFFERENCE_BOOTSTRAP,
+};
 pub use own_image::OwnImageSet;
 pub use rivals::{RivalsRequest, RivalsView};
 pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
@@ -89,6 +95,10 @@ pub enum LabError {
     Conformal(#[from] ConformalError),
     #[error(transparent)]
     Bootstrap(#[from] crate::bootstrap::BootstrapError),
+    #[error("feature of row {row} is not finite")]
+    NonFiniteFeature { row: usize },
+    #[error(transparent)]
+    Features(#[from] crate::ood_features::FeatureError),
 }
 
 /// One network's accuracy and calibration, as the OOD lab compares them across networks.
@@ -316,6 +326,16 @@ impl Lab {
     /// The seed of the current split.
     pub fn split_seed(&self) -> u64 {
         self.split_seed
+    }
+
+    /// Every test row's label.
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// Whether each test row is in the calibration half of the current split.
+    pub fn calibration_flags(&self) -> &[bool] {
+        &self.is_calibration
     }
 
     /// Splits the test rows into calibration and evaluation halves with `seed`.

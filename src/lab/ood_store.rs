@@ -5,12 +5,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::feature_store::{FeatureRequest, FeatureStore};
 use super::{LabError, Streamed};
 use crate::bootstrap::BootstrapSettings;
 use crate::calibration::Logits;
 use crate::data::NoiseKind;
 use crate::lab::ood_view::{OdinScores, OodView, ScoreKind};
 use crate::ood_difference::PairedDifference;
+use crate::ood_ranking::Ranking;
 
 /// The paired bootstrap of the τ lab's lesson: 1,000 resamples of the test and OOD images, 95%.
 pub const DIFFERENCE_BOOTSTRAP: BootstrapSettings = BootstrapSettings {
@@ -20,8 +22,9 @@ pub const DIFFERENCE_BOOTSTRAP: BootstrapSettings = BootstrapSettings {
 };
 
 /// Which paired difference (`ood_difference`): network `chosen` against network `reference` on
-/// one OOD set, by one score at one temperature (the first lab's T; MSP and energy use it).
-/// The page asks a worker for it, since 1,000 resamples take longer than a frame.
+/// one OOD set, by one score at one temperature (the first lab's T; MSP and energy use it) on
+/// one split (the feature scores' evaluation half). The page asks a worker for it, since 1,000
+/// resamples take longer than a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DifferenceRequest {
@@ -30,10 +33,30 @@ pub struct DifferenceRequest {
     pub set: OodSet,
     pub score: ScoreKind,
     pub temperature: f64,
+    pub split: u64,
 }
 
 /// Paired differences kept at once (each is a few numbers).
 const KEPT_DIFFERENCES: usize = 64;
+
+/// Which ranking of detectors (`ood_ranking`): every score computed for network `chosen` and
+/// network `reference` on one OOD set, at one temperature, on one split's evaluation half (the
+/// images every score, the feature scores included, is measured on). The page asks a worker
+/// for it, since each candidate's intervals take 1,000 resamples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankingRequest {
+    pub chosen: usize,
+    pub reference: usize,
+    pub set: OodSet,
+    pub temperature: f64,
+    pub split: u64,
+    /// The candidates as (score, network), in the order the ranking's `candidate` indexes.
+    pub candidates: Vec<(ScoreKind, usize)>,
+}
+
+/// Rankings kept at once.
+const KEPT_RANKINGS: usize = 16;
 
 /// An out-of-distribution set of the lab (serde: `"mnist"`, `"gaussian"`, `"uniform"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,8 +131,9 @@ impl ImageSet {
         }
     }
 
-    /// Position of the set's ODIN scores: the test images first, then [`OodSet::ALL`].
-    fn odin_index(self) -> usize {
+    /// Position of the set's ODIN scores and features: the test images first, then
+    /// [`OodSet::ALL`].
+    pub(super) fn position(self) -> usize {
         self.ood().map_or(0, |set| set.index() + 1)
     }
 }
@@ -121,6 +145,8 @@ struct CachedView {
     set: OodSet,
     temperature: f64,
     with_odin: bool,
+    /// The split whose feature scores the view holds, if any.
+    features_split: Option<u64>,
     view: OodView,
 }
 
@@ -138,6 +164,10 @@ pub struct OodStore {
     views: Vec<CachedView>,
     /// Answers of the worker, oldest first.
     differences: Vec<(DifferenceRequest, PairedDifference)>,
+    rankings: Vec<(RankingRequest, Ranking)>,
+    /// Each network's penultimate features and last layer, and the feature scores computed
+    /// from them.
+    features: FeatureStore,
 }
 
 impl OodStore {
@@ -163,7 +193,19 @@ impl OodStore {
             odin: vec![odin; model_count],
             views: Vec::new(),
             differences: Vec::new(),
+            rankings: Vec::new(),
+            features: FeatureStore::new(model_count, test_rows, set_rows),
         }
+    }
+
+    /// The networks' features, last layers and feature scores.
+    pub fn features(&self) -> &FeatureStore {
+        &self.features
+    }
+
+    /// The same, to add to.
+    pub fn features_mut(&mut self) -> &mut FeatureStore {
+        &mut self.features
     }
 
     /// Keeps a paired difference a worker computed (beyond [`KEPT_DIFFERENCES`], the oldest
@@ -182,6 +224,23 @@ impl OodStore {
             .iter()
             .find(|(kept, _)| kept == request)
             .map(|&(_, difference)| difference)
+    }
+
+    /// Keeps a ranking a worker computed (beyond [`KEPT_RANKINGS`], the oldest goes).
+    pub fn add_ranking(&mut self, request: RankingRequest, ranking: Ranking) {
+        self.rankings.retain(|(kept, _)| kept != &request);
+        if self.rankings.len() == KEPT_RANKINGS {
+            self.rankings.remove(0);
+        }
+        self.rankings.push((request, ranking));
+    }
+
+    /// The kept answer to `request`, if a worker has given one.
+    pub fn ranking(&self, request: &RankingRequest) -> Option<&Ranking> {
+        self.rankings
+            .iter()
+            .find(|(kept, _)| kept == request)
+            .map(|(_, ranking)| ranking)
     }
 
     fn check_model(&self, model: usize) -> Result<(), LabError> {
@@ -230,7 +289,7 @@ impl OodStore {
         scores: &[f64],
     ) -> Result<usize, LabError> {
         self.check_model(model)?;
-        let streamed = &mut self.odin[model][set.odin_index()];
+        let streamed = &mut self.odin[model][set.position()];
         streamed.check_batch(start, scores.len())?;
         if let Some(index) = scores.iter().position(|s| !s.is_finite()) {
             return Err(LabError::NonFiniteScore { row: start + index });
@@ -259,7 +318,7 @@ impl OodStore {
     /// ODIN scores of `model` on `set` that have arrived, and the set's rows.
     pub fn odin_progress(&self, model: usize, set: ImageSet) -> (usize, usize) {
         self.odin.get(model).map_or((0, 0), |sets| {
-            let scores = &sets[set.odin_index()];
+            let scores = &sets[set.position()];
             (scores.arrived(), scores.rows())
         })
     }
@@ -267,12 +326,14 @@ impl OodStore {
     /// Whether `model`'s ODIN scores are complete on the test images and on `set`.
     pub fn has_odin(&self, model: usize, set: OodSet) -> bool {
         self.odin.get(model).is_some_and(|sets| {
-            sets[0].is_complete() && sets[ImageSet::from(set).odin_index()].is_complete()
+            sets[0].is_complete() && sets[ImageSet::from(set).position()].is_complete()
         })
     }
 
     /// The OOD view of `model` on `set` at `temperature` (MSP and energy), with ODIN when its
-    /// scores are complete, from the network's logits on every test image (`in_distribution`).
+    /// scores are complete, from the network's logits on every test image (`in_distribution`),
+    /// and with the feature scores of split `split` once a worker computed them (on the
+    /// evaluation half and the set).
     ///
     /// # Errors
     /// [`LabError::NotReady`] before the set's logits are complete, and the view's errors.
@@ -282,14 +343,18 @@ impl OodStore {
         set: OodSet,
         temperature: f64,
         in_distribution: &[f32],
+        split: u64,
     ) -> Result<&OodView, LabError> {
         self.check_model(model)?;
         let with_odin = self.has_odin(model, set);
+        let feature_request = FeatureRequest { model, split };
+        let features_split = self.features.scores(&feature_request).map(|_| split);
         let found = self.views.iter().position(|v| {
             v.model == model
                 && v.set == set
                 && v.temperature == temperature
                 && v.with_odin == with_odin
+                && v.features_split == features_split
         });
         let index = match found {
             Some(index) => index,
@@ -300,15 +365,20 @@ impl OodStore {
                 }
                 let odin = with_odin.then(|| OdinScores {
                     in_distribution: self.odin[model][0].values(),
-                    out_of_distribution: self.odin[model][ImageSet::from(set).odin_index()]
-                        .values(),
+                    out_of_distribution: self.odin[model][ImageSet::from(set).position()].values(),
                 });
-                let view = OodView::new(
+                let mut view = OodView::new(
                     &Logits::new(in_distribution, self.num_classes)?,
                     &Logits::new(logits.values(), self.num_classes)?,
                     temperature,
                     odin,
                 )?;
+                if let Some(scores) = self.features.scores(&feature_request) {
+                    for kind in ScoreKind::FEATURES {
+                        let (evaluation, out_of_distribution) = scores.of(kind, set);
+                        view.add_scores(kind, evaluation.to_vec(), out_of_distribution.to_vec())?;
+                    }
+                }
                 // Another temperature makes the others stale; beyond the cap, the oldest goes.
                 self.views.retain(|v| v.temperature == temperature);
                 if self.views.len() == CACHED_VIEWS {
@@ -319,6 +389,7 @@ impl OodStore {
                     set,
                     temperature,
                     with_odin,
+                    features_split,
                     view,
                 });
                 self.views.len() - 1

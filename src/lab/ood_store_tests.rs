@@ -51,7 +51,7 @@ fn the_view_is_the_one_built_from_the_same_logits_and_odin_joins_when_complete()
     let test = logits(4, 1.0);
     let mnist = logits(3, 0.3);
     assert_eq!(
-        store.view(0, OodSet::Mnist, 1.0, &test).unwrap_err(),
+        store.view(0, OodSet::Mnist, 1.0, &test, 0).unwrap_err(),
         LabError::NotReady
     );
     store.add_logits(0, OodSet::Mnist, 0, &mnist).unwrap();
@@ -62,7 +62,7 @@ fn the_view_is_the_one_built_from_the_same_logits_and_odin_joins_when_complete()
         None,
     )
     .unwrap();
-    let view = store.view(0, OodSet::Mnist, 2.0, &test).unwrap();
+    let view = store.view(0, OodSet::Mnist, 2.0, &test, 0).unwrap();
     assert_eq!(view.summaries(), direct.summaries());
     assert!(view.summary(ScoreKind::Odin).is_err());
 
@@ -76,7 +76,7 @@ fn the_view_is_the_one_built_from_the_same_logits_and_odin_joins_when_complete()
         .unwrap();
     assert!(store.has_odin(0, OodSet::Mnist));
     assert!(!store.has_odin(0, OodSet::Gaussian));
-    let odin = store.view(0, OodSet::Mnist, 2.0, &test).unwrap();
+    let odin = store.view(0, OodSet::Mnist, 2.0, &test, 0).unwrap();
     let metrics = &odin.summary(ScoreKind::Odin).unwrap().metrics;
     // Every ID score is above every OOD score: a perfect detector.
     assert_eq!((metrics.fpr95, metrics.auroc), (0.0, 1.0));

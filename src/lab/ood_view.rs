@@ -46,7 +46,8 @@ use crate::ood::{
 };
 
 /// A score that separates ID from OOD inputs, higher = more ID (serde: `"msp"`,
-/// `"max_logit"`, `"energy"`, `"odin"`).
+/// `"max_logit"`, `"energy"`, `"odin"`, and the feature detectors' `"mahalanobis"`, `"knn"`,
+/// `"react"`, `"ash"`, `"vim"`, `"gradnorm"`, the keys of `calibra ood --model --json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScoreKind {
@@ -58,16 +59,46 @@ pub enum ScoreKind {
     Energy,
     /// ODIN: maximum softmax probability at ODIN's temperature of a perturbed input.
     Odin,
+    /// The feature detectors of `ood_features`, fitted on the ID calibration half.
+    Mahalanobis,
+    Knn,
+    React,
+    Ash,
+    Vim,
+    #[serde(rename = "gradnorm")]
+    GradNorm,
 }
 
 impl ScoreKind {
     /// Every kind, in the order the lab lists them.
-    pub const ALL: [ScoreKind; 4] = [
+    pub const ALL: [ScoreKind; 10] = [
         ScoreKind::Msp,
         ScoreKind::MaxLogit,
         ScoreKind::Energy,
         ScoreKind::Odin,
+        ScoreKind::Mahalanobis,
+        ScoreKind::Knn,
+        ScoreKind::React,
+        ScoreKind::Ash,
+        ScoreKind::Vim,
+        ScoreKind::GradNorm,
     ];
+
+    /// The kinds that read the penultimate features, in [`ScoreKind::ALL`]'s order.
+    pub const FEATURES: [ScoreKind; 6] = {
+        let [_, _, _, _, features @ ..] = Self::ALL;
+        features
+    };
+
+    /// Whether the score reads the penultimate features (one of [`ScoreKind::FEATURES`]).
+    pub fn reads_features(self) -> bool {
+        Self::FEATURES.contains(&self)
+    }
+
+    /// Whether the score is computed from the logits alone (at the view's temperature).
+    pub fn reads_logits_only(self) -> bool {
+        matches!(self, Self::Msp | Self::MaxLogit | Self::Energy)
+    }
 }
 
 /// ODIN scores of the ID and the OOD inputs, in the order of their logits' rows.
@@ -283,6 +314,32 @@ impl OodView {
             out_of_distribution_norms: ood::logit_norms(out_of_distribution),
             surest,
         })
+    }
+
+    /// Adds a score computed elsewhere (the feature detectors'): its ID and OOD values, higher
+    /// = more ID. Its ID set may be another than the logits' (the feature detectors score the
+    /// evaluation half, having been fitted on the calibration half); each kind is added once,
+    /// in [`ScoreKind::ALL`]'s order, which keeps [`OodView::summaries`] in it.
+    ///
+    /// # Errors
+    /// [`OodViewError::NonFiniteValue`] for the first NaN or infinite value (ID first), and
+    /// [`OodError::EmptyScores`] for an empty set.
+    pub fn add_scores(
+        &mut self,
+        kind: ScoreKind,
+        in_distribution: Vec<f64>,
+        out_of_distribution: Vec<f64>,
+    ) -> Result<(), OodViewError> {
+        check_finite(&in_distribution, ScoreSet::InDistribution)?;
+        check_finite(&out_of_distribution, ScoreSet::OutOfDistribution)?;
+        let summary = summarise(kind, &in_distribution, &out_of_distribution)?;
+        self.scores.push(ScoreSets {
+            kind,
+            in_distribution,
+            out_of_distribution,
+        });
+        self.summaries.push(summary);
+        Ok(())
     }
 
     /// The summaries of every computed score, in [`ScoreKind::ALL`]'s order.

@@ -322,9 +322,48 @@ fn view_with_odin_scores_and_refusals() {
 }
 
 #[test]
+fn added_scores_are_summarised_on_their_own_sets() {
+    let mut view = hand_view(None);
+    // Two ID rows (an evaluation half) against the four OOD rows: ID above OOD in 4 + 3 of 8
+    // pairs; the threshold keeps both ID rows, so it is the lower, 0.2, and lets one OOD through.
+    view.add_scores(ScoreKind::Knn, vec![0.9, 0.2], vec![0.1, 0.1, 0.3, 0.0])
+        .unwrap();
+    let kinds: Vec<ScoreKind> = view.summaries().iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ScoreKind::Msp,
+            ScoreKind::MaxLogit,
+            ScoreKind::Energy,
+            ScoreKind::Knn
+        ]
+    );
+    let summary = view.summary(ScoreKind::Knn).unwrap();
+    assert_eq!(summary.threshold, 0.2);
+    assert_close(summary.metrics.fpr95, 0.25);
+    assert_close(summary.metrics.auroc, 7.0 / 8.0);
+    assert_eq!(view.roc_curve(ScoreKind::Knn).unwrap().len(), 6);
+    assert!(matches!(
+        view.add_scores(ScoreKind::Vim, vec![0.5], vec![f64::NAN]),
+        Err(OodViewError::NonFiniteValue {
+            set: ScoreSet::OutOfDistribution,
+            index: 0,
+            ..
+        })
+    ));
+    assert!(view.add_scores(ScoreKind::Vim, vec![], vec![0.5]).is_err());
+    assert!(ScoreKind::FEATURES
+        .iter()
+        .all(|kind| !kind.reads_logits_only()));
+}
+
+#[test]
 fn score_kinds_have_lowercase_names() {
     let names = serde_json::to_string(&ScoreKind::ALL).unwrap();
-    assert_eq!(names, r#"["msp","max_logit","energy","odin"]"#);
+    assert_eq!(
+        names,
+        r#"["msp","max_logit","energy","odin","mahalanobis","knn","react","ash","vim","gradnorm"]"#
+    );
     let kinds: Vec<ScoreKind> = serde_json::from_str(&names).unwrap();
     assert_eq!(kinds, ScoreKind::ALL);
 }

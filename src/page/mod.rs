@@ -22,8 +22,8 @@ use crate::data::{
     DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
 };
 use crate::lab::{
-    ConformalView, DifferenceRequest, Explanation, IntervalRequest, Lab, LabError, OodSet,
-    OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
+    ConformalView, DifferenceRequest, Explanation, FeatureRequest, IntervalRequest, Lab, LabError,
+    OodSet, OodStore, RankingRequest, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
 };
 use crate::text::serde_name;
 
@@ -31,7 +31,8 @@ pub use figure::{
     frame_figures, ExperimentRun, Figure, FigureError, FigureInfo, FrameDrawing, Sources, FIGURES,
 };
 pub use ood::{
-    difference_scores, score_name as ood_score_name, Job, OodCharts, OodGallery, OodTile,
+    difference_scores, ranking_scores, score_name as ood_score_name, Job, OodCharts, OodGallery,
+    OodTile,
 };
 pub use readouts::{
     control_patches, experiment_readouts, BarRow, ExperimentReadouts, GallerySection, MetricItem,
@@ -206,6 +207,10 @@ pub struct Readouts {
     pub rivals_request: Option<RivalsRequest>,
     /// The τ lab's paired difference to ask the bootstrap worker for.
     pub difference_request: Option<DifferenceRequest>,
+    /// The feature scores the τ lab waits for, to ask the bootstrap worker for.
+    pub feature_requests: Vec<FeatureRequest>,
+    /// The τ lab's ranking of every score, to ask the bootstrap worker for.
+    pub ranking_request: Option<RankingRequest>,
     /// The "your own image" section, when it is on screen and holds a picture.
     pub own_image: Option<own_image::OwnImageReadouts>,
     /// The next corrupted copy the shift lab needs, if any: the shown severity first.
@@ -273,6 +278,8 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         frame.readouts.odin_needs = ood.odin_needs;
         frame.readouts.ood_galleries = ood.galleries;
         frame.readouts.difference_request = ood.difference_request;
+        frame.readouts.feature_requests = ood.feature_requests;
+        frame.readouts.ranking_request = ood.ranking_request;
         if ood.charts.is_some() {
             frame.readouts.drawn.push("ood");
         }

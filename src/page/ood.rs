@@ -6,13 +6,18 @@ use serde::Serialize;
 
 use super::readouts::{metric, metric_cell, text, Patch, TableCell, TableRow};
 use super::state::{Network, PageState};
+use crate::bootstrap::MetricInterval;
 use crate::data::FASHION_MNIST_CLASSES;
 use crate::lab::ood_view::{
     thin_roc_curve, LogitNormMeans, OodView, PairedHistogram, RocPoint, ScoreKind as OodScore,
 };
-use crate::lab::{DifferenceRequest, ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore};
+use crate::lab::{
+    DifferenceRequest, FeatureRequest, ImageSet, Lab, LabError, NetworkSummary, OodSet, OodStore,
+    RankingRequest,
+};
 use crate::ood::{ODIN_EPSILON, ODIN_TEMPERATURE};
 use crate::ood_difference::PairedDifference;
+use crate::ood_ranking::Ranking;
 use crate::plot::TauPoint;
 use crate::sentences::{self, percent, NetworkFigures};
 use crate::text::{grouped, serde_name};
@@ -76,6 +81,11 @@ pub struct OodOutput {
     pub galleries: Vec<OodGallery>,
     /// The paired difference the lesson waits for, to ask a worker for.
     pub difference_request: Option<DifferenceRequest>,
+    /// The feature scores the chosen score waits for, to ask a worker for: the shown
+    /// networks' first, then the τ chart's.
+    pub feature_requests: Vec<FeatureRequest>,
+    /// The ranking of every computed score on both networks, to ask a worker for.
+    pub ranking_request: Option<RankingRequest>,
 }
 
 /// A score's name as the text writes it.
@@ -85,6 +95,12 @@ pub fn score_name(kind: OodScore) -> &'static str {
         OodScore::MaxLogit => "max-logit",
         OodScore::Energy => "energy",
         OodScore::Odin => "ODIN",
+        OodScore::Mahalanobis => "Mahalanobis",
+        OodScore::Knn => "KNN",
+        OodScore::React => "ReAct",
+        OodScore::Ash => "ASH-S",
+        OodScore::Vim => "ViM",
+        OodScore::GradNorm => "GradNorm",
     }
 }
 
@@ -120,18 +136,26 @@ pub(super) fn render(
                 grouped(lab.rows())
             ));
         }
-        let (arrived, rows) = store.logits_progress(model, set);
-        if arrived < rows {
-            out.needs.push(Job {
-                model,
-                set: set.into(),
-            });
-            waiting.push(format!(
-                "{title} on {} ({} / {})",
-                set.title(),
-                grouped(arrived),
-                grouped(rows)
-            ));
+        // The feature detectors are fitted once and score every OOD set.
+        let sets = if state.ood_score.reads_features() {
+            OodSet::ALL.to_vec()
+        } else {
+            vec![set]
+        };
+        for set in sets {
+            let (arrived, rows) = store.logits_progress(model, set);
+            if arrived < rows {
+                out.needs.push(Job {
+                    model,
+                    set: set.into(),
+                });
+                waiting.push(format!(
+                    "{title} on {} ({} / {})",
+                    set.title(),
+                    grouped(arrived),
+                    grouped(rows)
+                ));
+            }
         }
         for part in [ImageSet::Test, set.into()] {
             let (arrived, rows) = store.odin_progress(model, part);
@@ -156,11 +180,28 @@ pub(super) fn render(
         return Ok(out);
     }
 
+    let split = lab.split_seed();
+    if state.ood_score.reads_features() {
+        out.feature_requests = feature_requests(store, &pair, split);
+    }
+    out.patches.push(feature_status(
+        store,
+        &pair,
+        split,
+        lab.rows() - evaluation_rows(lab),
+        state.ood_score.reads_features(),
+    ));
     let chosen_view = store
-        .view(chosen, set, state.t, complete(lab, chosen)?)?
+        .view(chosen, set, state.t, complete(lab, chosen)?, split)?
         .clone();
     let ce_view = store
-        .view(cross_entropy, set, state.t, complete(lab, cross_entropy)?)?
+        .view(
+            cross_entropy,
+            set,
+            state.t,
+            complete(lab, cross_entropy)?,
+            split,
+        )?
         .clone();
     let chosen_summary = lab.network_summary(chosen, state.bins, state.binning)?;
     let ce_summary = lab.network_summary(cross_entropy, state.bins, state.binning)?;
@@ -196,6 +237,7 @@ pub(super) fn render(
         set,
         score: state.ood_score,
         temperature: state.t,
+        split: lab.split_seed(),
     };
     let difference = store.difference(&request);
     // Asked for cross-entropy alone too: its own intervals come with the resamples.
@@ -215,6 +257,33 @@ pub(super) fn render(
             difference.as_ref(),
         ),
     ));
+    let ranking_request = RankingRequest {
+        chosen,
+        reference: cross_entropy,
+        set,
+        temperature: state.t,
+        split,
+        candidates: pair
+            .iter()
+            .flat_map(|&model| {
+                let view = if model == chosen {
+                    &chosen_view
+                } else {
+                    &ce_view
+                };
+                OodScore::ALL
+                    .into_iter()
+                    .filter(|&kind| view.summary(kind).is_ok())
+                    .map(move |kind| (kind, model))
+            })
+            .collect(),
+    };
+    let ranking = store.ranking(&ranking_request);
+    out.patches
+        .extend(ranking_patches(&ranking_request, ranking, set));
+    if ranking.is_none() {
+        out.ranking_request = Some(ranking_request);
+    }
     out.patches.extend(lessons(
         &chosen_view,
         &ce_view,
@@ -312,7 +381,194 @@ pub(super) fn render(
     Ok(out)
 }
 
-/// The test-set logits of `model`, once all have arrived.
+/// The feature scores still to compute on `split`: the shown networks' (`pair`), then every
+/// other trained network's whose features are all in (the τ chart's).
+fn feature_requests(store: &OodStore, pair: &[usize], split: u64) -> Vec<FeatureRequest> {
+    let others = Network::trained()
+        .into_iter()
+        .flat_map(Network::seed_models)
+        .filter(|model| !pair.contains(model));
+    pair.iter()
+        .copied()
+        .chain(others)
+        .map(|model| FeatureRequest { model, split })
+        .filter(|request| {
+            store.features().ready(request.model) && store.features().scores(request).is_none()
+        })
+        .collect()
+}
+
+/// The ranking's table (each candidate's rank, score, network, FPR95 and AUROC with their
+/// intervals) and its sentence; the table empty and the sentence waiting until a worker has
+/// answered `request`.
+fn ranking_patches(request: &RankingRequest, ranking: Option<&Ranking>, set: OodSet) -> Vec<Patch> {
+    let name = |candidate: usize| {
+        let (kind, model) = request.candidates[candidate];
+        (score_name(kind), model_title(model), kind, model)
+    };
+    let rows = ranking.map_or_else(Vec::new, |ranking| {
+        ranking
+            .ranked
+            .iter()
+            .enumerate()
+            .map(|(rank, ranked)| {
+                let (score, network, kind, model) = name(ranked.candidate);
+                let suffix = if model == request.chosen { "" } else { "_ce" };
+                let key = format!("{}{suffix}", serde_name(kind));
+                let cell = |metric: &str, value: &MetricInterval| {
+                    metric_cell(
+                        format!("rank_{metric}_{key}"),
+                        Some(value.estimate),
+                        format!(
+                            "{:.3} ({:.3} to {:.3})",
+                            value.estimate, value.lower, value.upper
+                        ),
+                    )
+                };
+                TableRow {
+                    current: false,
+                    cells: vec![
+                        label_cell((rank + 1).to_string()),
+                        label_cell(score.to_string()),
+                        label_cell(network),
+                        cell("fpr95", &ranked.metrics.fpr95),
+                        cell("auroc", &ranked.metrics.auroc),
+                    ],
+                }
+            })
+            .collect()
+    });
+    let names: Vec<(&str, String)> = ranking.map_or_else(Vec::new, |ranking| {
+        ranking
+            .ranked
+            .iter()
+            .map(|ranked| {
+                let (score, network, _, _) = name(ranked.candidate);
+                (score, network)
+            })
+            .collect()
+    });
+    let figures: Option<Vec<sentences::RankedFigures>> = ranking.map(|ranking| {
+        ranking
+            .ranked
+            .iter()
+            .zip(&names)
+            .map(|(ranked, (score, network))| sentences::RankedFigures {
+                detector: score,
+                network,
+                auroc: ranked.metrics.auroc,
+            })
+            .collect()
+    });
+    vec![
+        Patch::Rows {
+            id: "ood-ranking",
+            rows,
+        },
+        text(
+            "ood-ranking-lesson",
+            sentences::ranking_lesson(
+                set.title(),
+                figures.as_deref(),
+                ranking
+                    .and_then(|r| r.lead.as_ref())
+                    .map(|lead| &lead.auroc),
+            ),
+        ),
+    ]
+}
+
+/// A label cell of a table.
+fn label_cell(text: String) -> TableCell {
+    TableCell {
+        text,
+        metric: None,
+        value: None,
+    }
+}
+
+/// The scores a ranking is computed on, each candidate's (ID, OOD) laid end to end: every
+/// score on the evaluation half of the split (the logit scores and ODIN, computed on every
+/// test image, restricted to it) and the OOD set. Returns them with the two sets' sizes.
+///
+/// # Errors
+/// [`LabError::NotReady`] before a candidate's view is computed (another split or
+/// temperature since), and the views' errors.
+pub fn ranking_scores(
+    lab: &Lab,
+    store: &mut OodStore,
+    request: &RankingRequest,
+) -> Result<(Vec<f64>, usize, usize), LabError> {
+    if lab.split_seed() != request.split {
+        return Err(LabError::NotReady);
+    }
+    let flags = lab.calibration_flags();
+    let (mut scores, mut rows) = (Vec::new(), (0, 0));
+    for &(kind, model) in &request.candidates {
+        let (in_distribution, out_of_distribution) = view_scores(
+            lab,
+            store,
+            model,
+            (request.set, request.temperature, request.split),
+            kind,
+        )?;
+        let before = scores.len();
+        if kind.reads_features() {
+            scores.extend_from_slice(in_distribution);
+        } else {
+            scores.extend(
+                in_distribution
+                    .iter()
+                    .zip(flags)
+                    .filter(|(_, &calibration)| !calibration)
+                    .map(|(&score, _)| score),
+            );
+        }
+        rows = (scores.len() - before, out_of_distribution.len());
+        scores.extend_from_slice(out_of_distribution);
+    }
+    Ok((scores, rows.0, rows.1))
+}
+
+/// Rows of the evaluation half.
+fn evaluation_rows(lab: &Lab) -> usize {
+    lab.calibration_flags().iter().filter(|&&c| !c).count()
+}
+
+/// What the feature detectors are fitted on, and whether they are yet for the shown networks
+/// (`asked`: a feature score is chosen, so the worker fits them).
+fn feature_status(
+    store: &OodStore,
+    pair: &[usize],
+    split: u64,
+    calibration_rows: usize,
+    asked: bool,
+) -> Patch {
+    let fitted: Vec<usize> = pair
+        .iter()
+        .filter_map(|&model| {
+            store
+                .features()
+                .scores(&FeatureRequest { model, split })
+                .map(|scores| scores.knn_neighbours)
+        })
+        .collect();
+    let fit = format!(
+        "Mahalanobis, KNN, ReAct, ASH-S, ViM and GradNorm read the network's 128 penultimate \
+         features. The page has no training images, so they are fitted on the calibration half \
+         ({} test images with their labels) and scored on the evaluation half and the OOD images",
+        grouped(calibration_rows)
+    );
+    let line = match fitted.first() {
+        Some(&k) if fitted.len() == pair.len() => format!(
+            "{fit}; KNN's score is the distance to the k-th nearest calibration image, k = {k}."
+        ),
+        _ if asked => format!("{fit}. Fitting them for the networks shown…"),
+        _ => format!("{fit}, once one of them is chosen."),
+    };
+    text("feature-status", line)
+}
+
 /// The scores a paired difference is computed on: `[chosen ID, chosen OOD, reference ID,
 /// reference OOD]`, each network's test and OOD images in the same order.
 ///
@@ -326,19 +582,32 @@ pub fn difference_scores(
 ) -> Result<[Vec<f64>; 4], LabError> {
     let mut scores = Vec::with_capacity(4);
     for model in [request.chosen, request.reference] {
-        let view = store.view(
+        let (in_distribution, out_of_distribution) = view_scores(
+            lab,
+            store,
             model,
-            request.set,
-            request.temperature,
-            complete(lab, model)?,
+            (request.set, request.temperature, request.split),
+            request.score,
         )?;
-        let (in_distribution, out_of_distribution) = view.scores(request.score)?;
         scores.push(in_distribution.to_vec());
         scores.push(out_of_distribution.to_vec());
     }
     scores.try_into().map_err(|_| LabError::NotReady)
 }
 
+/// The ID and OOD scores of `kind` in `model`'s view of `(set, temperature, split)`.
+fn view_scores<'a>(
+    lab: &Lab,
+    store: &'a mut OodStore,
+    model: usize,
+    (set, temperature, split): (OodSet, f64, u64),
+    kind: OodScore,
+) -> Result<(&'a [f64], &'a [f64]), LabError> {
+    let view = store.view(model, set, temperature, complete(lab, model)?, split)?;
+    Ok(view.scores(kind)?)
+}
+
+/// The test-set logits of `model`, once all have arrived.
 fn complete(lab: &Lab, model: usize) -> Result<&[f32], LabError> {
     lab.complete_logits(model)?.ok_or(LabError::NotReady)
 }
@@ -510,6 +779,7 @@ fn score_label(kind: OodScore, temperature: f64) -> String {
         OodScore::Msp | OodScore::Energy => format!("{} at T = {temperature:.3}", score_name(kind)),
         OodScore::MaxLogit => score_name(kind).to_string(),
         OodScore::Odin => format!("ODIN (T = {ODIN_TEMPERATURE}, ε = {ODIN_EPSILON})"),
+        feature => format!("{} (fitted on the calibration half)", score_name(feature)),
     }
 }
 
@@ -537,6 +807,7 @@ fn tau_points(
     store: &mut OodStore,
     state: &PageState,
 ) -> Result<Vec<TauPoint>, LabError> {
+    let split = lab.split_seed();
     let mut points = Vec::new();
     for model in Network::trained()
         .into_iter()
@@ -549,7 +820,7 @@ fn tau_points(
         if arrived < rows {
             continue;
         }
-        let view = store.view(model, state.ood, state.t, logits)?;
+        let view = store.view(model, state.ood, state.t, logits, split)?;
         let Ok(detection) = view.summary(state.ood_score) else {
             continue;
         };

@@ -141,12 +141,12 @@ impl OodThresholds {
     }
 }
 
-/// `score` of every row of `logits` at `temperature` (ODIN is not one of them).
+/// `score` of every row of `logits` at `temperature` (energy for ODIN and the feature scores).
 fn scores(score: OodScore, logits: &Logits, temperature: f64) -> Result<Vec<f64>, ood::OodError> {
     match score {
         OodScore::Msp => ood::max_softmax_probability(logits, temperature),
         OodScore::MaxLogit => Ok(ood::max_logit(logits)),
-        OodScore::Energy | OodScore::Odin => ood::energy_score(logits, temperature),
+        _ => ood::energy_score(logits, temperature),
     }
 }
 
@@ -213,9 +213,11 @@ pub fn render(
             })
             .collect(),
     };
-    let ood_score = match state.ood_score {
-        OodScore::Odin => OodScore::Energy,
-        other => other,
+    // ODIN and the feature detectors are not computed for a reader's picture: energy stands in.
+    let ood_score = if state.ood_score.reads_logits_only() {
+        state.ood_score
+    } else {
+        OodScore::Energy
     };
     let settings = state.conformal_settings();
     let mut rows = Vec::new();
@@ -250,13 +252,17 @@ pub fn render(
         },
         Patch::Text {
             id: "own-score-header",
-            text: if state.ood_score == OodScore::Odin {
-                format!(
+            text: match state.ood_score {
+                OodScore::Odin => format!(
                     "{} (ODIN needs a backward pass)",
                     score_name_of(ood_score, t)
-                )
-            } else {
-                score_name_of(ood_score, t)
+                ),
+                kind if !kind.reads_logits_only() => format!(
+                    "{} ({} reads features not kept for your picture)",
+                    score_name_of(ood_score, t),
+                    super::ood_score_name(kind)
+                ),
+                _ => score_name_of(ood_score, t),
             },
         },
         Patch::Text {

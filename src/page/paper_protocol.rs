@@ -61,7 +61,7 @@ fn metrics(
     if arrived < rows {
         return Ok(None);
     }
-    let view = store.view(model, set, temperature, logits)?;
+    let view = store.view(model, set, temperature, logits, lab.split_seed())?;
     Ok(view
         .summary(kind)
         .ok()

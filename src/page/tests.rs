@@ -260,7 +260,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     assert_eq!(charts.tau_points.len(), 2);
     let in_distribution = lab.complete_logits(chosen).unwrap().unwrap().to_vec();
     let view = store
-        .view(chosen, OodSet::Mnist, state.t, &in_distribution)
+        .view(chosen, OodSet::Mnist, state.t, &in_distribution, 0)
         .unwrap();
     let energy = &view
         .summary(crate::lab::ood_view::ScoreKind::Energy)
@@ -317,7 +317,9 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     assert_eq!(ce_points.iter().map(|p| p.seed).collect::<Vec<_>>(), [0, 1]);
     let mut fpr95 = |model: usize| {
         let logits = lab.complete_logits(model).unwrap().unwrap().to_vec();
-        let view = store.view(model, OodSet::Mnist, state.t, &logits).unwrap();
+        let view = store
+            .view(model, OodSet::Mnist, state.t, &logits, 0)
+            .unwrap();
         view.summary(crate::lab::ood_view::ScoreKind::Energy)
             .unwrap()
             .metrics
@@ -330,6 +332,191 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
             "cross-entropy: FPR95 {mean:.3} on average over 2 seeds"
         )),
         "{seeds}"
+    );
+}
+
+/// `rows` rows of seeded ReLU-like features, class `row % 10` raised on its own units.
+fn synthetic_features(rows: usize, seed: u64) -> Vec<f32> {
+    use rand::SeedableRng;
+    use rand_distr::Distribution;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let normal = rand_distr::Normal::new(0.0_f32, 1.0).unwrap();
+    (0..rows * crate::lab::FEATURE_WIDTH)
+        .map(|i| {
+            let (row, unit) = (i / crate::lab::FEATURE_WIDTH, i % crate::lab::FEATURE_WIDTH);
+            let raised = if unit % NUM_CLASSES == row % NUM_CLASSES {
+                2.0
+            } else {
+                0.0
+            };
+            (normal.sample(&mut rng) + raised).max(0.0)
+        })
+        .collect()
+}
+
+#[test]
+fn a_feature_score_waits_for_the_worker_then_the_lab_follows_it() {
+    use crate::lab::ood_view::ScoreKind;
+    use crate::lab::{FeatureRequest, ImageSet, FEATURE_WIDTH};
+    let (rows, set_rows) = (300, 20);
+    let mut lab = lab_with_logits(rows, rows);
+    let mut store = OodStore::new(NUM_CLASSES, MODELS.len(), rows, [set_rows; 3]);
+    let visible = Visible {
+        ood: true,
+        ..Visible::default()
+    };
+    let state = PageState {
+        ood_score: ScoreKind::Knn,
+        ..PageState::default()
+    };
+    let chosen = state.tau.index().unwrap();
+    let ce = Network::Ce.index().unwrap();
+    let test = lab.complete_logits(ce).unwrap().unwrap().to_vec();
+    lab.add_logits(chosen, 0, &test).unwrap();
+    let ood_logits: Vec<f32> = (0..set_rows * NUM_CLASSES)
+        .map(|i| (i % 7) as f32 * 0.1)
+        .collect();
+    // A feature score asks for every OOD set, not only the chosen one.
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    assert_eq!(frame.readouts.needs.len(), 6);
+    for model in [chosen, ce] {
+        for set in OodSet::ALL {
+            store.add_logits(model, set, 0, &ood_logits).unwrap();
+        }
+    }
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    assert!(frame.readouts.needs.is_empty());
+    assert!(
+        frame.readouts.feature_requests.is_empty(),
+        "no features yet"
+    );
+    let status = text_patch(&frame.readouts.patches, "feature-status");
+    assert!(
+        status.contains("calibration half (150 test images") && status.ends_with("shown…"),
+        "{status}"
+    );
+    let charts = frame.ood.unwrap();
+    assert!(charts.score_histogram.is_none() && charts.roc.is_empty());
+
+    let last_layer: Vec<f32> = (0..NUM_CLASSES * (FEATURE_WIDTH + 1))
+        .map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.01)
+        .collect();
+    for (model, seed) in [(chosen, 10), (ce, 20)] {
+        store
+            .features_mut()
+            .add_features(model, ImageSet::Test, 0, &synthetic_features(rows, seed))
+            .unwrap();
+        for (set, offset) in OodSet::ALL.into_iter().zip(1..) {
+            let features: Vec<f32> = synthetic_features(set_rows, seed + offset)
+                .iter()
+                .map(|v| v * 0.5)
+                .collect();
+            store
+                .features_mut()
+                .add_features(model, set.into(), 0, &features)
+                .unwrap();
+        }
+        store
+            .features_mut()
+            .set_last_layer(model, &last_layer)
+            .unwrap();
+    }
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    let split = lab.split_seed();
+    assert_eq!(
+        frame.readouts.feature_requests,
+        [
+            FeatureRequest {
+                model: chosen,
+                split
+            },
+            FeatureRequest { model: ce, split }
+        ]
+    );
+
+    // What the worker computes, kept: the lab then shows KNN's numbers on the evaluation half.
+    for request in frame.readouts.feature_requests {
+        let inputs = store
+            .features()
+            .inputs(request.model, lab.calibration_flags(), lab.labels())
+            .unwrap();
+        store
+            .features_mut()
+            .add_scores(request, inputs.scores().unwrap());
+    }
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    assert!(frame.readouts.feature_requests.is_empty());
+    let status = text_patch(&frame.readouts.patches, "feature-status");
+    assert!(status.ends_with("k = 1."), "{status}");
+    let scores = store
+        .features()
+        .scores(&FeatureRequest {
+            model: chosen,
+            split,
+        })
+        .unwrap();
+    let (evaluation, mnist) = scores.of(ScoreKind::Knn, OodSet::Mnist);
+    let (evaluation, mnist) = (evaluation.to_vec(), mnist.to_vec());
+    assert_eq!(evaluation.len(), 150);
+    let expected = crate::ood::detection_metrics(&evaluation, &mnist).unwrap();
+    assert_eq!(
+        metric_patch_in_rows(&frame, "fpr95_knn").0,
+        Some(expected.fpr95)
+    );
+    assert_eq!(
+        metric_patch_in_rows(&frame, "auroc_knn").0,
+        Some(expected.auroc)
+    );
+    let charts = frame.ood.unwrap();
+    let (_, _, fpr95) = charts.score_histogram.unwrap();
+    assert_eq!(fpr95, expected.fpr95);
+    assert_eq!(charts.roc.len(), 2);
+    assert_eq!(charts.tau_points.len(), 2, "the τ chart follows KNN");
+
+    // The ranking of every score on both networks, on the evaluation half, from the worker.
+    let request = frame.readouts.ranking_request.unwrap();
+    assert_eq!(
+        request.candidates.len(),
+        18,
+        "nine scores (no ODIN) on each network"
+    );
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "ood-ranking-lesson"),
+        "Ranking every score on both networks, with 95% bootstrap intervals…"
+    );
+    let (scores, rows_in, rows_out) = ranking_scores(&lab, &mut store, &request).unwrap();
+    assert_eq!((rows_in, rows_out), (150, set_rows));
+    let candidates: Vec<(&[f64], &[f64])> = scores
+        .chunks_exact(rows_in + rows_out)
+        .map(|c| c.split_at(rows_in))
+        .collect();
+    // KNN on the chosen network: its evaluation-half scores as the view holds them.
+    let knn = request
+        .candidates
+        .iter()
+        .position(|&c| c == (ScoreKind::Knn, chosen))
+        .unwrap();
+    assert_eq!(candidates[knn], (&evaluation[..], &mnist[..]));
+    let ranking =
+        crate::ood_ranking::rank_detectors(&candidates, &crate::lab::DIFFERENCE_BOOTSTRAP).unwrap();
+    store.add_ranking(request, ranking.clone());
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    assert!(frame.readouts.ranking_request.is_none());
+    assert_eq!(table_rows(&frame.readouts.patches, "ood-ranking").len(), 18);
+    let lesson = text_patch(&frame.readouts.patches, "ood-ranking-lesson");
+    let best = &ranking.ranked[0].metrics.auroc;
+    assert!(
+        lesson.starts_with("Here ")
+            && lesson.contains(&format!(
+                "AUROC {:.3} ({:.3} to {:.3})",
+                best.estimate, best.lower, best.upper
+            ))
+            && lesson.contains(if ranking.lead_beyond_noise().unwrap() {
+                "larger than the noise"
+            } else {
+                "within the noise"
+            }),
+        "{lesson}"
     );
 }
 

@@ -16,6 +16,7 @@ use crate::calibration;
 use crate::data::{self, NUM_CLASSES};
 use crate::lab::{self, ImageSet, OodSet, OodStore, ShiftStore, ShiftedSet};
 use crate::ood_difference;
+use crate::ood_ranking;
 use crate::own_image;
 use crate::page::own_image::{OodThresholds, OwnImage};
 use crate::page::{self, Figure, FrameDrawing, PageState, Visible};
@@ -164,6 +165,67 @@ pub fn paired_difference(
     to_js(&ood_difference::paired_difference(
         (chosen_in, chosen_out),
         (reference_in, reference_out),
+        &lab::DIFFERENCE_BOOTSTRAP,
+    )?)
+}
+
+/// Fits every feature detector on the calibration half's features and labels and scores the
+/// evaluation half and the OOD sets ([`lab::FeatureInputs::scores`], about a second): the
+/// bootstrap worker runs it on what [`Page::feature_inputs`] gave. Returns `{knn_neighbours,
+/// scores}`, the scores a `Float64Array` laid out as [`lab::NetworkFeatureScores::flat`].
+#[wasm_bindgen]
+pub fn feature_scores(
+    calibration: Vec<f32>,
+    calibration_labels: Vec<u32>,
+    evaluation: Vec<f32>,
+    mnist: Vec<f32>,
+    gaussian: Vec<f32>,
+    uniform: Vec<f32>,
+    last_layer: Vec<f32>,
+) -> Result<JsValue, JsError> {
+    let scores = lab::FeatureInputs {
+        calibration,
+        calibration_labels,
+        evaluation,
+        out_of_distribution: [mnist, gaussian, uniform],
+        last_layer,
+    }
+    .scores()?;
+    let object = js_sys::Object::new();
+    set_field(
+        &object,
+        "knn_neighbours",
+        &JsValue::from(scores.knn_neighbours),
+        "feature scores",
+    )?;
+    set_field(
+        &object,
+        "scores",
+        &js_sys::Float64Array::from(&scores.flat()[..]).into(),
+        "feature scores",
+    )?;
+    Ok(object.into())
+}
+
+/// Ranks detectors (`ood_ranking`) at the τ lab's bootstrap settings
+/// ([`lab::DIFFERENCE_BOOTSTRAP`]): `scores` holds each candidate's `rows_in` ID scores then its
+/// `rows_out` OOD scores, end to end, as [`Page::ranking_scores`] gives them. Returns an
+/// [`ood_ranking::Ranking`]. The bootstrap worker runs it (a second for twenty candidates).
+#[wasm_bindgen]
+pub fn rank_detectors(scores: &[f64], rows_in: usize, rows_out: usize) -> Result<JsValue, JsError> {
+    let width = rows_in + rows_out;
+    if width == 0 || !scores.len().is_multiple_of(width) {
+        return Err(JsError::new(&format!(
+            "{} scores are not candidates of {rows_in} ID and {rows_out} OOD scores",
+            scores.len()
+        )));
+    }
+    let candidates: Vec<(&[f64], &[f64])> = scores
+        .chunks_exact(width)
+        .map(|candidate| candidate.split_at(rows_in))
+        .collect();
+    to_js(&ood_ranking::rank_detectors(
+        &candidates,
         &lab::DIFFERENCE_BOOTSTRAP,
     )?)
 }
@@ -393,6 +455,175 @@ impl Page {
     ) -> Result<usize, JsError> {
         let set: ImageSet = parse_name("image set", set)?;
         Ok(self.data()?.store.add_odin(model, set, start, scores)?)
+    }
+
+    /// Stores a batch of penultimate features (`Float32Array [n, 128]`) of `model` on `set`
+    /// (`"test"` or an OOD set's name) for rows `start..`; returns how many rows of that model
+    /// and set have arrived. The corrupted copies' features are not kept (no lab reads them):
+    /// 0.
+    pub fn add_features(
+        &mut self,
+        model: usize,
+        set: &str,
+        start: usize,
+        features: &[f32],
+    ) -> Result<usize, JsError> {
+        let data = self.data()?;
+        if ShiftedSet::parse(set).is_ok() {
+            return Ok(0);
+        }
+        let set: ImageSet = parse_name("image set", set)?;
+        Ok(data
+            .store
+            .features_mut()
+            .add_features(model, set, start, features)?)
+    }
+
+    /// Keeps `model`'s last layer (`Float32Array`: the weight `[10, 128]` row-major, then the
+    /// bias `[10]`), which ReAct, ASH-S, ViM and GradNorm read.
+    pub fn set_last_layer(&mut self, model: usize, values: &[f32]) -> Result<(), JsError> {
+        Ok(self
+            .data()?
+            .store
+            .features_mut()
+            .set_last_layer(model, values)?)
+    }
+
+    /// The features of `model` on `set` (`Float32Array [n, 128]`), once all have arrived: what
+    /// the logits cache keeps beside the logits.
+    pub fn features(&self, model: usize, set: &str) -> Result<Vec<f32>, JsError> {
+        let data = self.data.as_ref().ok_or_else(no_labels)?;
+        let set: ImageSet = parse_name("image set", set)?;
+        data.store
+            .features()
+            .complete(model, set)
+            .map(<[f32]>::to_vec)
+            .ok_or_else(|| JsError::new("these features have not all arrived yet"))
+    }
+
+    /// What a worker fits and scores the feature detectors of `request` (a
+    /// [`lab::FeatureRequest`]) on: `{calibration, calibration_labels, evaluation, mnist,
+    /// gaussian, uniform, last_layer}`, features as `Float32Array [n, 128]`, labels as
+    /// `Uint32Array`, the last layer as [`Page::set_last_layer`] takes it.
+    pub fn feature_inputs(&mut self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::FeatureRequest = from_js(request, "feature request")?;
+        let data = self.data()?;
+        if data.lab.split_seed() != request.split {
+            return Err(JsError::new("the split has changed since the request"));
+        }
+        let inputs = data
+            .store
+            .features()
+            .inputs(
+                request.model,
+                data.lab.calibration_flags(),
+                data.lab.labels(),
+            )
+            .ok_or_else(|| JsError::new("these features have not all arrived yet"))?;
+        let [mnist, gaussian, uniform] = &inputs.out_of_distribution;
+        let object = js_sys::Object::new();
+        for (key, value) in [
+            (
+                "calibration",
+                js_sys::Float32Array::from(&inputs.calibration[..]).into(),
+            ),
+            (
+                "calibration_labels",
+                js_sys::Uint32Array::from(&inputs.calibration_labels[..]).into(),
+            ),
+            (
+                "evaluation",
+                js_sys::Float32Array::from(&inputs.evaluation[..]).into(),
+            ),
+            ("mnist", js_sys::Float32Array::from(&mnist[..]).into()),
+            ("gaussian", js_sys::Float32Array::from(&gaussian[..]).into()),
+            ("uniform", js_sys::Float32Array::from(&uniform[..]).into()),
+            (
+                "last_layer",
+                js_sys::Float32Array::from(&inputs.last_layer[..]).into(),
+            ),
+        ] {
+            set_field(&object, key, &value, "feature inputs")?;
+        }
+        Ok(object.into())
+    }
+
+    /// The scores a worker ranks for `request` (a [`lab::RankingRequest`]):
+    /// `{scores, rows_in, rows_out}`, each candidate's ID then OOD scores end to end in a
+    /// `Float64Array`.
+    pub fn ranking_scores(&mut self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::RankingRequest = from_js(request, "ranking request")?;
+        let data = self.data()?;
+        let (scores, rows_in, rows_out) =
+            page::ranking_scores(&data.lab, &mut data.store, &request)?;
+        let object = js_sys::Object::new();
+        set_field(
+            &object,
+            "scores",
+            &js_sys::Float64Array::from(&scores[..]).into(),
+            "ranking scores",
+        )?;
+        set_field(
+            &object,
+            "rows_in",
+            &JsValue::from(rows_in),
+            "ranking scores",
+        )?;
+        set_field(
+            &object,
+            "rows_out",
+            &JsValue::from(rows_out),
+            "ranking scores",
+        )?;
+        Ok(object.into())
+    }
+
+    /// Keeps the ranking a worker computed for `request` (a [`lab::RankingRequest`]).
+    pub fn add_ranking(&mut self, request: JsValue, ranking: JsValue) -> Result<(), JsError> {
+        let request = from_js(request, "ranking request")?;
+        let ranking = from_js(ranking, "ranking")?;
+        self.data()?.store.add_ranking(request, ranking);
+        Ok(())
+    }
+
+    /// The test rows of the current split's calibration half, in increasing order
+    /// (`Uint32Array`): the images the feature detectors are fitted on, for a check against the
+    /// command-line tool.
+    pub fn calibration_rows(&mut self) -> Result<Vec<u32>, JsError> {
+        let flags = self.data()?.lab.calibration_flags();
+        Ok((0..flags.len() as u32)
+            .filter(|&row| flags[row as usize])
+            .collect())
+    }
+
+    /// Keeps the feature scores a worker computed for `request` (a [`lab::FeatureRequest`]):
+    /// KNN's `k` and every score as [`lab::NetworkFeatureScores::flat`] lays them out.
+    pub fn add_feature_scores(
+        &mut self,
+        request: JsValue,
+        knn_neighbours: usize,
+        scores: &[f64],
+    ) -> Result<(), JsError> {
+        let request: lab::FeatureRequest = from_js(request, "feature request")?;
+        let data = self.data()?;
+        if data.lab.split_seed() != request.split {
+            return Ok(());
+        }
+        let evaluation_rows = data
+            .lab
+            .calibration_flags()
+            .iter()
+            .filter(|&&calibration| !calibration)
+            .count();
+        let set_rows = OodSet::ALL.map(|set| data.store.logits_progress(request.model, set).1);
+        let scores = lab::NetworkFeatureScores::from_flat(
+            scores,
+            knn_neighbours,
+            evaluation_rows,
+            set_rows,
+        )?;
+        data.store.features_mut().add_scores(request, scores);
+        Ok(())
     }
 
     /// The logits of `model` on `set` (`Float32Array [n, 10]`), once all have arrived: what the
@@ -713,6 +944,18 @@ fn parse_name<T: serde::de::DeserializeOwned>(field: &str, name: &str) -> Result
     use serde::de::IntoDeserializer;
     T::deserialize(name.into_deserializer())
         .map_err(|e: serde::de::value::Error| JsError::new(&format!("{field}: {e}")))
+}
+
+/// Sets `object[key] = value`; the message names `what` the object is.
+fn set_field(
+    object: &js_sys::Object,
+    key: &str,
+    value: &JsValue,
+    what: &str,
+) -> Result<(), JsError> {
+    js_sys::Reflect::set(object, &key.into(), value)
+        .map(|_| ())
+        .map_err(|_| JsError::new(&format!("cannot build the {what}' object")))
 }
 
 /// Reads `value`, a plain JavaScript object, as a `T`; the message names `what` and the field

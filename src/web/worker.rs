@@ -26,6 +26,24 @@ impl Model {
     pub fn logits(&self, pixels: &[u8]) -> Result<Vec<f32>, JsError> {
         Ok(self.inner.logits(pixels)?)
     }
+
+    /// The penultimate features and the logits of `n` images of 784 pixels each, from one
+    /// forward pass, in one `Float32Array`: the features `[n, 128]` first, then the logits
+    /// `[n, 10]`, both row-major (one buffer to transfer; the feature-based OOD detectors read
+    /// the first beside the second).
+    pub fn features_and_logits(&self, pixels: &[u8]) -> Result<Vec<f32>, JsError> {
+        let (mut features, logits) = self.inner.features_and_logits(pixels)?;
+        features.extend_from_slice(&logits);
+        Ok(features)
+    }
+
+    /// The last layer (logits = weight · features + bias) in one `Float32Array`: the weight
+    /// `[10, 128]` row-major, then the bias `[10]`.
+    pub fn last_layer(&self) -> Result<Vec<f32>, JsError> {
+        let (mut weight, bias) = self.inner.last_layer()?;
+        weight.extend_from_slice(&bias);
+        Ok(weight)
+    }
 }
 
 #[cfg(feature = "odin")]
