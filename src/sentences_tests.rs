@@ -633,3 +633,108 @@ fn the_set_size_summary_gives_each_size_that_occurs_and_the_average() {
     );
     assert_eq!(set_size_summary(&[0, 0]), "");
 }
+
+/// The PAC sentence's figures at n = 5,000, ε = 0.1: marginal rank 4,501, its risk 47.2%.
+fn pac_figures(delta: f64, pac: Result<PacOutcome, usize>) -> PacFigures {
+    PacFigures {
+        n_calibration: 5_000,
+        epsilon: 0.1,
+        delta,
+        marginal_k: 4_501,
+        marginal_shortfall: 0.472,
+        marginal_size: 1.5,
+        pac,
+    }
+}
+
+#[test]
+fn the_pac_sentence_in_each_state() {
+    let outcome = |k| PacOutcome {
+        k,
+        coverage: 0.9061,
+        average_set_size: 1.5432,
+    };
+    let above = pac_sentence(&pac_figures(0.1, Ok(outcome(4_528))));
+    assert_eq!(
+        above,
+        "The marginal q̂ (rank k = 4,501 of 5,000 calibration scores) promises coverage ≥ 90% on \
+         average over calibration sets; for one calibration set, its coverage falls below 90% \
+         with probability 47.2%. The PAC threshold (rank k = 4,528, above the marginal rank) \
+         holds coverage ≥ 90% for this calibration set with probability ≥ 90% (δ = 10%); on the \
+         evaluation half it covers 90.61%, with sets of 1.543 labels on average against the \
+         marginal threshold's 1.500."
+    );
+    let same = pac_sentence(&pac_figures(0.5, Ok(outcome(4_501))));
+    assert!(
+        same.ends_with("At δ = 50% the PAC threshold is the marginal one (rank k = 4,501): its risk is already at most δ."),
+        "{same}"
+    );
+    let below = pac_sentence(&pac_figures(0.5, Ok(outcome(4_499))));
+    assert!(
+        below.contains("At δ = 50%, more than the marginal threshold risks, the PAC threshold (rank k = 4,499) sits below it: coverage ≥ 90% with probability only ≥ 50%;"),
+        "{below}"
+    );
+    let none = pac_sentence(&PacFigures {
+        n_calibration: 15,
+        marginal_k: 15,
+        ..pac_figures(0.1, Err(22))
+    });
+    // (0.9)^15 = 20.6%.
+    assert!(
+        none.ends_with("No threshold holds coverage ≥ 90% with probability ≥ 90% (δ = 10%) from 15 calibration scores: even the largest falls short with probability (1 − ε)ⁿ = 20.6%, more than δ. That takes at least 22 scores."),
+        "{none}"
+    );
+    let infinite = pac_sentence(&PacFigures {
+        n_calibration: 8,
+        marginal_k: 9,
+        ..pac_figures(0.1, Err(22))
+    });
+    assert!(
+        infinite.starts_with(
+            "The marginal q̂ is infinite here (rank k = 9 is above the 8 calibration scores)"
+        ),
+        "{infinite}"
+    );
+}
+
+#[test]
+fn the_pac_experiment_caption_calls_a_share_off_its_law_beyond_three_standard_errors() {
+    let figures = PacExperimentFigures {
+        repetitions: 1_000,
+        n_evaluation: 5_000,
+        epsilon: 0.1,
+        delta: 0.1,
+        k: 4_528,
+        marginal_k: 4_501,
+        pac_below: 180,
+        marginal_below: 480,
+        predicted_pac_below: 0.18,
+        predicted_marginal_below: 0.49,
+    };
+    let caption = pac_experiment_caption(&figures);
+    assert!(
+        caption.starts_with("PAC at δ = 10%: over 1,000 splits, the PAC threshold (rank k = 4,528, purple curve) covered less than 90% in 180 of them (18.0%), the marginal one (rank k = 4,501) in 480 (48.0%)."),
+        "{caption}"
+    );
+    assert!(caption.contains("predicts 18.0% for the PAC rank and 49.0% for the marginal one."));
+    assert!(
+        caption.ends_with("The PAC share sits where that law puts it (within 3 standard errors).")
+    );
+    // One standard error is √(0.18 · 0.82 / 1,000) = 1.21%: 22% is 3.3 of them above.
+    let high = pac_experiment_caption(&PacExperimentFigures {
+        pac_below: 220,
+        ..figures
+    });
+    assert!(
+        high.contains("The PAC share is higher than that law puts it"),
+        "{high}"
+    );
+    let low = pac_experiment_caption(&PacExperimentFigures {
+        pac_below: 140,
+        ..figures
+    });
+    assert!(
+        low.contains("The PAC share is lower than that law puts it"),
+        "{low}"
+    );
+}

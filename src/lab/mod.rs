@@ -26,6 +26,7 @@ mod intervals;
 mod ood_store;
 pub mod ood_view;
 mod own_image;
+mod pac_view;
 mod rivals;
 mod shift_store;
 mod shift_view;
@@ -46,6 +47,7 @@ pub use conformal_view::{
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
 pub use intervals::{IntervalRequest, BOOTSTRAP};
+pub use pac_view::{PacExperiment, PacThreshold, PacView};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
 

@@ -465,6 +465,10 @@ pub fn draw<DB: DrawingBackend>(
                 area,
                 &run.experiment.coverages,
                 &run.experiment.beta_density,
+                run.experiment
+                    .pac
+                    .as_ref()
+                    .map_or(&[][..], |pac| &pac.beta_density),
                 run.target,
                 run.upper,
                 style,
@@ -655,13 +659,26 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
         }
         Figure::Experiment => {
             let run = sources.experiment(figure)?;
-            table.header(&["split", "coverage", "target", "upper_bound"]);
+            let pac = run.experiment.pac.as_ref();
+            table.header(&[
+                "split",
+                "coverage",
+                "target",
+                "upper_bound",
+                "pac_coverage",
+                "pac_k",
+                "pac_delta",
+            ]);
             for (split, &coverage) in run.experiment.coverages.iter().enumerate() {
+                let pac_coverage = pac.and_then(|pac| pac.coverages.get(split));
                 table.row([
                     split.to_string(),
                     number(coverage),
                     number(run.target),
                     number(run.upper),
+                    pac_coverage.map_or(String::new(), |&c| number(c)),
+                    pac.map_or(String::new(), |pac| pac.k.to_string()),
+                    pac.map_or(String::new(), |pac| number(pac.delta)),
                 ]);
             }
         }

@@ -11,6 +11,7 @@ pub mod figure;
 mod ood;
 pub mod own_image;
 pub mod own_logits;
+mod pac;
 mod paper_protocol;
 mod readouts;
 mod shift;
@@ -322,6 +323,8 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             .extend(readouts::conformal(&view, state.score, &frame.class_names));
         frame.readouts.drawn.push("conformal");
         frame.conformal = Some(view);
+        let pac = lab.pac_view(&settings, state.delta)?;
+        frame.readouts.patches.extend(pac::readouts(&pac));
     }
     if visible.gallery && store.is_some() {
         let sections = gallery(lab, state)?;

@@ -247,7 +247,7 @@ pub(super) fn metric(name: impl Into<String>, value: f64, text: String) -> Patch
 }
 
 /// A slider's value and spoken value, and the text shown beside it (element `label`).
-fn slider(
+pub(super) fn slider(
     id: &'static str,
     value: String,
     label: &'static str,
@@ -462,6 +462,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     ] {
         patches.extend(pair);
     }
+    patches.extend(super::pac::control_patches(state));
     patches
 }
 
@@ -869,6 +870,9 @@ pub fn experiment_readouts(
                 title: None,
             },
             text("experiment-caption", experiment.caption.clone()),
-        ],
+        ]
+        .into_iter()
+        .chain(super::pac::experiment_patches(experiment.pac.as_ref()))
+        .collect(),
     }
 }
