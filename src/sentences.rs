@@ -13,6 +13,7 @@ use crate::calibration_null::{
 };
 use crate::ood_difference::PairedDifference;
 use crate::recalibration::VectorScaling;
+use crate::selective::SelectiveReport;
 use crate::text::grouped;
 
 /// Formats a fraction as a percentage with `decimals` decimals.
@@ -1042,6 +1043,104 @@ pub fn pac_experiment_caption(f: &PacExperimentFigures) -> String {
         percent(p, 1),
         percent(f.predicted_marginal_below, 1),
     )
+}
+
+/// What conformal risk control's threshold is at T = 1 and at the fitted T.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SelectiveLesson {
+    pub threshold_at_one: f64,
+    pub threshold_fitted: f64,
+    /// Share of the evaluation images each answers.
+    pub coverage_at_one: f64,
+    pub coverage_fitted: f64,
+    /// Share of the evaluation images one threshold answers and the other does not.
+    pub answered_differently: f64,
+}
+
+/// The numbers the selective classification sentence talks about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectiveFigures {
+    pub temperature: f64,
+    /// The evaluation half's AURC at `temperature`, at T = 1 and at the fitted T.
+    pub aurc: f64,
+    pub fitted_temperature: f64,
+    pub aurc_at_one: f64,
+    pub aurc_fitted: f64,
+    pub risk_level: f64,
+    pub n_calibration: usize,
+    /// Conformal risk control at `temperature` with the lesson at T = 1 and the fitted T, or
+    /// the smallest calibration size whose threshold answers anything.
+    pub operating: Result<(SelectiveReport, SelectiveLesson), usize>,
+}
+
+/// AURCs this close (relative to the larger) are called the same ranking.
+const SAME_RANKING: f64 = 0.05;
+
+/// "a confidence above 0.9876", or "any confidence" for a threshold of `−∞`.
+fn confidence_above(threshold: f64) -> String {
+    if threshold == f64::NEG_INFINITY {
+        "any confidence".to_string()
+    } else {
+        format!("a confidence above {threshold:.4}")
+    }
+}
+
+/// The selective classification sentence: the AURC at T against T = 1 and the fitted T
+/// (temperature scaling moves the ranking little, or, past [`SAME_RANKING`], more), what
+/// conformal risk control answers at the risk level, and what its threshold reads as at
+/// T = 1 and at the fitted T against the images they answer.
+pub fn selective_sentence(f: &SelectiveFigures) -> String {
+    let ranking = {
+        let difference = (f.aurc_at_one - f.aurc_fitted).abs();
+        let moves = if difference <= SAME_RANKING * f.aurc_at_one.max(f.aurc_fitted) {
+            "the ranking by confidence, and so the curve, barely moves"
+        } else {
+            "it reorders enough images to move the curve (with many classes, two images' \
+             confidences can swap places)"
+        };
+        format!(
+            "Ranked by their confidence at T = {:.3}, the evaluation images' AURC (the error \
+             among the images kept, averaged over every share kept) is {:.4}. At T = 1 it is \
+             {:.4}, at the fitted T = {:.3} {:.4}: temperature scaling changes no prediction, \
+             and {moves}.",
+            f.temperature, f.aurc, f.aurc_at_one, f.fitted_temperature, f.aurc_fitted
+        )
+    };
+    let risk = percent(f.risk_level, 0);
+    let operating = match &f.operating {
+        Ok((report, lesson)) => {
+            let answered = match report.selective_risk {
+                Some(selective_risk) => format!(
+                    "on the evaluation half it answers {} of the images, {} of all of them \
+                     wrongly ({} of those answered).",
+                    percent(report.coverage, 1),
+                    percent(report.answered_error_rate, 2),
+                    percent(selective_risk, 2)
+                ),
+                None => "on the evaluation half it answers none of the images.".to_string(),
+            };
+            format!(
+                " To answer wrongly on at most {risk} of the images, conformal risk control \
+                 answers an image with {} at T = {:.3}: {answered} The same risk level asks for \
+                 {} at T = 1 and {} at the fitted T: what a threshold reads as a probability \
+                 changes with T, while the images answered ({} and {}) differ for {} of them.",
+                confidence_above(report.threshold),
+                f.temperature,
+                confidence_above(lesson.threshold_at_one),
+                confidence_above(lesson.threshold_fitted),
+                percent(lesson.coverage_at_one, 1),
+                percent(lesson.coverage_fitted, 1),
+                percent(lesson.answered_differently, 2)
+            )
+        }
+        Err(needed) => format!(
+            " Conformal risk control at a risk level of {risk} needs at least {} calibration \
+             examples to answer anything; there are {}.",
+            grouped(*needed),
+            grouped(f.n_calibration)
+        ),
+    };
+    format!("{ranking}{operating}")
 }
 
 #[cfg(test)]

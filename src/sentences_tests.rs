@@ -738,3 +738,84 @@ fn the_pac_experiment_caption_calls_a_share_off_its_law_beyond_three_standard_er
         "{low}"
     );
 }
+
+/// The selective sentence's figures at T = 1 with the fitted T = 1.25, risk level 3%.
+fn selective_figures(
+    aurc_fitted: f64,
+    threshold: f64,
+    selective_risk: Option<f64>,
+) -> SelectiveFigures {
+    SelectiveFigures {
+        temperature: 1.0,
+        aurc: 0.02,
+        fitted_temperature: 1.25,
+        aurc_at_one: 0.02,
+        aurc_fitted,
+        risk_level: 0.03,
+        n_calibration: 5_000,
+        operating: Ok((
+            SelectiveReport {
+                risk_level: 0.03,
+                threshold,
+                coverage: 0.8123,
+                selective_risk,
+                answered_error_rate: 0.0291,
+                aurc: 0.02,
+            },
+            SelectiveLesson {
+                threshold_at_one: threshold,
+                threshold_fitted: 0.9012,
+                coverage_at_one: 0.8123,
+                coverage_fitted: 0.8101,
+                answered_differently: 0.0042,
+            },
+        )),
+    }
+}
+
+#[test]
+fn the_selective_sentence_in_each_state() {
+    let usual = selective_sentence(&selective_figures(0.0205, 0.9876, Some(0.0358)));
+    assert_eq!(
+        usual,
+        "Ranked by their confidence at T = 1.000, the evaluation images' AURC (the error among \
+         the images kept, averaged over every share kept) is 0.0200. At T = 1 it is 0.0200, at \
+         the fitted T = 1.250 0.0205: temperature scaling changes no prediction, and the ranking \
+         by confidence, and so the curve, barely moves. To answer wrongly on at most 3% of the \
+         images, conformal risk control answers an image with a confidence above 0.9876 at \
+         T = 1.000: on the evaluation half it answers 81.2% of the images, 2.91% of all of them \
+         wrongly (3.58% of those answered). The same risk level asks for a confidence above \
+         0.9876 at T = 1 and a confidence above 0.9012 at the fitted T: what a threshold reads \
+         as a probability changes with T, while the images answered (81.2% and 81.0%) differ \
+         for 0.42% of them."
+    );
+    // AURCs 0.0200 and 0.0220 differ by 9% of the larger: more than 5%.
+    let reordered = selective_sentence(&selective_figures(0.022, 0.9876, Some(0.0358)));
+    assert!(
+        reordered.contains("it reorders enough images to move the curve"),
+        "{reordered}"
+    );
+    let everything =
+        selective_sentence(&selective_figures(0.0205, f64::NEG_INFINITY, Some(0.0291)));
+    assert!(
+        everything.contains("answers an image with any confidence at T = 1.000"),
+        "{everything}"
+    );
+    let nothing = selective_sentence(&selective_figures(0.0205, 0.9999, None));
+    assert!(
+        nothing.contains("on the evaluation half it answers none of the images. The same"),
+        "{nothing}"
+    );
+    let too_few = selective_sentence(&SelectiveFigures {
+        n_calibration: 20,
+        operating: Err(33),
+        ..selective_figures(0.0205, 0.9876, None)
+    });
+    assert!(
+        too_few.ends_with(
+            "barely moves. Conformal risk control at a risk level of 3% needs at least 33 \
+             calibration examples to answer anything; there are 20."
+        ),
+        "{too_few}"
+    );
+}

@@ -28,6 +28,7 @@ pub mod ood_view;
 mod own_image;
 mod pac_view;
 mod rivals;
+mod selective_view;
 mod shift_store;
 mod shift_view;
 mod streamed;
@@ -48,6 +49,7 @@ pub use conformal_view::{
 };
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
+pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
 
@@ -91,6 +93,8 @@ pub enum LabError {
     Conformal(#[from] ConformalError),
     #[error(transparent)]
     Bootstrap(#[from] crate::bootstrap::BootstrapError),
+    #[error(transparent)]
+    Selective(#[from] crate::selective::SelectiveError),
 }
 
 /// One network's accuracy and calibration, as the OOD lab compares them across networks.
@@ -145,6 +149,8 @@ struct Cache {
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
     score_tables: Vec<ScoreTable>,
+    /// Confidences at T = 1 and at the fitted T for the selective classification block.
+    selective_fixed: Option<selective_view::SelectiveFixed>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -392,6 +398,7 @@ impl Lab {
                 rivals: Answers::default(),
                 probabilities: None,
                 score_tables: Vec::new(),
+                selective_fixed: None,
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

@@ -14,6 +14,7 @@ pub mod own_logits;
 mod pac;
 mod paper_protocol;
 mod readouts;
+mod selective;
 mod shift;
 mod state;
 
@@ -24,7 +25,7 @@ use crate::data::{
 };
 use crate::lab::{
     ConformalView, DifferenceRequest, Explanation, IntervalRequest, Lab, LabError, OodSet,
-    OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
+    OodStore, RivalsRequest, SelectiveView, ShiftStore, ShiftView, TemperatureView,
 };
 use crate::text::serde_name;
 
@@ -227,6 +228,8 @@ pub struct Frame {
     /// Whether the shift lab's reliability diagram shows T refitted on the corrupted images.
     pub recalibrate: bool,
     pub readouts: Readouts,
+    /// The conformal lab's selective classification block.
+    pub selective: Option<SelectiveView>,
 }
 
 /// The data the labs show.
@@ -325,6 +328,12 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         frame.conformal = Some(view);
         let pac = lab.pac_view(&settings, state.delta)?;
         frame.readouts.patches.extend(pac::readouts(&pac));
+        let selective = lab.selective_view(state.t, state.risk)?;
+        frame
+            .readouts
+            .patches
+            .extend(selective::readouts(&selective));
+        frame.selective = Some(selective);
     }
     if visible.gallery && store.is_some() {
         let sections = gallery(lab, state)?;

@@ -286,6 +286,10 @@ pub struct PageState {
     /// The conformal lab's training-conditional (PAC) threshold: coverage `≥ 1 − α` for the
     /// calibration set with probability `≥ 1 − delta`.
     pub delta: f64,
+
+    /// The conformal lab's selective classification: the share of images answered wrongly
+    /// that conformal risk control allows.
+    pub risk: f64,
 }
 
 impl Default for PageState {
@@ -314,6 +318,7 @@ impl Default for PageState {
             embed: Embed::None,
             present: false,
             delta: conformal::pac::DEFAULT_DELTA,
+            risk: crate::lab::DEFAULT_RISK_LEVEL,
         }
     }
 }
@@ -393,7 +398,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 23] = [
+pub const FIELDS: [Field; 24] = [
     Field {
         key: "model",
         label: "model",
@@ -538,6 +543,12 @@ pub const FIELDS: [Field; 23] = [
         label: "δ",
         control: Some("pac-delta"),
         kind: number(0.01, 0.5, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "risk",
+        label: "risk level",
+        control: Some("selective-risk"),
+        kind: number(0.01, 0.2, false, Slider::Linear { step: 0.01 }),
     },
 ];
 

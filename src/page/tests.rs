@@ -994,6 +994,7 @@ fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_
             (Figure::PerClass, Draw),
             (Figure::Stratified, Draw),
             (Figure::Sweep, Draw),
+            (Figure::RiskCoverage, Draw),
         ],
         "the experiment is drawn by its run; the rivals wait for the worker's fits"
     );
@@ -1114,5 +1115,49 @@ fn the_pac_block_shows_the_labs_pac_view_at_the_states_delta_and_its_slider() {
     assert_eq!(
         metric_patch(&readouts.patches, "pac_experiment_below").0,
         &Some(pac_run.figures.pac_below as f64 / 50.0)
+    );
+}
+
+#[test]
+fn the_selective_block_shows_the_labs_view_at_the_states_t_and_risk_level_and_its_slider() {
+    let mut lab = lab_with_logits(2_000, 2_000);
+    let state = PageState::default()
+        .set("risk", "0.05")
+        .and_then(|s| s.set("t", "2"))
+        .unwrap();
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let patches = &frame.readouts.patches;
+    let view = lab.selective_view(2.0, 0.05).unwrap();
+    let report = view
+        .report
+        .clone()
+        .expect("1,000 calibration rows are enough");
+    assert_eq!(metric_patch(patches, "selective_aurc").0, &Some(view.aurc));
+    assert_eq!(
+        metric_patch(patches, "selective_threshold").0,
+        &Some(report.threshold)
+    );
+    assert_eq!(
+        metric_patch(patches, "selective_coverage").0,
+        &Some(report.coverage)
+    );
+    assert_eq!(
+        metric_patch(patches, "selective_answered_error_rate").0,
+        &Some(report.answered_error_rate)
+    );
+    assert_eq!(text_patch(patches, "selective-sentence"), view.sentence);
+    assert_eq!(text_patch(patches, "selective-risk-value"), "5%");
+    assert!(patches.iter().any(|p| matches!(p,
+        Patch::Control { id: "selective-risk", value, valuetext: Some(spoken) }
+            if value == "0.05" && spoken == "risk level 5%: at most 5% of the images answered wrongly")));
+    assert_eq!(frame.selective.as_ref(), Some(&view));
+    let range = FIELDS
+        .iter()
+        .find(|f| f.key == "risk")
+        .and_then(Field::slider_range)
+        .unwrap();
+    assert_eq!(
+        (range.control, range.min, range.max, range.step),
+        ("selective-risk", 0.01, 0.2, 0.01)
     );
 }

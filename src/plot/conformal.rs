@@ -104,11 +104,6 @@ fn category_index(value: f64, categories: usize) -> Option<usize> {
         .then_some(rounded as usize)
 }
 
-/// `value` (a fraction) as a percentage with `decimals` decimals.
-fn percent(value: f64, decimals: usize) -> String {
-    format!("{:.decimals$}%", 100.0 * value + 0.0)
-}
-
 /// A share in percent written on its bar: one decimal below 10%.
 fn share_label(share_percent: f64) -> String {
     if share_percent < 10.0 {

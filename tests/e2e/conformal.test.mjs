@@ -301,3 +301,31 @@ test("8. the PAC threshold at a δ moved by the keyboard equals `calibra report 
   assert.ok(sentence.includes("(δ = 19%)"), sentence);
   t.diagnostic(`δ = 0.19: PAC k ${m.pac_k} (q̂ ${m.pac_qhat}), marginal k ${m.marginal_k}`);
 });
+
+test("9. selective classification at a risk level set by a pointer and the keyboard equals `calibra report --selective` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+  await configure({ score: "aps" });
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
+  const risk = page.locator("#selective-risk");
+  await risk.scrollIntoViewIfNeeded();
+  // A click near the track's start, then the keyboard: Home (1%) and four steps up.
+  const box = await risk.boundingBox();
+  await afterConformalRedraw(() => page.mouse.click(box.x + 0.05 * box.width, box.y + box.height / 2));
+  await risk.focus();
+  await afterConformalRedraw(() => page.keyboard.press("Home"));
+  for (let step = 0; step < 4; step++) await afterConformalRedraw(() => page.keyboard.press("ArrowRight"));
+  assert.equal((await hashParams(page)).risk, "0.05");
+  assert.equal(await page.textContent("#selective-risk-value"), "5%");
+  const m = await readMetrics(page);
+  const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--selective", "0.05", "--bootstrap", "2", "--json"];
+  const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options], { maxBuffer: 16 << 20 })).stdout).selective;
+  for (const [shown, key] of [["selective_threshold", "threshold"], ["selective_coverage", "coverage"], ["selective_risk", "selective_risk"], ["selective_answered_error_rate", "answered_error_rate"], ["selective_aurc", "aurc"]]) {
+    assert.ok(Math.abs(m[shown] - cli[key]) <= TOLERANCE_SAME_LOGITS, `${shown}: page ${m[shown]}, CLI ${cli[key]}`);
+  }
+  // At T = 1 the AURC shown is the one at T = 1; the sentence states the threshold shown.
+  assert.equal(m.selective_aurc, m.selective_aurc_at_one);
+  const sentence = await page.textContent("#selective-sentence");
+  assert.ok(sentence.includes(`a confidence above ${m.selective_threshold.toFixed(4)} at T = 1.000`), sentence);
+  assert.ok(m.selective_answered_error_rate <= 0.05 + 3 * Math.sqrt((0.05 * 0.95) / 5000), `answered and wrong ${m.selective_answered_error_rate}`);
+  t.diagnostic(`risk 5%: threshold ${m.selective_threshold}, answered ${m.selective_coverage}, AURC ${m.selective_aurc} (fitted T: ${m.selective_aurc_fitted})`);
+});
