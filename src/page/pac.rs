@@ -15,10 +15,7 @@ pub(super) fn control_patches(state: &PageState) -> [Patch; 2] {
         format!("{}", state.delta),
         "pac-delta-value",
         delta.clone(),
-        format!(
-            "δ = {delta}, coverage ≥ 1 − α with probability {}",
-            percent(1.0 - state.delta, 0)
-        ),
+        format!("δ = {delta}"),
     )
 }
 

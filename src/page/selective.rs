@@ -14,7 +14,7 @@ pub(super) fn control_patches(state: &PageState) -> [Patch; 2] {
         format!("{}", state.risk),
         "selective-risk-value",
         risk.clone(),
-        format!("risk level {risk}: at most {risk} of the images answered wrongly"),
+        format!("risk level {risk}"),
     )
 }
 
