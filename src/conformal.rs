@@ -1197,25 +1197,54 @@ pub fn coverage_experiment(
     repetitions: usize,
     seed: u64,
 ) -> Result<Vec<f64>, ConformalError> {
-    let n = true_label_scores.len();
     let k = quantile_rank(n_calibration, alpha)?;
+    let mut coverages =
+        coverage_experiment_at_ranks(true_label_scores, n_calibration, &[k], repetitions, seed)?;
+    Ok(coverages.pop().unwrap_or_default())
+}
+
+/// [`coverage_experiment`] with the threshold of each split taken as the `k`-th smallest
+/// calibration score for each `k` of `ranks` (a rank above `n_calibration` is `q̂ = +∞`), on
+/// the same splits: one vector of coverages per rank, in the order of `ranks`. So the marginal
+/// rank and the training-conditional one ([`pac::pac_rank`]) are measured on the same draws.
+///
+/// # Errors
+/// [`ConformalError::NonFiniteScore`]; [`ConformalError::Empty`] for an empty pool;
+/// [`ConformalError::InvalidParameter`] (`"n_calibration"`) unless `1 ≤ n_calibration < n`,
+/// (`"rank"`) for a rank of 0.
+pub fn coverage_experiment_at_ranks(
+    true_label_scores: &[f64],
+    n_calibration: usize,
+    ranks: &[usize],
+    repetitions: usize,
+    seed: u64,
+) -> Result<Vec<Vec<f64>>, ConformalError> {
+    let n = true_label_scores.len();
     check_experiment(n, n_calibration)?;
     check_scores_finite(true_label_scores)?;
+    if ranks.contains(&0) {
+        return Err(ConformalError::InvalidParameter {
+            name: "rank",
+            value: 0.0,
+        });
+    }
     let n_evaluation = (n - n_calibration) as f64;
     let mut buffer = true_label_scores.to_vec();
-    let coverages = (0..repetitions)
-        .map(|repetition| {
-            buffer.copy_from_slice(true_label_scores);
-            partial_shuffle(
-                &mut buffer,
-                n_calibration,
-                &mut repetition_rng(seed, repetition),
-            );
-            let (calibration, evaluation) = buffer.split_at_mut(n_calibration);
+    let mut coverages = vec![Vec::with_capacity(repetitions); ranks.len()];
+    for repetition in 0..repetitions {
+        buffer.copy_from_slice(true_label_scores);
+        partial_shuffle(
+            &mut buffer,
+            n_calibration,
+            &mut repetition_rng(seed, repetition),
+        );
+        let (calibration, evaluation) = buffer.split_at_mut(n_calibration);
+        for (&k, coverages) in ranks.iter().zip(&mut coverages) {
+            // Selection reorders the calibration part only: the split stays the same.
             let qhat = kth_smallest(calibration, k);
-            evaluation.iter().filter(|&&s| s <= qhat).count() as f64 / n_evaluation
-        })
-        .collect();
+            coverages.push(evaluation.iter().filter(|&&s| s <= qhat).count() as f64 / n_evaluation);
+        }
+    }
     Ok(coverages)
 }
 
@@ -1344,8 +1373,29 @@ pub fn coverage_beta_density(
     alpha: f64,
     x: f64,
 ) -> Result<f64, ConformalError> {
-    use statrs::distribution::{Beta, Continuous};
     let k = finite_quantile_rank(n_calibration, alpha)?;
+    rank_coverage_density(n_calibration, k, x)
+}
+
+/// Density at `x` of `Beta(k, n + 1 − k)`: the law of the coverage of `q̂ = s_(k)`, the `k`-th
+/// smallest of `n` calibration scores, over random calibration sets (as
+/// [`coverage_beta_density`], for any rank: the training-conditional one of [`pac::pac_rank`]).
+/// Zero outside `[0, 1]`.
+///
+/// # Errors
+/// [`ConformalError::InvalidParameter`] (`"rank"`) unless `1 ≤ k ≤ n`, (`"x"`) for a NaN `x`.
+pub fn rank_coverage_density(
+    n_calibration: usize,
+    k: usize,
+    x: f64,
+) -> Result<f64, ConformalError> {
+    use statrs::distribution::{Beta, Continuous};
+    if !(1..=n_calibration).contains(&k) {
+        return Err(ConformalError::InvalidParameter {
+            name: "rank",
+            value: k as f64,
+        });
+    }
     if x.is_nan() {
         return Err(ConformalError::InvalidParameter {
             name: "x",

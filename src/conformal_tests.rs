@@ -727,6 +727,24 @@ fn coverage_experiment_equals_brute_force() {
         assert_eq!(coverage, covered as f64 / 900.0);
         previous = Some(split);
     }
+    // Any rank on the same splits: the 280th smallest score of the same calibration part, and
+    // the marginal rank's coverages unchanged beside it.
+    let ranks = coverage_experiment_at_ranks(&scores, n_calibration, &[k, 280], 5, 32).unwrap();
+    assert_eq!(ranks[0], coverages);
+    for (repetition, &coverage) in ranks[1].iter().enumerate() {
+        let split = experiment_split(1200, n_calibration, 32, repetition).unwrap();
+        let mut calibration: Vec<f64> = split[..n_calibration].iter().map(|&i| scores[i]).collect();
+        calibration.sort_by(f64::total_cmp);
+        let covered = split[n_calibration..]
+            .iter()
+            .filter(|&&i| scores[i] <= calibration[279])
+            .count();
+        assert_eq!(coverage, covered as f64 / 900.0);
+    }
+    assert!(matches!(
+        coverage_experiment_at_ranks(&scores, n_calibration, &[0], 1, 0),
+        Err(ConformalError::InvalidParameter { name: "rank", .. })
+    ));
     // Too few calibration rows: q̂ = +∞ covers everything.
     assert_eq!(
         coverage_experiment(&scores, 5, ALPHA, 3, 1).unwrap(),

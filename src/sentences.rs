@@ -13,6 +13,7 @@ use crate::calibration_null::{
 };
 use crate::ood_difference::PairedDifference;
 use crate::recalibration::VectorScaling;
+use crate::selective::SelectiveReport;
 use crate::text::grouped;
 
 /// Formats a fraction as a percentage with `decimals` decimals.
@@ -989,6 +990,251 @@ pub fn rivals_binning_sentence(
         isotonic.nll,
         temperature.nll,
     )
+}
+
+/// The training-conditional (PAC) threshold's outcome on the shown split.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacOutcome {
+    pub k: usize,
+    /// Coverage and average set size on the evaluation half.
+    pub coverage: f64,
+    pub average_set_size: f64,
+}
+
+/// The numbers the PAC threshold's sentence talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacFigures {
+    pub n_calibration: usize,
+    pub epsilon: f64,
+    pub delta: f64,
+    /// The marginal rank `⌈(n + 1)(1 − ε)⌉` (above `n`: `q̂ = +∞`).
+    pub marginal_k: usize,
+    /// `P(coverage of the marginal q̂ < 1 − ε)` over calibration sets.
+    pub marginal_shortfall: f64,
+    /// The marginal threshold's average set size on the evaluation half.
+    pub marginal_size: f64,
+    /// The PAC threshold's outcome, or the smallest calibration size that has one.
+    pub pac: Result<PacOutcome, usize>,
+}
+
+/// The PAC threshold's sentence: what the marginal threshold risks for one calibration set,
+/// and what the PAC rank at δ holds instead, above, at or below the marginal rank, or why no
+/// rank can hold it with this few calibration scores.
+pub fn pac_sentence(f: &PacFigures) -> String {
+    let target = percent(1.0 - f.epsilon, 0);
+    let n = grouped(f.n_calibration);
+    let marginal = if f.marginal_k <= f.n_calibration {
+        format!(
+            "The marginal q̂ (rank k = {} of {n} calibration scores) promises coverage ≥ {target} \
+             on average over calibration sets; for one calibration set, its coverage falls below \
+             {target} with probability {}.",
+            grouped(f.marginal_k),
+            percent(f.marginal_shortfall, 1)
+        )
+    } else {
+        format!(
+            "The marginal q̂ is infinite here (rank k = {} is above the {n} calibration scores): \
+             every set holds every label.",
+            grouped(f.marginal_k)
+        )
+    };
+    let delta = percent(f.delta, 0);
+    let confidence = percent(1.0 - f.delta, 0);
+    let outcome = |p: &PacOutcome| {
+        format!(
+            "on the evaluation half it covers {}, with sets of {:.3} labels on average against \
+             the marginal threshold's {:.3}.",
+            percent(p.coverage, 2),
+            p.average_set_size,
+            f.marginal_size
+        )
+    };
+    let pac = match &f.pac {
+        Ok(p) if p.k > f.marginal_k => format!(
+            "The PAC threshold (rank k = {}, above the marginal rank) holds coverage ≥ {target} \
+             for this calibration set with probability ≥ {confidence} (δ = {delta}); {}",
+            grouped(p.k),
+            outcome(p)
+        ),
+        Ok(p) if p.k == f.marginal_k => format!(
+            "At δ = {delta} the PAC threshold is the marginal one (rank k = {}): its risk is \
+             already at most δ.",
+            grouped(p.k)
+        ),
+        Ok(p) => format!(
+            "At δ = {delta}, more than the marginal threshold risks, the PAC threshold (rank \
+             k = {}) sits below it: coverage ≥ {target} with probability only ≥ {confidence}; {}",
+            grouped(p.k),
+            outcome(p)
+        ),
+        Err(needed) => format!(
+            "No threshold holds coverage ≥ {target} with probability ≥ {confidence} (δ = {delta}) \
+             from {n} calibration scores: even the largest falls short with probability \
+             (1 − ε)ⁿ = {}, more than δ. That takes at least {} scores.",
+            percent((1.0 - f.epsilon).powf(f.n_calibration as f64), 1),
+            grouped(*needed)
+        ),
+    };
+    format!("{marginal} {pac}")
+}
+
+/// The numbers the coverage experiment's PAC caption talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacExperimentFigures {
+    pub repetitions: usize,
+    /// Evaluation images of each split.
+    pub n_evaluation: usize,
+    pub epsilon: f64,
+    pub delta: f64,
+    /// The PAC and the marginal rank.
+    pub k: usize,
+    pub marginal_k: usize,
+    /// Splits whose measured coverage fell below `1 − ε`, at each rank.
+    pub pac_below: usize,
+    pub marginal_below: usize,
+    /// The probability of that for a measured coverage (Beta-Binomial), at each rank.
+    pub predicted_pac_below: f64,
+    pub predicted_marginal_below: f64,
+}
+
+/// The coverage experiment's PAC caption: how often each rank's measured coverage fell below
+/// `1 − ε`, against δ (the bound for unlimited evaluation data) and against the exact law of a
+/// coverage measured on the splits' evaluation images, whose binomial noise adds to it; the PAC
+/// share is called off its prediction beyond [`CHANCE_DEVIATIONS`] binomial standard errors.
+pub fn pac_experiment_caption(f: &PacExperimentFigures) -> String {
+    let r = f.repetitions.max(1) as f64;
+    let target = percent(1.0 - f.epsilon, 0);
+    let share = |count: usize| percent(count as f64 / r, 1);
+    let p = f.predicted_pac_below;
+    // At least one split's worth of error, so a prediction of 0 is not a zero-width test.
+    let error = (p * (1.0 - p) / r).sqrt().max(1.0 / r);
+    let observed = f.pac_below as f64 / r;
+    let verdict = if (observed - p).abs() <= CHANCE_DEVIATIONS * error {
+        format!("The PAC share sits where that law puts it (within {CHANCE_DEVIATIONS:.0} standard errors).")
+    } else {
+        format!(
+            "The PAC share is {} than that law puts it, by more than {CHANCE_DEVIATIONS:.0} \
+             standard errors (ties among the scores make coverage larger).",
+            if observed > p { "higher" } else { "lower" }
+        )
+    };
+    format!(
+        "PAC at δ = {}: over {} splits, the PAC threshold (rank k = {}, purple curve) covered \
+         less than {target} in {} of them ({}), the marginal one (rank k = {}) in {} ({}). δ \
+         bounds that share for the coverage of unlimited data, the area of the purple curve's \
+         shaded tail; each split measures coverage on {} images, whose binomial noise adds to \
+         it, and the exact law of a measured coverage (Beta-Binomial) predicts {} for the PAC \
+         rank and {} for the marginal one. {verdict}",
+        percent(f.delta, 0),
+        grouped(f.repetitions),
+        grouped(f.k),
+        grouped(f.pac_below),
+        share(f.pac_below),
+        grouped(f.marginal_k),
+        grouped(f.marginal_below),
+        share(f.marginal_below),
+        grouped(f.n_evaluation),
+        percent(p, 1),
+        percent(f.predicted_marginal_below, 1),
+    )
+}
+
+/// What conformal risk control's threshold is at T = 1 and at the fitted T.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SelectiveLesson {
+    pub threshold_at_one: f64,
+    pub threshold_fitted: f64,
+    /// Share of the evaluation images each answers.
+    pub coverage_at_one: f64,
+    pub coverage_fitted: f64,
+    /// Share of the evaluation images one threshold answers and the other does not.
+    pub answered_differently: f64,
+}
+
+/// The numbers the selective classification sentence talks about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectiveFigures {
+    pub temperature: f64,
+    /// The evaluation half's AURC at `temperature`, at T = 1 and at the fitted T.
+    pub aurc: f64,
+    pub fitted_temperature: f64,
+    pub aurc_at_one: f64,
+    pub aurc_fitted: f64,
+    pub risk_level: f64,
+    pub n_calibration: usize,
+    /// Conformal risk control at `temperature` with the lesson at T = 1 and the fitted T, or
+    /// the smallest calibration size whose threshold answers anything.
+    pub operating: Result<(SelectiveReport, SelectiveLesson), usize>,
+}
+
+/// AURCs this close (relative to the larger) are called the same ranking.
+const SAME_RANKING: f64 = 0.05;
+
+/// "a confidence above 0.9876", or "any confidence" for a threshold of `−∞`.
+fn confidence_above(threshold: f64) -> String {
+    if threshold == f64::NEG_INFINITY {
+        "any confidence".to_string()
+    } else {
+        format!("a confidence above {threshold:.4}")
+    }
+}
+
+/// The selective classification sentence: the AURC at T against T = 1 and the fitted T
+/// (temperature scaling moves the ranking little, or, past [`SAME_RANKING`], more), what
+/// conformal risk control answers at the risk level, and what its threshold reads as at
+/// T = 1 and at the fitted T against the images they answer.
+pub fn selective_sentence(f: &SelectiveFigures) -> String {
+    let ranking = {
+        let difference = (f.aurc_at_one - f.aurc_fitted).abs();
+        let moves = if difference <= SAME_RANKING * f.aurc_at_one.max(f.aurc_fitted) {
+            "the ranking by confidence, and so the curve, barely moves"
+        } else {
+            "it reorders enough images to move the curve (with many classes, two images' \
+             confidences can swap places)"
+        };
+        format!(
+            "Ranked by their confidence at T = {:.3}, the evaluation images' AURC (the error \
+             among the images kept, averaged over every share kept) is {:.4}. At T = 1 it is \
+             {:.4}, at the fitted T = {:.3} {:.4}: temperature scaling changes no prediction, \
+             and {moves}.",
+            f.temperature, f.aurc, f.aurc_at_one, f.fitted_temperature, f.aurc_fitted
+        )
+    };
+    let risk = percent(f.risk_level, 0);
+    let operating = match &f.operating {
+        Ok((report, lesson)) => {
+            let answered = match report.selective_risk {
+                Some(selective_risk) => format!(
+                    "on the evaluation half it answers {} of the images, {} of all of them \
+                     wrongly ({} of those answered).",
+                    percent(report.coverage, 1),
+                    percent(report.answered_error_rate, 2),
+                    percent(selective_risk, 2)
+                ),
+                None => "on the evaluation half it answers none of the images.".to_string(),
+            };
+            format!(
+                " To answer wrongly on at most {risk} of the images, conformal risk control \
+                 answers an image with {} at T = {:.3}: {answered} The same risk level asks for \
+                 {} at T = 1 and {} at the fitted T: what a threshold reads as a probability \
+                 changes with T, while the images answered ({} and {}) differ for {} of them.",
+                confidence_above(report.threshold),
+                f.temperature,
+                confidence_above(lesson.threshold_at_one),
+                confidence_above(lesson.threshold_fitted),
+                percent(lesson.coverage_at_one, 1),
+                percent(lesson.coverage_fitted, 1),
+                percent(lesson.answered_differently, 2)
+            )
+        }
+        Err(needed) => format!(
+            " Conformal risk control at a risk level of {risk} needs at least {} calibration \
+             examples to answer anything; there are {}.",
+            grouped(*needed),
+            grouped(f.n_calibration)
+        ),
+    };
+    format!("{ranking}{operating}")
 }
 
 #[cfg(test)]

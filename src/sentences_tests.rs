@@ -811,3 +811,189 @@ fn the_ranking_sentence_holds_on_planted_detectors() {
         }
     }
 }
+
+/// The PAC sentence's figures at n = 5,000, ε = 0.1: marginal rank 4,501, its risk 47.2%.
+fn pac_figures(delta: f64, pac: Result<PacOutcome, usize>) -> PacFigures {
+    PacFigures {
+        n_calibration: 5_000,
+        epsilon: 0.1,
+        delta,
+        marginal_k: 4_501,
+        marginal_shortfall: 0.472,
+        marginal_size: 1.5,
+        pac,
+    }
+}
+
+#[test]
+fn the_pac_sentence_in_each_state() {
+    let outcome = |k| PacOutcome {
+        k,
+        coverage: 0.9061,
+        average_set_size: 1.5432,
+    };
+    let above = pac_sentence(&pac_figures(0.1, Ok(outcome(4_528))));
+    assert_eq!(
+        above,
+        "The marginal q̂ (rank k = 4,501 of 5,000 calibration scores) promises coverage ≥ 90% on \
+         average over calibration sets; for one calibration set, its coverage falls below 90% \
+         with probability 47.2%. The PAC threshold (rank k = 4,528, above the marginal rank) \
+         holds coverage ≥ 90% for this calibration set with probability ≥ 90% (δ = 10%); on the \
+         evaluation half it covers 90.61%, with sets of 1.543 labels on average against the \
+         marginal threshold's 1.500."
+    );
+    let same = pac_sentence(&pac_figures(0.5, Ok(outcome(4_501))));
+    assert!(
+        same.ends_with("At δ = 50% the PAC threshold is the marginal one (rank k = 4,501): its risk is already at most δ."),
+        "{same}"
+    );
+    let below = pac_sentence(&pac_figures(0.5, Ok(outcome(4_499))));
+    assert!(
+        below.contains("At δ = 50%, more than the marginal threshold risks, the PAC threshold (rank k = 4,499) sits below it: coverage ≥ 90% with probability only ≥ 50%;"),
+        "{below}"
+    );
+    let none = pac_sentence(&PacFigures {
+        n_calibration: 15,
+        marginal_k: 15,
+        ..pac_figures(0.1, Err(22))
+    });
+    // (0.9)^15 = 20.6%.
+    assert!(
+        none.ends_with("No threshold holds coverage ≥ 90% with probability ≥ 90% (δ = 10%) from 15 calibration scores: even the largest falls short with probability (1 − ε)ⁿ = 20.6%, more than δ. That takes at least 22 scores."),
+        "{none}"
+    );
+    let infinite = pac_sentence(&PacFigures {
+        n_calibration: 8,
+        marginal_k: 9,
+        ..pac_figures(0.1, Err(22))
+    });
+    assert!(
+        infinite.starts_with(
+            "The marginal q̂ is infinite here (rank k = 9 is above the 8 calibration scores)"
+        ),
+        "{infinite}"
+    );
+}
+
+#[test]
+fn the_pac_experiment_caption_calls_a_share_off_its_law_beyond_three_standard_errors() {
+    let figures = PacExperimentFigures {
+        repetitions: 1_000,
+        n_evaluation: 5_000,
+        epsilon: 0.1,
+        delta: 0.1,
+        k: 4_528,
+        marginal_k: 4_501,
+        pac_below: 180,
+        marginal_below: 480,
+        predicted_pac_below: 0.18,
+        predicted_marginal_below: 0.49,
+    };
+    let caption = pac_experiment_caption(&figures);
+    assert!(
+        caption.starts_with("PAC at δ = 10%: over 1,000 splits, the PAC threshold (rank k = 4,528, purple curve) covered less than 90% in 180 of them (18.0%), the marginal one (rank k = 4,501) in 480 (48.0%)."),
+        "{caption}"
+    );
+    assert!(caption.contains("predicts 18.0% for the PAC rank and 49.0% for the marginal one."));
+    assert!(
+        caption.ends_with("The PAC share sits where that law puts it (within 3 standard errors).")
+    );
+    // One standard error is √(0.18 · 0.82 / 1,000) = 1.21%: 22% is 3.3 of them above.
+    let high = pac_experiment_caption(&PacExperimentFigures {
+        pac_below: 220,
+        ..figures
+    });
+    assert!(
+        high.contains("The PAC share is higher than that law puts it"),
+        "{high}"
+    );
+    let low = pac_experiment_caption(&PacExperimentFigures {
+        pac_below: 140,
+        ..figures
+    });
+    assert!(
+        low.contains("The PAC share is lower than that law puts it"),
+        "{low}"
+    );
+}
+
+/// The selective sentence's figures at T = 1 with the fitted T = 1.25, risk level 3%.
+fn selective_figures(
+    aurc_fitted: f64,
+    threshold: f64,
+    selective_risk: Option<f64>,
+) -> SelectiveFigures {
+    SelectiveFigures {
+        temperature: 1.0,
+        aurc: 0.02,
+        fitted_temperature: 1.25,
+        aurc_at_one: 0.02,
+        aurc_fitted,
+        risk_level: 0.03,
+        n_calibration: 5_000,
+        operating: Ok((
+            SelectiveReport {
+                risk_level: 0.03,
+                threshold,
+                coverage: 0.8123,
+                selective_risk,
+                answered_error_rate: 0.0291,
+                aurc: 0.02,
+            },
+            SelectiveLesson {
+                threshold_at_one: threshold,
+                threshold_fitted: 0.9012,
+                coverage_at_one: 0.8123,
+                coverage_fitted: 0.8101,
+                answered_differently: 0.0042,
+            },
+        )),
+    }
+}
+
+#[test]
+fn the_selective_sentence_in_each_state() {
+    let usual = selective_sentence(&selective_figures(0.0205, 0.9876, Some(0.0358)));
+    assert_eq!(
+        usual,
+        "Ranked by their confidence at T = 1.000, the evaluation images' AURC (the error among \
+         the images kept, averaged over every share kept) is 0.0200. At T = 1 it is 0.0200, at \
+         the fitted T = 1.250 0.0205: temperature scaling changes no prediction, and the ranking \
+         by confidence, and so the curve, barely moves. To answer wrongly on at most 3% of the \
+         images, conformal risk control answers an image with a confidence above 0.9876 at \
+         T = 1.000: on the evaluation half it answers 81.2% of the images, 2.91% of all of them \
+         wrongly (3.58% of those answered). The same risk level asks for a confidence above \
+         0.9876 at T = 1 and a confidence above 0.9012 at the fitted T: what a threshold reads \
+         as a probability changes with T, while the images answered (81.2% and 81.0%) differ \
+         for 0.42% of them."
+    );
+    // AURCs 0.0200 and 0.0220 differ by 9% of the larger: more than 5%.
+    let reordered = selective_sentence(&selective_figures(0.022, 0.9876, Some(0.0358)));
+    assert!(
+        reordered.contains("it reorders enough images to move the curve"),
+        "{reordered}"
+    );
+    let everything =
+        selective_sentence(&selective_figures(0.0205, f64::NEG_INFINITY, Some(0.0291)));
+    assert!(
+        everything.contains("answers an image with any confidence at T = 1.000"),
+        "{everything}"
+    );
+    let nothing = selective_sentence(&selective_figures(0.0205, 0.9999, None));
+    assert!(
+        nothing.contains("on the evaluation half it answers none of the images. The same"),
+        "{nothing}"
+    );
+    let too_few = selective_sentence(&SelectiveFigures {
+        n_calibration: 20,
+        operating: Err(33),
+        ..selective_figures(0.0205, 0.9876, None)
+    });
+    assert!(
+        too_few.ends_with(
+            "barely moves. Conformal risk control at a risk level of 3% needs at least 33 \
+             calibration examples to answer anything; there are 20."
+        ),
+        "{too_few}"
+    );
+}

@@ -34,9 +34,16 @@ use statrs::function::beta::beta_reg;
 
 use super::{kth_smallest, ConformalError};
 
-/// The probability that the coverage of `s_(k)` over `n` calibration scores lies below
-/// `1 − epsilon`: `I_{1−ε}(k, n + 1 − k)`. `1 ≤ k ≤ n`.
-fn shortfall_probability(n: usize, k: usize, epsilon: f64) -> f64 {
+/// The page's δ until the reader moves it: coverage `≥ 1 − ε` for nine calibration sets in ten.
+pub const DEFAULT_DELTA: f64 = 0.1;
+
+/// The probability that the coverage of `s_(k)` over `n` tie-free calibration scores lies below
+/// `1 − epsilon`: `I_{1−ε}(k, n + 1 − k)`, for `1 ≤ k ≤ n`; 0 for `k > n` (`q̂ = +∞` covers
+/// everything). What the marginal rank risks, beside the `δ` the training-conditional one bounds.
+pub fn shortfall_probability(n: usize, k: usize, epsilon: f64) -> f64 {
+    if k > n {
+        return 0.0;
+    }
     beta_reg(k as f64, (n + 1 - k) as f64, 1.0 - epsilon)
 }
 
@@ -47,6 +54,33 @@ fn check_unit(name: &'static str, value: f64) -> Result<(), ConformalError> {
     } else {
         Err(ConformalError::InvalidParameter { name, value })
     }
+}
+
+/// The probability that the coverage of `s_(k)`, *measured* on `m` further exchangeable,
+/// tie-free scores, lies below `1 − epsilon`: what a coverage experiment on evaluation sets of
+/// `m` examples sees. The count of the `m` scores at most `s_(k)` follows
+/// `BetaBinomial(m, k, n + 1 − k)` exactly (the ranks of `n + m` exchangeable scores are
+/// uniform), so the probability is the sum of its mass below `m(1 − ε)`:
+///
+/// ```text
+/// P(J < m(1 − ε)) = Σ_{j < m(1 − ε)} C(k − 1 + j, j) · C(n − k + m − j, m − j) / C(n + m, m).
+/// ```
+///
+/// It exceeds [`shortfall_probability`] (the coverage of unlimited evaluation data) by the
+/// binomial noise of `m` examples, and tends to it as `m` grows. `1 ≤ k ≤ n`, `m ≥ 1`; 0 for
+/// `k > n`.
+pub fn measured_shortfall_probability(n: usize, m: usize, k: usize, epsilon: f64) -> f64 {
+    use statrs::function::factorial::ln_binomial;
+    if k > n || m == 0 {
+        return 0.0;
+    }
+    let (n, m, k) = (n as u64, m as u64, k as u64);
+    let total = ln_binomial(n + m, m);
+    (0..=m)
+        .take_while(|&j| (j as f64) < m as f64 * (1.0 - epsilon))
+        .map(|j| (ln_binomial(k - 1 + j, j) + ln_binomial(n - k + m - j, m - j) - total).exp())
+        .sum::<f64>()
+        .min(1.0)
 }
 
 /// The smallest calibration size with a training-conditional threshold at `(ε, δ)`: the

@@ -168,3 +168,56 @@ fn coverage_falls_below_one_minus_epsilon_in_at_most_delta_of_calibration_sets()
         "marginal: {marginal_rate}"
     );
 }
+
+#[test]
+fn one_evaluation_score_falls_short_when_it_exceeds_the_threshold() {
+    // With m = 1 the measured coverage is 0 or 1: below 1 − ε exactly when the new score lies
+    // above s_(k), which by exchangeability has probability (n + 1 − k)/(n + 1).
+    for (n, k) in [(10, 1), (10, 10), (99, 91), (500, 460)] {
+        let expected = (n + 1 - k) as f64 / (n + 1) as f64;
+        let measured = measured_shortfall_probability(n, 1, k, 0.1);
+        assert!(
+            (measured - expected).abs() < 1e-12,
+            "n = {n}, k = {k}: {measured}"
+        );
+    }
+    assert_eq!(measured_shortfall_probability(10, 5, 11, 0.1), 0.0);
+}
+
+#[test]
+fn a_measured_shortfall_tends_to_the_beta_law_as_the_evaluation_set_grows() {
+    let (n, k, epsilon) = (200, 185, 0.1);
+    let unlimited = shortfall_probability(n, k, epsilon);
+    let far = measured_shortfall_probability(n, 200_000, k, epsilon);
+    // The binomial noise of 200,000 images is a 0.07% standard deviation, against the Beta
+    // law's 1.9%: the two probabilities agree to about a percent.
+    assert!((far - unlimited).abs() < 0.01, "{far} against {unlimited}");
+    assert!(measured_shortfall_probability(n, 50, k, epsilon) > unlimited + 0.05);
+}
+
+#[test]
+fn a_measured_shortfall_matches_fresh_draws_of_calibration_and_evaluation_scores() {
+    // Uniform scores drawn afresh for each round: the count of the m evaluation scores at most
+    // the k-th smallest calibration score is what the formula sums over.
+    const ROUNDS: usize = 20_000;
+    let (n, m, epsilon) = (50, 40, 0.1);
+    let k = pac_rank(n, epsilon, 0.2).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(43);
+    let mut short = 0;
+    for _ in 0..ROUNDS {
+        let mut calibration: Vec<f64> = (0..n).map(|_| rand::Rng::random(&mut rng)).collect();
+        calibration.sort_by(f64::total_cmp);
+        let qhat = calibration[k - 1];
+        let covered = (0..m)
+            .filter(|_| rand::Rng::random::<f64>(&mut rng) <= qhat)
+            .count();
+        short += usize::from((covered as f64) < m as f64 * (1.0 - epsilon));
+    }
+    let predicted = measured_shortfall_probability(n, m, k, epsilon);
+    let observed = short as f64 / ROUNDS as f64;
+    let allowance = STANDARD_ERRORS * (predicted * (1.0 - predicted) / ROUNDS as f64).sqrt();
+    assert!(
+        (observed - predicted).abs() <= allowance,
+        "{observed} against {predicted} ± {allowance}"
+    );
+}

@@ -2,6 +2,7 @@
 //! comparison, the α sweep, the coverage experiment, the gallery and per-image explanations.
 
 use super::intervals::BOOTSTRAP;
+use super::pac_view::{self, PacExperiment};
 use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
 use crate::bootstrap::{self, MetricInterval};
 use crate::calibration::{self, predicted_class, Logits};
@@ -101,6 +102,9 @@ pub struct CoverageExperiment {
     pub beta_density: Vec<(f64, f64)>,
     /// The caption, computed from these numbers.
     pub caption: String,
+    /// The training-conditional (PAC) rank on the same splits; `None` when the calibration
+    /// half is too small for one at `(α, δ)`.
+    pub pac: Option<PacExperiment>,
 }
 
 /// Which evaluation images the gallery shows.
@@ -337,7 +341,7 @@ impl Lab {
 
     /// The cached halves, the score table of the settings' chosen score at their temperature,
     /// and the thresholds it gives at their α.
-    fn chosen_score(
+    pub(super) fn chosen_score(
         &mut self,
         settings: &ConformalSettings,
     ) -> Result<(&Cache, &ScoreTable, Thresholds), LabError> {
@@ -510,13 +514,16 @@ impl Lab {
     }
 
     /// Draws `repetitions` random splits of the arrived rows (as many calibration rows as the
-    /// current split has) and returns each evaluation coverage with the theory to compare.
+    /// current split has) and returns each evaluation coverage with the theory to compare, and
+    /// on the same splits the coverage of the training-conditional threshold at `(α, pac_delta)`.
     ///
     /// # Errors
-    /// As [`Lab::conformal_view`], and the experiment's errors (fewer than 2 rows).
+    /// As [`Lab::conformal_view`], and the experiment's errors (fewer than 2 rows);
+    /// [`conformal::ConformalError::InvalidParameter`] for a δ outside (0, 1).
     pub fn coverage_experiment(
         &mut self,
         settings: &ConformalSettings,
+        pac_delta: f64,
         repetitions: usize,
         seed: u64,
     ) -> Result<CoverageExperiment, LabError> {
@@ -526,13 +533,32 @@ impl Lab {
         pool.extend(true_label(&table.evaluation, &cache.evaluation.labels, k));
         let n_calibration = cache.calibration.labels.len();
         let n_evaluation = pool.len() - n_calibration;
-        let coverages = conformal::coverage_experiment(
+        let marginal_k = conformal::quantile_rank(n_calibration, settings.alpha)?;
+        let pac_k = (n_calibration >= conformal::pac::minimum_pac_rows(settings.alpha, pac_delta)?)
+            .then(|| conformal::pac::pac_rank(n_calibration, settings.alpha, pac_delta))
+            .transpose()?;
+        let ranks: Vec<usize> = std::iter::once(marginal_k).chain(pac_k).collect();
+        let mut per_rank = conformal::coverage_experiment_at_ranks(
             &pool,
             n_calibration,
-            settings.alpha,
+            &ranks,
             repetitions,
             seed,
-        )?;
+        )?
+        .into_iter();
+        let coverages = per_rank.next().unwrap_or_default();
+        let pac = match (pac_k, per_rank.next()) {
+            (Some(pac_k), Some(pac_coverages)) => Some(pac_view::pac_experiment(
+                &coverages,
+                pac_coverages,
+                n_calibration,
+                n_evaluation,
+                settings.alpha,
+                pac_delta,
+                (marginal_k, pac_k),
+            )?),
+            _ => None,
+        };
         let law = conformal::coverage_law(n_calibration, n_evaluation, settings.alpha)?;
         let count = coverages.len() as f64;
         let mean = coverages.iter().sum::<f64>() / count;
@@ -572,6 +598,7 @@ impl Lab {
             caption: sentences::experiment_caption(&summary),
             summary,
             beta_density,
+            pac,
         })
     }
 

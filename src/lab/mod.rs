@@ -27,7 +27,9 @@ mod intervals;
 mod ood_store;
 pub mod ood_view;
 mod own_image;
+mod pac_view;
 mod rivals;
+mod selective_view;
 mod shift_store;
 mod shift_view;
 mod streamed;
@@ -52,6 +54,8 @@ pub use conformal_view::{
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
 pub use intervals::{IntervalRequest, BOOTSTRAP};
+pub use pac_view::{PacExperiment, PacThreshold, PacView};
+pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
 
@@ -99,6 +103,8 @@ pub enum LabError {
     NonFiniteFeature { row: usize },
     #[error(transparent)]
     Features(#[from] crate::ood_features::FeatureError),
+    #[error(transparent)]
+    Selective(#[from] crate::selective::SelectiveError),
 }
 
 /// One network's accuracy and calibration, as the OOD lab compares them across networks.
@@ -153,6 +159,8 @@ struct Cache {
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
     score_tables: Vec<ScoreTable>,
+    /// Confidences at T = 1 and at the fitted T for the selective classification block.
+    selective_fixed: Option<selective_view::SelectiveFixed>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -410,6 +418,7 @@ impl Lab {
                 rivals: Answers::default(),
                 probabilities: None,
                 score_tables: Vec::new(),
+                selective_fixed: None,
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

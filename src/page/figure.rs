@@ -11,7 +11,7 @@ use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
 use crate::lab::ood_view::PairedHistogram;
 use crate::lab::CoverageExperiment;
-use crate::lab::{ConformalView, ShiftMetrics, ShiftView, TemperatureView};
+use crate::lab::{ConformalView, SelectiveView, ShiftMetrics, ShiftView, TemperatureView};
 use crate::plot::{self, ChartStyle, PlotError};
 
 /// A figure of the page; its serde name is its canvas's id.
@@ -28,6 +28,7 @@ pub enum Figure {
     Stratified,
     Sweep,
     Experiment,
+    RiskCoverage,
     ShiftReliability,
     ShiftSeverity,
     OodHistogram,
@@ -92,7 +93,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 16] = [
+pub const FIGURES: [FigureInfo; 17] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -151,6 +152,12 @@ pub const FIGURES: [FigureInfo; 16] = [
         Figure::Experiment,
         "calibra-coverage-experiment",
         "coverage over random splits",
+        FigureLab::Conformal,
+    ),
+    info(
+        Figure::RiskCoverage,
+        "calibra-risk-coverage",
+        "risk–coverage curve",
         FigureLab::Conformal,
     ),
     info(
@@ -333,6 +340,14 @@ impl<'a> Sources<'a> {
             .ok_or(FigureError::NotComputed(figure))
     }
 
+    /// The selective classification block's view, which `figure` needs.
+    fn selective(&self, figure: Figure) -> Result<&'a SelectiveView, FigureError> {
+        self.frame
+            .selective
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
     /// The τ lab's charts, which `figure` needs.
     fn ood(&self, figure: Figure) -> Result<&'a OodCharts, FigureError> {
         self.frame
@@ -455,6 +470,15 @@ pub fn draw<DB: DrawingBackend>(
                 style,
             )?;
         }
+        Figure::RiskCoverage => {
+            let view = sources.selective(figure)?;
+            let curve: Vec<(f64, f64)> = view.curve.iter().map(|p| (p.coverage, p.risk)).collect();
+            let operating = view
+                .report
+                .as_ref()
+                .and_then(|r| r.selective_risk.map(|risk| (r.coverage, risk)));
+            plot::risk_coverage_chart(area, &curve, view.risk_level, operating, style)?;
+        }
         Figure::Sweep => {
             let view = sources.conformal(figure)?;
             plot::alpha_sweep_curves(area, &view.sweep, view.alpha, style)?;
@@ -465,6 +489,10 @@ pub fn draw<DB: DrawingBackend>(
                 area,
                 &run.experiment.coverages,
                 &run.experiment.beta_density,
+                run.experiment
+                    .pac
+                    .as_ref()
+                    .map_or(&[][..], |pac| &pac.beta_density),
                 run.target,
                 run.upper,
                 style,
@@ -642,6 +670,25 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                 ]);
             }
         }
+        Figure::RiskCoverage => {
+            let view = sources.selective(figure)?;
+            table.header(&[
+                "confidence",
+                "coverage",
+                "selective_risk",
+                "kept",
+                "temperature",
+            ]);
+            for point in &view.curve {
+                table.row([
+                    number(point.confidence),
+                    number(point.coverage),
+                    number(point.risk),
+                    point.kept.to_string(),
+                    number(view.temperature),
+                ]);
+            }
+        }
         Figure::Sweep => {
             table.header(&["alpha", "qhat", "coverage", "average_set_size"]);
             for point in &sources.conformal(figure)?.sweep {
@@ -655,13 +702,26 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
         }
         Figure::Experiment => {
             let run = sources.experiment(figure)?;
-            table.header(&["split", "coverage", "target", "upper_bound"]);
+            let pac = run.experiment.pac.as_ref();
+            table.header(&[
+                "split",
+                "coverage",
+                "target",
+                "upper_bound",
+                "pac_coverage",
+                "pac_k",
+                "pac_delta",
+            ]);
             for (split, &coverage) in run.experiment.coverages.iter().enumerate() {
+                let pac_coverage = pac.and_then(|pac| pac.coverages.get(split));
                 table.row([
                     split.to_string(),
                     number(coverage),
                     number(run.target),
                     number(run.upper),
+                    pac_coverage.map_or(String::new(), |&c| number(c)),
+                    pac.map_or(String::new(), |pac| pac.k.to_string()),
+                    pac.map_or(String::new(), |pac| number(pac.delta)),
                 ]);
             }
         }

@@ -11,8 +11,10 @@ pub mod figure;
 mod ood;
 pub mod own_image;
 pub mod own_logits;
+mod pac;
 mod paper_protocol;
 mod readouts;
+mod selective;
 mod shift;
 mod state;
 
@@ -23,7 +25,8 @@ use crate::data::{
 };
 use crate::lab::{
     ConformalView, DifferenceRequest, Explanation, FeatureRequest, IntervalRequest, Lab, LabError,
-    OodSet, OodStore, RankingRequest, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
+    OodSet, OodStore, RankingRequest, RivalsRequest, SelectiveView, ShiftStore, ShiftView,
+    TemperatureView,
 };
 use crate::text::serde_name;
 
@@ -231,6 +234,8 @@ pub struct Frame {
     /// Whether the shift lab's reliability diagram shows T refitted on the corrupted images.
     pub recalibrate: bool,
     pub readouts: Readouts,
+    /// The conformal lab's selective classification block.
+    pub selective: Option<SelectiveView>,
 }
 
 /// The data the labs show.
@@ -329,6 +334,14 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             .extend(readouts::conformal(&view, state.score, &frame.class_names));
         frame.readouts.drawn.push("conformal");
         frame.conformal = Some(view);
+        let pac = lab.pac_view(&settings, state.delta)?;
+        frame.readouts.patches.extend(pac::readouts(&pac));
+        let selective = lab.selective_view(state.t, state.risk)?;
+        frame
+            .readouts
+            .patches
+            .extend(selective::readouts(&selective));
+        frame.selective = Some(selective);
     }
     if visible.gallery && store.is_some() {
         let sections = gallery(lab, state)?;

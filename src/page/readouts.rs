@@ -246,7 +246,7 @@ pub(super) fn metric(name: impl Into<String>, value: f64, text: String) -> Patch
 
 /// The slider `id`'s position (from the field table, [`PageState::slider_position`]) and spoken
 /// value, and the text shown beside it (element `label`).
-fn slider(
+pub(super) fn slider(
     state: &PageState,
     id: &'static str,
     label: &'static str,
@@ -459,6 +459,8 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     ] {
         patches.extend(pair);
     }
+    patches.extend(super::pac::control_patches(state));
+    patches.extend(super::selective::control_patches(state));
     patches
 }
 
@@ -866,6 +868,9 @@ pub fn experiment_readouts(
                 title: None,
             },
             text("experiment-caption", experiment.caption.clone()),
-        ],
+        ]
+        .into_iter()
+        .chain(super::pac::experiment_patches(experiment.pac.as_ref()))
+        .collect(),
     }
 }

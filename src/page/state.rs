@@ -282,6 +282,14 @@ pub struct PageState {
     /// Presentation mode: the embed view in large type, one figure a screen, the keyboard
     /// moving from figure to figure.
     pub present: bool,
+
+    /// The conformal lab's training-conditional (PAC) threshold: coverage `≥ 1 − α` for the
+    /// calibration set with probability `≥ 1 − delta`.
+    pub delta: f64,
+
+    /// The conformal lab's selective classification: the share of images answered wrongly
+    /// that conformal risk control allows.
+    pub risk: f64,
 }
 
 impl Default for PageState {
@@ -309,6 +317,8 @@ impl Default for PageState {
             paper: false,
             embed: Embed::None,
             present: false,
+            delta: conformal::pac::DEFAULT_DELTA,
+            risk: crate::lab::DEFAULT_RISK_LEVEL,
         }
     }
 }
@@ -388,7 +398,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 22] = [
+pub const FIELDS: [Field; 24] = [
     Field {
         key: "model",
         label: "model",
@@ -527,6 +537,18 @@ pub const FIELDS: [Field; 22] = [
         label: "presentation mode",
         control: None,
         kind: FieldKind::Flag,
+    },
+    Field {
+        key: "delta",
+        label: "δ",
+        control: Some("pac-delta"),
+        kind: number(0.01, 0.5, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "risk",
+        label: "risk level",
+        control: Some("selective-risk"),
+        kind: number(0.01, 0.2, false, Slider::Linear { step: 0.01 }),
     },
 ];
 

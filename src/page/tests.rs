@@ -1181,6 +1181,7 @@ fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_
             (Figure::PerClass, Draw),
             (Figure::Stratified, Draw),
             (Figure::Sweep, Draw),
+            (Figure::RiskCoverage, Draw),
         ],
         "the experiment is drawn by its run; the rivals wait for the worker's fits"
     );
@@ -1254,4 +1255,96 @@ fn every_choice_and_flag_control_shows_what_the_link_says() {
         checked += 1;
     }
     assert_eq!(checked, 11, "the page's selects and check boxes");
+}
+
+#[test]
+fn the_pac_block_shows_the_labs_pac_view_at_the_states_delta_and_its_slider() {
+    let mut lab = lab_with_logits(2_000, 2_000);
+    let state = PageState::default().set("delta", "0.2").unwrap();
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let patches = &frame.readouts.patches;
+    let view = lab.pac_view(&state.conformal_settings(), 0.2).unwrap();
+    let pac = view.pac.expect("1,000 calibration rows are enough");
+    assert_eq!(
+        metric_patch(patches, "pac_k"),
+        (&Some(pac.k as f64), &crate::text::grouped(pac.k))
+    );
+    assert_eq!(metric_patch(patches, "pac_qhat").0, &Some(pac.qhat));
+    assert_eq!(metric_patch(patches, "pac_coverage").0, &Some(pac.coverage));
+    assert_eq!(
+        metric_patch(patches, "marginal_k").0,
+        &Some(view.marginal_k as f64)
+    );
+    assert_eq!(text_patch(patches, "pac-sentence"), view.sentence);
+    assert_eq!(text_patch(patches, "pac-delta-value"), "0.20");
+    assert!(patches.iter().any(|p| matches!(p,
+        Patch::Control { id: "pac-delta", value, valuetext: Some(spoken) }
+            if value == "0.2" && spoken == "δ = 0.20")));
+    let range = FIELDS
+        .iter()
+        .find(|f| f.key == "delta")
+        .and_then(Field::slider_range)
+        .unwrap();
+    assert_eq!(
+        (range.control, range.min, range.max, range.step),
+        ("pac-delta", 0.01, 0.5, 0.01)
+    );
+    // The experiment's PAC line: the share of its splits below 1 − α, and its caption.
+    let experiment = lab
+        .coverage_experiment(&state.conformal_settings(), 0.2, 50, 1)
+        .unwrap();
+    let readouts = experiment_readouts(&state, &experiment);
+    let pac_run = experiment.pac.as_ref().unwrap();
+    assert_eq!(
+        text_patch(&readouts.patches, "pac-experiment-caption"),
+        pac_run.caption
+    );
+    assert_eq!(
+        metric_patch(&readouts.patches, "pac_experiment_below").0,
+        &Some(pac_run.figures.pac_below as f64 / 50.0)
+    );
+}
+
+#[test]
+fn the_selective_block_shows_the_labs_view_at_the_states_t_and_risk_level_and_its_slider() {
+    let mut lab = lab_with_logits(2_000, 2_000);
+    let state = PageState::default()
+        .set("risk", "0.05")
+        .and_then(|s| s.set("t", "2"))
+        .unwrap();
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let patches = &frame.readouts.patches;
+    let view = lab.selective_view(2.0, 0.05).unwrap();
+    let report = view
+        .report
+        .clone()
+        .expect("1,000 calibration rows are enough");
+    assert_eq!(metric_patch(patches, "selective_aurc").0, &Some(view.aurc));
+    assert_eq!(
+        metric_patch(patches, "selective_threshold").0,
+        &Some(report.threshold)
+    );
+    assert_eq!(
+        metric_patch(patches, "selective_coverage").0,
+        &Some(report.coverage)
+    );
+    assert_eq!(
+        metric_patch(patches, "selective_answered_error_rate").0,
+        &Some(report.answered_error_rate)
+    );
+    assert_eq!(text_patch(patches, "selective-sentence"), view.sentence);
+    assert_eq!(text_patch(patches, "selective-risk-value"), "5%");
+    assert!(patches.iter().any(|p| matches!(p,
+        Patch::Control { id: "selective-risk", value, valuetext: Some(spoken) }
+            if value == "0.05" && spoken == "risk level 5%")));
+    assert_eq!(frame.selective.as_ref(), Some(&view));
+    let range = FIELDS
+        .iter()
+        .find(|f| f.key == "risk")
+        .and_then(Field::slider_range)
+        .unwrap();
+    assert_eq!(
+        (range.control, range.min, range.max, range.step),
+        ("selective-risk", 0.01, 0.2, 0.01)
+    );
 }

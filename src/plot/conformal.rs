@@ -104,11 +104,6 @@ fn category_index(value: f64, categories: usize) -> Option<usize> {
         .then_some(rounded as usize)
 }
 
-/// `value` (a fraction) as a percentage with `decimals` decimals.
-fn percent(value: f64, decimals: usize) -> String {
-    format!("{:.decimals$}%", 100.0 * value + 0.0)
-}
-
 /// A share in percent written on its bar: one decimal below 10%.
 fn share_label(share_percent: f64) -> String {
     if share_percent < 10.0 {
@@ -728,9 +723,12 @@ pub fn density_histogram(values: &[f64], bins: usize, lo: f64, hi: f64) -> Vec<f
 /// over their range widened to include `target` (`1 − α`) and `upper` (`1 − α + 1/(n + 1)`),
 /// the `density` samples `(x, pdf)` (from `conformal::coverage_beta_density`) as an orange
 /// curve, the guarantee band `[target, upper]` lightly shaded between dashed lines, and a legend
-/// "R = … splits", "Beta(k, n + 1 − k)". Density samples that are not finite or fall outside
-/// the x axis are left out. No coverages draw the curve and the band alone. Comfortable from
-/// about 240×160 CSS pixels.
+/// "R = … splits", "Beta(k, n + 1 − k)". With `pac_density` samples (the law of the
+/// training-conditional rank, `conformal::rank_coverage_density`), a purple curve too, its
+/// tail below `target` shaded: the probability `≤ δ` that the PAC threshold's coverage falls
+/// short (legend "PAC Beta(k′, n + 1 − k′), tail ≤ δ"). Density samples that are not finite or
+/// fall outside the x axis are left out. No coverages draw the curves and the band alone.
+/// Comfortable from about 240×160 CSS pixels.
 ///
 /// # Errors
 /// [`PlotError::InvalidFraction`] if `target` is NaN or outside `[0, 1]`,
@@ -744,6 +742,7 @@ pub fn coverage_experiment_histogram<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     coverages: &[f64],
     density: &[(f64, f64)],
+    pac_density: &[(f64, f64)],
     target: f64,
     upper: f64,
     style: &ChartStyle,
@@ -755,16 +754,18 @@ pub fn coverage_experiment_histogram<DB: DrawingBackend>(
     for (index, &value) in coverages.iter().enumerate() {
         check_coverage(index, value)?;
     }
-    if let Some((index, &(_, value))) = density
-        .iter()
-        .enumerate()
-        .find(|(_, (_, value))| *value < 0.0)
-    {
-        return Err(PlotError::NegativeDensity { index, value });
+    for samples in [density, pac_density] {
+        if let Some((index, &(_, value))) = samples
+            .iter()
+            .enumerate()
+            .find(|(_, (_, value))| *value < 0.0)
+        {
+            return Err(PlotError::NegativeDensity { index, value });
+        }
     }
     let metrics = Metrics::fit(style, area.dim_in_pixel(), EXPERIMENT_SIZE)?;
     let repetitions = coverages.len();
-    let legend = [
+    let mut legend = vec![
         LegendEntry::new(
             LegendMark::Bar(SKY_BLUE),
             format!(
@@ -785,22 +786,52 @@ pub fn coverage_experiment_histogram<DB: DrawingBackend>(
             "guarantee [1 − α, 1 − α + 1/(n + 1)]",
         ),
     ];
+    if !pac_density.is_empty() {
+        legend.push(LegendEntry::new(
+            LegendMark::Line {
+                colour: PURPLE,
+                width: CURVE_WIDTH,
+                dashed: false,
+            },
+            "PAC Beta(k′, n + 1 − k′), tail ≤ δ",
+        ));
+    }
     let rest = draw_legend(area, &legend, metrics.px(Y_LABEL_AREA), metrics)?;
 
-    let data_extent =
-        extent(coverages.iter().copied().chain([target, upper])).unwrap_or((target, upper));
+    // The PAC curve's bulk (above a twentieth of its peak) is kept on the axis.
+    let pac_peak = pac_density
+        .iter()
+        .map(|&(_, y)| y)
+        .filter(|y| y.is_finite())
+        .fold(0.0, f64::max);
+    let pac_bulk = pac_density
+        .iter()
+        .filter(|&&(x, y)| x.is_finite() && y.is_finite() && y >= 0.05 * pac_peak)
+        .map(|&(x, _)| x);
+    let data_extent = extent(
+        coverages
+            .iter()
+            .copied()
+            .chain([target, upper])
+            .chain(pac_bulk),
+    )
+    .unwrap_or((target, upper));
     let bin_range = padded(data_extent, 0.0, EXPERIMENT_MIN_SPAN);
     let heights = density_histogram(coverages, EXPERIMENT_BINS, bin_range.start, bin_range.end);
     let bin_width = (bin_range.end - bin_range.start) / EXPERIMENT_BINS as f64;
     let x_range = (bin_range.start - bin_width)..(bin_range.end + bin_width);
-    let curve: Vec<(f64, f64)> = density
-        .iter()
-        .copied()
-        .filter(|&(x, y)| x.is_finite() && y.is_finite() && x_range.contains(&x))
-        .collect();
+    let on_axis = |samples: &[(f64, f64)]| -> Vec<(f64, f64)> {
+        samples
+            .iter()
+            .copied()
+            .filter(|&(x, y)| x.is_finite() && y.is_finite() && x_range.contains(&x))
+            .collect()
+    };
+    let curve = on_axis(density);
+    let pac_curve = on_axis(pac_density);
     let tallest = heights
         .iter()
-        .chain(curve.iter().map(|(_, y)| y))
+        .chain(curve.iter().chain(&pac_curve).map(|(_, y)| y))
         .copied()
         .fold(0.0, f64::max);
     let y_max = if tallest > 0.0 {
@@ -838,6 +869,22 @@ pub fn coverage_experiment_histogram<DB: DrawingBackend>(
         }
     }
     draw_polyline(&pixels, curve.iter().copied(), ORANGE, metrics)?;
+    let tail: Vec<(i32, i32)> = pac_curve
+        .iter()
+        .filter(|&&(x, _)| x <= target)
+        .map(|&(x, y)| pixels.point(x, y))
+        .collect();
+    if let (Some(&(first, _)), Some(&(last, _))) = (tail.first(), tail.last()) {
+        let baseline = pixels.point(target, 0.0).1;
+        let outline: Vec<(i32, i32)> = std::iter::once((first, baseline))
+            .chain(tail.iter().copied())
+            .chain(std::iter::once((last, baseline)))
+            .collect();
+        pixels
+            .canvas
+            .draw(&Polygon::new(outline, PURPLE.mix(BAND_OPACITY).filled()))?;
+    }
+    draw_polyline(&pixels, pac_curve.iter().copied(), PURPLE, metrics)?;
     for edge in [target, upper] {
         draw_line(
             &pixels.canvas,

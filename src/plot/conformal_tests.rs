@@ -451,7 +451,7 @@ fn experiment() -> (Vec<f64>, Vec<(f64, f64)>, f64, f64) {
 fn experiment_bars_integrate_to_one_under_the_beta_curve() {
     let (coverages, density, target, upper) = experiment();
     let svg = render((1120, 720), |area| {
-        coverage_experiment_histogram(area, &coverages, &density, target, upper, &style())
+        coverage_experiment_histogram(area, &coverages, &density, &[], target, upper, &style())
     })
     .unwrap();
     let histogram_bars = bars(&svg, SKY_BLUE_HEX);
@@ -525,7 +525,7 @@ fn draw_all(size: (u32, u32), scale: f64) -> Result<(), PlotError> {
         alpha_sweep_curves(area, &sweep_points(), 0.1, &style)
     })?;
     render(size, |area| {
-        coverage_experiment_histogram(area, &coverages, &density, target, upper, &style)
+        coverage_experiment_histogram(area, &coverages, &density, &[], target, upper, &style)
     })?;
     Ok(())
 }
@@ -584,13 +584,13 @@ fn empty_inputs_draw_empty_charts() {
     })
     .unwrap();
     let svg = render((320, 240), |area| {
-        coverage_experiment_histogram(area, &[], &[], 0.9, 0.91, &style())
+        coverage_experiment_histogram(area, &[], &[], &[], 0.9, 0.91, &style())
     })
     .unwrap();
     assert!(bars(&svg, SKY_BLUE_HEX).is_empty());
     // All splits equal, and the band of zero width.
     let svg = render((320, 240), |area| {
-        coverage_experiment_histogram(area, &[0.9; 5], &[(0.9, f64::NAN)], 0.9, 0.9, &style())
+        coverage_experiment_histogram(area, &[0.9; 5], &[(0.9, f64::NAN)], &[], 0.9, 0.9, &style())
     })
     .unwrap();
     assert_eq!(bars(&svg, SKY_BLUE_HEX).len(), 1);
@@ -675,7 +675,9 @@ fn invalid_input_is_refused_with_a_typed_error() {
         ));
     }
     let experiment = |coverages: &[f64], density: &[(f64, f64)], upper: f64| {
-        refuse(|area| coverage_experiment_histogram(area, coverages, density, 0.9, upper, &style()))
+        refuse(|area| {
+            coverage_experiment_histogram(area, coverages, density, &[], 0.9, upper, &style())
+        })
     };
     let huge = [SweepPoint {
         alpha: 0.1,
@@ -748,12 +750,12 @@ proptest! {
         let _ = render(size, |area| alpha_sweep_curves(area, &points, fraction(alpha), &style));
         for (coverages, density) in [(&values, &density), (&fractions, &density)] {
             let _ = render(size, |area| {
-                coverage_experiment_histogram(area, coverages, density, target, upper, &style)
+                coverage_experiment_histogram(area, coverages, density, &[], target, upper, &style)
             });
         }
         let (low, high) = (fraction(target), fraction(target) + fraction(upper));
         let _ = render(size, |area| {
-            coverage_experiment_histogram(area, &fractions, &density, low, high, &style)
+            coverage_experiment_histogram(area, &fractions, &density, &[], low, high, &style)
         });
         let heights = density_histogram(&values, counts.len(), target, upper);
         prop_assert!(heights.is_empty() || heights.len() == counts.len());
@@ -777,4 +779,51 @@ fn the_per_class_chart_grows_a_row_a_class_past_twenty_classes() {
     };
     assert!(matches!(draw(569), Err(PlotError::AreaTooSmall { .. })));
     assert!(draw(1480).is_ok());
+}
+
+#[test]
+fn the_pac_law_is_drawn_in_purple_with_its_tail_below_the_target_shaded() {
+    let (coverages, density, target, upper) = experiment();
+    // The PAC rank at ε = δ = 0.1 for n = 1,000, a little above the marginal 901.
+    let k = crate::conformal::pac::pac_rank(1000, 0.1, 0.1).unwrap();
+    let pac: Vec<(f64, f64)> = (0..=400)
+        .map(|i| {
+            let x = 0.8 + 0.2 * f64::from(i) / 400.0;
+            (
+                x,
+                crate::conformal::rank_coverage_density(1000, k, x).unwrap(),
+            )
+        })
+        .collect();
+    let svg = render((1120, 720), |area| {
+        coverage_experiment_histogram(area, &coverages, &density, &pac, target, upper, &style())
+    })
+    .unwrap();
+    const PURPLE_HEX: &str = "#CC79A7";
+    assert!(has_text(&svg, "PAC Beta(k′, n + 1 − k′), tail ≤ δ"));
+    let curves = polylines(&svg, PURPLE_HEX);
+    assert!(
+        curves.iter().any(|points| points.len() > 100),
+        "the PAC curve"
+    );
+    // The tail: one filled polygon, wholly left of the target line (the dashed 1 − α edge).
+    let tails = polygons(&svg, PURPLE_HEX);
+    assert_eq!(tails.len(), 1);
+    let target_x = vertical_segments(&svg, DARK_GREY_HEX)
+        .iter()
+        .map(|[(x, _), _]| *x)
+        .min()
+        .unwrap();
+    assert!(
+        tails[0].iter().all(|&(x, _)| x <= target_x + 1),
+        "{:?} vs {target_x}",
+        tails[0]
+    );
+    // Without PAC samples, neither the curve nor its legend.
+    let plain = render((1120, 720), |area| {
+        coverage_experiment_histogram(area, &coverages, &density, &[], target, upper, &style())
+    })
+    .unwrap();
+    assert!(!has_text(&plain, "PAC Beta(k′, n + 1 − k′), tail ≤ δ"));
+    assert!(polygons(&plain, PURPLE_HEX).is_empty());
 }

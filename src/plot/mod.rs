@@ -20,6 +20,7 @@
 mod calibration;
 mod conformal;
 mod ood;
+mod selective;
 mod shift;
 #[cfg(test)]
 mod test_support;
@@ -36,6 +37,7 @@ pub use ood::{
     logit_norm_histogram, roc_curves, score_histogram, tau_chart, HistogramLabels, RocCurve,
     TauPoint,
 };
+pub use selective::risk_coverage_chart;
 pub use shift::{severity_chart, SeverityPoint};
 
 use std::f64::consts::SQRT_2;
@@ -212,6 +214,11 @@ fn tick_decimals(span: f64, max_ticks: usize) -> usize {
     } else {
         3
     }
+}
+
+/// `value` (a fraction) as a percentage with `decimals` decimals.
+fn percent(value: f64, decimals: usize) -> String {
+    format!("{:.decimals$}%", 100.0 * value + 0.0)
 }
 
 /// Each count as a percentage of their total (all zero when the total is zero), for the

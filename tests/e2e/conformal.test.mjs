@@ -130,10 +130,9 @@ test("2. switching score changes the average set size, and the comparison row of
   assert.equal((await hashParams(page)).score, "saps");
 });
 
-test("3. every score, randomized or not, equals `calibra report` at T = 1 on the same split and draws: on the page's own logits to 1e-9, on native logits q̂ 1e-5 and rates within 2 images", { timeout: 240_000 }, async (t) => {
-  const cases = [["lac", false], ...["aps", "raps", "saps"].flatMap((score) => [[score, true], [score, false]])];
-  // The page's logits of the cross-entropy network, as CSV rows, and the served labels.
-  const binary = await buildCalibra();
+// The page's logits of the cross-entropy network as CSV rows, and the served labels: the files
+// `calibra report` reads to run the same f64 arithmetic as the page.
+async function pageFiles() {
   const values = await page.evaluate(() => window.calibra.logits(window.calibra.limits.model_index.ce, "test"));
   const rows = [];
   for (let r = 0; r < values.length / 10; r++) rows.push(values.slice(r * 10, (r + 1) * 10).join(","));
@@ -141,6 +140,13 @@ test("3. every score, randomized or not, equals `calibra report` at T = 1 on the
   writeFileSync(pageLogits, `${rows.join("\n")}\n`);
   const labels = path.join(native.dir, "page-labels.gz");
   await download(site.url, LABELS_URL, labels);
+  return { pageLogits, labels };
+}
+
+test("3. every score, randomized or not, equals `calibra report` at T = 1 on the same split and draws: on the page's own logits to 1e-9, on native logits q̂ 1e-5 and rates within 2 images", { timeout: 240_000 }, async (t) => {
+  const cases = [["lac", false], ...["aps", "raps", "saps"].flatMap((score) => [[score, true], [score, false]])];
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
   for (const [score, randomized] of cases) {
     await configure({ score, randomized });
     const m = await readMetrics(page);
@@ -202,6 +208,13 @@ test("5. the coverage experiment completes and draws its histogram", { timeout: 
   const mean = Number(await page.getAttribute("#experiment-summary", "data-value"));
   assert.ok(Math.abs(mean - 0.9) < 0.01, `mean coverage over 1,000 splits ${mean} near 1 − α = 0.9`);
   assert.match(await page.textContent("#experiment-caption"), /Beta\(k, n \+ 1 − k\)/);
+  // The PAC rank at δ = 0.1 on the same splits: below 1 − α far less often than the marginal
+  // rank, in the share its caption states.
+  const m = await readMetrics(page);
+  assert.ok(m.pac_experiment_below < m.marginal_experiment_below / 2, `PAC ${m.pac_experiment_below}, marginal ${m.marginal_experiment_below}`);
+  const caption = await page.textContent("#pac-experiment-caption");
+  assert.ok(caption.includes(`(${(100 * m.pac_experiment_below).toFixed(1)}%)`), caption);
+  assert.match(caption, /^PAC at δ = 10%: over 1,000 splits/);
   t.diagnostic(`1,000 splits in ${await page.evaluate(() => window.calibra.timings.experiment)} ms`);
 });
 
@@ -262,4 +275,58 @@ test("7. a hash link restores the conformal lab", { timeout: INFERENCE_TIMEOUT_M
   const m = await readMetrics(fresh);
   assert.ok(Math.abs(m.guarantee_lower - 0.85) < 1e-12, "α = 0.15 is in force");
   await fresh.close();
+});
+
+test("8. the PAC threshold at a δ moved by the keyboard equals `calibra report --pac α,δ` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+  await configure({ score: "aps" });
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
+  const delta = page.locator("#pac-delta");
+  await delta.scrollIntoViewIfNeeded();
+  await delta.focus();
+  // From the default 0.1, ten steps of 0.01 up and one back.
+  for (const key of [...Array(10).fill("ArrowRight"), "ArrowLeft"]) await afterConformalRedraw(() => page.keyboard.press(key));
+  assert.equal((await hashParams(page)).delta, "0.19");
+  assert.equal(await page.textContent("#pac-delta-value"), "0.19");
+  const m = await readMetrics(page);
+  const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", "aps", "--randomized", "true", "--pac", "0.1,0.19", "--bootstrap", "2", "--json"];
+  const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options], { maxBuffer: 16 << 20 })).stdout).conformal;
+  assert.equal(m.pac_k, cli.pac_k, "the PAC rank");
+  for (const [shown, key] of [["pac_qhat", "qhat"], ["pac_coverage", "coverage"], ["pac_average_set_size", "average_set_size"]]) {
+    assert.ok(Math.abs(m[shown] - cli[key]) <= TOLERANCE_SAME_LOGITS, `${shown}: page ${m[shown]}, CLI ${cli[key]}`);
+  }
+  // Above the marginal rank, and the sentence names both ranks as the table shows them.
+  assert.ok(m.pac_k > m.marginal_k && m.pac_shortfall <= 0.19 && m.marginal_shortfall > 0.19);
+  const sentence = await page.textContent("#pac-sentence");
+  for (const rank of [m.marginal_k, m.pac_k]) assert.ok(sentence.includes(`rank k = ${rank.toLocaleString("en-US")}`), sentence);
+  assert.ok(sentence.includes("(δ = 19%)"), sentence);
+  t.diagnostic(`δ = 0.19: PAC k ${m.pac_k} (q̂ ${m.pac_qhat}), marginal k ${m.marginal_k}`);
+});
+
+test("9. selective classification at a risk level set by a pointer and the keyboard equals `calibra report --selective` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+  await configure({ score: "aps" });
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
+  const risk = page.locator("#selective-risk");
+  await risk.scrollIntoViewIfNeeded();
+  // A click near the track's start, then the keyboard: Home (1%) and four steps up.
+  const box = await risk.boundingBox();
+  await afterConformalRedraw(() => page.mouse.click(box.x + 0.05 * box.width, box.y + box.height / 2));
+  await risk.focus();
+  await afterConformalRedraw(() => page.keyboard.press("Home"));
+  for (let step = 0; step < 4; step++) await afterConformalRedraw(() => page.keyboard.press("ArrowRight"));
+  assert.equal((await hashParams(page)).risk, "0.05");
+  assert.equal(await page.textContent("#selective-risk-value"), "5%");
+  const m = await readMetrics(page);
+  const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--selective", "0.05", "--bootstrap", "2", "--json"];
+  const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options], { maxBuffer: 16 << 20 })).stdout).selective;
+  for (const [shown, key] of [["selective_threshold", "threshold"], ["selective_coverage", "coverage"], ["selective_risk", "selective_risk"], ["selective_answered_error_rate", "answered_error_rate"], ["selective_aurc", "aurc"]]) {
+    assert.ok(Math.abs(m[shown] - cli[key]) <= TOLERANCE_SAME_LOGITS, `${shown}: page ${m[shown]}, CLI ${cli[key]}`);
+  }
+  // At T = 1 the AURC shown is the one at T = 1; the sentence states the threshold shown.
+  assert.equal(m.selective_aurc, m.selective_aurc_at_one);
+  const sentence = await page.textContent("#selective-sentence");
+  assert.ok(sentence.includes(`a confidence above ${m.selective_threshold.toFixed(4)} at T = 1.000`), sentence);
+  assert.ok(m.selective_answered_error_rate <= 0.05 + 3 * Math.sqrt((0.05 * 0.95) / 5000), `answered and wrong ${m.selective_answered_error_rate}`);
+  t.diagnostic(`risk 5%: threshold ${m.selective_threshold}, answered ${m.selective_coverage}, AURC ${m.selective_aurc} (fitted T: ${m.selective_aurc_fitted})`);
 });

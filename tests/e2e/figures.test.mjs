@@ -243,7 +243,7 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   const position = () => page.textContent("#presentation-position");
   await page.waitForFunction(() => document.body.classList.contains("present"));
   assert.deepEqual(await shownFigure(), ["reliability"]);
-  assert.equal(await position(), "Figure 1 of 16: reliability diagram");
+  assert.equal(await position(), "Figure 1 of 17: reliability diagram");
   assert.equal((await hashParams(page)).present, "1");
   // Large type: the root font is larger than the article's 17 px.
   assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).fontSize), "22px");
@@ -257,7 +257,7 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   assert.deepEqual(await shownFigure(), ["histogram"]);
   await page.keyboard.press("ArrowLeft");
   await page.keyboard.press("ArrowLeft");
-  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 16 "));
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 17 "));
   assert.deepEqual(await shownFigure(), ["tau-chart"]);
   await page.keyboard.press("PageDown");
   await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 1 "));
@@ -266,10 +266,10 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   await page.focus("#temperature");
   await page.keyboard.press("ArrowRight");
   assert.equal(Number(await page.inputValue("#temperature")), Number(t) + 1);
-  assert.equal(await position(), "Figure 1 of 16: reliability diagram");
+  assert.equal(await position(), "Figure 1 of 17: reliability diagram");
   await page.evaluate(() => document.activeElement.blur());
   await page.keyboard.press("ArrowLeft");
-  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 16 "));
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 17 "));
   await page.keyboard.press("Escape");
   await page.waitForFunction(() => !document.body.classList.contains("present") && !document.body.classList.contains("embed"));
   assert.ok(await page.locator(".masthead").isVisible());

@@ -1,0 +1,173 @@
+//! The conformal lab's selective classification block: the evaluation half's risk–coverage
+//! curve and AURC, images ranked by their confidence at the slider's T; the conformal risk
+//! control threshold at the risk level slider, fitted on the calibration half (as
+//! `calibra report --selective RISK`); and the lesson, computed: at T = 1 and at the fitted T
+//! the AURC (the ranking) barely moves while the threshold's value (its meaning as a
+//! probability) does, answering nearly the same images.
+//!
+//! The methods and their sources are in `selective.rs` and docs/definitions.md ("Selective
+//! classification").
+
+use super::{Cache, Lab, LabError, Part};
+use crate::calibration::{self, Logits};
+use crate::conformal;
+use crate::selective::{self, RiskCoveragePoint, SelectiveReport};
+use crate::sentences::{self, SelectiveFigures, SelectiveLesson};
+
+/// The risk level slider's value until the reader moves it: at most 3% of the images answered
+/// wrongly.
+pub const DEFAULT_RISK_LEVEL: f64 = 0.03;
+
+/// Each image's top-label confidence and whether its prediction is right, on one half.
+type Confidences = (Vec<f64>, Vec<bool>);
+
+/// Both halves' confidences at T = 1 and at the fitted T, and the evaluation half's AURC at
+/// each: independent of the sliders, so computed once per network and split.
+#[derive(Debug, Clone)]
+pub(super) struct SelectiveFixed {
+    /// `[calibration, evaluation]` at T = 1, then at the fitted T.
+    at_one: [Confidences; 2],
+    fitted: [Confidences; 2],
+    aurc_at_one: f64,
+    aurc_fitted: f64,
+}
+
+/// What the selective classification block shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectiveView {
+    pub temperature: f64,
+    pub risk_level: f64,
+    /// The evaluation half's risk–coverage curve and AURC at `temperature`.
+    pub curve: Vec<RiskCoveragePoint>,
+    pub aurc: f64,
+    pub fitted_temperature: f64,
+    pub aurc_at_one: f64,
+    pub aurc_fitted: f64,
+    /// Conformal risk control at `temperature` on the calibration half, applied to the
+    /// evaluation half; `None` when the calibration half has fewer than `needed` rows.
+    pub report: Option<SelectiveReport>,
+    /// The smallest calibration half whose threshold can answer anything at this risk level.
+    pub needed: usize,
+    pub n_calibration: usize,
+    pub sentence: String,
+}
+
+/// Top-label confidences and correctness of `part` at `temperature`.
+fn confidences_of(part: &Part, k: usize, temperature: f64) -> Result<Confidences, LabError> {
+    Ok(calibration::confidences(
+        &Logits::new(&part.logits, k)?,
+        &part.labels,
+        temperature,
+    )?)
+}
+
+impl Cache {
+    /// The confidences at T = 1 and at the fitted T, computed when missing.
+    fn selective_fixed(&mut self, k: usize) -> Result<&SelectiveFixed, LabError> {
+        if self.selective_fixed.is_none() {
+            let fitted_temperature = self.fit.temperature;
+            let halves = |temperature| -> Result<[Confidences; 2], LabError> {
+                Ok([
+                    confidences_of(&self.calibration, k, temperature)?,
+                    confidences_of(&self.evaluation, k, temperature)?,
+                ])
+            };
+            let (at_one, fitted) = (halves(1.0)?, halves(fitted_temperature)?);
+            self.selective_fixed = Some(SelectiveFixed {
+                aurc_at_one: selective::aurc(&at_one[1].0, &at_one[1].1)?,
+                aurc_fitted: selective::aurc(&fitted[1].0, &fitted[1].1)?,
+                at_one,
+                fitted,
+            });
+        }
+        self.selective_fixed.as_ref().ok_or(LabError::NotReady)
+    }
+}
+
+/// Conformal risk control fitted on `halves[0]` and applied to `halves[1]`.
+fn report_of(halves: &[Confidences; 2], risk_level: f64) -> Result<SelectiveReport, LabError> {
+    let [(calibration, calibration_correct), (evaluation, evaluation_correct)] = halves;
+    Ok(selective::selective_report(
+        (calibration, calibration_correct),
+        (evaluation, evaluation_correct),
+        risk_level,
+    )?)
+}
+
+impl Lab {
+    /// The selective classification block at `temperature` and `risk_level`.
+    ///
+    /// # Errors
+    /// [`LabError::TemperatureOutOfRange`], [`LabError::NotReady`], and the selective
+    /// module's errors for a risk level outside (0, 1).
+    pub fn selective_view(
+        &mut self,
+        temperature: f64,
+        risk_level: f64,
+    ) -> Result<SelectiveView, LabError> {
+        Self::check_temperature(temperature)?;
+        let k = self.num_classes;
+        let needed = conformal::minimum_calibration_rows(risk_level)?;
+        let cache = self.prepared()?;
+        let fitted_temperature = cache.fit.temperature;
+        let at_t = [
+            confidences_of(&cache.calibration, k, temperature)?,
+            confidences_of(&cache.evaluation, k, temperature)?,
+        ];
+        let curve = selective::risk_coverage_curve(&at_t[1].0, &at_t[1].1)?;
+        let aurc = selective::aurc(&at_t[1].0, &at_t[1].1)?;
+        let n_calibration = cache.calibration.labels.len();
+        let fixed = cache.selective_fixed(k)?;
+        let (report, lesson) = if n_calibration >= needed {
+            let at_one = report_of(&fixed.at_one, risk_level)?;
+            let fitted = report_of(&fixed.fitted, risk_level)?;
+            // The evaluation images that one threshold answers and the other does not.
+            let differ = fixed.at_one[1]
+                .0
+                .iter()
+                .zip(&fixed.fitted[1].0)
+                .filter(|&(&one, &fit)| (one > at_one.threshold) != (fit > fitted.threshold))
+                .count();
+            let lesson = SelectiveLesson {
+                threshold_at_one: at_one.threshold,
+                threshold_fitted: fitted.threshold,
+                coverage_at_one: at_one.coverage,
+                coverage_fitted: fitted.coverage,
+                answered_differently: differ as f64 / fixed.at_one[1].0.len() as f64,
+            };
+            (Some(report_of(&at_t, risk_level)?), Some(lesson))
+        } else {
+            (None, None)
+        };
+        let sentence = sentences::selective_sentence(&SelectiveFigures {
+            temperature,
+            aurc,
+            fitted_temperature,
+            aurc_at_one: fixed.aurc_at_one,
+            aurc_fitted: fixed.aurc_fitted,
+            risk_level,
+            n_calibration,
+            operating: match (&report, lesson) {
+                (Some(report), Some(lesson)) => Ok((report.clone(), lesson)),
+                _ => Err(needed),
+            },
+        });
+        Ok(SelectiveView {
+            temperature,
+            risk_level,
+            curve,
+            aurc,
+            fitted_temperature,
+            aurc_at_one: fixed.aurc_at_one,
+            aurc_fitted: fixed.aurc_fitted,
+            report,
+            needed,
+            n_calibration,
+            sentence,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "selective_view_tests.rs"]
+mod tests;

@@ -1,0 +1,82 @@
+//! The conformal lab's selective classification block on the page: the risk level slider, the
+//! readouts of the risk–coverage curve, its AURC and conformal risk control's threshold.
+
+use super::readouts::{metric, slider, text, Patch};
+use super::state::PageState;
+use crate::lab::SelectiveView;
+use crate::sentences::percent;
+
+/// The risk level slider and its label: from the state alone.
+pub(super) fn control_patches(state: &PageState) -> [Patch; 2] {
+    let risk = percent(state.risk, 0);
+    slider(
+        state,
+        "selective-risk",
+        "selective-risk-value",
+        risk.clone(),
+        format!("risk level {risk}"),
+    )
+}
+
+/// The block's readouts: the AURC at T, at T = 1 and at the fitted T, conformal risk
+/// control's threshold and what it answers (each "—" without enough calibration images), and
+/// the sentence.
+pub(super) fn readouts(view: &SelectiveView) -> Vec<Patch> {
+    let mut patches = vec![
+        metric("selective_aurc", view.aurc, format!("{:.4}", view.aurc)),
+        metric(
+            "selective_aurc_at_one",
+            view.aurc_at_one,
+            format!("{:.4}", view.aurc_at_one),
+        ),
+        metric(
+            "selective_aurc_fitted",
+            view.aurc_fitted,
+            format!("{:.4}", view.aurc_fitted),
+        ),
+        text("selective-sentence", view.sentence.clone()),
+    ];
+    let unknown = |name: &str| Patch::Metric {
+        id: None,
+        metric: name.to_string(),
+        value: None,
+        text: "—".to_string(),
+        title: None,
+    };
+    match &view.report {
+        Some(report) => {
+            let threshold = if report.threshold == f64::NEG_INFINITY {
+                "none: every image".to_string()
+            } else {
+                format!("{:.4}", report.threshold)
+            };
+            patches.extend([
+                metric("selective_threshold", report.threshold, threshold),
+                metric(
+                    "selective_coverage",
+                    report.coverage,
+                    percent(report.coverage, 1),
+                ),
+                metric(
+                    "selective_answered_error_rate",
+                    report.answered_error_rate,
+                    percent(report.answered_error_rate, 2),
+                ),
+            ]);
+            patches.push(match report.selective_risk {
+                Some(risk) => metric("selective_risk", risk, percent(risk, 2)),
+                None => unknown("selective_risk"),
+            });
+        }
+        None => patches.extend(
+            [
+                "selective_threshold",
+                "selective_coverage",
+                "selective_answered_error_rate",
+                "selective_risk",
+            ]
+            .map(unknown),
+        ),
+    }
+    patches
+}
