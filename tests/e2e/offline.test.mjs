@@ -179,7 +179,35 @@ test("4. a new build (a changed manifest) replaces the cached one once the reade
   }
 });
 
-test("5. Firefox: a reload without the server shows the lab visited with every number", { timeout: 600_000 }, async (t) => {
+test("5. \"Keep everything for offline use\" states the size first, keeps every file of the build, and an unvisited lab then works offline", { timeout: 600_000 }, async () => {
+  const site = await serveDirectory(SITE_DIR);
+  const browser = await launchBrowser({ serviceWorkers: "allow" });
+  try {
+    const page = await browser.context.newPage();
+    await visitAndKeep(page, site.url);
+    const { build, files } = JSON.parse(readFileSync(path.join(SITE_DIR, "build-manifest.json"), "utf8"));
+    const total = Object.values(files).reduce((sum, entry) => sum + entry.bytes, 0);
+    const size = `${(total / 1e6).toFixed(1)} MB`;
+    const button = page.locator("#keep-offline");
+    assert.equal(await button.textContent(), `Keep everything for offline use (${size})`);
+    await button.click();
+    await page.waitForFunction(() => /^Done|^Not everything/.test(document.getElementById("keep-offline-status").textContent), null, { timeout: 120_000 });
+    assert.equal(await page.textContent("#keep-offline-status"), `Done: all ${size} are kept in this browser; every lab now works offline here.`);
+    const kept = await page.evaluate(async (name) => (await (await caches.open(name)).keys()).map((request) => new URL(request.url).pathname.slice(1)), `calibra-${build}`);
+    assert.deepEqual(Object.keys(files).filter((file) => !kept.includes(file)), []);
+    // Offline, a lab never visited (another network, the digits) computes its numbers.
+    await site.close();
+    await browser.context.setOffline(true);
+    await page.evaluate(() => document.getElementById("ood-lab").scrollIntoView());
+    await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('[data-metric="auroc_msp"]')?.dataset.value || "x")), null, { timeout: INFERENCE_TIMEOUT_MS, polling: 250 });
+    assert.equal(await page.locator("#ood-lab .unfetched").count(), 0);
+  } finally {
+    await browser.close();
+    await site.close();
+  }
+});
+
+test("6. Firefox: a reload without the server shows the lab visited with every number", { timeout: 600_000 }, async (t) => {
   if (!existsSync(FIREFOX_BIN)) throw new Error(`no Firefox at ${FIREFOX_BIN}: install Debian's firefox-esr or set FIREFOX_BIN`);
   const site = await serveDirectory(SITE_DIR);
   const firefox = await puppeteer.launch({ browser: "firefox", executablePath: FIREFOX_BIN, headless: true, defaultViewport: { width: 1280, height: 900, deviceScaleFactor: 1 } });
