@@ -25,9 +25,9 @@ export class DownloadError extends Error {
 }
 
 /**
- * Fetches `url`; `onRetry(attempt, of)` is told before each new try (attempt 1 to `of`) and
- * with attempt 0 once a cut download goes on. An HTTP error other than a server's (5xx) is
- * answered as it is, not tried again.
+ * Fetches `url`; `onRetry(attempt, of)` is told before each new try (attempt 1 to `of`), and
+ * with attempt 0 once the tries are over (a cut download goes on, or the last try failed). An
+ * HTTP error other than a server's (5xx) is answered as it is, not tried again.
  * @param {string} url
  * @param {(attempt: number, of: number) => void} [onRetry]
  * @returns {Promise<Response>} the response, whose body resumes across cuts
@@ -36,7 +36,10 @@ export async function download(url, onRetry = () => {}) {
   let attempt = 0;
   // Waits before the next try, or throws once they are spent (or the browser is offline).
   const retry = async (/** @type {unknown} */ error) => {
-    if (attempt >= RETRY_DELAYS.length || !navigator.onLine) throw new DownloadError(url, error);
+    if (attempt >= RETRY_DELAYS.length || !navigator.onLine) {
+      if (attempt > 0) onRetry(0, RETRY_DELAYS.length);
+      throw new DownloadError(url, error);
+    }
     attempt += 1;
     onRetry(attempt, RETRY_DELAYS.length);
     await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS[attempt - 1]));

@@ -36,13 +36,18 @@ const MANIFEST_URL = new URL("build-manifest.json", SCOPE).href;
 // The waits before the 2nd, 3rd and 4th tries of a file keep-all fetches, in milliseconds.
 const RETRY_DELAYS = [500, 1000, 2000];
 
-// This build's manifest, { build, files: { path: { hash, bytes } } }, from the cache once installed.
+// This build's manifest, { build, files: { path: { hash, bytes } } }, from the cache once
+// installed; asked again after a failure.
 let manifest = null;
 function readManifest() {
   manifest ??= caches
     .open(CACHE)
     .then((cache) => cache.match(MANIFEST_URL))
-    .then((response) => (response ? response.json() : fetchManifest()));
+    .then((response) => (response ? response.json() : fetchManifest()))
+    .catch((error) => {
+      manifest = null;
+      throw error;
+    });
   return manifest;
 }
 
@@ -192,7 +197,8 @@ sw.addEventListener("fetch", (event) => {
     return;
   }
   const path = sitePath(event.request.url);
-  if (path !== null) event.respondWith(respond(event, path));
+  // Without its manifest (or its cache), this worker steps aside for the network.
+  if (path !== null) event.respondWith(respond(event, path).catch(() => fetch(event.request)));
 });
 
 sw.addEventListener("message", (event) => {
