@@ -117,8 +117,9 @@ export class Offline {
     } catch {
       // Offline, a revisit's registration stands; a first one waits for the next visit.
       registration = await container.getRegistration();
-      if (!registration) return null;
     }
+    // None where the browser refuses service workers (a policy, a test's block).
+    if (!registration) return null;
     // A new build is ready once its worker has installed while this page has a controller.
     const offerUpdate = () => {
       if (registration.waiting && container.controller) $("offline-update").hidden = false;
