@@ -55,6 +55,9 @@ export class Offline {
     // Each lab's notice, by the lab's id.
     /** @type {Map<string, HTMLElement>} */
     this.notices = new Map();
+    // Whether the service worker served this page's files from the start (a revisit): then
+    // every file fetched went through it, and there is nothing to sweep.
+    this.controlled = Boolean(this.possible && navigator.serviceWorker.controller);
   }
 
   /** Whether this browser, on this address, can keep the site (a secure context). */
@@ -136,9 +139,11 @@ export class Offline {
       if (registration.waiting) registration.waiting.postMessage({ type: "activate" });
       else location.reload();
     });
-    // A reload or a closed tab keeps what the page fetched since the last sweep.
-    window.addEventListener("pagehide", () => container.controller?.postMessage({ type: "sweep" }));
-    await this.sweep();
+    if (!this.controlled) {
+      // A reload or a closed tab keeps what the page fetched since the last sweep.
+      window.addEventListener("pagehide", () => container.controller?.postMessage({ type: "sweep" }));
+      await this.sweep();
+    }
     this.showSize();
     return registration;
   }

@@ -40,8 +40,7 @@ const RETRY_DELAYS = [500, 1000, 2000];
 // installed; asked again after a failure.
 let manifest = null;
 function readManifest() {
-  manifest ??= caches
-    .open(CACHE)
+  manifest ??= openCache()
     .then((cache) => cache.match(MANIFEST_URL))
     .then((response) => (response ? response.json() : fetchManifest()))
     .catch((error) => {
@@ -85,6 +84,10 @@ async function keep(cache, path, entry, bytes, contentType) {
   return true;
 }
 
+// This build's cache, opened once.
+let opened = null;
+const openCache = () => (opened ??= caches.open(CACHE));
+
 // The paths of the manifest not kept yet.
 async function missing(cache, files) {
   const kept = new Set((await cache.keys()).map((request) => request.url));
@@ -93,7 +96,7 @@ async function missing(cache, files) {
 
 // Keeps every file of the build that the browser's HTTP cache holds, without the network.
 async function sweep() {
-  const [cache, { files }] = await Promise.all([caches.open(CACHE), readManifest()]);
+  const [cache, { files }] = await Promise.all([openCache(), readManifest()]);
   for (const path of await missing(cache, files)) {
     // The page itself is in the HTTP cache under the address it was visited at, the scope's.
     const addresses = path === "index.html" ? [SCOPE, new URL(path, SCOPE)] : [new URL(path, SCOPE)];
@@ -110,7 +113,7 @@ async function sweep() {
 
 // Fetches and keeps every file of the build not kept yet, telling `port` how far it is.
 async function keepAll(port) {
-  const [cache, { files }] = await Promise.all([caches.open(CACHE), readManifest()]);
+  const [cache, { files }] = await Promise.all([openCache(), readManifest()]);
   const total = Object.values(files).reduce((sum, entry) => sum + entry.bytes, 0);
   const left = await missing(cache, files);
   let bytes = total - left.reduce((sum, path) => sum + files[path].bytes, 0);
@@ -137,10 +140,9 @@ async function keepAll(port) {
 // Answers a request for a file of the site: from the cache, or from the network, kept as it passes.
 async function respond(event, path) {
   const { request } = event;
-  const { files } = await readManifest();
+  const [cache, { files }] = await Promise.all([openCache(), readManifest()]);
   const entry = files[path];
   if (!entry) return fetch(request);
-  const cache = await caches.open(CACHE);
   const cached = await cache.match(keyOf(path, entry.hash));
   if (cached) return cached;
   const response = await fetch(request);
