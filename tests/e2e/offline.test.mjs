@@ -96,8 +96,13 @@ test("2. a lab not visited says offline what it lacks, beside it, and its Retry 
     assert.equal(await page.locator("#temperature-lab .unfetched").count(), 0);
     site = await serveDirectory(SITE_DIR, { port: site.port });
     await browser.context.setOffline(false);
+    // The workers hear of the network after the page does.
+    await page.waitForFunction(() => navigator.onLine);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
     await notice.locator("button").click();
-    await notice.waitFor({ state: "hidden", timeout: NOTICE_TIMEOUT_MS });
+    await notice.waitFor({ state: "hidden", timeout: NOTICE_TIMEOUT_MS }).catch(async (error) => {
+      throw new Error(`the notice still says: ${await notice.textContent()} (${error.message})`);
+    });
     await page.waitForFunction(() => Number.isFinite(Number(document.querySelector('[data-metric="auroc_msp"]')?.dataset.value || "x")), null, { timeout: INFERENCE_TIMEOUT_MS, polling: 250 });
   } finally {
     await browser.close();
@@ -137,7 +142,13 @@ test("3. downloads cut part-way resume (Range) and give the same numbers as whol
     const whole = await visit(false);
     const cut = await visit(true);
     assert.deepEqual(whole.ranges, []);
-    assert.deepEqual(cut.ranges.sort(), [`${WEIGHTS} bytes=100000-`, `${IMAGES} bytes=1000000-`].sort());
+    // One resumption a file, from the bytes its reader had when the connection dropped (at most
+    // those sent; the browser may drop the last ones it held with the error).
+    assert.equal(cut.ranges.length, 2, cut.ranges.join(", "));
+    for (const [file, sent] of [[IMAGES, 1_000_000], [WEIGHTS, 100_000]]) {
+      const from = cut.ranges.map((range) => new RegExp(`^${file} bytes=(\\d+)-$`).exec(range)).find(Boolean);
+      assert.ok(from && Number(from[1]) <= sent, `${file}: ${cut.ranges.join(", ")}`);
+    }
     assert.ok(cut.texts.some((text) => text.includes("retrying the test images' download (1 of 3)")), `the progress row said: ${[...new Set(cut.texts)].join(" | ")}`);
     assert.deepEqual(cut.numbers, whole.numbers);
   } finally {
