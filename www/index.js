@@ -311,8 +311,9 @@ async function main() {
       if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
     },
     onUnfetched: async () => {
-      // As onError: without the shown network, no frame draws the first batch's logits.
-      if (pool.failed.has(modelIndex())) showFirstLogits?.();
+      // As onError: without the shown network (perhaps this one: the page may not know yet
+      // which it shows), no frame draws the first batch's logits.
+      if (!state || pool.failed.has(modelIndex())) showFirstLogits?.();
       await articleParsed;
       offline.showUnfetched(pool.unfetched.values());
       if (labelsRead) progress.show(arrivals.of(modelIndex()));
