@@ -154,6 +154,8 @@ export class InferencePool {
     const missed = [...this.unfetched.values()];
     this.unfetched.clear();
     this.onUnfetched();
+    // Everything is forgotten before anything is asked again: a job can need two missing things
+    // (a network and the digits), and must not meet the other's old failure.
     for (const unfetched of missed) {
       if (unfetched.what === "network") {
         this.failed.delete(unfetched.model);
@@ -161,12 +163,12 @@ export class InferencePool {
         this.weightsSettled.delete(unfetched.model);
       }
       if (unfetched.what === "images") this.images.drop(unfetched.set);
-      for (const key of [...this.requested]) {
-        if (!needs(key, unfetched)) continue;
-        this.requested.delete(key);
-        const [model, set, kind] = key.split(":");
-        for (const lab of this.labs.get(key)) this.request(Number(model), set, kind === "odin" ? "odin" : "logits", lab);
-      }
+    }
+    const again = [...this.requested].filter((key) => missed.some((unfetched) => needs(key, unfetched)));
+    for (const key of again) this.requested.delete(key);
+    for (const key of again) {
+      const [model, set, kind] = key.split(":");
+      for (const lab of this.labs.get(key)) this.request(Number(model), set, kind === "odin" ? "odin" : "logits", lab);
     }
   }
 
