@@ -1,7 +1,8 @@
 // @ts-check
 // The page's downloads of its assets (the test images and labels, the MNIST digits): every
-// fetch the page's thread makes is here, with messages that name the file, and the gzip
-// unzipping the page's module leaves to the browser.
+// fetch the page's thread makes is here, with messages that name the file, tried again on a
+// flaky network (download.js), and the gzip unzipping the page's module leaves to the browser.
+import { DownloadError, download } from "./download.js";
 
 export const IMAGES_URL = "assets/fashion-mnist/t10k-images-idx3-ubyte.gz";
 export const LABELS_URL = "assets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
@@ -18,17 +19,14 @@ const UNZIP_PIECE = 64 * 1024;
  */
 
 /**
- * Fetches a file, with a message that names it when it fails.
+ * Fetches a file, with a message that names it when it fails (a DownloadError where the network
+ * did not deliver it); `onRetry` is told of each new try (see download.js).
  * @param {string} url
+ * @param {(attempt: number, of: number) => void} [onRetry]
  * @returns {Promise<Response>}
  */
-export async function fetchOk(url) {
-  let response;
-  try {
-    response = await fetch(url);
-  } catch (error) {
-    throw new Error(`Cannot load ${url}: ${error.message}`);
-  }
+export async function fetchOk(url, onRetry) {
+  const response = await download(url, onRetry);
   if (!response.ok) throw new Error(`Cannot load ${url}: HTTP ${response.status} ${response.statusText}`);
   return response;
 }
@@ -43,6 +41,7 @@ export async function fetchUnzipped(url) {
   try {
     return new Uint8Array(await new Response(body).arrayBuffer());
   } catch (error) {
+    if (error instanceof DownloadError) throw error;
     throw new Error(`Cannot unzip ${url}: ${error.message}`);
   }
 }
@@ -91,6 +90,7 @@ export async function openIdx(response, url, headerBytes) {
   const reader = (await unzipped(response)).getReader();
   // A broken gzip stream rejects a read: say which file.
   const read = () => reader.read().catch((error) => {
+    if (error instanceof DownloadError) throw error;
     throw new Error(`Cannot unzip ${url}: ${error.message}`);
   });
   const header = new Uint8Array(headerBytes);

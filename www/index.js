@@ -21,6 +21,7 @@ import { Gallery, showOodGalleries, showShiftThumbnails } from "./gallery.js";
 import { HashWriter } from "./hash.js";
 import { InferencePool } from "./inference-pool.js";
 import { calls, counted, timings } from "./measurements.js";
+import { Offline } from "./offline.js";
 import { OwnData } from "./own-data.js";
 import { OwnPicture } from "./own-picture.js";
 import { Progress } from "./progress.js";
@@ -71,6 +72,8 @@ let pendingPatches = [];
 let firstChartDrawn = false;
 /** @type {Arrivals} */
 let arrivals = null;
+/** @type {Offline} */
+let offline = null;
 // The ODIN scores the τ lab's button would compute (from the last frame).
 /** @type {{ model: number, set: string }[]} */
 let odinNeeds = [];
@@ -94,6 +97,9 @@ window.calibra = {
   // Resolves once the logits last handed to the cache are stored (tests wait for it before
   // they load the page again).
   cacheSettled: () => cache.lastKeep,
+  // Resolves once the service worker is registered and keeps what the page has fetched (tests
+  // wait for it before they go offline).
+  offlineKept: () => offline.register().then((registration) => registration && offline.sweep()),
 };
 
 const modelIndex = () => limits.model_index[state.model];
@@ -168,7 +174,7 @@ function render() {
     if (readouts.own_image) ownPicture.show(readouts.own_image);
   }
   if (wanted.ood) {
-    for (const { model, set } of readouts.needs) pool.request(model, set);
+    for (const { model, set } of readouts.needs) pool.request(model, set, "logits", "ood-lab");
     odinNeeds = readouts.odin_needs;
     if (readouts.drawn.includes("ood")) {
       dirty.ood = false;
@@ -183,7 +189,7 @@ function render() {
     }
   }
   if (wanted.shift) {
-    for (const { model, set } of readouts.shift_needs) pool.request(model, set);
+    for (const { model, set } of readouts.shift_needs) pool.request(model, set, "logits", "shift-lab");
     if (readouts.drawn.includes("shift")) {
       dirty.shift = false;
       timings.shiftDraws.push(millis);
@@ -208,6 +214,8 @@ function render() {
         timings.firstChart = performance.now();
         timings.firstChartImages = images.testRows;
         performance.mark("calibra:first-chart");
+        // The service worker then, once the test images are in: a first visit is not slowed.
+        images.testComplete.catch(() => {}).then(() => offline.register());
       });
     }
     $("render-time").textContent = `(computed and drawn in ${millis.toFixed(1)} ms)`;
@@ -245,7 +253,7 @@ function onDataShown(/** @type {string | null} */ description) {
 function selectModel() {
   const index = modelIndex();
   progress.start(index);
-  pool.request(index, "test");
+  pool.request(index, "test", "logits", "temperature-lab");
   pool.prioritise(index);
   progress.show(arrivals.of(index));
   // The row says when the network is in, though no frame may come then.
@@ -261,13 +269,13 @@ function wireInferenceButtons() {
   $("recompute").addEventListener("click", () => cache.forget(modelIndex()).then(() => location.reload()));
   $("compute-odin").addEventListener("click", () => {
     timings.odinStarted = performance.now();
-    for (const { model, set } of odinNeeds) pool.request(model, set, "odin");
+    for (const { model, set } of odinNeeds) pool.request(model, set, "odin", "ood-lab");
     frames.schedule();
   });
   $("evaluate-all").addEventListener("click", () => {
     limits.models.forEach((_, model) => {
-      pool.request(model, "test");
-      pool.request(model, state.ood);
+      pool.request(model, "test", "logits", "ood-lab");
+      pool.request(model, state.ood, "logits", "ood-lab");
     });
   });
 }
@@ -309,6 +317,28 @@ async function main() {
       showError(message);
       if (model === undefined || model === modelIndex()) document.body.dataset.inference = "failed";
     },
+    onUnfetched: async () => {
+      // As onError: without the shown network (perhaps this one: the page may not know yet
+      // which it shows), no frame draws the first batch's logits.
+      if (!state || pool.failed.has(modelIndex())) showFirstLogits?.();
+      await articleParsed;
+      offline.showUnfetched(pool.unfetched.values());
+      if (labelsRead) progress.show(arrivals.of(modelIndex()));
+    },
+    onRetry: (model, attempt, of) => {
+      if (state && model !== modelIndex()) return;
+      progress.retry("the network's", attempt, of);
+      if (labelsRead) progress.show(arrivals.of(model));
+    },
+  });
+  offline = new Offline({
+    title: (model) => limits.models[model].title,
+    onRetry: () => {
+      pool.retry();
+      if (!labelsRead) return;
+      selectModel();
+      frames.schedule();
+    },
   });
   progress = new Progress(images, pool, modelIndex);
   cache.onBatch = (message) => arrivals.take(message);
@@ -346,7 +376,10 @@ async function main() {
       if (images.holdsFirstBatch(await firstImages)) await firstLogitsShown;
       else await pool.weightsIn(modelIndex());
     }
-    return fetchOk(IMAGES_URL);
+    return fetchOk(IMAGES_URL, (attempt, of) => {
+      progress.retry("the test images'", attempt, of);
+      if (labelsRead) progress.show(arrivals.of(modelIndex()));
+    });
   })();
   await images.streamTest(wholeFile, await firstImages, () => {
     pool.pump();
@@ -373,6 +406,7 @@ async function main() {
   ownPicture.wire();
   ownData = new OwnData(page, timings, onDataShown);
   ownData.wire();
+  offline.wireKeepButton();
   frames.schedule();
 
   wirePresentationKeys(page, apply, () => state?.present);

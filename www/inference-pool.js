@@ -2,6 +2,7 @@
 // A pool of inference workers (worker.js) sharing the image sets: batches go to whichever
 // worker is free. A job is one model's logits (or ODIN scores) on one image set.
 import { showError } from "./dom.js";
+import { DownloadError } from "./download.js";
 
 /** @typedef {import("./messages.js").InferenceRequest} InferenceRequest */
 /** @typedef {import("./messages.js").InferenceAnswer} InferenceAnswer */
@@ -10,6 +11,11 @@ import { showError } from "./dom.js";
 /** @typedef {{ worker: Worker, failure: Promise<ErrorEvent> }} StartedWorker */
 /** @typedef {{ worker: Worker, busy: number }} Slot */
 /** @typedef {{ model: number, set: string, kind: string, start: number, count: number }} Batch */
+/**
+ * What the network did not deliver (a network's weights, the ODIN module, an image set) and the
+ * labs (their sections' ids) that asked for it.
+ * @typedef {{ what: "network" | "odin" | "images", model: number, set: string, offline: boolean, message: string, labs: Set<string> }} Unfetched
+ */
 
 /**
  * Posts a message to an inference worker, typed as worker.js reads it.
@@ -19,6 +25,17 @@ import { showError } from "./dom.js";
  */
 const post = (worker, message, transfer = []) => worker.postMessage(message, transfer);
 
+/**
+ * Whether job `key` ("model:set:kind") needs what the network did not deliver.
+ * @param {string} key
+ * @param {Omit<Unfetched, "labs">} unfetched
+ */
+function needs(key, { what, model, set }) {
+  const [jobModel, jobSet, kind] = key.split(":");
+  if (what === "network") return Number(jobModel) === model;
+  return what === "odin" ? kind === "odin" : jobSet === set;
+}
+
 export class InferencePool {
   /**
    * @param {{ early: StartedWorker[], later: number, start: () => StartedWorker }} workers
@@ -26,16 +43,26 @@ export class InferencePool {
    *   function that starts one
    * @param {{ images: import("./test-images.js").ImageSets, cache: import("./cached-logits.js").CachedLogits,
    *   onBatch: (answer: LogitsAnswer | OdinAnswer) => void, onOwn: (answer: LogitsAnswer) => void,
-   *   onError: (message: string, model?: number) => void,
+   *   onError: (message: string, model?: number) => void, onUnfetched: () => void,
+   *   onRetry: (model: number, attempt: number, of: number) => void,
    *   onLastLayer: (model: number, values: Float32Array) => void }} handlers
+   *   onUnfetched: `unfetched` changed; onRetry: a worker tries a network's download again
    */
-  constructor({ early, later, start }, { images, cache, onBatch, onOwn, onError, onLastLayer }) {
+  constructor({ early, later, start }, { images, cache, onBatch, onOwn, onError, onUnfetched, onRetry, onLastLayer }) {
     this.images = images;
     this.cache = cache;
     this.onBatch = onBatch;
     this.onOwn = onOwn;
     this.onError = onError;
     this.onLastLayer = onLastLayer;
+    this.onUnfetched = onUnfetched;
+    this.onRetry = onRetry;
+    // What the network did not deliver, by what it is ("network 3", "odin", "images mnist").
+    /** @type {Map<string, Unfetched>} */
+    this.unfetched = new Map();
+    // The labs that asked for each job ("model:set:kind"), named where something is missing.
+    /** @type {Map<string, Set<string>>} */
+    this.labs = new Map();
     /** @type {Slot[]} */
     this.workers = [];
     this.later = later;
@@ -83,9 +110,12 @@ export class InferencePool {
    * @param {number} model
    * @param {string} set
    * @param {"logits" | "odin"} kind
+   * @param {string} lab the id of the section that needs it
    */
-  request(model, set, kind = "logits") {
+  request(model, set, kind, lab) {
     const key = `${model}:${set}:${kind}`;
+    if (!this.labs.has(key)) this.labs.set(key, new Set());
+    this.labs.get(key).add(lab);
     if (this.requested.has(key) || this.failed.has(model)) return;
     this.requested.add(key);
     this.load(model);
@@ -104,7 +134,44 @@ export class InferencePool {
     if (kind === "logits" && this.cache.heldNone && images.get(set)) return enqueue();
     Promise.resolve(withImages(() => kind === "logits" && this.cache.feed(model, set)))
       .then((cached) => cached || withImages(enqueue))
-      .catch((error) => showError(error.message));
+      .catch((error) => {
+        if (!(error instanceof DownloadError)) return showError(error.message);
+        this.missing({ what: "images", model, set, offline: error.offline, message: error.message });
+      });
+  }
+
+  /**
+   * Notes what the network did not deliver (once per thing), with the labs that asked for it.
+   * @param {Omit<Unfetched, "labs">} unfetched
+   */
+  missing(unfetched) {
+    const labs = new Set();
+    for (const [key, asking] of this.labs) if (needs(key, unfetched)) asking.forEach((lab) => labs.add(lab));
+    this.unfetched.set(`${unfetched.what} ${unfetched.what === "images" ? unfetched.set : unfetched.model}`, { ...unfetched, labs });
+    this.onUnfetched();
+  }
+
+  /** Asks again, for the labs that asked, for every job that needed what the network did not deliver. */
+  retry() {
+    const missed = [...this.unfetched.values()];
+    this.unfetched.clear();
+    this.onUnfetched();
+    // Everything is forgotten before anything is asked again: a job can need two missing things
+    // (a network and the digits), and must not meet the other's old failure.
+    for (const unfetched of missed) {
+      if (unfetched.what === "network") {
+        this.failed.delete(unfetched.model);
+        this.loaded.delete(unfetched.model);
+        this.weightsSettled.delete(unfetched.model);
+      }
+      if (unfetched.what === "images") this.images.drop(unfetched.set);
+    }
+    const again = [...this.requested].filter((key) => missed.some((unfetched) => needs(key, unfetched)));
+    for (const key of again) this.requested.delete(key);
+    for (const key of again) {
+      const [model, set, kind] = key.split(":");
+      for (const lab of this.labs.get(key)) this.request(Number(model), set, kind === "odin" ? "odin" : "logits", lab);
+    }
   }
 
   /**
@@ -205,6 +272,19 @@ export class InferencePool {
   receive(slot, message) {
     if (message.status === "fetched") {
       this.weightsArrived.get(message.model)?.();
+    } else if (message.status === "retrying") {
+      this.onRetry(message.model, message.attempt, message.of);
+    } else if (message.status === "unfetched") {
+      if (message.what === "odin") {
+        this.queue = this.queue.filter((batch) => batch.kind !== "odin");
+        this.missing({ what: "odin", model: message.model, set: "", offline: message.offline, message: message.message });
+        return;
+      }
+      if (this.failed.has(message.model)) return;
+      this.failed.add(message.model);
+      this.weightsArrived.get(message.model)?.();
+      this.queue = this.queue.filter((batch) => batch.model !== message.model);
+      this.missing({ what: "network", model: message.model, set: "", offline: message.offline, message: message.message });
     } else if (message.status === "ready") {
       this.digestArrived.get(message.model)?.(message.digest);
     } else if (message.status === "last-layer") {

@@ -15,7 +15,9 @@
  * @typedef {{ status: "logits", model: number, set: string, start: number, count: number, logits: Float32Array, features: Float32Array, millis?: number, cached?: boolean }} LogitsAnswer
  * @typedef {{ status: "odin", model: number, set: string, start: number, count: number, scores: Float64Array, millis?: number }} OdinAnswer
  * @typedef {{ status: "error", model?: number, message: string }} WorkerError
- * @typedef {WeightsFetched | ModelReady | LogitsAnswer | OdinAnswer | WorkerError | LastLayerAnswer} InferenceAnswer
+ * @typedef {{ status: "retrying", model: number, attempt: number, of: number }} Retrying
+ * @typedef {{ status: "unfetched", model: number, what: "network" | "odin", message: string, offline: boolean }} Unfetched
+ * @typedef {WeightsFetched | ModelReady | LogitsAnswer | OdinAnswer | WorkerError | Retrying | Unfetched | LastLayerAnswer} InferenceAnswer
  */
 
 // Bootstrap worker (bootstrap-worker.js). Requests are the lab's own (Rust's IntervalRequest,

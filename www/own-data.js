@@ -26,7 +26,9 @@ function readOwnFiles(logits, labels, names) {
   const worker = new Worker(new URL("./own-logits-worker.js", import.meta.url), { type: "module" });
   return /** @type {Promise<OwnLogitsAnswer>} */ (new Promise((resolve, reject) => {
     worker.onmessage = (/** @type {MessageEvent<OwnLogitsReply>} */ { data }) => (data.status === "own-logits" ? resolve(data) : reject(new Error(data.message)));
-    worker.onerror = (event) => reject(new Error(`the worker that reads them failed: ${event.message || "it could not start"}`));
+    worker.onerror = (event) => reject(new Error(navigator.onLine
+      ? `the worker that reads them failed: ${event.message || "it could not start"}`
+      : "the module that reads them has not been downloaded yet, and you are offline; choose them again once the network is back"));
     const transfer = [logits, labels, names].filter(Boolean).map((file) => file.bytes.buffer);
     /** @type {OwnLogitsRequest} */
     const message = { type: "own-logits", logits, labels, names };

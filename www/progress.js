@@ -27,6 +27,21 @@ export class Progress {
     // progress row is written on the way to the first chart.
     /** @type {Intl.NumberFormat | null} */
     this.format = null;
+    // What a download tried again says ("retrying the test images' download (2 of 3)"), or null.
+    /** @type {string | null} */
+    this.retrying = null;
+  }
+
+  /**
+   * Says that `whose` download ("the test images'", "the network's") is tried again, try
+   * `attempt` of `of`; attempt 0: it goes on.
+   * @param {string} whose
+   * @param {number} attempt
+   * @param {number} of
+   */
+  retry(whose, attempt, of) {
+    this.retrying = attempt > 0 ? `retrying ${whose} download (${attempt} of ${of})` : null;
+    this.shown = null;
   }
 
   /** Makes the counts' formatter ahead of the first row. */
@@ -46,7 +61,7 @@ export class Progress {
     const rows = this.images.testRows;
     const network = !this.pool.hasWeights(model);
     const failed = this.broken || this.pool.failed.has(model);
-    const shown = `${model} ${count} ${total} ${rows} ${network} ${failed}`;
+    const shown = `${model} ${count} ${total} ${rows} ${network} ${failed} ${this.retrying}`;
     if (shown === this.shown) return;
     this.shown = shown;
     const format = (/** @type {number} */ n) => this.format.format(n);
@@ -60,7 +75,7 @@ export class Progress {
     bar.max = total;
     bar.value = count;
     const seconds = (performance.now() - this.started.get(model)) / 1000;
-    const parts = network ? ["downloading the network"] : [];
+    const parts = this.retrying ? [this.retrying] : network ? ["downloading the network"] : [];
     if (count > 0) parts.push(`${format(count)} / ${format(total)} images · ${format(Math.round(count / seconds))} images/s`);
     // After the images counted above, "downloaded" needs no noun (and the row keeps to one line
     // on a desktop screen); after "downloading the network" alone, it does.

@@ -65,7 +65,10 @@ export class ImageSets {
     return this.loading[set];
   }
 
-  /** Drops a corrupted copy's pixels (31 MB for a few copies): made again if ever needed. */
+  /**
+   * Drops a corrupted copy's pixels (31 MB for a few copies), or a set the network did not
+   * deliver: made or fetched again if ever needed.
+   */
   drop(/** @type {string} */ set) {
     delete this.pixels[set];
     delete this.loading[set];

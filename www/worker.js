@@ -25,9 +25,18 @@
 //                   penultimate activations (both views of one buffer, transferred)
 //   worker -> page  {status: "odin", model, set, start, count, scores, millis}
 //                   scores: Float64Array [count], ODIN's score of each image (buffer transferred)
+//   worker -> page  {status: "retrying", model, attempt, of}
+//                   the weights' download failed or was cut, and is tried again (attempt 1 to
+//                   `of`); attempt 0: a cut download goes on (download.js)
+//   worker -> page  {status: "unfetched", model, what, message, offline}
+//                   the network did not deliver `what` ("network": the weights; "odin": the
+//                   ODIN module) after its tries; `offline`: navigator.onLine was false. The
+//                   page offers a retry, which sends "load" again (the ODIN module is fetched
+//                   again at the next ODIN batch).
 //   worker -> page  {status: "error", model, message}     a readable message, never an object
 // Rows are addressed by `start`, so several workers can share one image set.
 import init, { Model, warm_up } from "./pkg-worker/calibra.js";
+import { DownloadError, download } from "./download.js";
 import { available as cacheAvailable, sha256 } from "./logits-cache.js";
 
 /** @typedef {import("./messages.js").InferenceRequest} InferenceRequest */
@@ -52,12 +61,16 @@ const models = new Map();
 let odinModule = null;
 const odinModels = new Map();
 
-// The ODIN module's copy of model `index`, loaded from the same weights.
+// The ODIN module's copy of model `index`, loaded from the same weights. A module the network
+// did not deliver is asked for again at the next batch.
 async function odinModel(index) {
   if (!odinModels.has(index)) {
     odinModule ??= import("./pkg-odin/calibra.js").then(async (module) => {
       await module.default();
       return module;
+    }).catch((error) => {
+      odinModule = null;
+      throw new DownloadError("the ODIN module (pkg-odin/)", error);
     });
     const module = await odinModule;
     odinModels.set(index, new module.Model(loadedModel(index).weights));
@@ -70,20 +83,24 @@ async function handle(/** @type {InferenceRequest} */ message) {
   if (message.type === "load") {
     // The download does not wait for the module to compile.
     let downloaded = false;
-    const download = fetchBytes(message.url, () => answer({ status: "fetched", model: message.model }));
-    download.then(() => { downloaded = true; }, () => {});
+    const weights = fetchBytes(
+      message.url,
+      () => answer({ status: "fetched", model: message.model }),
+      (attempt, of) => answer({ status: "retrying", model: message.model, attempt, of }),
+    );
+    weights.then(() => { downloaded = true; }, () => {});
     await ready;
     // While the first weights download, the code runs once on a blank network, so that the
     // first batch finds it compiled and optimised.
     if (!warmed && !downloaded) warm_up();
     warmed = true;
-    const weights = await download;
-    const model = new Model(weights);
-    models.set(message.model, { model, weights, classes: message.classes });
+    const bytes = await weights;
+    const model = new Model(bytes);
+    models.set(message.model, { model, weights: bytes, classes: message.classes });
     const lastLayer = model.last_layer();
     answer({ status: "last-layer", model: message.model, last_layer: lastLayer }, [lastLayer.buffer]);
     // Batches do not wait for the digest, which only the logits cache needs.
-    const digest = cacheAvailable ? sha256(weights) : Promise.resolve(null);
+    const digest = cacheAvailable ? sha256(bytes) : Promise.resolve(null);
     digest.then(
       (digest) => answer({ status: "ready", model: message.model, digest }),
       (error) => answer({ status: "error", model: message.model, message: `cannot hash the weights: ${error.message}` }),
@@ -118,9 +135,10 @@ async function handle(/** @type {InferenceRequest} */ message) {
 // idles between the two nor carries both at once for long. Where the length is not known (or
 // the bytes come in one piece, as from a cache), that is when all are in; where a host
 // compresses the file, its length is the compressed one, and the call comes a little early.
-async function fetchBytes(url, nearlyIn) {
+// `onRetry` is told of each new try (see download.js).
+async function fetchBytes(url, nearlyIn, onRetry) {
   const asked = performance.now();
-  const response = await fetch(url);
+  const response = await download(url, onRetry);
   if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
   const roundTrip = performance.now() - asked;
   const length = Number(response.headers.get("Content-Length")) || Infinity;
@@ -160,5 +178,12 @@ let queue = Promise.resolve();
 onmessage = (event) => {
   queue = queue
     .then(() => handle(event.data))
-    .catch((error) => answer({ status: "error", model: event.data.model, message: error instanceof Error ? error.message : String(error) }));
+    .catch((error) => {
+      const { model, type } = event.data;
+      if (error instanceof DownloadError) {
+        answer({ status: "unfetched", model, what: type === "odin" ? "odin" : "network", message: error.message, offline: error.offline });
+      } else {
+        answer({ status: "error", model, message: error instanceof Error ? error.message : String(error) });
+      }
+    });
 };

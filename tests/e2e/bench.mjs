@@ -20,7 +20,9 @@
 //     cold visit, workers included (playwright's request sizes: headers + body as transferred);
 //   - a switch to a network not yet seen, once the first is in: from the model control's change
 //     to all 10,000 of its images inferred;
-//   - revisit: the page loaded again, its logits from the cache: timings.inferenceDone[0].
+//   - revisit: the page loaded again, its files from the service worker's cache (www/sw.js; the
+//     page's own, as every visit here allows it) and its logits from the logits cache:
+//     timings.inferenceDone[0].
 //   - a slow link: one more cold visit in a fresh profile, the site served gzipped as static
 //     hosts serve it (helpers.mjs serveDirectory's `gzip`) and Chromium's network emulation
 //     (CDP Network.emulateNetworkConditions) at 5 Mbit/s and 100 ms of latency: first chart,
@@ -180,7 +182,7 @@ const FIRST_CHART_VISITS = 5;
 
 // One cold visit in a fresh profile, until its first chart is painted: its time.
 async function firstChartVisit(site) {
-  const browser = await launchBrowser();
+  const browser = await launchBrowser({ serviceWorkers: "allow" });
   try {
     const page = await browser.context.newPage();
     await page.goto(site.url);
@@ -196,7 +198,7 @@ async function firstChartVisit(site) {
 // One cold visit (a fresh profile: no cache) with the browser reporting `cores` logical cores,
 // from which the page picks its number of inference workers: how inference scales with them.
 async function coldInference(site, cores) {
-  const browser = await launchBrowser();
+  const browser = await launchBrowser({ serviceWorkers: "allow" });
   try {
     const page = await browser.context.newPage();
     await page.addInitScript((reported) => {
@@ -240,7 +242,7 @@ function bytesByFile(responses) {
 // One cold visit over SLOW_LINK, the site served gzipped from site/.
 async function slowLinkVisit() {
   const site = await serveDirectory(SITE_DIR, { gzip: true });
-  const browser = await launchBrowser();
+  const browser = await launchBrowser({ serviceWorkers: "allow" });
   try {
     const responses = recordResponses(browser.context);
     const page = await browser.context.newPage();
@@ -264,7 +266,7 @@ async function slowLinkVisit() {
 // One run of the bench: every figure, as `printRun` prints them.
 async function measure() {
   const site = await openSite();
-  const browser = await launchBrowser();
+  const browser = await launchBrowser({ serviceWorkers: "allow" });
   const { context } = browser;
   const responses = recordResponses(context);
   try {
@@ -323,8 +325,10 @@ async function measure() {
       while (!(1 in window.calibra.timings.inferenceDone)) await new Promise((resolve) => setTimeout(resolve, 20));
       return window.calibra.timings.inferenceDone[1] - started;
     });
-    // A revisit in the same profile: the logits come from the cache.
+    // A revisit in the same profile: the files come from the service worker, the logits from
+    // the logits cache.
     await page.evaluate(() => window.calibra.cacheSettled());
+    await page.evaluate(() => window.calibra.offlineKept?.());
     // A new navigation (not a reload, which would restore the conformal lab's scroll position).
     await page.goto(site.url);
     await waitForInference(page, 600_000);

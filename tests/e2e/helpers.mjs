@@ -60,14 +60,20 @@ const MIME_TYPES = {
 // scripts and WebAssembly; never the .gz images (already compressed) or the weights.
 const GZIPPED_TYPES = new Set([".html", ".js", ".mjs", ".css", ".json", ".wasm", ".svg"]);
 
-// Serves `dir` read-only on 127.0.0.1 at a free port, like `python3 -m http.server` (what
-// scripts/test and scripts/demo use): no compression, no Content-Encoding (the .gz assets arrive
-// as the bytes on disk), Last-Modified with 304 answers, and no Cache-Control unless
+// Serves `dir` read-only on 127.0.0.1 at a free port (or `port`), like `python3 -m http.server`
+// (what scripts/test and scripts/demo use): no compression, no Content-Encoding (the .gz assets
+// arrive as the bytes on disk), Last-Modified with 304 answers, and no Cache-Control unless
 // `cacheControl` gives one (a test that changes files under the browser's feet asks for
 // "no-cache", so that every load asks the server again). With `gzip`, the files of
 // GZIPPED_TYPES go out gzipped (level 6, zlib's default) with Content-Encoding, as a static host
 // sends them; the benchmark's slow-link visit uses that.
-export async function serveDirectory(dir, { cacheControl, gzip = false } = {}) {
+// Unlike python's server it answers a Range request of one range ("bytes=N-" or "bytes=N-M")
+// with 206 and Content-Range, and for the flaky-network test `cut(pathname, bytes)` has the next
+// whole answer for that path send its headers and only `bytes` bytes before it drops the
+// connection. `close()` drops open connections too (the browser's offline, as seen from a page).
+export async function serveDirectory(dir, { cacheControl, gzip = false, port: wantedPort = 0 } = {}) {
+  // The cuts still to make: pathname -> bytes sent before the connection drops.
+  const cuts = new Map();
   const gzipped = new Map();
   const root = path.resolve(dir);
   const server = createServer((request, response) => {
@@ -110,18 +116,46 @@ export async function serveDirectory(dir, { cacheControl, gzip = false } = {}) {
       response.end(request.method === "HEAD" ? undefined : body);
       return;
     }
+    const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.range ?? "");
+    if (range && !compress) {
+      const start = Number(range[1]);
+      const end = Math.min(range[2] === "" ? stat.size - 1 : Number(range[2]), stat.size - 1);
+      if (start > end) {
+        response.writeHead(416, { "Content-Range": `bytes */${stat.size}` }).end();
+        return;
+      }
+      response.writeHead(206, { ...headers, "Content-Length": end - start + 1, "Content-Range": `bytes ${start}-${end}/${stat.size}` });
+      if (request.method === "HEAD") response.end();
+      else createReadStream(file, { start, end }).pipe(response);
+      return;
+    }
     response.writeHead(200, headers);
-    if (request.method === "HEAD") response.end();
-    else createReadStream(file).pipe(response);
+    if (request.method === "HEAD") {
+      response.end();
+    } else if (cuts.has(pathname)) {
+      const bytes = cuts.get(pathname);
+      cuts.delete(pathname);
+      response.flushHeaders();
+      createReadStream(file, { start: 0, end: bytes - 1 }).on("data", (chunk) => response.write(chunk)).on("end", () => {
+        setTimeout(() => response.destroy(), 50);
+      });
+    } else {
+      createReadStream(file).pipe(response);
+    }
   });
   await new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
+    server.listen(wantedPort, "127.0.0.1", resolve);
   });
   const { port } = server.address();
   return {
     url: `http://127.0.0.1:${port}/`,
-    close: () => new Promise((resolve) => server.close(resolve)),
+    port,
+    cut: (pathname, bytes) => cuts.set(pathname, bytes),
+    close: () => new Promise((resolve) => {
+      server.close(resolve);
+      server.closeAllConnections();
+    }),
   };
 }
 
@@ -176,8 +210,11 @@ export function chromiumArgs() {
 
 // One headless Chromium with a fresh profile (a new directory under CHROMIUM_USER_DATA_DIR).
 // Playwright turns off Chromium's guard against floods of history changes (it ignores a page's
-// changes past 200 in 10 s); `historyFloodGuard` keeps it on, as browsers run it.
-export async function launchBrowser({ viewport = { width: 1280, height: 900 }, historyFloodGuard = false, hasTouch = false } = {}) {
+// changes past 200 in 10 s); `historyFloodGuard` keeps it on, as browsers run it. The page's
+// service worker (www/sw.js) is blocked unless `serviceWorkers` is "allow": it serves a build's
+// files from its cache, so a test that changes files under the browser's feet would see the old
+// ones; offline.test.mjs and the benchmark's revisit allow it.
+export async function launchBrowser({ viewport = { width: 1280, height: 900 }, historyFloodGuard = false, hasTouch = false, serviceWorkers = "block" } = {}) {
   const parent = process.env.CHROMIUM_USER_DATA_DIR || os.tmpdir();
   mkdirSync(parent, { recursive: true });
   const userDataDir = mkdtempSync(path.join(parent, "calibra-e2e-"));
@@ -188,6 +225,7 @@ export async function launchBrowser({ viewport = { width: 1280, height: 900 }, h
     viewport,
     deviceScaleFactor: 1,
     hasTouch,
+    serviceWorkers,
     ignoreDefaultArgs: historyFloodGuard ? ["--disable-ipc-flooding-protection"] : [],
   });
   return {
