@@ -1237,6 +1237,313 @@ pub fn selective_sentence(f: &SelectiveFigures) -> String {
     format!("{ranking}{operating}")
 }
 
+// The charts' text alternatives: each chart's main numbers in a sentence at the end of its
+// caption, formatted as the page's readouts format them, and empty while the chart has none.
+
+/// The smooth reliability diagram's numbers in words: smooth ECE and the bandwidth σ (four
+/// decimals, as their readouts), the number of images behind the curve, and the point where
+/// the drawn curve is furthest from the diagonal (`furthest`: confidence and accuracy there),
+/// `None` when the curve is drawn nowhere. Empty without images.
+pub fn smooth_reliability_summary(
+    smece: f64,
+    bandwidth: f64,
+    images: usize,
+    furthest: Option<(f64, f64)>,
+) -> String {
+    if images == 0 {
+        return String::new();
+    }
+    let figures = format!(
+        "Here: smooth ECE {smece:.4}, σ = {bandwidth:.4}, on {} images",
+        grouped(images)
+    );
+    match furthest {
+        Some((confidence, accuracy)) => format!(
+            "{figures}; where the line is drawn, it is furthest from the diagonal at confidence \
+             {}, where accuracy is {}.",
+            percent(confidence, 1),
+            percent(accuracy, 1)
+        ),
+        None => format!("{figures}; too few images lie near any confidence to draw the line."),
+    }
+}
+
+/// The class-wise reliability diagrams' numbers in words: the class-wise ECE (the mean of the
+/// classes' ECEs) and the classes with the largest and the smallest ECE (`classes`: each
+/// class's name and ECE, four decimals as the ECE readouts). Classes whose ECEs print the same
+/// are named together. Empty without classes.
+pub fn classwise_summary(classwise_ece: f64, classes: &[(&str, f64)]) -> String {
+    let ece = |value: f64| format!("{value:.4}");
+    let (Some(largest), Some(smallest)) = (
+        printed_extreme(classes, ece, std::cmp::Ordering::Greater),
+        printed_extreme(classes, ece, std::cmp::Ordering::Less),
+    ) else {
+        return String::new();
+    };
+    format!(
+        "Here: class-wise ECE {classwise_ece:.4}, the mean of the {} classes' ECEs; furthest \
+         off: {} (ECE {}); closest: {} (ECE {}).",
+        classes.len(),
+        largest.0,
+        largest.1,
+        smallest.0,
+        smallest.1
+    )
+}
+
+/// The names of the largest (`side` `Greater`) or smallest (`Less`) of `values`, and that
+/// value as `format` writes it; every name whose value prints the same is named ("Shirt and
+/// Coat"), so that a tie in the shown digits is not broken by digits not shown. `None` without
+/// values.
+fn printed_extreme(
+    values: &[(&str, f64)],
+    format: impl Fn(f64) -> String,
+    side: std::cmp::Ordering,
+) -> Option<(String, String)> {
+    let extreme = values
+        .iter()
+        .map(|v| v.1)
+        .reduce(|a, b| if b.total_cmp(&a) == side { b } else { a })?;
+    let text = format(extreme);
+    let names: Vec<&str> = values
+        .iter()
+        .filter(|v| format(v.1) == text)
+        .map(|v| v.0)
+        .collect();
+    Some((joined(&names), text))
+}
+
+/// `names` as a list in words: "a", "a and b", "a, b and c".
+fn joined(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The rivals' reliability diagrams in words: each method's ECE on the evaluation half (four
+/// decimals, as the rivals table) and which is lowest (all of those whose ECEs print the same).
+/// Empty while the rivals are being fitted (no methods).
+pub fn rivals_reliability_summary(methods: &[(&str, f64)]) -> String {
+    let ece = |value: f64| format!("{value:.4}");
+    let Some((lowest, value)) = printed_extreme(methods, ece, std::cmp::Ordering::Less) else {
+        return String::new();
+    };
+    let each: Vec<String> = methods
+        .iter()
+        .map(|(name, value)| format!("{name} {}", ece(*value)))
+        .collect();
+    format!(
+        "ECE on the evaluation half: {}; lowest: {lowest} ({value}).",
+        each.join(", ")
+    )
+}
+
+/// How a set-size stratum is named: "empty sets", "1 label", "2–3 labels".
+fn stratum_name(min_size: u32, max_size: u32) -> String {
+    match (min_size, max_size) {
+        (0, 0) => "empty sets".to_string(),
+        (1, 1) => "1 label".to_string(),
+        (low, high) if low == high => format!("{low} labels"),
+        (low, high) => format!("{low}–{high} labels"),
+    }
+}
+
+/// The coverage-by-set-size chart in words: each stratum's coverage (two decimals, as the
+/// coverage readout) and how many sets it holds; "no sets" for an empty stratum. Empty when no
+/// stratum holds a set.
+pub fn stratified_summary(strata: &[crate::conformal::Stratum]) -> String {
+    if strata.iter().all(|s| s.count == 0) {
+        return String::new();
+    }
+    let each: Vec<String> = strata
+        .iter()
+        .map(|s| {
+            let name = stratum_name(s.min_size, s.max_size);
+            match s.coverage {
+                Some(coverage) if s.count > 0 => format!(
+                    "{name} {} ({} sets)",
+                    percent(coverage, 2),
+                    grouped(s.count)
+                ),
+                _ => format!("{name}: no sets"),
+            }
+        })
+        .collect();
+    format!("Coverage by set size here: {}.", each.join("; "))
+}
+
+/// The α sweep in words: coverage (two decimals) and average set size (three decimals), as the
+/// conformal readouts write them, at both ends of the α range and at the current `alpha` when
+/// it is a point of the sweep other than an end (the slider's steps are the sweep's). Empty
+/// without points.
+pub fn sweep_summary(points: &[crate::conformal::SweepPoint], alpha: f64) -> String {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return String::new();
+    };
+    let is_current = |point: &crate::conformal::SweepPoint| (point.alpha - alpha).abs() < 1e-9;
+    let mut shown = vec![first];
+    shown.extend(
+        points
+            .get(1..points.len() - 1)
+            .unwrap_or_default()
+            .iter()
+            .filter(|p| is_current(p))
+            .take(1),
+    );
+    if points.len() > 1 {
+        shown.push(last);
+    }
+    let clauses: Vec<String> = shown
+        .into_iter()
+        .map(|point| {
+            format!(
+                "α = {:.2}{}: coverage {}, {:.3} labels on average",
+                point.alpha,
+                if is_current(point) { " (current)" } else { "" },
+                percent(point.coverage, 2),
+                point.average_set_size
+            )
+        })
+        .collect();
+    format!("Here, at {}.", clauses.join("; at "))
+}
+
+/// The shift lab's reliability diagram in words: the images (`corruption`: the corruption's
+/// label, the severity and its parameter, or `None` for the clean images), whether T is
+/// refitted on the corrupted images or kept from the clean ones, and T, accuracy and ECE as the
+/// shift table writes them. `figures` is `None` while the shown severity is being classified:
+/// empty.
+pub fn shift_reliability_summary(
+    corruption: Option<(&str, u8, &str)>,
+    refitted: bool,
+    figures: Option<ShiftFigures>,
+) -> String {
+    let Some(figures) = figures else {
+        return String::new();
+    };
+    let images = match corruption {
+        Some((label, severity, parameter)) => {
+            format!("severity {severity} of {label} ({parameter})")
+        }
+        None => "the clean images (severity 0)".to_string(),
+    };
+    let temperature = if refitted {
+        "refitted on these images"
+    } else {
+        "kept from the clean images"
+    };
+    format!(
+        "Here, on {images}, T = {:.3} {temperature}: accuracy {}, ECE {:.4}.",
+        figures.temperature,
+        percent(figures.accuracy, 2),
+        figures.ece
+    )
+}
+
+/// One severity's figures in the shift lab's sentences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShiftFigures {
+    pub temperature: f64,
+    pub accuracy: f64,
+    pub ece: f64,
+}
+
+/// One severity's figures on the severity chart: accuracy and ECE with T kept, coverage with T
+/// and q̂ kept and refitted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeverityFigures {
+    pub severity: u8,
+    pub accuracy: f64,
+    pub ece: f64,
+    pub coverage_kept: f64,
+    pub coverage_refit: f64,
+}
+
+/// The severity chart in words: accuracy, ECE and coverage (kept and refitted) at severity 0
+/// and at the highest severity evaluated so far (`points` in order of severity, the first
+/// severity 0), as the severity table writes them. Empty without points.
+pub fn shift_severity_summary(points: &[SeverityFigures]) -> String {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return String::new();
+    };
+    if points.len() == 1 {
+        return format!(
+            "Only severity {} is evaluated so far: accuracy {}, ECE {:.4}, coverage {}.",
+            first.severity,
+            percent(first.accuracy, 2),
+            first.ece,
+            percent(first.coverage_kept, 2)
+        );
+    }
+    format!(
+        "From severity {} to {} (the highest evaluated so far): accuracy {} → {}, ECE {:.4} → \
+         {:.4}; coverage with T and q̂ kept {} → {}, refitted {} → {}.",
+        first.severity,
+        last.severity,
+        percent(first.accuracy, 2),
+        percent(last.accuracy, 2),
+        first.ece,
+        last.ece,
+        percent(first.coverage_kept, 2),
+        percent(last.coverage_kept, 2),
+        percent(first.coverage_refit, 2),
+        percent(last.coverage_refit, 2)
+    )
+}
+
+/// The ROC chart in words: each drawn network's AUROC (three decimals) and FPR95 (a percentage
+/// with one decimal), as the detection table writes them, for `score` on `set`. Empty without
+/// networks (the score is not computed yet).
+pub fn roc_summary(score: &str, set: &str, networks: &[(String, f64, f64)]) -> String {
+    if networks.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = networks
+        .iter()
+        .map(|(network, auroc, fpr95)| {
+            format!("{network} AUROC {auroc:.3}, FPR95 {}", percent(*fpr95, 1))
+        })
+        .collect();
+    format!("Here, by {score} on {set}: {}.", each.join("; "))
+}
+
+/// The ‖z‖ histograms in words: the chosen network's mean logit norm on the test images and on
+/// the OOD set, two decimals as the table above writes them.
+pub fn logit_norm_summary(network: &str, set: &str, in_distribution: f64, ood: f64) -> String {
+    format!(
+        "Here, for {network}: mean ‖z‖ {in_distribution:.2} on Fashion-MNIST and {ood:.2} on \
+         {set}."
+    )
+}
+
+/// The τ chart's lowest FPR95 so far by `score`: the network whose FPR95, averaged over the
+/// seeds evaluated, is lowest, three decimals as the seed sentence writes it (every network
+/// whose mean prints the same). A rank of the points shown, not a test: no claim that it is
+/// lower than chance allows. Empty without networks.
+pub fn tau_chart_summary(score: &str, networks: &[SeedFigures]) -> String {
+    let means: Vec<(&str, f64)> = networks
+        .iter()
+        .filter(|n| !n.fpr95.is_empty())
+        .map(|n| {
+            let mean = n.fpr95.iter().sum::<f64>() / n.fpr95.len() as f64;
+            (n.network.as_str(), mean)
+        })
+        .collect();
+    let fpr95 = |value: f64| format!("{value:.3}");
+    let Some((lowest, value)) = printed_extreme(&means, fpr95, std::cmp::Ordering::Less) else {
+        return String::new();
+    };
+    let averaged = match networks.iter().find(|n| n.network == lowest) {
+        Some(network) if network.fpr95.len() > 1 => {
+            format!(", the mean over {} seeds", network.fpr95.len())
+        }
+        _ => String::new(),
+    };
+    format!("Lowest FPR95 so far by {score}: {lowest}, {value}{averaged}.")
+}
+
 #[cfg(test)]
 #[path = "sentences_tests.rs"]
 mod tests;

@@ -997,3 +997,210 @@ fn the_selective_sentence_in_each_state() {
         "{too_few}"
     );
 }
+
+#[test]
+fn the_smooth_diagrams_summary_gives_its_numbers_and_where_the_drawn_line_strays_most() {
+    assert_eq!(smooth_reliability_summary(0.01, 0.02, 0, None), "");
+    assert_eq!(
+        smooth_reliability_summary(0.01234, 0.0312, 5000, Some((0.853, 0.7821))),
+        "Here: smooth ECE 0.0123, σ = 0.0312, on 5,000 images; where the line is drawn, it is \
+         furthest from the diagonal at confidence 85.3%, where accuracy is 78.2%."
+    );
+    assert_eq!(
+        smooth_reliability_summary(0.2, 0.5, 3, None),
+        "Here: smooth ECE 0.2000, σ = 0.5000, on 3 images; too few images lie near any \
+         confidence to draw the line."
+    );
+}
+
+#[test]
+fn the_classwise_summary_names_the_classes_furthest_off_and_closest_ties_together() {
+    assert_eq!(classwise_summary(0.0, &[]), "");
+    assert_eq!(
+        classwise_summary(0.02, &[("Shirt", 0.04), ("Bag", 0.001), ("Coat", 0.019)]),
+        "Here: class-wise ECE 0.0200, the mean of the 3 classes' ECEs; furthest off: Shirt \
+         (ECE 0.0400); closest: Bag (ECE 0.0010)."
+    );
+    // A tie in the printed digits names both: the hidden digits break no tie.
+    let tied = classwise_summary(0.01, &[("Shirt", 0.01), ("Coat", 0.010_01), ("Bag", 0.003)]);
+    assert!(
+        tied.contains("furthest off: Shirt and Coat (ECE 0.0100)"),
+        "{tied}"
+    );
+    // One class is both.
+    let one = classwise_summary(0.05, &[("Shirt", 0.05)]);
+    assert!(
+        one.contains("furthest off: Shirt (ECE 0.0500); closest: Shirt"),
+        "{one}"
+    );
+}
+
+#[test]
+fn the_rivals_summary_gives_each_methods_ece_and_the_lowest_and_nothing_while_fitting() {
+    assert_eq!(rivals_reliability_summary(&[]), "");
+    assert_eq!(
+        rivals_reliability_summary(&[
+            ("temperature scaling", 0.0123),
+            ("isotonic regression", 0.0201),
+            ("vector scaling", 0.0098),
+        ]),
+        "ECE on the evaluation half: temperature scaling 0.0123, isotonic regression 0.0201, \
+         vector scaling 0.0098; lowest: vector scaling (0.0098)."
+    );
+    let tied = rivals_reliability_summary(&[("a", 0.012_31), ("b", 0.012_34), ("c", 0.02)]);
+    assert!(tied.ends_with("lowest: a and b (0.0123)."), "{tied}");
+}
+
+#[test]
+fn the_stratified_summary_gives_each_strata_coverage_and_count() {
+    use crate::conformal::Stratum;
+    let stratum = |min_size, max_size, count, coverage| Stratum {
+        min_size,
+        max_size,
+        count,
+        coverage,
+    };
+    assert_eq!(stratified_summary(&[]), "");
+    assert_eq!(stratified_summary(&[stratum(0, 0, 0, None)]), "");
+    assert_eq!(
+        stratified_summary(&[
+            stratum(0, 0, 12, Some(0.0)),
+            stratum(1, 1, 4321, Some(0.93214)),
+            stratum(2, 3, 0, None),
+            stratum(4, 10, 1200, Some(0.98)),
+        ]),
+        "Coverage by set size here: empty sets 0.00% (12 sets); 1 label 93.21% (4,321 sets); \
+         2–3 labels: no sets; 4–10 labels 98.00% (1,200 sets)."
+    );
+}
+
+#[test]
+fn the_sweep_summary_gives_both_ends_and_the_current_alpha() {
+    use crate::conformal::SweepPoint;
+    let points: Vec<SweepPoint> = (1..=30)
+        .map(|i| {
+            let alpha = f64::from(i) * 0.01;
+            SweepPoint {
+                alpha,
+                qhat: 0.5,
+                coverage: 1.0 - alpha,
+                average_set_size: 3.0 - 10.0 * alpha,
+            }
+        })
+        .collect();
+    assert_eq!(sweep_summary(&[], 0.1), "");
+    assert_eq!(
+        sweep_summary(&points, 0.1),
+        "Here, at α = 0.01: coverage 99.00%, 2.900 labels on average; at α = 0.10 (current): \
+         coverage 90.00%, 2.000 labels on average; at α = 0.30: coverage 70.00%, 0.000 labels \
+         on average."
+    );
+    // The current α at an end is said once, there.
+    let at_end = sweep_summary(&points, 0.3);
+    assert_eq!(at_end.matches("α = ").count(), 2, "{at_end}");
+    assert!(at_end.contains("α = 0.30 (current)"), "{at_end}");
+    let one = sweep_summary(&points[..1], 0.5);
+    assert_eq!(
+        one,
+        "Here, at α = 0.01: coverage 99.00%, 2.900 labels on average."
+    );
+}
+
+#[test]
+fn the_shift_diagrams_summary_names_the_images_and_how_t_was_chosen() {
+    let figures = ShiftFigures {
+        temperature: 1.2345,
+        accuracy: 0.4567,
+        ece: 0.12345,
+    };
+    assert_eq!(shift_reliability_summary(None, false, None), "");
+    assert_eq!(
+        shift_reliability_summary(Some(("Gaussian blur", 2, "σ = 1.0 px")), false, None),
+        ""
+    );
+    assert_eq!(
+        shift_reliability_summary(
+            Some(("Gaussian blur", 2, "σ = 1.0 px")),
+            true,
+            Some(figures)
+        ),
+        "Here, on severity 2 of Gaussian blur (σ = 1.0 px), T = 1.234 refitted on these images: \
+         accuracy 45.67%, ECE 0.1235."
+    );
+    assert_eq!(
+        shift_reliability_summary(None, false, Some(figures)),
+        "Here, on the clean images (severity 0), T = 1.234 kept from the clean images: accuracy \
+         45.67%, ECE 0.1235."
+    );
+}
+
+#[test]
+fn the_severity_summary_goes_from_severity_0_to_the_highest_evaluated() {
+    let point = |severity, accuracy| SeverityFigures {
+        severity,
+        accuracy,
+        ece: 1.0 - accuracy,
+        coverage_kept: accuracy,
+        coverage_refit: 0.9,
+    };
+    assert_eq!(shift_severity_summary(&[]), "");
+    assert_eq!(
+        shift_severity_summary(&[point(0, 0.9)]),
+        "Only severity 0 is evaluated so far: accuracy 90.00%, ECE 0.1000, coverage 90.00%."
+    );
+    assert_eq!(
+        shift_severity_summary(&[point(0, 0.9), point(2, 0.7), point(4, 0.5)]),
+        "From severity 0 to 4 (the highest evaluated so far): accuracy 90.00% → 50.00%, ECE \
+         0.1000 → 0.5000; coverage with T and q̂ kept 90.00% → 50.00%, refitted 90.00% → \
+         90.00%."
+    );
+}
+
+#[test]
+fn the_roc_and_norm_summaries_give_each_networks_numbers() {
+    assert_eq!(roc_summary("energy", "MNIST digits", &[]), "");
+    assert_eq!(
+        roc_summary(
+            "energy",
+            "MNIST digits",
+            &[
+                ("cross-entropy".to_string(), 0.91234, 0.3456),
+                ("LogitNorm τ = 0.04".to_string(), 0.98, 0.081),
+            ]
+        ),
+        "Here, by energy on MNIST digits: cross-entropy AUROC 0.912, FPR95 34.6%; LogitNorm τ = \
+         0.04 AUROC 0.980, FPR95 8.1%."
+    );
+    assert_eq!(
+        logit_norm_summary("cross-entropy", "MNIST digits", 12.345, 8.7),
+        "Here, for cross-entropy: mean ‖z‖ 12.35 on Fashion-MNIST and 8.70 on MNIST digits."
+    );
+}
+
+#[test]
+fn the_tau_summary_ranks_the_mean_over_seeds_and_claims_no_more() {
+    let network = |name: &str, fpr95: &[f64]| SeedFigures {
+        network: name.to_string(),
+        fpr95: fpr95.to_vec(),
+        auroc: vec![0.9; fpr95.len()],
+    };
+    assert_eq!(tau_chart_summary("MSP", &[]), "");
+    // Cross-entropy's best seed is lower than τ = 0.04's mean, but its mean is not.
+    assert_eq!(
+        tau_chart_summary(
+            "MSP",
+            &[
+                network("cross-entropy", &[0.05, 0.4, 0.45]),
+                network("LogitNorm τ = 0.04", &[0.1, 0.2, 0.12]),
+                network("LogitNorm τ = 0.1", &[0.3]),
+            ]
+        ),
+        "Lowest FPR95 so far by MSP: LogitNorm τ = 0.04, 0.140, the mean over 3 seeds."
+    );
+    assert_eq!(
+        tau_chart_summary("MSP", &[network("cross-entropy", &[0.3])]),
+        "Lowest FPR95 so far by MSP: cross-entropy, 0.300."
+    );
+    let tied = tau_chart_summary("MSP", &[network("a", &[0.3]), network("b", &[0.3001])]);
+    assert_eq!(tied, "Lowest FPR95 so far by MSP: a and b, 0.300.");
+}

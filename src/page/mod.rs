@@ -320,6 +320,13 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         let smooth_band = visible.figures.contains(&Figure::SmoothReliability);
         let view = lab.temperature_view(state.t, state.bins, state.binning, smooth_band)?;
         frame.readouts.patches.extend(readouts::temperature(&view));
+        frame
+            .readouts
+            .patches
+            .extend(readouts::temperature_chart_summaries(
+                &view,
+                &frame.class_names,
+            ));
         frame.readouts.interval_requests = view.interval_requests.clone();
         frame.readouts.rivals_request = view.rivals_request;
         frame.readouts.drawn.push("temperature");

@@ -28,6 +28,9 @@ const HISTOGRAM_BINS: usize = 40;
 const ROC_POINTS: usize = 400;
 /// OOD images in each network's "surest" gallery.
 const SUREST: usize = 8;
+/// The text alternatives of the ROC, ‖z‖ and τ charts, emptied while the lab waits for logits
+/// so that no number of another network or set stays.
+const CHART_SUMMARIES: [&str; 3] = ["ood-roc-summary", "ood-norms-summary", "tau-chart-summary"];
 
 /// A batch of work the page should start: `model`'s logits (or ODIN scores) on `set`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -177,6 +180,8 @@ pub(super) fn render(
     };
     out.patches.push(text("ood-status", status));
     if !out.needs.is_empty() {
+        out.patches
+            .extend(CHART_SUMMARIES.map(|id| text(id, String::new())));
         return Ok(out);
     }
 
@@ -345,6 +350,32 @@ pub(super) fn render(
         "tau-seeds",
         sentences::seed_spread(&score_label(kind, state.t), &seed_figures(&tau_points)),
     ));
+    // The networks whose curves the ROC chart draws: cross-entropy's, then the chosen one's.
+    let drawn: Vec<(String, f64, f64)> = [(&ce_view, Network::Ce), (&chosen_view, state.tau)]
+        .into_iter()
+        .take(if state.tau == Network::Ce { 1 } else { 2 })
+        .filter_map(|(view, network)| {
+            let metrics = &view.summary(kind).ok()?.metrics;
+            Some((network.title(), metrics.auroc, metrics.fpr95))
+        })
+        .collect();
+    let norms = chosen_view.logit_norm_means();
+    let summaries = [
+        sentences::roc_summary(score_name(kind), set.title(), &drawn),
+        sentences::logit_norm_summary(
+            &state.tau.title(),
+            set.title(),
+            norms.in_distribution,
+            norms.out_of_distribution,
+        ),
+        sentences::tau_chart_summary(&score_label(kind, state.t), &seed_figures(&tau_points)),
+    ];
+    out.patches.extend(
+        CHART_SUMMARIES
+            .into_iter()
+            .zip(summaries)
+            .map(|(id, summary)| text(id, summary)),
+    );
     out.charts = Some(OodCharts {
         score_histogram,
         score_label: score_label(kind, state.t),

@@ -602,6 +602,59 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     patches
 }
 
+/// The text alternatives of the temperature lab's smooth, class-wise and rivals' diagrams:
+/// their main numbers, at the end of each caption (the reliability diagram's is in
+/// [`temperature`]'s list). `class_names` names the classes as the charts do.
+pub(super) fn temperature_chart_summaries(
+    view: &TemperatureView,
+    class_names: &[String],
+) -> Vec<Patch> {
+    let curve = &view.smooth.curve;
+    let furthest = curve
+        .confidence
+        .iter()
+        .zip(&curve.accuracy)
+        .zip(&curve.density)
+        .filter(|(_, &density)| crate::plot::smooth_curve_shown(curve, density))
+        .map(|((&confidence, &accuracy), _)| (confidence, accuracy))
+        .max_by(|a, b| (a.1 - a.0).abs().total_cmp(&(b.1 - b.0).abs()));
+    let classes: Vec<(&str, f64)> = class_names
+        .iter()
+        .map(String::as_str)
+        .zip(
+            view.classwise_bins
+                .iter()
+                .map(|bins| crate::calibration::expected_calibration_error(bins)),
+        )
+        .collect();
+    let methods: Vec<(&str, f64)> = view.rivals.as_ref().map_or_else(Vec::new, |rivals| {
+        rivals
+            .reports
+            .iter()
+            .map(|report| (report.method.title(), report.ece))
+            .collect()
+    });
+    vec![
+        text(
+            "smooth-reliability-summary",
+            sentences::smooth_reliability_summary(
+                view.smooth.ece.smece,
+                view.smooth.ece.bandwidth,
+                curve.examples,
+                furthest,
+            ),
+        ),
+        text(
+            "classwise-summary",
+            sentences::classwise_summary(view.at_temperature.classwise_ece, &classes),
+        ),
+        text(
+            "rivals-reliability-summary",
+            sentences::rivals_reliability_summary(&methods),
+        ),
+    ]
+}
+
 /// The estimators table at the slider's T, each readout named as `calibra report --json` names
 /// it: errors to 4 decimals, statistics to 2, p-values to 3 (below 0.001 as "< 0.001"); "–"
 /// and no value for a test without scale (every confidence 0 or 1).
@@ -826,6 +879,16 @@ pub(super) fn conformal(
                 })
                 .collect(),
         },
+    ]);
+    patches.extend([
+        text(
+            "stratified-summary",
+            sentences::stratified_summary(&m.size_stratified),
+        ),
+        text(
+            "sweep-summary",
+            sentences::sweep_summary(&view.sweep, view.alpha),
+        ),
     ]);
     patches
 }

@@ -107,7 +107,12 @@ pub(super) fn render(
         state.binning,
     ) {
         Ok(view) => view,
-        Err(LabError::NotReady) => return Ok(frame),
+        Err(LabError::NotReady) => {
+            frame
+                .patches
+                .extend(chart_summaries(None, state.recalibrate));
+            return Ok(frame);
+        }
         Err(e) => return Err(e),
     };
     frame.thumbnails = Some(ShiftThumbnails {
@@ -117,6 +122,9 @@ pub(super) fn render(
     frame.patches.extend(table(&view));
     frame.patches.push(text("shift-verdict", verdict(&view)));
     frame.patches.push(severity_rows(&view));
+    frame
+        .patches
+        .extend(chart_summaries(Some(&view), state.recalibrate));
     frame.view = Some(view);
     Ok(frame)
 }
@@ -271,4 +279,53 @@ fn severity_rows(view: &ShiftView) -> Patch {
         id: "shift-severities",
         rows,
     }
+}
+
+/// The text alternatives of the lab's two charts: the diagram's images, T, accuracy and ECE
+/// (T and q̂ refitted when `recalibrate`, kept otherwise, as the diagram draws them), and the
+/// severity chart's way from severity 0 to the highest evaluated; both empty while `view` is
+/// not computed, so that no number of another network stays.
+fn chart_summaries(view: Option<&ShiftView>, recalibrate: bool) -> [Patch; 2] {
+    let current = view.and_then(ShiftView::current);
+    let parameter = view.map(|v| v.corruption.parameter(v.severity));
+    let corruption = match (view, &parameter) {
+        (Some(v), Some(parameter)) if v.severity > 0 => {
+            Some((v.corruption.label(), v.severity, parameter.as_str()))
+        }
+        _ => None,
+    };
+    let figures = current.map(|point| {
+        let metrics = if recalibrate {
+            &point.refit
+        } else {
+            &point.kept
+        };
+        sentences::ShiftFigures {
+            temperature: metrics.temperature,
+            accuracy: metrics.accuracy,
+            ece: metrics.ece,
+        }
+    });
+    let points: Vec<sentences::SeverityFigures> = view.map_or_else(Vec::new, |v| {
+        v.points
+            .iter()
+            .map(|point| sentences::SeverityFigures {
+                severity: point.severity,
+                accuracy: point.kept.accuracy,
+                ece: point.kept.ece,
+                coverage_kept: point.kept.coverage,
+                coverage_refit: point.refit.coverage,
+            })
+            .collect()
+    });
+    [
+        text(
+            "shift-reliability-summary",
+            sentences::shift_reliability_summary(corruption, recalibrate, figures),
+        ),
+        text(
+            "shift-severity-summary",
+            sentences::shift_severity_summary(&points),
+        ),
+    ]
 }

@@ -206,15 +206,54 @@ fn ood_frame(lab: &mut Lab, store: &mut OodStore, state: &PageState, visible: &V
     .unwrap()
 }
 
+/// The τ lab alone on screen.
+const TAU_LAB: Visible = Visible {
+    temperature: false,
+    conformal: false,
+    gallery: false,
+    ood: true,
+    shift: false,
+    own_image: false,
+    explain: None,
+    figures: Vec::new(),
+};
+
+/// A lab of 300 test images with cross-entropy's logits, and an OOD store of 20 images a set.
+fn tau_lab() -> (Lab, OodStore) {
+    let rows = 300;
+    let lab = lab_with_logits(rows, rows);
+    (
+        lab,
+        OodStore::new(NUM_CLASSES, MODELS.len(), rows, [20, 20, 20]),
+    )
+}
+
+/// Gives the `chosen` network cross-entropy's test logits (as `lab_with_logits` makes them, the
+/// `rows` of `lab`) and both networks flatter logits on the 20 MNIST images of `store`: what
+/// the τ lab waits for. Returns the test logits and the MNIST ones.
+fn complete_the_tau_lab(
+    lab: &mut Lab,
+    store: &mut OodStore,
+    chosen: usize,
+    ce: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    let test: Vec<f32> = (0..lab.rows())
+        .flat_map(|i| (0..NUM_CLASSES).map(move |k| if k == i % NUM_CLASSES { 2.0 } else { 0.0 }))
+        .collect();
+    lab.add_logits(chosen, 0, &test).unwrap();
+    let flat: Vec<f32> = (0..20 * NUM_CLASSES)
+        .map(|i| (i % 7) as f32 * 0.1)
+        .collect();
+    for model in [chosen, ce] {
+        store.add_logits(model, OodSet::Mnist, 0, &flat).unwrap();
+    }
+    (test, flat)
+}
+
 #[test]
 fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
-    let rows = 300;
-    let mut lab = lab_with_logits(rows, rows);
-    let mut store = OodStore::new(NUM_CLASSES, MODELS.len(), rows, [20, 20, 20]);
-    let visible = Visible {
-        ood: true,
-        ..Visible::default()
-    };
+    let (mut lab, mut store) = tau_lab();
+    let visible = TAU_LAB;
     let state = PageState::default();
     let chosen = state.tau.index().unwrap();
     let ce = Network::Ce.index().unwrap();
@@ -237,17 +276,7 @@ fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     assert!(frame.ood.is_none());
     assert!(text_patch(&frame.readouts.patches, "ood-status").starts_with("Running "));
 
-    // The chosen network: the same test logits, its OOD logits flatter.
-    let test: Vec<f32> = (0..rows)
-        .flat_map(|i| (0..NUM_CLASSES).map(move |k| if k == i % NUM_CLASSES { 2.0 } else { 0.0 }))
-        .collect();
-    lab.add_logits(chosen, 0, &test).unwrap();
-    let flat: Vec<f32> = (0..20 * NUM_CLASSES)
-        .map(|i| (i % 7) as f32 * 0.1)
-        .collect();
-    for model in [chosen, ce] {
-        store.add_logits(model, OodSet::Mnist, 0, &flat).unwrap();
-    }
+    let (test, flat) = complete_the_tau_lab(&mut lab, &mut store, chosen, ce);
     let frame = ood_frame(&mut lab, &mut store, &state, &visible);
     assert!(frame.readouts.needs.is_empty());
     assert_eq!(frame.readouts.drawn, ["ood"]);
@@ -850,6 +879,16 @@ fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_
     );
 }
 
+/// Logits of a corrupted copy for `rows` rows: every row favours the next class, with logits
+/// twice as large as `lab_with_logits`'s.
+fn every_row_wrong(rows: usize) -> Vec<f32> {
+    (0..rows)
+        .flat_map(|i| {
+            (0..NUM_CLASSES).map(move |k| if k == (i + 1) % NUM_CLASSES { 4.0 } else { 0.0 })
+        })
+        .collect()
+}
+
 #[test]
 fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judges_them() {
     let rows = 400;
@@ -912,12 +951,7 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
     );
     assert_eq!(frame.readouts.drawn, ["shift"]);
 
-    // Severity 2: every row favours the next class, with logits twice as large.
-    let wrong: Vec<f32> = (0..rows)
-        .flat_map(|i| {
-            (0..NUM_CLASSES).map(move |k| if k == (i + 1) % NUM_CLASSES { 4.0 } else { 0.0 })
-        })
-        .collect();
+    let wrong = every_row_wrong(rows);
     let set = crate::lab::ShiftedSet::parse("shift-blur-2").unwrap();
     shifts.add_logits(0, set, 0, &wrong).unwrap();
     let frame = frame_of(&mut lab, &mut shifts);
@@ -1346,5 +1380,217 @@ fn the_selective_block_shows_the_labs_view_at_the_states_t_and_risk_level_and_it
     assert_eq!(
         (range.control, range.min, range.max, range.step),
         ("selective-risk", 0.01, 0.2, 0.01)
+    );
+}
+
+/// The summary sentences at the end of the charts' captions, by id: each in the page, and each
+/// carrying the numbers of the frame whose charts it describes.
+#[test]
+fn each_charts_text_alternative_carries_the_frames_numbers() {
+    let html = include_str!("../../www/index.html");
+    let summary = |frame: &Frame, id: &str| {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "#{id} is in the page"
+        );
+        text_patch(&frame.readouts.patches, id).to_string()
+    };
+    // The temperature and conformal labs, the rivals first pending, then fitted.
+    let state = PageState::default();
+    let mut lab = lab_with_logits(300, 300);
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    assert_eq!(summary(&frame, "rivals-reliability-summary"), "");
+    let request = frame.readouts.rivals_request.unwrap();
+    let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
+    lab.add_rivals(request, answer.clone());
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let view = frame.temperature.as_ref().unwrap();
+    let smooth = summary(&frame, "smooth-reliability-summary");
+    assert!(
+        smooth.starts_with(&format!(
+            "Here: smooth ECE {:.4}, σ = {:.4}, on {} images; where the line is drawn",
+            view.smooth.ece.smece, view.smooth.ece.bandwidth, view.n_evaluation
+        )),
+        "{smooth}"
+    );
+    let classwise = summary(&frame, "classwise-summary");
+    let eces: Vec<f64> = view
+        .classwise_bins
+        .iter()
+        .map(|bins| crate::calibration::expected_calibration_error(bins))
+        .collect();
+    let largest = (0..eces.len())
+        .max_by(|&a, &b| eces[a].total_cmp(&eces[b]))
+        .unwrap();
+    assert!(
+        classwise.starts_with(&format!(
+            "Here: class-wise ECE {:.4}, the mean of the 10 classes' ECEs; furthest off: {}",
+            view.at_temperature.classwise_ece, frame.class_names[largest]
+        )),
+        "{classwise}"
+    );
+    let rivals = summary(&frame, "rivals-reliability-summary");
+    for report in &answer.reports {
+        let (value, text) =
+            metric_patch_in_rows(&frame, &format!("rival_{}_ece", serde_name(report.method)));
+        assert_eq!(value, Some(report.ece));
+        assert!(
+            rivals.contains(&format!("{} {text}", report.method.title())),
+            "{rivals}"
+        );
+    }
+    let conformal = frame.conformal.as_ref().unwrap();
+    let stratified = summary(&frame, "stratified-summary");
+    for stratum in &conformal.metrics.size_stratified {
+        if let (Some(coverage), true) = (stratum.coverage, stratum.count > 0) {
+            let figures = format!(
+                "{} ({} sets)",
+                percent(coverage, 2),
+                crate::text::grouped(stratum.count)
+            );
+            assert!(stratified.contains(&figures), "{stratified}");
+        }
+    }
+    let sweep = summary(&frame, "sweep-summary");
+    let current = conformal
+        .sweep
+        .iter()
+        .find(|p| (p.alpha - state.alpha).abs() < 1e-9)
+        .unwrap();
+    assert!(
+        sweep.contains(&format!(
+            "α = {:.2} (current): coverage {}, {:.3} labels",
+            state.alpha,
+            percent(current.coverage, 2),
+            current.average_set_size
+        )),
+        "{sweep}"
+    );
+
+    // The shift lab: the diagram's summary waits for the shown severity, then gives it.
+    let rows = 400;
+    let mut lab = lab_with_logits(rows, rows);
+    let mut shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), rows);
+    let visible = Visible {
+        shift: true,
+        ..Visible::default()
+    };
+    for recalibrate in [false, true] {
+        let state = PageState {
+            recalibrate,
+            ..PageState::from_hash("shift=blur&severity=2").0
+        };
+        let mut frame_of = |shifts: &mut ShiftStore| {
+            render(
+                LabData::Bundled {
+                    lab: &mut lab,
+                    store: &mut store(),
+                    shifts,
+                },
+                &state,
+                &visible,
+            )
+            .unwrap()
+        };
+        if !recalibrate {
+            let frame = frame_of(&mut shifts);
+            assert_eq!(summary(&frame, "shift-reliability-summary"), "");
+            let clean = &frame.shift.as_ref().unwrap().clean().unwrap().kept;
+            assert_eq!(
+                summary(&frame, "shift-severity-summary"),
+                format!(
+                    "Only severity 0 is evaluated so far: accuracy {}, ECE {:.4}, coverage {}.",
+                    percent(clean.accuracy, 2),
+                    clean.ece,
+                    percent(clean.coverage, 2)
+                )
+            );
+            let set = crate::lab::ShiftedSet::parse("shift-blur-2").unwrap();
+            shifts
+                .add_logits(0, set, 0, &every_row_wrong(rows))
+                .unwrap();
+        }
+        let frame = frame_of(&mut shifts);
+        let point = frame.shift.as_ref().unwrap().current().unwrap();
+        let shown = if recalibrate {
+            &point.refit
+        } else {
+            &point.kept
+        };
+        let (_, temperature) = metric_patch(
+            &frame.readouts.patches,
+            if recalibrate {
+                "shift_refit_temperature"
+            } else {
+                "shift_kept_temperature"
+            },
+        );
+        assert_eq!(
+            summary(&frame, "shift-reliability-summary"),
+            format!(
+                "Here, on severity 2 of Gaussian blur (σ = 1.0 px), T = {temperature} {}: \
+                 accuracy {}, ECE {:.4}.",
+                if recalibrate {
+                    "refitted on these images"
+                } else {
+                    "kept from the clean images"
+                },
+                percent(shown.accuracy, 2),
+                shown.ece
+            )
+        );
+        let severities = summary(&frame, "shift-severity-summary");
+        assert!(
+            severities.starts_with("From severity 0 to 2 (the highest evaluated so far)")
+                && severities.contains(&format!(
+                    "refitted {} → {}.",
+                    percent(frame.shift.as_ref().unwrap().points[0].refit.coverage, 2),
+                    percent(point.refit.coverage, 2)
+                )),
+            "{severities}"
+        );
+    }
+
+    // The τ lab: empty while the chosen network's logits arrive, then its numbers.
+    let (mut lab, mut store) = tau_lab();
+    let visible = TAU_LAB;
+    let state = PageState::default();
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    for id in ["ood-roc-summary", "ood-norms-summary", "tau-chart-summary"] {
+        assert_eq!(summary(&frame, id), "", "#{id} while logits arrive");
+    }
+    let (chosen, ce) = (state.tau.index().unwrap(), Network::Ce.index().unwrap());
+    complete_the_tau_lab(&mut lab, &mut store, chosen, ce);
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    let roc = summary(&frame, "ood-roc-summary");
+    for (network, suffix) in [(Network::Ce, "_ce"), (state.tau, "")] {
+        let (_, auroc) = metric_patch_in_rows(&frame, &format!("auroc_energy{suffix}"));
+        let (_, fpr95) = metric_patch_in_rows(&frame, &format!("fpr95_energy{suffix}"));
+        assert!(
+            roc.contains(&format!("{} AUROC {auroc}, FPR95 {fpr95}", network.title())),
+            "{roc}"
+        );
+    }
+    let norms = summary(&frame, "ood-norms-summary");
+    let (_, id_norm) = metric_patch(&frame.readouts.patches, "logit_norm_id");
+    let (_, ood_norm) = metric_patch(&frame.readouts.patches, "logit_norm_ood");
+    assert_eq!(
+        norms,
+        format!(
+            "Here, for {}: mean ‖z‖ {id_norm} on Fashion-MNIST and {ood_norm} on {}.",
+            state.tau.title(),
+            OodSet::Mnist.title()
+        )
+    );
+    let points = &frame.ood.as_ref().unwrap().tau_points;
+    let lowest = points
+        .iter()
+        .min_by(|a, b| a.fpr95.total_cmp(&b.fpr95))
+        .unwrap();
+    let tau = summary(&frame, "tau-chart-summary");
+    assert!(
+        tau.starts_with("Lowest FPR95 so far by energy at T = ")
+            && tau.contains(&format!("{:.3}.", lowest.fpr95)),
+        "{tau}"
     );
 }

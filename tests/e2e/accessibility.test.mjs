@@ -3,7 +3,7 @@
 // scroll sideways, at 1280 px and 390 px; the first screen holds the temperature slider and the
 // reliability diagram, and nothing moves when loading ends; the sliders announce the value they
 // show; a focused control is never left under a stuck slider bar; every chart has a text
-// alternative.
+// alternative that states its main numbers.
 //
 // One browser and one page for the file: the cross-entropy inference runs once.
 //
@@ -258,6 +258,48 @@ test("every chart has a name and a description that its figure's caption gives; 
     assert.match(names[i], /^#\d+: [^;]+; set: [^;]+; (covered|missed: [^;]+)$/);
     assert.equal(chipsHidden, "true");
   });
+});
+
+// The parts of a chart's description that state its numbers: the sentences at the end of its
+// caption (`…-summary`, `…-sentence`) and any other element that describes it (the per-class
+// chart's values). The experiment's caption gets its numbers from a run, which this file does
+// not make: it is left out.
+const STATED = CHARTS.filter((id) => id !== "experiment");
+
+test("each chart's description states its main numbers once its lab has drawn", { timeout: 600_000 }, async () => {
+  await page.setViewportSize(VIEWPORTS.desktop);
+  const stated = (id) => page.evaluate((chartId) => {
+    const canvas = document.getElementById(chartId);
+    return canvas.getAttribute("aria-describedby").split(/\s+/).map((describer) => document.getElementById(describer))
+      .flatMap((element) => (element.tagName === "FIGCAPTION" ? [...element.querySelectorAll('[id$="-summary"], [id$="-sentence"]')] : [element]))
+      .map((element) => element.textContent.trim())
+      .join(" ")
+      .trim();
+  }, id);
+  for (const id of STATED) {
+    await page.locator(`#${id}`).scrollIntoViewIfNeeded();
+    // Polled: a lab draws once on screen, the rivals once a worker has fitted them, the shift
+    // lab once the shown severity's corrupted images are classified.
+    const deadline = Date.now() + INFERENCE_TIMEOUT_MS;
+    let text = await stated(id);
+    while (!/\d/.test(text) && Date.now() < deadline) {
+      await page.waitForTimeout(500);
+      text = await stated(id);
+    }
+    assert.match(text, /\d/, `#${id}'s description states a number: "${text}"`);
+  }
+  // The numbers are the readouts' own: the rivals' ECEs are the table's, the norms the table's.
+  const rivals = await page.evaluate(() => ({
+    summary: document.getElementById("rivals-reliability-summary").textContent,
+    table: [...document.querySelectorAll('#rivals [data-metric$="_ece"]:not([data-metric$="calibration_ece"])')].map((cell) => cell.textContent),
+  }));
+  assert.ok(rivals.table.length > 0, "the rivals table holds ECEs");
+  for (const ece of rivals.table) assert.ok(rivals.summary.includes(ece), `the rivals' summary "${rivals.summary}" gives the table's ECE ${ece}`);
+  const norms = await page.evaluate(() => ({
+    summary: document.getElementById("ood-norms-summary").textContent,
+    table: ["logit_norm_id", "logit_norm_ood"].map((name) => document.querySelector(`[data-metric="${name}"]`).textContent),
+  }));
+  for (const mean of norms.table) assert.ok(norms.summary.includes(mean), `the norms' summary "${norms.summary}" gives the table's mean ${mean}`);
 });
 
 test("every definition opens from the keyboard and by a click or tap, and none is left to a hover tooltip", { timeout: 60_000 }, async () => {
