@@ -82,6 +82,14 @@ pub struct MetricCurves {
     pub brier: Vec<f64>,
 }
 
+impl MetricCurves {
+    /// The four curves in the order NLL, ECE, smECE, Brier: the chart's panels, the view's
+    /// minima and the CSV's columns all follow it.
+    pub fn in_order(&self) -> [&[f64]; 4] {
+        [&self.nll, &self.ece, &self.smece, &self.brier]
+    }
+}
+
 /// The least value of `values` over `grid` (same length, not empty).
 pub fn curve_minimum(grid: &[f64], values: &[f64]) -> CurveMinimum {
     let (index, &value) = values

@@ -19,6 +19,7 @@ use crate::conformal::{self, ConformalError, Score};
 use crate::data;
 use crate::smooth_calibration::SmoothEce;
 
+mod anatomy_view;
 mod answers;
 mod conformal_view;
 mod halves;
@@ -40,6 +41,8 @@ pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
 pub use shift_view::{ShiftMetrics, ShiftPoint, ShiftView, SHIFT_THUMBNAILS};
 pub use streamed::Streamed;
 
+use anatomy_view::AnatomyCache;
+pub use anatomy_view::{AnatomyView, MISTAKES};
 use answers::Answers;
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
@@ -143,6 +146,8 @@ struct Cache {
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
     score_tables: Vec<ScoreTable>,
+    /// The anatomy of the fit, for the bins it was computed with (once every row is in).
+    anatomy: Option<AnatomyCache>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -390,6 +395,7 @@ impl Lab {
                 rivals: Answers::default(),
                 probabilities: None,
                 score_tables: Vec::new(),
+                anatomy: None,
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

@@ -22,8 +22,8 @@ use crate::data::{
     DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
 };
 use crate::lab::{
-    ConformalView, DifferenceRequest, Explanation, IntervalRequest, Lab, LabError, OodSet,
-    OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
+    AnatomyView, ConformalView, DifferenceRequest, Explanation, IntervalRequest, Lab, LabError,
+    OodSet, OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
 };
 use crate::text::serde_name;
 
@@ -220,6 +220,8 @@ pub struct Frame {
     /// What the charts call each class.
     pub class_names: Vec<String>,
     pub temperature: Option<TemperatureView>,
+    /// The anatomy of the fit, when its chart is on screen and every row is in.
+    pub anatomy: Option<AnatomyView>,
     pub conformal: Option<ConformalView>,
     pub ood: Option<OodCharts>,
     pub shift: Option<ShiftView>,
@@ -312,6 +314,15 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         frame.readouts.rivals_request = view.rivals_request;
         frame.readouts.drawn.push("temperature");
         frame.temperature = Some(view);
+        if visible.figures.contains(&Figure::TemperatureAnatomy) {
+            let mistakes = state.fit_mistakes();
+            let anatomy = lab.anatomy_view(state.t, state.bins, state.binning, &mistakes)?;
+            frame
+                .readouts
+                .patches
+                .extend(readouts::anatomy(anatomy.as_ref(), &mistakes));
+            frame.anatomy = anatomy;
+        }
     }
     let settings = state.conformal_settings();
     if visible.conformal {

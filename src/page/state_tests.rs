@@ -5,7 +5,8 @@ use crate::page::Figure;
 
 const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1&score=aps\
 &randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all&tau=0.04&ood=mnist\
-&ood_score=energy&shift=rotation&severity=3&recalibrate=0&paper=0&embed=none&present=0";
+&ood_score=energy&shift=rotation&severity=3&recalibrate=0&paper=0&embed=none&present=0\
+&mistake_evaluation_half=0&mistake_probabilities=0&mistake_minimise_ece=0";
 
 fn messages(rejected: &[Rejected]) -> Vec<String> {
     rejected.iter().map(ToString::to_string).collect()
@@ -336,7 +337,7 @@ fn the_embed_view_names_a_figure_or_none() {
     assert_eq!(state.embed, Embed::Figure(Figure::SmoothReliability));
     assert!(state
         .to_hash()
-        .ends_with("&embed=smooth-reliability&present=0"));
+        .contains("&embed=smooth-reliability&present=0&"));
     let (state, rejected) = PageState::from_hash("embed=pie-chart");
     assert_eq!(state.embed, Embed::None);
     assert_eq!(rejected.len(), 1);
@@ -370,7 +371,7 @@ fn presentation_mode_steps_through_every_figure_and_back_out() {
     let listed: Vec<Figure> = crate::page::FIGURES.iter().map(|f| f.id).collect();
     assert_eq!(seen, listed);
     let last = shown.act("previous-figure", None).unwrap();
-    assert_eq!(last.embed, Embed::Figure(Figure::TauChart));
+    assert_eq!(last.embed, Embed::Figure(Figure::TemperatureAnatomy));
     let out = last.act("end-presentation", None).unwrap();
     assert_eq!((out.present, out.embed), (false, Embed::None));
     assert_eq!(out.t, 0.3);
