@@ -915,9 +915,14 @@ pub fn anatomy_summary(minima: &[[CurveMinimum; 2]; 4], fitted_temperature: f64)
     )
 }
 
-/// What the anatomy chart says before its curves are computed: they wait for every row.
-pub fn anatomy_pending() -> String {
-    "The curves are computed once the logits of every row are in.".to_string()
+/// What the anatomy chart says before its curves are in: they are being computed in the
+/// background (`computing`), or they will be once every row's logits are in.
+pub fn anatomy_pending(computing: bool) -> String {
+    if computing {
+        "Computing NLL, ECE, smooth ECE and Brier over 121 temperatures on both halves…".to_string()
+    } else {
+        "The curves are computed once the logits of every row are in.".to_string()
+    }
 }
 
 /// "lower", "higher" or "the same as": how `value` compares with `reference` at the 4 decimals

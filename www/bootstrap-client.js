@@ -1,6 +1,7 @@
 // @ts-check
 // The page's side of the bootstrap worker (bootstrap-worker.js): one request at a time, the
-// rivals' before the paired difference's before the intervals'; of the requests of a kind that
+// rivals' before the anatomy chart's before the paired difference's before the intervals'; of
+// the requests of a kind that
 // come meanwhile only the last frame's wait (a dragged slider asks at every T it passes, and
 // only where it rests matters).
 
@@ -8,7 +9,7 @@
 /** @typedef {import("./messages.js").BootstrapAnswer} BootstrapAnswer */
 /** @typedef {import("./messages.js").Halves} Halves */
 /** @typedef {import("./messages.js").DifferenceScores} DifferenceScores */
-/** @typedef {"rivals" | "difference" | "intervals"} RequestType */
+/** @typedef {"rivals" | "anatomy" | "difference" | "intervals"} RequestType */
 
 /**
  * Posts a message to the bootstrap worker, typed as bootstrap-worker.js reads it.
@@ -34,7 +35,7 @@ class BootstrapWorker {
     /** @type {string | false} the message being computed, as JSON, or false */
     this.busy = false;
     /** @type {Record<RequestType, any[]>} */
-    this.waiting = { rivals: [], difference: [], intervals: [] };
+    this.waiting = { rivals: [], anatomy: [], difference: [], intervals: [] };
     /** @type {string | null} "model:split" of the halves the worker holds */
     this.sent = null;
     this.worker.onmessage = (/** @type {MessageEvent<BootstrapAnswer>} */ event) => {
@@ -43,6 +44,7 @@ class BootstrapWorker {
       if (answer.status === "error") onError(answer.message);
       else if (answer.status === "intervals") onAnswer("intervals", answer.request, answer.intervals);
       else if (answer.status === "rivals") onAnswer("rivals", answer.request, answer.rivals);
+      else if (answer.status === "anatomy") onAnswer("anatomy", answer.request, answer.anatomy);
       else onAnswer("difference", answer.request, answer.difference);
       this.next();
     };
@@ -105,7 +107,7 @@ export class Bootstrap {
   /**
    * @param {{ halves(): Halves, difference_scores(request: object): DifferenceScores,
    *   add_intervals(request: object, answer: object): void, add_rivals(request: object, answer: object): void,
-   *   add_difference(request: object, answer: object): void }} page
+   *   add_difference(request: object, answer: object): void, add_anatomy(request: object, answer: object): void }} page
    * @param {(type: RequestType) => void} onKept told which kind of answer was kept
    * @param {(message: string) => void} onError
    */
@@ -157,7 +159,8 @@ export class Bootstrap {
   }
 
   /**
-   * Keeps intervals, rivals or a paired difference the worker computed.
+   * Keeps intervals, rivals, the anatomy chart's curves or a paired difference the worker
+   * computed.
    * @param {RequestType} type
    * @param {object} request
    * @param {object} answer
@@ -166,6 +169,7 @@ export class Bootstrap {
     try {
       if (type === "intervals") this.page.add_intervals(request, answer);
       else if (type === "rivals") this.page.add_rivals(request, answer);
+      else if (type === "anatomy") this.page.add_anatomy(request, answer);
       else this.page.add_difference(request, answer);
     } catch (error) {
       this.onError(error.message);

@@ -26,14 +26,15 @@
  * @typedef {{ model: number, split: number, classes: number, calibration_logits: Float32Array, calibration_labels: Uint32Array, evaluation_logits: Float32Array, evaluation_labels: Uint32Array }} Halves
  * @typedef {{ chosen_in: Float64Array, chosen_out: Float64Array, reference_in: Float64Array, reference_out: Float64Array }} DifferenceScores
  * @typedef {{ type: "data" } & Halves} HalvesMessage
- * @typedef {{ type: "intervals" | "rivals", request: HalvesRequest }} FitRequest
+ * @typedef {{ type: "intervals" | "rivals" | "anatomy", request: HalvesRequest }} FitRequest
  * @typedef {{ type: "difference", request: object } & DifferenceScores} DifferenceRequest
  * @typedef {HalvesMessage | FitRequest | DifferenceRequest} BootstrapRequest
  * @typedef {{ status: "intervals", request: HalvesRequest, intervals: object }} IntervalsAnswer
  * @typedef {{ status: "rivals", request: HalvesRequest, rivals: object }} RivalsAnswer
  * @typedef {{ status: "difference", request: object, difference: object }} DifferenceAnswer
+ * @typedef {{ status: "anatomy", request: HalvesRequest, anatomy: object }} AnatomyAnswer
  * @typedef {{ status: "error", message: string }} BootstrapError
- * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | BootstrapError} BootstrapAnswer
+ * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | AnatomyAnswer | BootstrapError} BootstrapAnswer
  */
 
 // Files worker (own-logits-worker.js).

@@ -41,8 +41,7 @@ pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
 pub use shift_view::{ShiftMetrics, ShiftPoint, ShiftView, SHIFT_THUMBNAILS};
 pub use streamed::Streamed;
 
-use anatomy_view::AnatomyCache;
-pub use anatomy_view::{AnatomyView, MISTAKES};
+pub use anatomy_view::{AnatomyCurves, AnatomyRequest, AnatomyView, MISTAKES};
 use answers::Answers;
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
@@ -146,8 +145,8 @@ struct Cache {
     probabilities: Option<Probabilities>,
     /// Conformal scores at that temperature, one table per score (at most four).
     score_tables: Vec<ScoreTable>,
-    /// The anatomy of the fit, for the bins it was computed with (once every row is in).
-    anatomy: Option<AnatomyCache>,
+    /// The anatomy of the fit a worker computed for this network and split.
+    anatomy: Answers<AnatomyRequest, AnatomyCurves>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -395,7 +394,7 @@ impl Lab {
                 rivals: Answers::default(),
                 probabilities: None,
                 score_tables: Vec::new(),
-                anatomy: None,
+                anatomy: Answers::default(),
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

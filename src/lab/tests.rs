@@ -613,10 +613,18 @@ fn the_anatomy_of_a_planted_network_shows_what_each_mistake_does() {
     assert_eq!(
         lab.anatomy_view(1.0, 15, Binning::Width, &MISTAKES)
             .unwrap(),
-        None,
-        "not before every row is in"
+        Err(None),
+        "not asked for before every row is in"
     );
     lab.add_logits(0, 3000, &logits[3000 * K..]).unwrap();
+    let Err(Some(request)) = lab
+        .anatomy_view(0.7, 15, Binning::Width, &MISTAKES)
+        .unwrap()
+    else {
+        panic!("the curves are asked of a worker once every row is in")
+    };
+    let curves = lab.worker_halves().unwrap().anatomy(&request).unwrap();
+    lab.add_anatomy(request, curves);
     let view = lab
         .anatomy_view(0.7, 15, Binning::Width, &MISTAKES)
         .unwrap()

@@ -22,8 +22,8 @@ use crate::data::{
     DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
 };
 use crate::lab::{
-    AnatomyView, ConformalView, DifferenceRequest, Explanation, IntervalRequest, Lab, LabError,
-    OodSet, OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
+    AnatomyRequest, AnatomyView, ConformalView, DifferenceRequest, Explanation, IntervalRequest,
+    Lab, LabError, OodSet, OodStore, RivalsRequest, ShiftStore, ShiftView, TemperatureView,
 };
 use crate::text::serde_name;
 
@@ -212,6 +212,8 @@ pub struct Readouts {
     pub shift_needs: Vec<ShiftJob>,
     /// The shift lab's thumbnails, once it is drawn.
     pub shift_thumbnails: Option<ShiftThumbnails>,
+    /// The anatomy chart's curves, when it is on screen and a worker has not computed them yet.
+    pub anatomy_request: Option<AnatomyRequest>,
 }
 
 /// The views one frame draws, with its readouts.
@@ -321,7 +323,10 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
                 .readouts
                 .patches
                 .extend(readouts::anatomy(anatomy.as_ref(), &mistakes));
-            frame.anatomy = anatomy;
+            match anatomy {
+                Ok(view) => frame.anatomy = Some(view),
+                Err(request) => frame.readouts.anatomy_request = request,
+            }
         }
     }
     let settings = state.conformal_settings();

@@ -16,8 +16,8 @@ use crate::calibration_estimators::Estimators;
 use crate::calibration_null::GAP_STANDARD_ERRORS;
 use crate::lab::MISTAKES;
 use crate::lab::{
-    AnatomyView, ConformalView, CoverageExperiment, GalleryItem, RivalsView, ScoreKind,
-    TemperatureView, SWEEP_STEP, SWEEP_STEPS,
+    AnatomyRequest, AnatomyView, ConformalView, CoverageExperiment, GalleryItem, RivalsView,
+    ScoreKind, TemperatureView, SWEEP_STEP, SWEEP_STEPS,
 };
 use crate::recalibration::Method;
 use crate::sentences::{self, percent};
@@ -683,10 +683,20 @@ fn brier_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
 }
 
 /// The anatomy chart's text alternative and each mistake's sentence (empty while its switch is
-/// off), with the temperature each mistaken fit lands on (`mistake_<name>_temperature`).
-pub(super) fn anatomy(view: Option<&AnatomyView>, shown: &[FitMistake]) -> Vec<Patch> {
-    let Some(view) = view else {
-        return vec![text("anatomy-summary", sentences::anatomy_pending())];
+/// off), with the temperature each mistaken fit lands on (`mistake_<name>_temperature`); or,
+/// while its curves are not in, what they wait for (the request for them, or every row).
+pub(super) fn anatomy(
+    view: Result<&AnatomyView, &Option<AnatomyRequest>>,
+    shown: &[FitMistake],
+) -> Vec<Patch> {
+    let view = match view {
+        Ok(view) => view,
+        Err(request) => {
+            return vec![text(
+                "anatomy-summary",
+                sentences::anatomy_pending(request.is_some()),
+            )]
+        }
     };
     let mut patches = vec![text(
         "anatomy-summary",

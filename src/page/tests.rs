@@ -995,9 +995,9 @@ fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_
             (Figure::PerClass, Draw),
             (Figure::Stratified, Draw),
             (Figure::Sweep, Draw),
-            (Figure::TemperatureAnatomy, Draw),
+            (Figure::TemperatureAnatomy, Clear),
         ],
-        "the experiment is drawn by its run; the rivals wait for the worker's fits"
+        "the experiment is drawn by its run; the rivals and the anatomy wait for the worker"
     );
     assert_eq!(
         frame_figures(&frame, &[Figure::Histogram, Figure::OodRoc]),
@@ -1094,12 +1094,26 @@ fn the_anatomy_waits_for_every_row_and_shows_each_mistake_switched_on() {
     );
     assert_eq!(
         text_of(&frame, "anatomy-summary").as_deref(),
-        Some(crate::sentences::anatomy_pending().as_str())
+        Some(crate::sentences::anatomy_pending(false).as_str())
     );
+    assert_eq!(frame.readouts.anatomy_request, None);
 
     let mut lab = lab_with_logits(300, 300);
     let (state, rejected) = PageState::from_hash("mistake_probabilities=1&mistake_minimise_ece=1");
     assert!(rejected.is_empty(), "{rejected:?}");
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &[Figure::TemperatureAnatomy]),
+        [(Figure::TemperatureAnatomy, FrameDrawing::Clear)],
+        "the curves wait for the worker"
+    );
+    assert_eq!(
+        text_of(&frame, "anatomy-summary").as_deref(),
+        Some(crate::sentences::anatomy_pending(true).as_str())
+    );
+    let request = frame.readouts.anatomy_request.unwrap();
+    let curves = lab.worker_halves().unwrap().anatomy(&request).unwrap();
+    lab.add_anatomy(request, curves);
     let frame = render_bundled(&mut lab, &state, &visible).unwrap();
     let view = frame.anatomy.as_ref().unwrap();
     let shown: Vec<_> = view.mistakes.iter().map(|(fit, _)| fit.mistake).collect();
