@@ -986,10 +986,16 @@ pub fn fit_mistake_sentence(
                 "these numbers happen not to show it, but the T still says nothing about the \
                  logits"
             };
+            // "far" only when the two fits differ by a factor of 2 or more.
+            let apart = if (t / fitted_temperature).ln().abs() >= 2f64.ln() {
+                "far from"
+            } else {
+                "against"
+            };
             format!(
                 "Dividing the probabilities instead of the logits squeezes every value into [0, \
                  1] before the softmax, so that the softmax can spread them by at most 1/T: the \
-                 fit runs to T = {t:.3}, far from the logits' {fitted_temperature:.3}, a number \
+                 fit runs to T = {t:.3}, {apart} the logits' {fitted_temperature:.3}, a number \
                  that means nothing for the network. The predictions stay (accuracy {}), but {nll} \
                  and {ece}: {verdict}.",
                 percent(mistaken.accuracy, 2)
@@ -1005,9 +1011,9 @@ pub fn fit_mistake_sentence(
 }
 
 /// Murphy's decomposition of the Brier score at the slider's T, and what temperature scaling
-/// does to it: from T = 1 to the fitted T, reliability against resolution. It says that
-/// resolution is "nearly untouched" only when it moves by less than half as much as
-/// reliability; otherwise it states both moves.
+/// does to it: from T = 1 to the fitted T, reliability against resolution, each as a share of
+/// itself. It says that resolution is "nearly untouched" only when its share moves by less
+/// than half as much as reliability's; otherwise it states both moves.
 pub fn brier_decomposition_sentence(
     temperature: f64,
     at_slider: &BrierDecomposition,
@@ -1022,29 +1028,41 @@ pub fn brier_decomposition_sentence(
          {:.4} + uncertainty {:.4}, with {:+.4} from forecasts binned together.",
         at_slider.reliability, at_slider.resolution, at_slider.uncertainty, at_slider.within_bin
     );
-    let reliability_move = at_fitted.reliability - at_one.reliability;
-    let resolution_move = at_fitted.resolution - at_one.resolution;
+    // Each term's move as a share of its value at T = 1 (none for a term that is 0 there).
+    let share = |from: f64, to: f64| (from > 0.0).then(|| (to - from) / from);
+    let reliability_move = share(at_one.reliability, at_fitted.reliability);
+    let resolution_move = share(at_one.resolution, at_fitted.resolution);
+    let signed =
+        |share: Option<f64>| share.map_or_else(String::new, |s| format!(" ({:+.1}%)", 100.0 * s));
     let moves = format!(
         "From T = 1 to the fitted T = {fitted_temperature:.3}, reliability goes from {:.4} to \
-         {:.4} and resolution from {:.4} to {:.4}; uncertainty, the labels' own spread, stays \
-         {:.4}",
+         {:.4}{} and resolution from {:.4} to {:.4}{}; uncertainty, the labels' own spread, \
+         stays {:.4}",
         at_one.reliability,
         at_fitted.reliability,
+        signed(reliability_move),
         at_one.resolution,
         at_fitted.resolution,
+        signed(resolution_move),
         at_fitted.uncertainty
     );
-    if resolution_move.abs() < 0.5 * reliability_move.abs() {
-        format!(
-            "{here} {moves}: temperature scaling changes how far the confidences are from what \
-             happens after them, and leaves nearly untouched how well they tell the images \
-             apart, since it changes no prediction."
-        )
-    } else {
-        format!(
-            "{here} {moves}: here the fit moves resolution as much as reliability, since \
-             resolution too is measured on bins, and a new T moves images between them."
-        )
+    match (reliability_move, resolution_move) {
+        (Some(reliability), Some(resolution)) if resolution.abs() < 0.5 * reliability.abs() => {
+            format!(
+                "{here} {moves}: temperature scaling changes how far the confidences are from \
+                 what happens after them, and leaves nearly untouched how well they tell the \
+                 images apart, since it changes no prediction."
+            )
+        }
+        (None, _) => format!(
+            "{here} {moves}: at T = 1 the reliability term is already 0, so the fit has \
+             nothing to remove."
+        ),
+        _ => format!(
+            "{here} {moves}: here the fit moves resolution, for its size, as much as \
+             reliability, since resolution too is measured on bins, and a new T moves images \
+             between them."
+        ),
     }
 }
 

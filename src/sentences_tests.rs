@@ -714,6 +714,16 @@ fn the_probability_fit_says_what_its_numbers_show() {
         lucky.contains("happen not to show it") && !lucky.contains("cannot undo"),
         "{lucky}"
     );
+    let near = fit_mistake_sentence(
+        &mistaken(FitMistake::Probabilities, 1.1, 0.41, 0.09),
+        1.55,
+        &honest,
+        15,
+    );
+    assert!(
+        near.contains("T = 1.100, against the logits' 1.550") && !near.contains("far"),
+        "{near}"
+    );
 }
 
 #[test]
@@ -747,19 +757,35 @@ fn resolution_is_called_nearly_untouched_only_when_it_moves_less_than_half_as_mu
     let untouched =
         brier_decomposition_sentence(1.2, &decomposition(0.01, 0.751), &one, &fitted, 1.55);
     assert!(
-        untouched.contains("At T = 1.200 the Brier score 0.1600 is reliability 0.0100 − resolution 0.7510 + uncertainty 0.9000, with +0.0010"),
+        untouched.contains(
+            "At T = 1.200 the Brier score 0.1600 is reliability 0.0100 − resolution 0.7510 + \
+             uncertainty 0.9000, with +0.0010"
+        ),
         "{untouched}"
     );
     assert!(
         untouched.contains(
-            "reliability goes from 0.0200 to 0.0040 and resolution from 0.7500 to 0.7520"
+            "reliability goes from 0.0200 to 0.0040 (-80.0%) and resolution from 0.7500 to \
+             0.7520 (+0.3%)"
         ) && untouched.contains("nearly untouched"),
         "{untouched}"
     );
-    let both = brier_decomposition_sentence(1.0, &one, &one, &decomposition(0.019, 0.748), 1.02);
+    // Resolution moves by 10% of itself, reliability by 5%.
+    let small = decomposition(0.02, 0.05);
+    let both =
+        brier_decomposition_sentence(1.0, &small, &small, &decomposition(0.019, 0.045), 1.02);
     assert!(
-        both.contains("moves resolution as much as reliability") && !both.contains("untouched"),
+        both.contains("moves resolution, for its size, as much as reliability")
+            && !both.contains("untouched"),
         "{both}"
+    );
+    // A calibrated network at T = 1: no share of a reliability of 0.
+    let zero = decomposition(0.0, 0.75);
+    let calibrated =
+        brier_decomposition_sentence(1.0, &zero, &zero, &decomposition(0.0, 0.75), 1.0);
+    assert!(
+        calibrated.contains("already 0") && !calibrated.contains("untouched"),
+        "{calibrated}"
     );
 }
 
