@@ -3,7 +3,8 @@
 //! computes before drawing when that diagram is on screen) and, on the
 //! same evaluation half, each computation inside it, at temperatures across the slider's range.
 //! Prints milliseconds (best of 5 runs each, the least disturbed by other work on the machine)
-//! and each part's share of the view. Asserts nothing; the browser's figures (wasm call and
+//! and each part's share of the view, then what the anatomy chart costs once and per frame.
+//! Asserts nothing; the browser's figures (wasm call and
 //! drawing) come from `scripts/bench`.
 //!
 //! `cargo run --release --example temperature_frame` on the committed test set and the bundled
@@ -21,7 +22,7 @@ use calibra::calibration_estimators;
 use calibra::calibration_null::{self, NullOutcomes, NULL_DRAWS};
 use calibra::data::Dataset;
 use calibra::data::NUM_CLASSES;
-use calibra::lab::{Lab, BOOTSTRAP, SMOOTH_CURVE_POINTS};
+use calibra::lab::{Lab, BOOTSTRAP, MISTAKES, SMOOTH_CURVE_POINTS};
 use calibra::model::Classifier;
 use calibra::smooth_calibration;
 
@@ -114,5 +115,19 @@ fn run() -> Result<()> {
             cells.join(" | ")
         );
     }
+    // The anatomy chart: its curves and mistaken fits once per network, split and bins, in the
+    // page's bootstrap worker; then each frame with the chart on screen only reads them.
+    let halves = lab.worker_halves()?;
+    let Err(Some(request)) = lab.anatomy_view(fitted, BINS, Binning::Width, &MISTAKES)? else {
+        return Err("the anatomy's curves were kept before they were asked for".into());
+    };
+    let once = best(|| halves.anatomy(&request))?;
+    lab.add_anatomy(request, halves.anatomy(&request)?);
+    let per_frame = best(|| lab.anatomy_view(fitted, BINS, Binning::Width, &MISTAKES))?;
+    println!(
+        "\nanatomy chart: {once:.0} ms in the worker once per network, split and bins (242 \
+         evaluations and smooth-ECE searches, the three mistaken fits); {per_frame:.3} ms a \
+         frame once kept"
+    );
     Ok(())
 }

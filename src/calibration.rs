@@ -411,7 +411,7 @@ fn check_probabilities<P: Copy + Into<f64>>(
 }
 
 /// Which end of `[MIN_TEMPERATURE, MAX_TEMPERATURE]` stopped the temperature fit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TemperatureBound {
     /// The NLL still decreased at [`MIN_TEMPERATURE`]: the optimum lies below it.
@@ -421,7 +421,7 @@ pub enum TemperatureBound {
 }
 
 /// Result of [`fit_temperature`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TemperatureFit {
     /// The fitted temperature, in `[MIN_TEMPERATURE, MAX_TEMPERATURE]`.
     pub temperature: f64,
@@ -862,7 +862,7 @@ pub fn classwise_ece(
 }
 
 /// Every calibration metric at one temperature.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationReport {
     /// Fraction of examples whose top class (ties: lowest index) is the label.
     pub accuracy: f64,

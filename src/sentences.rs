@@ -8,12 +8,14 @@
 //! `docs/definitions.md`.
 
 use crate::bootstrap::MetricInterval;
+use crate::calibration::CalibrationReport;
 use crate::calibration_null::{
     CalibrationTest, ConfidenceVerdict, GAP_STANDARD_ERRORS, NULL_DRAWS, VERDICT_RATES,
 };
 use crate::ood_difference::PairedDifference;
 use crate::recalibration::VectorScaling;
 use crate::selective::SelectiveReport;
+use crate::temperature_anatomy::{BrierDecomposition, CurveMinimum, FitMistake, MistakenFit};
 use crate::text::grouped;
 
 /// Formats a fraction as a percentage with `decimals` decimals.
@@ -1542,6 +1544,173 @@ pub fn tau_chart_summary(score: &str, networks: &[SeedFigures]) -> String {
         _ => String::new(),
     };
     format!("Lowest FPR95 so far by {score}: {lowest}, {value}{averaged}.")
+}
+
+/// The anatomy chart's text alternative: where each curve of each half is least
+/// (`minima[metric] = [calibration, evaluation]`, metrics in the order NLL, ECE, smECE, Brier),
+/// against the exact NLL fit.
+pub fn anatomy_summary(minima: &[[CurveMinimum; 2]; 4], fitted_temperature: f64) -> String {
+    let [nll, ece, smece, brier] = minima.map(|[calibration, evaluation]| {
+        format!(
+            "T = {:.3} on the calibration half ({:.4}) and {:.3} on the evaluation half ({:.4})",
+            calibration.temperature, calibration.value, evaluation.temperature, evaluation.value
+        )
+    });
+    format!(
+        "On the chart's grid, NLL is least at {nll}, beside the exact fit T = \
+         {fitted_temperature:.3}; ECE at {ece}; smooth ECE at {smece}; the Brier score at {brier}."
+    )
+}
+
+/// What the anatomy chart says before its curves are in: they are being computed in the
+/// background (`computing`), or they will be once every row's logits are in.
+pub fn anatomy_pending(computing: bool) -> String {
+    if computing {
+        "Computing NLL, ECE, smooth ECE and Brier over 121 temperatures on both halves…".to_string()
+    } else {
+        "The curves are computed once the logits of every row are in.".to_string()
+    }
+}
+
+/// "lower", "higher" or "the same as": how `value` compares with `reference` at the 4 decimals
+/// the page prints them to.
+fn compared(value: f64, reference: f64) -> &'static str {
+    let (value, reference) = ((value * 1e4).round(), (reference * 1e4).round());
+    if value < reference {
+        "lower than"
+    } else if value > reference {
+        "higher than"
+    } else {
+        "the same as"
+    }
+}
+
+/// What a mistaken fit of the temperature does to the evaluation half's numbers, against the
+/// honest fit (`fitted_temperature` by NLL on the calibration half, whose evaluation-half
+/// metrics are `honest`); `bins` is the lab's bin count, which the least-ECE fit depends on.
+pub fn fit_mistake_sentence(
+    fit: &MistakenFit,
+    fitted_temperature: f64,
+    honest: &CalibrationReport,
+    bins: usize,
+) -> String {
+    let (t, mistaken) = (fit.temperature, &fit.evaluation);
+    let nll = format!(
+        "its NLL on the evaluation half is {:.4}, {} the honest fit's {:.4}",
+        mistaken.nll,
+        compared(mistaken.nll, honest.nll),
+        honest.nll
+    );
+    let ece = format!(
+        "its ECE {:.4}, {} the honest fit's {:.4}",
+        mistaken.ece,
+        compared(mistaken.ece, honest.ece),
+        honest.ece
+    );
+    match fit.mistake {
+        FitMistake::EvaluationHalf => {
+            let judged = format!(
+                "Fitted on the evaluation half, the half that then judges it, T lands at {t:.3} \
+                 (the calibration half's fit: {fitted_temperature:.3}), and {nll}"
+            );
+            if (honest.nll - mistaken.nll) * 1e4 >= 0.5 {
+                format!(
+                    "{judged}: a flattering number, since this T was chosen to be best on these \
+                     very images; new images would see the honest fit's."
+                )
+            } else {
+                format!(
+                    "{judged}: the two agree to 4 decimals here, since one parameter learns \
+                     little of a half, but the number can only flatter: this T was chosen to be \
+                     best on these very images."
+                )
+            }
+        }
+        FitMistake::Probabilities => {
+            let verdict = if mistaken.nll > honest.nll {
+                "dividing probabilities cannot undo what it broke"
+            } else {
+                "these numbers happen not to show it, but the T still says nothing about the \
+                 logits"
+            };
+            // "far" only when the two fits differ by a factor of 2 or more.
+            let apart = if (t / fitted_temperature).ln().abs() >= 2f64.ln() {
+                "far from"
+            } else {
+                "against"
+            };
+            format!(
+                "Dividing the probabilities instead of the logits squeezes every value into [0, \
+                 1] before the softmax, so that the softmax can spread them by at most 1/T: the \
+                 fit runs to T = {t:.3}, {apart} the logits' {fitted_temperature:.3}, a number \
+                 that means nothing for the network. The predictions stay (accuracy {}), but {nll} \
+                 and {ece}: {verdict}.",
+                percent(mistaken.accuracy, 2)
+            )
+        }
+        FitMistake::MinimiseEce => format!(
+            "The least ECE on the calibration half, with {bins} bins, lies at T = {t:.3} (the NLL \
+             fit: {fitted_temperature:.3}); on the evaluation half {ece}, and {nll}. ECE is a \
+             noisy target whose minimum moves with the bins: change their number or kind and \
+             watch this line jump while the NLL fit stays."
+        ),
+    }
+}
+
+/// Murphy's decomposition of the Brier score at the slider's T, and what temperature scaling
+/// does to it: from T = 1 to the fitted T, reliability against resolution, each as a share of
+/// itself. It says that resolution is "nearly untouched" only when its share moves by less
+/// than half as much as reliability's; otherwise it states both moves.
+pub fn brier_decomposition_sentence(
+    temperature: f64,
+    at_slider: &BrierDecomposition,
+    at_one: &BrierDecomposition,
+    at_fitted: &BrierDecomposition,
+    fitted_temperature: f64,
+) -> String {
+    let brier =
+        at_slider.reliability - at_slider.resolution + at_slider.uncertainty + at_slider.within_bin;
+    let here = format!(
+        "At T = {temperature:.3} the Brier score {brier:.4} is reliability {:.4} − resolution \
+         {:.4} + uncertainty {:.4}, with {:+.4} from forecasts binned together.",
+        at_slider.reliability, at_slider.resolution, at_slider.uncertainty, at_slider.within_bin
+    );
+    // Each term's move as a share of its value at T = 1 (none for a term that is 0 there).
+    let share = |from: f64, to: f64| (from > 0.0).then(|| (to - from) / from);
+    let reliability_move = share(at_one.reliability, at_fitted.reliability);
+    let resolution_move = share(at_one.resolution, at_fitted.resolution);
+    let signed =
+        |share: Option<f64>| share.map_or_else(String::new, |s| format!(" ({:+.1}%)", 100.0 * s));
+    let moves = format!(
+        "From T = 1 to the fitted T = {fitted_temperature:.3}, reliability goes from {:.4} to \
+         {:.4}{} and resolution from {:.4} to {:.4}{}; uncertainty, the labels' own spread, \
+         stays {:.4}",
+        at_one.reliability,
+        at_fitted.reliability,
+        signed(reliability_move),
+        at_one.resolution,
+        at_fitted.resolution,
+        signed(resolution_move),
+        at_fitted.uncertainty
+    );
+    match (reliability_move, resolution_move) {
+        (Some(reliability), Some(resolution)) if resolution.abs() < 0.5 * reliability.abs() => {
+            format!(
+                "{here} {moves}: temperature scaling changes how far the confidences are from \
+                 what happens after them, and leaves nearly untouched how well they tell the \
+                 images apart, since it changes no prediction."
+            )
+        }
+        (None, _) => format!(
+            "{here} {moves}: at T = 1 the reliability term is already 0, so the fit has \
+             nothing to remove."
+        ),
+        _ => format!(
+            "{here} {moves}: here the fit moves resolution, for its size, as much as \
+             reliability, since resolution too is measured on bins, and a new T moves images \
+             between them."
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::bootstrap::MetricInterval;
+use crate::temperature_anatomy::CurveMinimum;
 
 #[test]
 fn percent_rounds_to_the_asked_decimals() {
@@ -1203,4 +1204,178 @@ fn the_tau_summary_ranks_the_mean_over_seeds_and_claims_no_more() {
     );
     let tied = tau_chart_summary("MSP", &[network("a", &[0.3]), network("b", &[0.3001])]);
     assert_eq!(tied, "Lowest FPR95 so far by MSP: a and b, 0.300.");
+}
+
+/// A report with these NLL and ECE (accuracy 0.9).
+fn report(nll: f64, ece: f64) -> CalibrationReport {
+    CalibrationReport {
+        accuracy: 0.9,
+        nll,
+        brier: 0.15,
+        ece,
+        rmsce: ece,
+        mce: ece,
+        classwise_ece: ece,
+        bins: Vec::new(),
+    }
+}
+
+fn mistaken(mistake: FitMistake, temperature: f64, nll: f64, ece: f64) -> MistakenFit {
+    MistakenFit {
+        mistake,
+        temperature,
+        evaluation: report(nll, ece),
+    }
+}
+
+#[test]
+fn the_evaluation_half_fit_is_called_flattering_only_when_its_number_is_lower() {
+    let honest = report(0.3012, 0.02);
+    let lower = fit_mistake_sentence(
+        &mistaken(FitMistake::EvaluationHalf, 1.62, 0.2990, 0.018),
+        1.55,
+        &honest,
+        15,
+    );
+    assert!(
+        lower.contains("T lands at 1.620") && lower.contains("(the calibration half's fit: 1.550)"),
+        "{lower}"
+    );
+    assert!(
+        lower.contains("0.2990, lower than the honest fit's 0.3012")
+            && lower.contains("flattering"),
+        "{lower}"
+    );
+    let same = fit_mistake_sentence(
+        &mistaken(FitMistake::EvaluationHalf, 1.551, 0.30118, 0.02),
+        1.55,
+        &honest,
+        15,
+    );
+    assert!(
+        same.contains("the same as the honest fit's") && same.contains("agree to 4 decimals"),
+        "{same}"
+    );
+}
+
+#[test]
+fn the_probability_fit_says_what_its_numbers_show() {
+    let honest = report(0.30, 0.02);
+    let worse = fit_mistake_sentence(
+        &mistaken(FitMistake::Probabilities, 0.12, 0.41, 0.09),
+        1.55,
+        &honest,
+        15,
+    );
+    assert!(
+        worse.contains("T = 0.120, far from the logits' 1.550")
+            && worse.contains("0.4100, higher than the honest fit's 0.3000")
+            && worse.contains("ECE 0.0900, higher than the honest fit's 0.0200")
+            && worse.contains("cannot undo"),
+        "{worse}"
+    );
+    assert!(worse.contains("accuracy 90.00%"), "{worse}");
+    let lucky = fit_mistake_sentence(
+        &mistaken(FitMistake::Probabilities, 0.12, 0.29, 0.01),
+        1.55,
+        &honest,
+        15,
+    );
+    assert!(
+        lucky.contains("happen not to show it") && !lucky.contains("cannot undo"),
+        "{lucky}"
+    );
+    let near = fit_mistake_sentence(
+        &mistaken(FitMistake::Probabilities, 1.1, 0.41, 0.09),
+        1.55,
+        &honest,
+        15,
+    );
+    assert!(
+        near.contains("T = 1.100, against the logits' 1.550") && !near.contains("far"),
+        "{near}"
+    );
+}
+
+#[test]
+fn the_least_ece_fit_names_its_bins_and_both_numbers() {
+    let sentence = fit_mistake_sentence(
+        &mistaken(FitMistake::MinimiseEce, 1.9, 0.305, 0.015),
+        1.55,
+        &report(0.30, 0.02),
+        20,
+    );
+    assert!(
+        sentence.contains("with 20 bins, lies at T = 1.900 (the NLL fit: 1.550)")
+            && sentence.contains("ECE 0.0150, lower than the honest fit's 0.0200")
+            && sentence.contains("NLL on the evaluation half is 0.3050, higher than"),
+        "{sentence}"
+    );
+}
+
+fn decomposition(reliability: f64, resolution: f64) -> BrierDecomposition {
+    BrierDecomposition {
+        reliability,
+        resolution,
+        uncertainty: 0.9,
+        within_bin: 0.001,
+    }
+}
+
+#[test]
+fn resolution_is_called_nearly_untouched_only_when_it_moves_less_than_half_as_much() {
+    let (one, fitted) = (decomposition(0.02, 0.75), decomposition(0.004, 0.752));
+    let untouched =
+        brier_decomposition_sentence(1.2, &decomposition(0.01, 0.751), &one, &fitted, 1.55);
+    assert!(
+        untouched.contains(
+            "At T = 1.200 the Brier score 0.1600 is reliability 0.0100 − resolution 0.7510 + \
+             uncertainty 0.9000, with +0.0010"
+        ),
+        "{untouched}"
+    );
+    assert!(
+        untouched.contains(
+            "reliability goes from 0.0200 to 0.0040 (-80.0%) and resolution from 0.7500 to \
+             0.7520 (+0.3%)"
+        ) && untouched.contains("nearly untouched"),
+        "{untouched}"
+    );
+    // Resolution moves by 10% of itself, reliability by 5%.
+    let small = decomposition(0.02, 0.05);
+    let both =
+        brier_decomposition_sentence(1.0, &small, &small, &decomposition(0.019, 0.045), 1.02);
+    assert!(
+        both.contains("moves resolution, for its size, as much as reliability")
+            && !both.contains("untouched"),
+        "{both}"
+    );
+    // A calibrated network at T = 1: no share of a reliability of 0.
+    let zero = decomposition(0.0, 0.75);
+    let calibrated =
+        brier_decomposition_sentence(1.0, &zero, &zero, &decomposition(0.0, 0.75), 1.0);
+    assert!(
+        calibrated.contains("already 0") && !calibrated.contains("untouched"),
+        "{calibrated}"
+    );
+}
+
+#[test]
+fn the_anatomy_summary_states_every_least_point() {
+    let at = |temperature, value| CurveMinimum { temperature, value };
+    let minima = [
+        [at(1.5, 0.31), at(1.6, 0.32)],
+        [at(1.9, 0.011), at(1.2, 0.013)],
+        [at(1.7, 0.012), at(1.4, 0.014)],
+        [at(1.5, 0.15), at(1.5, 0.16)],
+    ];
+    let summary = anatomy_summary(&minima, 1.523);
+    for part in [
+        "NLL is least at T = 1.500 on the calibration half (0.3100) and 1.600 on the evaluation half (0.3200), beside the exact fit T = 1.523",
+        "ECE at T = 1.900 on the calibration half (0.0110) and 1.200",
+        "smooth ECE at T = 1.700",
+        "Brier score at T = 1.500 on the calibration half (0.1500)",
+    ] {
+        assert!(summary.contains(part), "{part}: {summary}");
+    }
 }

@@ -27,7 +27,7 @@
 //!
 //! Definitions: docs/definitions.md.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::calibration::{
     evaluate_in_full, fit_temperature, softmax, Bin, Binning, CalibrationError, CalibrationReport,
@@ -70,7 +70,7 @@ pub struct CurveMinimum {
 }
 
 /// NLL, ECE, smECE and Brier score of one half at each temperature of the grid.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricCurves {
     /// Mean negative log-likelihood.
     pub nll: Vec<f64>,
@@ -80,6 +80,14 @@ pub struct MetricCurves {
     pub smece: Vec<f64>,
     /// Brier score.
     pub brier: Vec<f64>,
+}
+
+impl MetricCurves {
+    /// The four curves in the order NLL, ECE, smECE, Brier: the chart's panels, the view's
+    /// minima and the CSV's columns all follow it.
+    pub fn in_order(&self) -> [&[f64]; 4] {
+        [&self.nll, &self.ece, &self.smece, &self.brier]
+    }
 }
 
 /// The least value of `values` over `grid` (same length, not empty).
@@ -127,7 +135,7 @@ fn metric_curves(
 }
 
 /// The curves of both halves on one grid, and the honest fit.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TemperatureAnatomy {
     /// The temperatures, ascending.
     pub grid: Vec<f64>,
@@ -165,7 +173,7 @@ pub fn anatomy(
 }
 
 /// A mistaken way to fit the temperature.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FitMistake {
     /// Fit `T` by NLL on the evaluation half, the half whose metrics are then reported.
@@ -177,7 +185,7 @@ pub enum FitMistake {
 }
 
 /// What a mistaken fit gives.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MistakenFit {
     /// The mistake.
     pub mistake: FitMistake,

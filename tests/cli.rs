@@ -3363,3 +3363,34 @@ fn ood_with_a_model_gives_every_logit_and_feature_score() {
     let output = run(&fit_labels, &[]);
     assert_refused(&output, &["--ood-images"]);
 }
+
+/// `report --json`'s Brier decomposition on planted rows (stored logits 2.5 times calibrated
+/// ones): in `before` and `after` the terms add up to the Brier score, uncertainty is the
+/// labels' own `Σ_k ō_k(1 − ō_k)` at both temperatures, and the fitted T takes most of the
+/// reliability term away while resolution moves by less than half as much.
+#[test]
+fn report_decomposes_the_brier_score() {
+    let data = synthetic_data(4000, 4, TRUE_TEMPERATURE, 11);
+    let (json, _) = report_on_own_rows(&data, "brier-decomposition", "npy", &[]);
+    let base_rates: Vec<f64> = (0..data.k as u32)
+        .map(|k| data.labels.iter().filter(|&&y| y == k).count() as f64 / data.len() as f64)
+        .collect();
+    let uncertainty: f64 = base_rates.iter().map(|o| o * (1.0 - o)).sum();
+    let term =
+        |part: &str, name: &str| number(&json, &format!("/{part}/brier_decomposition/{name}"));
+    for part in ["before", "after"] {
+        let sum = term(part, "reliability") - term(part, "resolution")
+            + term(part, "uncertainty")
+            + term(part, "within_bin");
+        assert!((sum - number(&json, &format!("/{part}/brier"))).abs() <= HAND_TOLERANCE);
+        assert!((term(part, "uncertainty") - uncertainty).abs() <= HAND_TOLERANCE);
+    }
+    let reliability_drop = term("before", "reliability") - term("after", "reliability");
+    assert!(term("after", "reliability") < 0.3 * term("before", "reliability"));
+    let resolution_move = (term("after", "resolution") - term("before", "resolution")).abs();
+    assert!(
+        resolution_move < 0.5 * reliability_drop,
+        "{}",
+        json["after"]
+    );
+}

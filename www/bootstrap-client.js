@@ -1,7 +1,7 @@
 // @ts-check
 // The page's side of the bootstrap worker (bootstrap-worker.js): one request at a time, the
-// rivals' before the feature scores' before the paired difference's before the ranking's
-// before the intervals'; of the requests of a kind that
+// rivals' before the anatomy chart's before the feature scores' before the paired difference's
+// before the ranking's before the intervals'; of the requests of a kind that
 // come meanwhile only the last frame's wait (a dragged slider asks at every T it passes, and
 // only where it rests matters).
 
@@ -11,7 +11,7 @@
 /** @typedef {import("./messages.js").DifferenceScores} DifferenceScores */
 /** @typedef {import("./messages.js").FeatureInputs} FeatureInputs */
 /** @typedef {import("./messages.js").RankingScores} RankingScores */
-/** @typedef {"rivals" | "features" | "difference" | "ranking" | "intervals"} RequestType */
+/** @typedef {"rivals" | "anatomy" | "features" | "difference" | "ranking" | "intervals"} RequestType */
 
 /**
  * Posts a message to the bootstrap worker, typed as bootstrap-worker.js reads it.
@@ -38,7 +38,7 @@ class BootstrapWorker {
     /** @type {string | false} the message being computed, as JSON, or false */
     this.busy = false;
     /** @type {Record<RequestType, any[]>} */
-    this.waiting = { rivals: [], features: [], difference: [], ranking: [], intervals: [] };
+    this.waiting = { rivals: [], anatomy: [], features: [], difference: [], ranking: [], intervals: [] };
     /** @type {string | null} "model:split" of the halves the worker holds */
     this.sent = null;
     this.worker.onmessage = (/** @type {MessageEvent<BootstrapAnswer>} */ event) => {
@@ -49,6 +49,7 @@ class BootstrapWorker {
       else if (answer.status === "rivals") onAnswer("rivals", answer.request, answer.rivals);
       else if (answer.status === "features") onAnswer("features", answer.request, { knn_neighbours: answer.knn_neighbours, scores: answer.scores });
       else if (answer.status === "ranking") onAnswer("ranking", answer.request, answer.ranking);
+      else if (answer.status === "anatomy") onAnswer("anatomy", answer.request, answer.anatomy);
       else onAnswer("difference", answer.request, answer.difference);
       this.next();
     };
@@ -122,7 +123,8 @@ export class Bootstrap {
    *   add_ranking(request: object, answer: object): void,
    *   add_intervals(request: object, answer: object): void, add_rivals(request: object, answer: object): void,
    *   add_difference(request: object, answer: object): void,
-   *   add_feature_scores(request: object, knn_neighbours: number, scores: Float64Array): void }} page
+   *   add_feature_scores(request: object, knn_neighbours: number, scores: Float64Array): void,
+   *   add_anatomy(request: object, answer: object): void }} page
    * @param {(type: RequestType) => void} onKept told which kind of answer was kept
    * @param {(message: string) => void} onError
    */
@@ -174,7 +176,8 @@ export class Bootstrap {
   }
 
   /**
-   * Keeps intervals, rivals, feature scores, a ranking or a paired difference the worker computed.
+   * Keeps intervals, rivals, the anatomy chart's curves, feature scores, a ranking or a paired
+   * difference the worker computed.
    * @param {RequestType} type
    * @param {object} request
    * @param {any} answer
@@ -185,6 +188,7 @@ export class Bootstrap {
       else if (type === "rivals") this.page.add_rivals(request, answer);
       else if (type === "features") this.page.add_feature_scores(request, answer.knn_neighbours, answer.scores);
       else if (type === "ranking") this.page.add_ranking(request, answer);
+      else if (type === "anatomy") this.page.add_anatomy(request, answer);
       else this.page.add_difference(request, answer);
     } catch (error) {
       this.onError(error.message);

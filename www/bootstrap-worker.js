@@ -9,10 +9,10 @@
 //                   evaluation_logits, evaluation_labels}
 //                   the shown network's halves: logits Float32Array [n, classes], labels
 //                   Uint32Array [n] (every buffer transferred)
-//   page -> worker  {type: "intervals" | "rivals", request}   for the data last sent for the
-//                   request's model and split; an interval request is {model, split,
-//                   temperature, bins, binning}, a rivals request the same (temperature: the
-//                   lab's fitted T)
+//   page -> worker  {type: "intervals" | "rivals" | "anatomy", request}   for the data last
+//                   sent for the request's model and split; an interval request is {model,
+//                   split, temperature, bins, binning}, a rivals request the same (temperature:
+//                   the lab's fitted T), an anatomy request {model, split, bins, binning}
 //   page -> worker  {type: "difference", request, chosen_in, chosen_out, reference_in,
 //                   reference_out}   the τ lab's paired bootstrap: both networks' scores
 //                   (Float64Array) on the test (_in) and OOD (_out) images, transferred; the
@@ -27,6 +27,8 @@
 //                   rows_out OOD scores end to end (Float64Array, transferred)
 //   worker -> page  {status: "intervals", request, intervals}
 //   worker -> page  {status: "rivals", request, rivals}
+//   worker -> page  {status: "anatomy", request, anatomy}   the anatomy chart's curves and
+//                   mistaken fits (about a second: 363 evaluations of a half)
 //   worker -> page  {status: "difference", request, difference}   {fpr95, auroc}, each
 //                   {estimate, lower, upper}
 //   worker -> page  {status: "features", request, knn_neighbours, scores}   scores:
@@ -81,6 +83,8 @@ async function handle(/** @type {BootstrapRequest} */ message) {
     answer({ status: "intervals", request, intervals: data.halves.intervals(request) });
   } else if (message.type === "rivals") {
     answer({ status: "rivals", request, rivals: data.halves.rivals(request) });
+  } else if (message.type === "anatomy") {
+    answer({ status: "anatomy", request, anatomy: data.halves.anatomy(request) });
   }
 }
 

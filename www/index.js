@@ -205,6 +205,8 @@ function render() {
     if (readouts.interval_requests.length) bootstrap.requestAtRest(readouts.interval_requests);
     // Asked for at once: the rivals' table waits for them.
     if (readouts.rivals_request) bootstrap.request("rivals", [readouts.rivals_request]);
+    // Asked for at once too, and only while the chart is on screen: its curves wait for them.
+    if (readouts.anatomy_request) bootstrap.request("anatomy", [readouts.anatomy_request]);
     timings.draws.push(millis);
     // The first chart counts once it is on the screen, not once it is drawn on its canvas; the
     // test images in by then tell whether their reading waited for it.
@@ -236,7 +238,7 @@ function onBootstrapAnswer(/** @type {string} */ type) {
     return;
   }
   if (type === "intervals") timings.intervals.push(performance.now());
-  else if (ownData.description && timings.ownLogits && !timings.ownLogits.rivals) timings.ownLogits.rivals = performance.now();
+  else if (type === "rivals" && ownData.description && timings.ownLogits && !timings.ownLogits.rivals) timings.ownLogits.rivals = performance.now();
   frames.dirty.temperature = true;
   frames.request();
 }

@@ -29,7 +29,7 @@
  * @typedef {{ model: number, split: number, classes: number, calibration_logits: Float32Array, calibration_labels: Uint32Array, evaluation_logits: Float32Array, evaluation_labels: Uint32Array }} Halves
  * @typedef {{ chosen_in: Float64Array, chosen_out: Float64Array, reference_in: Float64Array, reference_out: Float64Array }} DifferenceScores
  * @typedef {{ type: "data" } & Halves} HalvesMessage
- * @typedef {{ type: "intervals" | "rivals", request: HalvesRequest }} FitRequest
+ * @typedef {{ type: "intervals" | "rivals" | "anatomy", request: HalvesRequest }} FitRequest
  * @typedef {{ type: "difference", request: object } & DifferenceScores} DifferenceRequest
  * @typedef {{ calibration: Float32Array, calibration_labels: Uint32Array, evaluation: Float32Array, mnist: Float32Array, gaussian: Float32Array, uniform: Float32Array, last_layer: Float32Array }} FeatureInputs
  * @typedef {{ type: "features", request: { model: number, split: number } } & FeatureInputs} FeaturesRequest
@@ -40,9 +40,10 @@
  * @typedef {{ status: "rivals", request: HalvesRequest, rivals: object }} RivalsAnswer
  * @typedef {{ status: "difference", request: object, difference: object }} DifferenceAnswer
  * @typedef {{ status: "features", request: { model: number, split: number }, knn_neighbours: number, scores: Float64Array }} FeaturesAnswer
+ * @typedef {{ status: "anatomy", request: HalvesRequest, anatomy: object }} AnatomyAnswer
  * @typedef {{ status: "error", message: string }} BootstrapError
  * @typedef {{ status: "ranking", request: object, ranking: object }} RankingAnswer
- * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | FeaturesAnswer | RankingAnswer | BootstrapError} BootstrapAnswer
+ * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | FeaturesAnswer | RankingAnswer | AnatomyAnswer | BootstrapError} BootstrapAnswer
  */
 
 // Files worker (own-logits-worker.js).

@@ -6,6 +6,7 @@
 use super::rivals::RivalFits;
 use super::{Lab, LabError, Part};
 use crate::calibration::{self, Logits};
+use crate::recalibration::Labelled;
 
 /// The calibration and evaluation halves' logits and labels, and the rivals last fitted on
 /// them.
@@ -48,6 +49,36 @@ impl Halves {
             rival_fits: None,
         })
     }
+
+    /// The calibration and the evaluation half as the fitters take them.
+    ///
+    /// # Errors
+    /// None for halves [`Halves::new`] checked; the calibration module's errors otherwise.
+    pub(super) fn labelled(&self) -> Result<(Labelled<'_>, Labelled<'_>), LabError> {
+        labelled(
+            self.classes,
+            (&self.calibration_logits, &self.calibration_labels),
+            (&self.evaluation_logits, &self.evaluation_labels),
+        )
+    }
+}
+
+/// Two halves, each `[n, classes]` logits with their labels, as the fitters take them.
+///
+/// # Errors
+/// The calibration module's errors for ragged or non-finite logits and bad labels.
+pub(super) fn labelled<'a>(
+    classes: usize,
+    (calibration_logits, calibration_labels): (&'a [f32], &'a [u32]),
+    (evaluation_logits, evaluation_labels): (&'a [f32], &'a [u32]),
+) -> Result<(Labelled<'a>, Labelled<'a>), LabError> {
+    Ok((
+        Labelled::new(
+            Logits::new(calibration_logits, classes)?,
+            calibration_labels,
+        )?,
+        Labelled::new(Logits::new(evaluation_logits, classes)?, evaluation_labels)?,
+    ))
 }
 
 impl Lab {

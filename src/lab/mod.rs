@@ -19,6 +19,7 @@ use crate::conformal::{self, ConformalError, Score};
 use crate::data;
 use crate::smooth_calibration::SmoothEce;
 
+mod anatomy_view;
 mod answers;
 mod conformal_view;
 mod feature_store;
@@ -48,6 +49,7 @@ pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
 pub use shift_view::{ShiftMetrics, ShiftPoint, ShiftView, SHIFT_THUMBNAILS};
 pub use streamed::Streamed;
 
+pub use anatomy_view::{AnatomyCurves, AnatomyRequest, AnatomyView, MISTAKES};
 use answers::Answers;
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
@@ -161,6 +163,8 @@ struct Cache {
     score_tables: Vec<ScoreTable>,
     /// Confidences at T = 1 and at the fitted T for the selective classification block.
     selective_fixed: Option<selective_view::SelectiveFixed>,
+    /// The anatomy of the fit a worker computed for this network and split.
+    anatomy: Answers<AnatomyRequest, AnatomyCurves>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -419,6 +423,7 @@ impl Lab {
                 probabilities: None,
                 score_tables: Vec::new(),
                 selective_fixed: None,
+                anatomy: Answers::default(),
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

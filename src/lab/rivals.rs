@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::answers::WorkerRequest;
-use super::{Halves, Lab, LabError};
-use crate::calibration::{Binning, Logits};
-use crate::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
+use super::{halves, Halves, Lab, LabError};
+use crate::calibration::Binning;
+use crate::recalibration::{self, Method, MethodReport, Recalibration, VectorScaling};
 use crate::sentences::{self, BinningFigures};
 
 /// Every method's report, in the table's order ([`Method::ALL`]), with the sentences.
@@ -55,18 +55,22 @@ impl Halves {
     /// # Errors
     /// The fitters' errors and the bin-count error of the calibration module.
     pub fn rivals(&mut self, request: &RivalsRequest) -> Result<RivalsView, LabError> {
-        let k = self.classes;
-        let calibration = Labelled::new(
-            Logits::new(&self.calibration_logits, k)?,
-            &self.calibration_labels,
+        let Self {
+            classes,
+            calibration_logits,
+            calibration_labels,
+            evaluation_logits,
+            evaluation_labels,
+            rival_fits,
+        } = self;
+        let (calibration, evaluation) = halves::labelled(
+            *classes,
+            (calibration_logits, calibration_labels),
+            (evaluation_logits, evaluation_labels),
         )?;
-        let evaluation = Labelled::new(
-            Logits::new(&self.evaluation_logits, k)?,
-            &self.evaluation_labels,
-        )?;
-        let fits = match &self.rival_fits {
+        let fits = match rival_fits {
             Some(kept) if kept.temperature == request.temperature => kept,
-            _ => self.rival_fits.insert(RivalFits {
+            _ => rival_fits.insert(RivalFits {
                 temperature: request.temperature,
                 fits: Method::ALL
                     .into_iter()

@@ -12,6 +12,7 @@ use crate::calibration_estimators::{self, Estimators};
 use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
+use crate::temperature_anatomy::BrierDecomposition;
 
 /// Points the smooth reliability curve is drawn through: finer than a chart's pixels need at
 /// the bandwidths the search finds on thousands of images.
@@ -44,6 +45,9 @@ pub struct TemperatureView {
     /// The other estimators and the three tests of calibration at the slider's T, on the lab's
     /// bins (`calibration_estimators`, as `calibra report` computes them).
     pub estimators: Estimators,
+    /// Murphy's decomposition of the Brier score on the classwise bins, at the slider's T, at
+    /// T = 1 and at the fitted T.
+    pub brier_decomposition: [BrierDecomposition; 3],
     /// Smooth ECE (no bins) at T = 1 and at the fitted T.
     pub smooth_at_one: SmoothEce,
     pub smooth_at_fitted: SmoothEce,
@@ -126,18 +130,21 @@ impl Lab {
         };
         // A slider resting on T = 1 or on the fitted T (where the page opens, and where the
         // fit button puts it) shows the evaluation already made there.
-        let calibration::Evaluation {
-            report: at_temperature,
-            confidence: confidences,
-            correct,
-            classwise_bins,
-        } = if temperature == 1.0 {
+        let at_slider = if temperature == 1.0 {
             reports.at_one.clone()
         } else if temperature == cache.fit.temperature {
             reports.at_fitted.clone()
         } else {
             calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?
         };
+        let brier_decomposition =
+            [&at_slider, &reports.at_one, &reports.at_fitted].map(BrierDecomposition::of);
+        let calibration::Evaluation {
+            report: at_temperature,
+            confidence: confidences,
+            correct,
+            classwise_bins,
+        } = at_slider;
         let (at_one, at_fitted) = (
             reports.at_one.report.clone(),
             reports.at_fitted.report.clone(),
@@ -182,6 +189,7 @@ impl Lab {
             verdict,
             classwise_bins,
             estimators,
+            brier_decomposition,
             at_one,
             at_fitted,
             at_temperature,

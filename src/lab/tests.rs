@@ -4,6 +4,7 @@ use super::*;
 use crate::calibration::Binning;
 use crate::conformal::{SetMetrics, Thresholds};
 use crate::smooth_calibration;
+use crate::temperature_anatomy::FitMistake;
 use conformal_view::SWEEP_STEPS;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -598,4 +599,78 @@ fn a_test_images_logits_given_as_a_readers_image_get_its_explained_set() {
         lab.own_image_set(5, &randomized, &logits[..K]),
         Err(LabError::UnknownModel { index: 5, count: 2 })
     );
+}
+
+/// On a planted network (logits 3·z, labels drawn from softmax(z): the true temperature is 3),
+/// the anatomy shows what each mistake does by construction: the evaluation half's own fit
+/// can only flatter it, dividing probabilities lands far below 1 and costs NLL, and the fit
+/// removes reliability while resolution stays; the curves wait for every row.
+#[test]
+fn the_anatomy_of_a_planted_network_shows_what_each_mistake_does() {
+    let (logits, labels) = synthetic(4000, 3);
+    let mut lab = Lab::new(labels, K, 1).unwrap();
+    lab.add_logits(0, 0, &logits[..3000 * K]).unwrap();
+    assert_eq!(
+        lab.anatomy_view(1.0, 15, Binning::Width, &MISTAKES)
+            .unwrap(),
+        Err(None),
+        "not asked for before every row is in"
+    );
+    lab.add_logits(0, 3000, &logits[3000 * K..]).unwrap();
+    let Err(Some(request)) = lab
+        .anatomy_view(0.7, 15, Binning::Width, &MISTAKES)
+        .unwrap()
+    else {
+        panic!("the curves are asked of a worker once every row is in")
+    };
+    let curves = lab.worker_halves().unwrap().anatomy(&request).unwrap();
+    lab.add_anatomy(request, curves);
+    let view = lab
+        .anatomy_view(0.7, 15, Binning::Width, &MISTAKES)
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.temperature, 0.7);
+    let fitted = view.anatomy.fitted.temperature;
+    assert!((fitted - 3.0).abs() < 0.3, "fitted {fitted}");
+    // The calibration half's NLL is least within a grid step of the exact fit.
+    let step = (calibration::MAX_TEMPERATURE / calibration::MIN_TEMPERATURE).ln() / 120.0;
+    let [nll_calibration, _] = view.minima[0];
+    assert!((nll_calibration.temperature / fitted).ln().abs() <= step);
+
+    let honest = lab
+        .temperature_view(fitted, 15, Binning::Width, false)
+        .unwrap()
+        .at_fitted;
+    let [(on_evaluation, flattered), (on_probabilities, broken), (by_ece, noisy)] =
+        <[_; 3]>::try_from(view.mistakes.clone()).unwrap();
+    assert_eq!(on_evaluation.mistake, FitMistake::EvaluationHalf);
+    assert!(on_evaluation.evaluation.nll <= honest.nll + TOLERANCE);
+    assert!(flattered.contains("flatter"), "{flattered}");
+    assert!(on_probabilities.temperature < 1.0 && on_probabilities.evaluation.nll > honest.nll);
+    assert!(broken.contains("cannot undo"), "{broken}");
+    assert_eq!(by_ece.mistake, FitMistake::MinimiseEce);
+    assert!(noisy.contains("with 15 bins"), "{noisy}");
+
+    // Only the mistakes switched on are shown.
+    let one = lab
+        .anatomy_view(0.7, 15, Binning::Width, &[FitMistake::Probabilities])
+        .unwrap()
+        .unwrap();
+    assert_eq!(one.mistakes.len(), 1);
+    assert_eq!(one.mistakes[0].0, on_probabilities);
+
+    // Temperature scaling takes most of the reliability term away and leaves resolution.
+    let at_one = lab
+        .temperature_view(1.0, 15, Binning::Width, false)
+        .unwrap();
+    let [_, one_terms, fitted_terms] = at_one.brier_decomposition;
+    assert!(fitted_terms.reliability < 0.3 * one_terms.reliability);
+    let sentence = crate::sentences::brier_decomposition_sentence(
+        1.0,
+        &one_terms,
+        &one_terms,
+        &fitted_terms,
+        fitted,
+    );
+    assert!(sentence.contains("nearly untouched"), "{sentence}");
 }

@@ -11,7 +11,9 @@ use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
 use crate::lab::ood_view::PairedHistogram;
 use crate::lab::CoverageExperiment;
-use crate::lab::{ConformalView, SelectiveView, ShiftMetrics, ShiftView, TemperatureView};
+use crate::lab::{
+    AnatomyView, ConformalView, SelectiveView, ShiftMetrics, ShiftView, TemperatureView, MISTAKES,
+};
 use crate::plot::{self, ChartStyle, PlotError};
 
 /// A figure of the page; its serde name is its canvas's id.
@@ -23,6 +25,7 @@ pub enum Figure {
     SmoothReliability,
     Classwise,
     RivalsReliability,
+    TemperatureAnatomy,
     SetSizes,
     PerClass,
     Stratified,
@@ -93,7 +96,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 17] = [
+pub const FIGURES: [FigureInfo; 18] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -122,6 +125,12 @@ pub const FIGURES: [FigureInfo; 17] = [
         Figure::RivalsReliability,
         "calibra-recalibration-methods",
         "reliability diagram of each method",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::TemperatureAnatomy,
+        "calibra-temperature-anatomy",
+        "anatomy of the temperature fit",
         FigureLab::Temperature,
     ),
     info(
@@ -261,6 +270,7 @@ pub fn frame_figures(frame: &Frame, on_screen: &[Figure]) -> Vec<(Figure, FrameD
                     .shift
                     .as_ref()
                     .is_some_and(|view| view.current().is_none()),
+                Figure::TemperatureAnatomy => frame.anatomy.is_none(),
                 _ => false,
             };
             let drawing = if waiting {
@@ -330,6 +340,14 @@ impl<'a> Sources<'a> {
             .as_ref()
             .ok_or(FigureError::NotComputed(figure))?;
         Ok((smooth, band))
+    }
+
+    /// The anatomy of the fit, which `figure` needs: computed once every row is in.
+    fn anatomy(&self, figure: Figure) -> Result<&'a AnatomyView, FigureError> {
+        self.frame
+            .anatomy
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
     }
 
     /// The conformal lab's view, which `figure` needs.
@@ -522,6 +540,16 @@ pub fn draw<DB: DrawingBackend>(
             plot::logit_norm_histogram(area, &charts.norms, &charts.norm_means, &labels, style)?;
         }
         Figure::TauChart => plot::tau_chart(area, &sources.ood(figure)?.tau_points, style)?,
+        Figure::TemperatureAnatomy => {
+            let view = sources.anatomy(figure)?;
+            plot::anatomy_chart(
+                area,
+                &view.anatomy,
+                view.temperature,
+                &mistake_lines(view),
+                style,
+            )?;
+        }
         Figure::ShiftReliability => {
             plot::reliability_diagram(area, &sources.shift_metrics(figure)?.bins, style)?;
         }
@@ -801,9 +829,56 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                 );
             }
         }
+        Figure::TemperatureAnatomy => {
+            let view = sources.anatomy(figure)?;
+            table.header(&ANATOMY_COLUMNS);
+            let anatomy = &view.anatomy;
+            for (index, &t) in anatomy.grid.iter().enumerate() {
+                let halves = [&anatomy.calibration, &anatomy.evaluation];
+                let values = halves
+                    .into_iter()
+                    .flat_map(|half| half.in_order().map(|curve| curve[index]));
+                table.row(std::iter::once(number(t)).chain(values.map(number)));
+            }
+        }
     }
     table.into_text()
 }
+
+/// The anatomy chart's CSV columns: the grid's temperature, then each metric of each half.
+const ANATOMY_COLUMNS: [&str; 9] = [
+    "temperature",
+    "calibration_nll",
+    "calibration_ece",
+    "calibration_smece",
+    "calibration_brier",
+    "evaluation_nll",
+    "evaluation_ece",
+    "evaluation_smece",
+    "evaluation_brier",
+];
+
+/// The mistaken fits the reader switched on, as the anatomy chart's dashed lines.
+fn mistake_lines(view: &AnatomyView) -> Vec<plot::TemperatureLine<'static>> {
+    view.mistakes
+        .iter()
+        .filter_map(|(fit, _)| {
+            let index = MISTAKES.iter().position(|&m| m == fit.mistake)?;
+            Some(plot::TemperatureLine {
+                temperature: fit.temperature,
+                label: MISTAKE_LABELS[index],
+                colour: plot::MISTAKE_COLOURS[index],
+            })
+        })
+        .collect()
+}
+
+/// What the anatomy chart's legend calls each mistaken fit, in [`MISTAKES`]' order.
+const MISTAKE_LABELS: [&str; 3] = [
+    "fitted on the evaluation half",
+    "fitted on probabilities",
+    "least ECE",
+];
 
 /// The shift view's severities as its chart draws them.
 fn severity_points(view: &ShiftView) -> Vec<plot::SeverityPoint> {

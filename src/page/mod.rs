@@ -24,9 +24,9 @@ use crate::data::{
     DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
 };
 use crate::lab::{
-    ConformalView, DifferenceRequest, Explanation, FeatureRequest, IntervalRequest, Lab, LabError,
-    OodSet, OodStore, RankingRequest, RivalsRequest, SelectiveView, ShiftStore, ShiftView,
-    TemperatureView,
+    AnatomyRequest, AnatomyView, ConformalView, DifferenceRequest, Explanation, FeatureRequest,
+    IntervalRequest, Lab, LabError, OodSet, OodStore, RankingRequest, RivalsRequest, SelectiveView,
+    ShiftStore, ShiftView, TemperatureView,
 };
 use crate::text::serde_name;
 
@@ -220,6 +220,8 @@ pub struct Readouts {
     pub shift_needs: Vec<ShiftJob>,
     /// The shift lab's thumbnails, once it is drawn.
     pub shift_thumbnails: Option<ShiftThumbnails>,
+    /// The anatomy chart's curves, when it is on screen and a worker has not computed them yet.
+    pub anatomy_request: Option<AnatomyRequest>,
 }
 
 /// The views one frame draws, with its readouts.
@@ -228,6 +230,8 @@ pub struct Frame {
     /// What the charts call each class.
     pub class_names: Vec<String>,
     pub temperature: Option<TemperatureView>,
+    /// The anatomy of the fit, when its chart is on screen and every row is in.
+    pub anatomy: Option<AnatomyView>,
     pub conformal: Option<ConformalView>,
     pub ood: Option<OodCharts>,
     pub shift: Option<ShiftView>,
@@ -331,6 +335,18 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         frame.readouts.rivals_request = view.rivals_request;
         frame.readouts.drawn.push("temperature");
         frame.temperature = Some(view);
+        if visible.figures.contains(&Figure::TemperatureAnatomy) {
+            let mistakes = state.fit_mistakes();
+            let anatomy = lab.anatomy_view(state.t, state.bins, state.binning, &mistakes)?;
+            frame
+                .readouts
+                .patches
+                .extend(readouts::anatomy(anatomy.as_ref(), &mistakes));
+            match anatomy {
+                Ok(view) => frame.anatomy = Some(view),
+                Err(request) => frame.readouts.anatomy_request = request,
+            }
+        }
     }
     let settings = state.conformal_settings();
     if visible.conformal {

@@ -12,12 +12,14 @@ use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::calibration_estimators::Estimators;
 use crate::calibration_null::GAP_STANDARD_ERRORS;
+use crate::lab::MISTAKES;
 use crate::lab::{
-    ConformalView, CoverageExperiment, GalleryItem, RivalsView, ScoreKind, TemperatureView,
-    SWEEP_STEP, SWEEP_STEPS,
+    AnatomyRequest, AnatomyView, ConformalView, CoverageExperiment, GalleryItem, RivalsView,
+    ScoreKind, TemperatureView, SWEEP_STEP, SWEEP_STEPS,
 };
 use crate::recalibration::Method;
 use crate::sentences::{self, percent};
+use crate::temperature_anatomy::FitMistake;
 use crate::text::{grouped, serde_name};
 
 /// One change to one element of the page.
@@ -510,6 +512,7 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
         }
     }
     patches.extend(estimator_readouts(&view.estimators));
+    patches.extend(brier_decomposition_readouts(view));
     let fitted = view.fitted_temperature;
     let bound = if view.fitted_bound_hit {
         " (bound)"
@@ -694,6 +697,90 @@ fn estimator_readouts(estimators: &Estimators) -> Vec<Patch> {
     });
     errors.into_iter().chain(tests).collect()
 }
+
+/// The Brier decomposition's table at the slider's T, at T = 1 and at the fitted T
+/// (`brier_<term>`, `brier_<term>_t1`, `brier_<term>_fitted`, the terms named as `calibra
+/// report --json` names them), to 4 decimals, and its sentence.
+fn brier_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
+    let mut patches = Vec::new();
+    for (suffix, terms) in ["", "_t1", "_fitted"]
+        .into_iter()
+        .zip(&view.brier_decomposition)
+    {
+        for (name, value) in [
+            ("reliability", terms.reliability),
+            ("resolution", terms.resolution),
+            ("uncertainty", terms.uncertainty),
+            ("within_bin", terms.within_bin),
+        ] {
+            patches.push(metric(
+                format!("brier_{name}{suffix}"),
+                value,
+                format!("{value:.4}"),
+            ));
+        }
+    }
+    let [at_slider, at_one, at_fitted] = &view.brier_decomposition;
+    patches.push(text(
+        "brier-decomposition-sentence",
+        sentences::brier_decomposition_sentence(
+            view.temperature,
+            at_slider,
+            at_one,
+            at_fitted,
+            view.fitted_temperature,
+        ),
+    ));
+    patches
+}
+
+/// The anatomy chart's text alternative and each mistake's sentence (empty while its switch is
+/// off), with the temperature each mistaken fit lands on (`mistake_<name>_temperature`); or,
+/// while its curves are not in, what they wait for (the request for them, or every row).
+pub(super) fn anatomy(
+    view: Result<&AnatomyView, &Option<AnatomyRequest>>,
+    shown: &[FitMistake],
+) -> Vec<Patch> {
+    let view = match view {
+        Ok(view) => view,
+        Err(request) => {
+            return vec![text(
+                "anatomy-summary",
+                sentences::anatomy_pending(request.is_some()),
+            )]
+        }
+    };
+    let mut patches = vec![text(
+        "anatomy-summary",
+        sentences::anatomy_summary(&view.minima, view.anatomy.fitted.temperature),
+    )];
+    for (mistake, id) in MISTAKES.into_iter().zip(MISTAKE_SENTENCES) {
+        let fit = view.mistakes.iter().find(|(fit, _)| fit.mistake == mistake);
+        let name = serde_name(mistake).replace('-', "_");
+        patches.push(text(
+            id,
+            fit.map_or_else(String::new, |(_, sentence)| sentence.clone()),
+        ));
+        let temperature = fit
+            .filter(|_| shown.contains(&mistake))
+            .map(|(fit, _)| fit.temperature);
+        patches.push(Patch::Metric {
+            id: None,
+            metric: format!("mistake_{name}_temperature"),
+            value: temperature,
+            text: temperature.map_or_else(|| "–".to_string(), |t| format!("{t:.3}")),
+            title: None,
+        });
+    }
+    patches
+}
+
+/// The elements of the mistakes' sentences, in [`MISTAKES`]' order.
+const MISTAKE_SENTENCES: [&str; 3] = [
+    "mistake-evaluation-half-sentence",
+    "mistake-probabilities-sentence",
+    "mistake-minimise-ece-sentence",
+];
 
 /// The rivals table: one row per method, every number a readout `rival_<method>_<metric>`,
 /// "…" without a value in each while the rivals are being fitted.

@@ -14,8 +14,9 @@ use crate::calibration::{Binning, DEFAULT_NUM_BINS, MAX_TEMPERATURE, MIN_TEMPERA
 use crate::conformal;
 use crate::data::DEFAULT_SPLIT_SEED;
 use crate::lab::ood_view::ScoreKind as OodScore;
-use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind};
+use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind, MISTAKES};
 use crate::shift::{Corruption, MAX_SEVERITY};
+use crate::temperature_anatomy::FitMistake;
 use crate::text::serde_name;
 
 /// The bundled networks, in the order the lab stores their logits.
@@ -290,6 +291,12 @@ pub struct PageState {
     /// The conformal lab's selective classification: the share of images answered wrongly
     /// that conformal risk control allows.
     pub risk: f64,
+    /// The anatomy chart shows T fitted on the evaluation half itself.
+    pub mistake_evaluation_half: bool,
+    /// The anatomy chart shows T fitted by dividing probabilities instead of logits.
+    pub mistake_probabilities: bool,
+    /// The anatomy chart shows T fitted by the least ECE instead of the least NLL.
+    pub mistake_minimise_ece: bool,
 }
 
 impl Default for PageState {
@@ -319,6 +326,9 @@ impl Default for PageState {
             present: false,
             delta: conformal::pac::DEFAULT_DELTA,
             risk: crate::lab::DEFAULT_RISK_LEVEL,
+            mistake_evaluation_half: false,
+            mistake_probabilities: false,
+            mistake_minimise_ece: false,
         }
     }
 }
@@ -398,7 +408,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 24] = [
+pub const FIELDS: [Field; 27] = [
     Field {
         key: "model",
         label: "model",
@@ -549,6 +559,24 @@ pub const FIELDS: [Field; 24] = [
         label: "risk level",
         control: Some("selective-risk"),
         kind: number(0.01, 0.2, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "mistake_evaluation_half",
+        label: "fit on the evaluation half",
+        control: Some("mistake-evaluation-half"),
+        kind: FieldKind::Flag,
+    },
+    Field {
+        key: "mistake_probabilities",
+        label: "fit on probabilities",
+        control: Some("mistake-probabilities"),
+        kind: FieldKind::Flag,
+    },
+    Field {
+        key: "mistake_minimise_ece",
+        label: "fit by least ECE",
+        control: Some("mistake-minimise-ece"),
+        kind: FieldKind::Flag,
     },
 ];
 
@@ -816,6 +844,20 @@ impl PageState {
             (FieldKind::Number(_), Value::Number(number)) => Some(format!("{}", number.as_f64()?)),
             _ => None,
         }
+    }
+
+    /// The mistaken fits the anatomy chart shows, in the order of their switches.
+    pub fn fit_mistakes(&self) -> Vec<FitMistake> {
+        let switches = [
+            self.mistake_evaluation_half,
+            self.mistake_probabilities,
+            self.mistake_minimise_ece,
+        ];
+        MISTAKES
+            .into_iter()
+            .zip(switches)
+            .filter_map(|(mistake, on)| on.then_some(mistake))
+            .collect()
     }
 
     /// What the conformal lab computes for this state.

@@ -6,7 +6,7 @@ use crate::page::Figure;
 const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1&score=aps\
 &randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all&tau=0.04&ood=mnist\
 &ood_score=energy&shift=rotation&severity=3&recalibrate=0&paper=0&embed=none&present=0\
-&delta=0.1&risk=0.03";
+&delta=0.1&risk=0.03&mistake_evaluation_half=0&mistake_probabilities=0&mistake_minimise_ece=0";
 
 fn messages(rejected: &[Rejected]) -> Vec<String> {
     rejected.iter().map(ToString::to_string).collect()
@@ -351,7 +351,7 @@ fn the_embed_view_names_a_figure_or_none() {
     assert_eq!(state.embed, Embed::Figure(Figure::SmoothReliability));
     assert!(state
         .to_hash()
-        .contains("&embed=smooth-reliability&present=0"));
+        .contains("&embed=smooth-reliability&present=0&"));
     let (state, rejected) = PageState::from_hash("embed=pie-chart");
     assert_eq!(state.embed, Embed::None);
     assert_eq!(rejected.len(), 1);

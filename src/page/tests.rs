@@ -4,6 +4,7 @@ use super::*;
 use crate::calibration::Binning;
 use crate::lab::ShiftStore;
 use crate::sentences::percent;
+use crate::temperature_anatomy::FitMistake;
 
 fn lab_with_logits(rows: usize, arrived: usize) -> Lab {
     let labels: Vec<u32> = (0..rows).map(|i| (i % NUM_CLASSES) as u32).collect();
@@ -1211,13 +1212,14 @@ fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_
             (Figure::SmoothReliability, Draw),
             (Figure::Classwise, Draw),
             (Figure::RivalsReliability, Clear),
+            (Figure::TemperatureAnatomy, Clear),
             (Figure::SetSizes, Draw),
             (Figure::PerClass, Draw),
             (Figure::Stratified, Draw),
             (Figure::Sweep, Draw),
             (Figure::RiskCoverage, Draw),
         ],
-        "the experiment is drawn by its run; the rivals wait for the worker's fits"
+        "the experiment is drawn by its run; the rivals and the anatomy wait for the worker"
     );
     assert_eq!(
         frame_figures(&frame, &[Figure::Histogram, Figure::OodRoc]),
@@ -1288,7 +1290,86 @@ fn every_choice_and_flag_control_shows_what_the_link_says() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 11, "the page's selects and check boxes");
+    assert_eq!(checked, 14, "the page's selects and check boxes");
+}
+
+#[test]
+fn the_anatomy_waits_for_every_row_and_shows_each_mistake_switched_on() {
+    let visible = Visible {
+        temperature: true,
+        figures: vec![Figure::TemperatureAnatomy],
+        ..Visible::default()
+    };
+    let text_of = |frame: &Frame, wanted: &str| {
+        frame.readouts.patches.iter().find_map(|patch| match patch {
+            Patch::Text { id, text } if *id == wanted => Some(text.clone()),
+            _ => None,
+        })
+    };
+    let mut streaming = lab_with_logits(300, 200);
+    let frame = render_bundled(&mut streaming, &PageState::default(), &visible).unwrap();
+    assert!(frame.anatomy.is_none());
+    assert_eq!(
+        frame_figures(&frame, &[Figure::TemperatureAnatomy]),
+        [(Figure::TemperatureAnatomy, FrameDrawing::Clear)],
+        "the curves wait for every row"
+    );
+    assert_eq!(
+        text_of(&frame, "anatomy-summary").as_deref(),
+        Some(crate::sentences::anatomy_pending(false).as_str())
+    );
+    assert_eq!(frame.readouts.anatomy_request, None);
+
+    let mut lab = lab_with_logits(300, 300);
+    let (state, rejected) = PageState::from_hash("mistake_probabilities=1&mistake_minimise_ece=1");
+    assert!(rejected.is_empty(), "{rejected:?}");
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+    assert_eq!(
+        frame_figures(&frame, &[Figure::TemperatureAnatomy]),
+        [(Figure::TemperatureAnatomy, FrameDrawing::Clear)],
+        "the curves wait for the worker"
+    );
+    assert_eq!(
+        text_of(&frame, "anatomy-summary").as_deref(),
+        Some(crate::sentences::anatomy_pending(true).as_str())
+    );
+    let request = frame.readouts.anatomy_request.unwrap();
+    let curves = lab.worker_halves().unwrap().anatomy(&request).unwrap();
+    lab.add_anatomy(request, curves);
+    let frame = render_bundled(&mut lab, &state, &visible).unwrap();
+    let view = frame.anatomy.as_ref().unwrap();
+    let shown: Vec<_> = view.mistakes.iter().map(|(fit, _)| fit.mistake).collect();
+    assert_eq!(shown, [FitMistake::Probabilities, FitMistake::MinimiseEce]);
+    assert_eq!(
+        text_of(&frame, "mistake-evaluation-half-sentence").as_deref(),
+        Some("")
+    );
+    for (id, (_, sentence)) in [
+        "mistake-probabilities-sentence",
+        "mistake-minimise-ece-sentence",
+    ]
+    .into_iter()
+    .zip(&view.mistakes)
+    {
+        assert_eq!(text_of(&frame, id).as_ref(), Some(sentence), "{id}");
+    }
+    assert!(text_of(&frame, "anatomy-summary")
+        .unwrap()
+        .contains("NLL is least at T = "));
+    // The figure and its CSV: a header and one row per grid temperature.
+    let csv = figure::csv(
+        Figure::TemperatureAnatomy,
+        &Sources {
+            frame: &frame,
+            experiment: None,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        1 + crate::temperature_anatomy::ANATOMY_POINTS
+    );
+    assert!(csv.starts_with("temperature,calibration_nll,"));
 }
 
 #[test]

@@ -680,15 +680,8 @@ pub fn alpha_sweep_curves<DB: DrawingBackend>(
     draw_polyline(&bottom_pixels, sizes.iter().copied(), GREEN, metrics)?;
 
     let marker = VERMILLION.stroke_width(metrics.stroke(REFERENCE_LINE_WIDTH));
-    for (pixels, range) in [(&top_pixels, coverage_range), (&bottom_pixels, size_range)] {
-        draw_line(
-            &pixels.canvas,
-            pixels.point(current_alpha, range.start),
-            pixels.point(current_alpha, range.end),
-            marker,
-            false,
-            metrics,
-        )?;
+    for pixels in [&top_pixels, &bottom_pixels] {
+        draw_vertical(pixels, current_alpha, marker, false, metrics)?;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@
 //! whatever a colour singles out (an empty set, a class below its target, a calibration gap)
 //! is also hatched, so it reads without colour.
 
+mod anatomy;
 mod calibration;
 mod conformal;
 mod ood;
@@ -25,6 +26,7 @@ mod shift;
 #[cfg(test)]
 mod test_support;
 
+pub use anatomy::{anatomy_chart, TemperatureLine, MISTAKE_COLOURS};
 pub use calibration::{
     classwise_reliability, confidence_histogram, method_reliability, reliability_diagram,
     smooth_curve_shown, smooth_reliability_diagram, MethodPanel,
@@ -593,6 +595,26 @@ fn draw_line<DB: DrawingBackend>(
         canvas.draw(&PathElement::new(vec![from, to], style))?;
     }
     Ok(())
+}
+
+/// Draws a vertical line at `x` (data coordinates) across the plotting area's y range, dashed
+/// or solid: a threshold, a marked severity or temperature.
+fn draw_vertical<DB: DrawingBackend>(
+    pixels: &PlotPixels<'_, DB>,
+    x: f64,
+    style: ShapeStyle,
+    dashed: bool,
+    metrics: Metrics,
+) -> Result<(), PlotError> {
+    let y_range = pixels.plot.get_y_range();
+    draw_line(
+        &pixels.canvas,
+        pixels.point(x, y_range.start),
+        pixels.point(x, y_range.end),
+        style,
+        dashed,
+        metrics,
+    )
 }
 
 /// Draws `points` (data coordinates) as one solid polyline of `colour`, or a dot for a single

@@ -273,10 +273,9 @@ pub fn score_histogram<DB: DrawingBackend>(
         PixelRect::spanning(pixels.point(threshold, 0.0), pixels.point(x_high, y_max));
     shade_band(&pixels.canvas, taken_for_in_distribution, VERMILLION)?;
     draw_paired_bars(&pixels, histogram, Some(threshold), metrics)?;
-    draw_line(
-        &pixels.canvas,
-        pixels.point(threshold, 0.0),
-        pixels.point(threshold, y_max),
+    draw_vertical(
+        &pixels,
+        threshold,
         VERMILLION.stroke_width(metrics.stroke(REFERENCE_LINE_WIDTH)),
         false,
         metrics,

@@ -165,15 +165,8 @@ pub fn severity_chart<DB: DrawingBackend>(
 
     let marker = FAINT_GREY.stroke_width(metrics.stroke(REFERENCE_LINE_WIDTH));
     let current = f64::from(current);
-    for (pixels, range) in [(&top_pixels, 0.0..1.0), (&bottom_pixels, size_range)] {
-        draw_line(
-            &pixels.canvas,
-            pixels.point(current, range.start),
-            pixels.point(current, range.end),
-            marker,
-            false,
-            metrics,
-        )?;
+    for pixels in [&top_pixels, &bottom_pixels] {
+        draw_vertical(pixels, current, marker, false, metrics)?;
     }
 
     let top_series: [Series; 4] = [

@@ -27,13 +27,7 @@ fn dots_sit_at_their_severities_and_lines_join_them_in_order() {
         severity_chart(area, &points, 5, 0.9, 3, &ChartStyle::default())
     })
     .unwrap();
-    let dots = |hex| -> Vec<(i32, i32)> {
-        elements(&svg, "circle")
-            .iter()
-            .filter(|circle| attribute(circle, "fill") == Some(hex))
-            .map(|circle| (number(circle, "cx"), number(circle, "cy")))
-            .collect()
-    };
+    let dots = |hex| filled_circles(&svg, hex);
     // Accuracy (top), coverage kept (top) and set size kept (bottom) in orange: 2 × 3 dots.
     assert_eq!(dots(BLUE_HEX).len(), 3);
     assert_eq!(dots(ORANGE_HEX).len(), 6);

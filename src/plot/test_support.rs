@@ -76,6 +76,15 @@ pub(super) fn number(element: &[(&str, &str)], name: &str) -> i32 {
     attribute(element, name).unwrap().parse().unwrap()
 }
 
+/// The centres of the `<circle>` elements filled with colour `hex`, in document order.
+pub(super) fn filled_circles(svg: &str, hex: &str) -> Vec<(i32, i32)> {
+    elements(svg, "circle")
+        .iter()
+        .filter(|circle| attribute(circle, "fill") == Some(hex))
+        .map(|circle| (number(circle, "cx"), number(circle, "cy")))
+        .collect()
+}
+
 /// The filled `<rect>` elements of colour `hex`.
 pub(super) fn filled_rects<'a>(svg: &'a str, hex: &str) -> Vec<Vec<(&'a str, &'a str)>> {
     elements(svg, "rect")

@@ -149,6 +149,13 @@ impl Bootstrap {
         let request: lab::RivalsRequest = from_js(request, "rivals request")?;
         to_js(&self.0.rivals(&request)?)
     }
+
+    /// The anatomy chart's curves of `request` (a [`lab::AnatomyRequest`]), a
+    /// [`lab::AnatomyCurves`].
+    pub fn anatomy(&self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::AnatomyRequest = from_js(request, "anatomy request")?;
+        to_js(&self.0.anatomy(&request)?)
+    }
 }
 
 /// The paired bootstrap of `chosen − reference` in FPR95 and AUROC on the same test (`_in`) and
@@ -690,6 +697,15 @@ impl Page {
         let request = from_js(request, "rivals request")?;
         let rivals = from_js(rivals, "rivals")?;
         self.data()?.shown_lab().add_rivals(request, rivals);
+        Ok(())
+    }
+
+    /// Keeps the anatomy chart's curves a worker computed for `request` (a
+    /// [`lab::AnatomyRequest`]); they are dropped if the network or split changed since.
+    pub fn add_anatomy(&mut self, request: JsValue, curves: JsValue) -> Result<(), JsError> {
+        let request = from_js(request, "anatomy request")?;
+        let curves = from_js(curves, "anatomy curves")?;
+        self.data()?.shown_lab().add_anatomy(request, curves);
         Ok(())
     }
 

@@ -14,6 +14,7 @@ use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration
 use calibra::selective::{self, SelectiveReport};
 use calibra::sentences;
 use calibra::smooth_calibration;
+use calibra::temperature_anatomy::BrierDecomposition;
 use calibra::text::serde_name;
 use serde::Serialize;
 
@@ -66,6 +67,8 @@ struct TestMetrics {
     smece_bandwidth: f64,
     #[serde(flatten)]
     estimators: Estimators,
+    /// Murphy's decomposition of the Brier score on the classwise bins.
+    brier_decomposition: BrierDecomposition,
     /// With `--bootstrap`: `{ece, smece, nll, brier}`, each `{estimate, lower, upper}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     intervals: Option<MetricIntervals>,
@@ -224,8 +227,11 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         }
     };
     let evaluate = |t: f64| -> Result<TestMetrics, String> {
-        let binned = calibration::evaluate(&test, &parts.test_labels, t, args.bins, args.binning)
-            .map_err(|e| e.to_string())?;
+        let full =
+            calibration::evaluate_in_full(&test, &parts.test_labels, t, args.bins, args.binning)
+                .map_err(|e| e.to_string())?;
+        let brier_decomposition = BrierDecomposition::of(&full);
+        let binned = full.report;
         let (confidence, correct) =
             calibration::confidences(&test, &parts.test_labels, t).map_err(|e| e.to_string())?;
         let smooth =
@@ -261,6 +267,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             smece: smooth.smece,
             smece_bandwidth: smooth.bandwidth,
             estimators,
+            brier_decomposition,
             intervals,
         })
     };
