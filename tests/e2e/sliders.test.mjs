@@ -51,19 +51,29 @@ async function settled(control, key) {
   return { ...shown, entry: hash[key] };
 }
 
-// The slider's track: where a pointer at `fraction` of its width lands, once the track has
-// stayed in one place for a few frames (a lab still filling in, or its bar sticking, moves it;
-// on a loaded machine a click measured before such a move misses the track).
-async function trackPoint(control, fraction) {
+// Brings `control` to the middle of the window and waits until it stays there for a few
+// frames: a lab that comes into view draws and grows (the conformal lab's gallery and tables),
+// which pushes what is below it down; on a loaded machine a click measured before such a move
+// misses. In the middle, too, the progress row fixed at the window's bottom does not cover it.
+async function settleInView(control) {
   const locator = page.locator(`#${control}`);
-  await locator.scrollIntoViewIfNeeded();
-  let box = await locator.boundingBox();
+  let box = null;
   for (let attempt = 0; attempt < 50; attempt++) {
+    await locator.evaluate((element) => element.scrollIntoView({ block: "center" }));
     await nextFrames(page, 3);
-    const again = await locator.boundingBox();
-    if (JSON.stringify(again) === JSON.stringify(box)) break;
+    const again = await locator.evaluate((element) => {
+      const { x, y, width, height } = element.getBoundingClientRect();
+      return { x, y, width, height, inView: y >= 0 && y + height <= innerHeight };
+    });
+    if (box && again.inView && JSON.stringify(again) === JSON.stringify(box)) return again;
     box = again;
   }
+  throw new Error(`#${control} did not stay in view`);
+}
+
+// The slider's track: where a pointer at `fraction` of its width lands.
+async function trackPoint(control, fraction) {
+  const box = await settleInView(control);
   return { x: box.x + fraction * box.width, y: box.y + box.height / 2 };
 }
 
@@ -175,7 +185,7 @@ test("each checkbox follows a click, a tap and the space bar, and each select th
   assert.ok(checkboxes.length >= 4 && selects.length >= 5, `${checkboxes.length} checkboxes, ${selects.length} selects`);
   for (const { key, control } of checkboxes) {
     const locator = page.locator(`#${control}`);
-    await locator.scrollIntoViewIfNeeded();
+    await settleInView(control);
     const start = await choiceEntry(control, key);
     const moves = [
       ["click", () => locator.click()],
@@ -199,7 +209,7 @@ test("each checkbox follows a click, a tap and the space bar, and each select th
   }
   for (const { key, control } of selects) {
     const locator = page.locator(`#${control}`);
-    await locator.scrollIntoViewIfNeeded();
+    await settleInView(control);
     const options = await locator.evaluate((select) => [...select.options].filter((o) => !o.disabled).map((o) => o.value));
     const start = await choiceEntry(control, key);
     // The arrow keys on the closed select step through its options, as on Windows and Linux.
