@@ -92,8 +92,8 @@ export class Arrivals {
       performance.mark(`calibra:inference-done:${limits.models[message.model].network}`);
     }
     // The progress row moves with the frames the batches ask for, which count the same images:
-    // rewritten after each batch, its layout and paint took a tenth of a second of the page's
-    // thread while the workers needed the cores. The last batch marks the page done in the task
+    // rewritten after each batch, its layout and paint took the page's thread while the workers
+    // needed the cores. The last batch marks the page done in the task
     // that asks for its frame.
     if (all && shown) this.progress.show(count);
   }

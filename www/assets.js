@@ -60,7 +60,7 @@ async function unzipped(response) {
   const gzipped = rest !== null && rest[0] === 0x1f && rest[1] === 0x8b;
   // Passed on in pieces of at most UNZIP_PIECE bytes: the browser hands over all that has
   // arrived (locally, megabytes at once), and a piece is unzipped whole before anything comes
-  // out of it, so the images at its start waited about 20 ms for the rest of it.
+  // out of it, so the images at its start waited for the rest of it.
   /** @type {ReadableStream<Uint8Array>} */
   const body = new ReadableStream({
     async pull(controller) {

@@ -23,9 +23,8 @@ export const available = typeof indexedDB === "object" && globalThis.crypto?.sub
 let opened = null;
 
 // Set once logits have been kept: a hint, in localStorage, that read at once says whether asking
-// the database is worth it. On a first visit on a 2-core machine, IndexedDB, opening (and
-// creating) its database, answered 0.4–0.7 s after the navigation, and the first batch waited for
-// it. The database stays the truth: a hint whose logits are gone costs only that wait.
+// the database is worth it. On a first visit IndexedDB, opening (and creating) its database,
+// answered long after the navigation, and the first batch waited for it. The database stays the truth: a hint whose logits are gone costs only that wait.
 const KEPT_HINT = "calibra-logits-kept";
 
 // The page's localStorage; the inference worker, which has none, imports this module only to

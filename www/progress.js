@@ -19,12 +19,12 @@ export class Progress {
     /** @type {Map<number, number>} when each model's inference started, for the images/s figure */
     this.started = new Map();
     // Every frame asks; only a change of network, count or download is written (formatting the
-    // counts took a throttled phone-class slider frame about 0.7 ms).
+    // counts is a visible part of a throttled phone-class slider frame).
     /** @type {string | null} */
     this.shown = null;
     // Writes the counts ("10,000"). Made while the page waits for its module (prepare): the
-    // browser's first number formatting took 12–28 ms (Chromium, 2 cores), and the first
-    // progress row is written on the way to the first chart.
+    // browser's first number formatting is slow, and the first progress row is written on the
+    // way to the first chart.
     /** @type {Intl.NumberFormat | null} */
     this.format = null;
     // What a download tried again says ("retrying the test images' download (2 of 3)"), or null.

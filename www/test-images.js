@@ -5,7 +5,8 @@
 import { idx_image_count, noise_pixels, parse_mnist, shifted_pixels } from "./pkg/calibra.js";
 import { FIRST_IMAGES_URL, IMAGES_URL, MNIST_URL, fetchUnzipped, openIdx } from "./assets.js";
 
-// Test images corrupted per call when the shift lab makes a corrupted copy (about 10–20 ms).
+// Test images corrupted per call when the shift lab makes a corrupted copy: small enough that
+// each call fits between two frames.
 const CORRUPTION_CHUNK = 1000;
 
 /** @typedef {ReturnType<typeof import("./pkg/calibra.js").limits>} Limits */
@@ -76,7 +77,7 @@ export class ImageSets {
 
   /**
    * The corrupted copy `set` of the test images, made in Rust CORRUPTION_CHUNK images at a time
-   * with the page's thread given back in between (the whole copy takes 100–200 ms).
+   * with the page's thread given back in between (the whole copy would take several frames).
    * @param {string} set
    */
   async corruptedCopy(set) {

@@ -51,13 +51,12 @@ pub use state::{
 /// milliseconds, large enough for the matrix kernels.
 pub const INFERENCE_BATCH: usize = 250;
 /// Images in the first batch of each image set: a fifth of a batch, so that the first chart
-/// waits for 50 images rather than 250 (about 100 ms less, while the worker's code is still
-/// in WebAssembly's baseline tier).
+/// waits for 50 images rather than 250, while the worker's code is still in WebAssembly's
+/// baseline tier.
 pub const FIRST_BATCH: usize = 50;
 /// Least time between two redraws that arriving batches ask for: a network's 10,000 test
 /// images come in about forty batches, and a redraw of the temperature lab after each one took
-/// 730–980 ms of the page's thread during a switch on a 2-core machine, a core's third taken
-/// from the inference workers. Four redraws a second still show the chart filling in; the
+/// a core's third from the inference workers during a switch on a 2-core machine. Four redraws a second still show the chart filling in; the
 /// shown network's first batch, the batch that completes a set, and any redraw a reader asks
 /// for are drawn at once.
 pub const STREAMING_REDRAW_MS: f64 = 250.0;

@@ -1020,8 +1020,8 @@ fn fit_per_class_canvas(classes: usize, sizes: &mut CanvasSizes) -> Result<(), J
 /// Each canvas's content box in CSS pixels, as the page's ResizeObserver last reported it
 /// (`Page.canvas_resized`). A frame sizes its canvases from these and reads no layout: the
 /// slider's readouts, written just before the frame, leave the layout dirty, and reading a
-/// canvas's size then forced a layout of the article (about 6 ms of a slider frame on a
-/// phone-class device).
+/// canvas's size then forced a layout of the article, a large part of a phone-class slider
+/// frame.
 #[derive(Debug, Default)]
 struct CanvasSizes(HashMap<String, (f64, f64)>);
 

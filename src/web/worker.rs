@@ -67,8 +67,8 @@ const WARM_UP_IMAGES: usize = 4;
 /// images and drops the result, so that the first real batch does not pay for the code's first
 /// run. The browser compiles a wasm function when it is first called and optimises it only once
 /// it has run a while; `worker.js` calls this while its first network's weights are still
-/// downloading, which spends that wait (in Chromium on two cores a first batch of 50 images took
-/// 45–95 ms cold and 15–30 ms after a warm-up).
+/// downloading, which spends that wait (a first batch after a warm-up takes a fraction of its
+/// cold time).
 #[wasm_bindgen]
 pub fn warm_up() -> Result<(), JsError> {
     Classifier::blank()?.logits(&[0; WARM_UP_IMAGES * IMAGE_PIXELS])?;
