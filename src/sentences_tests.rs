@@ -616,8 +616,9 @@ fn the_reliability_summary_calls_a_planted_overconfidence_by_its_name() {
     assert!(over >= 38, "{over} of 40 called overconfident");
 }
 
-#[test]
-fn the_reliability_summary_says_when_chance_explains_the_largest_gap() {
+/// A report of two bins, the first empty and the second (0.5–1.0) holding `count` images at
+/// confidence 0.9 and accuracy 0.75.
+fn two_bin_report(count: usize) -> crate::calibration::CalibrationReport {
     let bin = |lower: f64, count, confidence, accuracy| crate::calibration::Bin {
         lower,
         upper: lower + 0.5,
@@ -625,7 +626,7 @@ fn the_reliability_summary_says_when_chance_explains_the_largest_gap() {
         confidence,
         accuracy,
     };
-    let report = crate::calibration::CalibrationReport {
+    crate::calibration::CalibrationReport {
         accuracy: 0.8,
         nll: 0.5,
         brier: 0.2,
@@ -633,9 +634,13 @@ fn the_reliability_summary_says_when_chance_explains_the_largest_gap() {
         rmsce: 0.1,
         mce: 0.15,
         classwise_ece: 0.01,
-        bins: vec![bin(0.0, 0, 0.0, 0.0), bin(0.5, 8, 0.9, 0.75)],
-    };
-    let text = reliability_summary(1.0, 0.9, &report);
+        bins: vec![bin(0.0, 0, 0.0, 0.0), bin(0.5, count, 0.9, 0.75)],
+    }
+}
+
+#[test]
+fn the_reliability_summary_says_when_chance_explains_the_largest_gap() {
+    let text = reliability_summary(1.0, 0.9, &two_bin_report(8));
     assert!(
         text.ends_with(
             "(8 images): confidence 90.0% against accuracy 75.0%, a gap of 15.0 points, which \
@@ -647,24 +652,7 @@ fn the_reliability_summary_says_when_chance_explains_the_largest_gap() {
 
 #[test]
 fn the_reliability_summary_names_the_bin_with_the_largest_gap() {
-    let bin = |lower: f64, count, confidence, accuracy| crate::calibration::Bin {
-        lower,
-        upper: lower + 0.5,
-        count,
-        confidence,
-        accuracy,
-    };
-    let report = crate::calibration::CalibrationReport {
-        accuracy: 0.8,
-        nll: 0.5,
-        brier: 0.2,
-        ece: 0.0625,
-        rmsce: 0.1,
-        mce: 0.15,
-        classwise_ece: 0.01,
-        bins: vec![bin(0.0, 0, 0.0, 0.0), bin(0.5, 40, 0.9, 0.75)],
-    };
-    let text = reliability_summary(1.0, 0.9, &report);
+    let text = reliability_summary(1.0, 0.9, &two_bin_report(40));
     assert_eq!(
         text,
         "At T = 1.000: accuracy 80.0%, mean confidence 90.0%, ECE 0.0625; 1 of 2 bins hold \
