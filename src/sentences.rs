@@ -1216,8 +1216,8 @@ pub fn selective_sentence(f: &SelectiveFigures) -> String {
                 None => "on the evaluation half it answers none of the images.".to_string(),
             };
             format!(
-                " To answer wrongly on at most {risk} of the images, conformal risk control \
-                 answers an image with {} at T = {:.3}: {answered} The same risk level asks for \
+                " To answer wrongly on at most {risk} of the images on average over \
+                 calibration sets, conformal risk control answers an image with {} at T = {:.3}: {answered} The same risk level asks for \
                  {} at T = 1 and {} at the fitted T: what a threshold reads as a probability \
                  changes with T, while the images answered ({} and {}) differ for {} of them.",
                 confidence_above(report.threshold),

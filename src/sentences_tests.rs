@@ -949,7 +949,7 @@ fn the_selective_sentence_in_each_state() {
          the images kept, averaged over every share kept) is 0.0200. At T = 1 it is 0.0200, at \
          the fitted T = 1.250 0.0205: temperature scaling changes no prediction, and the ranking \
          by confidence, and so the curve, barely moves. To answer wrongly on at most 3% of the \
-         images, conformal risk control answers an image with a confidence above 0.9876 at \
+         images on average over calibration sets, conformal risk control answers an image with a confidence above 0.9876 at \
          T = 1.000: on the evaluation half it answers 81.2% of the images, 2.91% of all of them \
          wrongly (3.58% of those answered). The same risk level asks for a confidence above \
          0.9876 at T = 1 and a confidence above 0.9012 at the fitted T: what a threshold reads \
