@@ -237,8 +237,14 @@ export async function launchBrowser({ viewport = { width: 1280, height: 900 }, h
   };
 }
 
-// Records every console error, uncaught exception, failed request and HTTP error of a context,
-// workers included (their console messages reach the context's "console" event).
+// How Chromium and Firefox report a request the browser gave up on. That is not a failure: it is
+// what a navigation does to the requests of the page it leaves, workers' scripts included, and a
+// test that loads the page again may do so while a worker is still starting.
+const ABORTED = ["net::ERR_ABORTED", "NS_BINDING_ABORTED"];
+
+// Records every console error, uncaught exception, failed request (but an aborted one) and HTTP
+// error of a context, workers included (their console messages reach the context's "console"
+// event).
 export function collectProblems(context) {
   const problems = [];
   const where = (page) => {
@@ -256,6 +262,7 @@ export function collectProblems(context) {
   });
   context.on("weberror", (error) => problems.push(`uncaught [${where(error.page())}] ${error.error().stack ?? error.error().message}`));
   context.on("requestfailed", (request) => {
+    if (ABORTED.includes(request.failure()?.errorText ?? "")) return;
     problems.push(`request failed: ${request.url()} (${request.failure()?.errorText})`);
   });
   context.on("response", (response) => {
