@@ -356,11 +356,16 @@ export async function scrollThrough(page) {
   await nextFrames(page, 2);
 }
 
-// The page's hash entries, once the last state's hash is in the address (the page writes it at
-// most every 200 ms).
+// The state's entries as the link gives them, once the last state's hash is in the address (the
+// page writes it at most every 200 ms): the link's own, and the defaults (limits.defaults,
+// written as the link writes them) for the fields it leaves out, being at their defaults.
 export async function hashParams(page, timeout = 10_000) {
   await page.waitForFunction(() => !window.calibra.hashPending, null, { timeout });
-  return page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+  return page.evaluate(() => {
+    const defaults = Object.entries(window.calibra.limits.defaults)
+      .map(([key, value]) => [key, typeof value === "boolean" ? (value ? "1" : "0") : String(value)]);
+    return { ...Object.fromEntries(defaults), ...Object.fromEntries(new URLSearchParams(location.hash.slice(1))) };
+  });
 }
 
 export const canvasData = (page, id) => page.evaluate((canvasId) => document.getElementById(canvasId).toDataURL(), id);
