@@ -5,10 +5,32 @@
 // byte, and otherwise is fetched whole again with the bytes already passed on skipped. The
 // reader of the body sees one whole file or, once the tries are spent, an error: never a file
 // that silently stops part-way. Offline (navigator.onLine false) a failure is not tried again:
-// the lab that needs the file offers a retry (offline.js).
+// the lab that needs the file offers a retry (offline.js). A resumed file, whole, is put into the
+// cache RESUMED before its reader sees its end, for the service worker to keep it for offline
+// use (sw.js's sweep): the worker cannot keep it as it passes, as no one fetch held it whole.
 
 // The waits before the 2nd, 3rd and 4th tries, in milliseconds.
 const RETRY_DELAYS = [500, 1000, 2000];
+// The cache of resumed downloads; sw.js reads and deletes it under the same name.
+const RESUMED = "calibra-resumed";
+
+/**
+ * Puts the resumed download of `url`, `chunks` end to end, into the cache of resumed downloads.
+ * Where the browser keeps no caches (an insecure address) or refuses (its storage is full), the
+ * file is simply not kept for offline use.
+ * @param {string} url
+ * @param {BlobPart[]} chunks
+ * @param {string | null} contentType
+ */
+async function keepResumed(url, chunks, contentType) {
+  if (!("caches" in globalThis)) return;
+  try {
+    const cache = await caches.open(RESUMED);
+    await cache.put(url, new Response(new Blob(chunks), { headers: { "Content-Type": contentType ?? "application/octet-stream" } }));
+  } catch {
+    // Not kept: the next visit fetches it again.
+  }
+}
 
 /** A file the network did not deliver, after its tries: the lab that needs it offers a retry. */
 export class DownloadError extends Error {
@@ -61,8 +83,12 @@ export async function download(url, onRetry = () => {}) {
   const resumable = !response.headers.has("Content-Encoding");
   /** @type {ReadableStreamDefaultReader<Uint8Array> | null} */
   let reader = response.body.getReader();
-  // Bytes passed on so far, and bytes of a whole refetch still to skip.
+  // Bytes passed on so far (and the chunks, for keepResumed), and bytes of a whole refetch
+  // still to skip.
   let received = 0;
+  /** @type {BlobPart[]} */
+  const chunks = [];
+  let resumed = false;
   let skip = 0;
   // The rest of the file after a cut: from `received` (206), or whole with `skip` set (200).
   const reopen = async () => {
@@ -76,6 +102,7 @@ export async function download(url, onRetry = () => {}) {
     } else {
       throw new Error(`HTTP ${again.status} ${again.statusText} when resuming`);
     }
+    resumed = true;
     onRetry(0, RETRY_DELAYS.length);
     return again.body.getReader();
   };
@@ -85,12 +112,18 @@ export async function download(url, onRetry = () => {}) {
         try {
           reader ??= await reopen();
           const { done, value } = await reader.read();
-          if (done) return controller.close();
+          if (done) {
+            if (resumed) await keepResumed(url, chunks, response.headers.get("Content-Type"));
+            chunks.length = 0;
+            return controller.close();
+          }
           const skipped = Math.min(skip, value.length);
           skip -= skipped;
           if (skipped === value.length) continue;
           received += value.length - skipped;
-          return controller.enqueue(value.subarray(skipped));
+          const passed = value.subarray(skipped);
+          chunks.push(/** @type {BlobPart} */ (passed));
+          return controller.enqueue(passed);
         } catch (error) {
           if (error instanceof DownloadError) throw error;
           reader = null;

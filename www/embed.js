@@ -10,6 +10,34 @@ let shown = null;
 let lastPresented = null;
 // Inside a frame, the embed view's height as last told to the page holding the frame.
 let toldHeight = 0;
+// The method notes presentation mode opened under its figure: each notes element, where it
+// stood in the article, and whether it was open there.
+/** @type {{ notes: HTMLDetailsElement, place: Comment, open: boolean }[]} */
+let presentedNotes = [];
+
+// Puts the notes presentation mode showed back in their place in the article, as they were.
+function restoreNotes() {
+  for (const { notes, place, open } of presentedNotes) {
+    place.replaceWith(notes);
+    notes.open = open;
+  }
+  presentedNotes = [];
+}
+
+// Opens, right under `figure`, the method notes ("More", details[data-present-with]) that name
+// `figureId`: a figure presented alone keeps what the article says beside it of its method.
+function presentNotes(figure, figureId) {
+  let after = figure;
+  for (const notes of document.querySelectorAll(`details[data-present-with~="${figureId}"]`)) {
+    const place = document.createComment("notes presented");
+    notes.replaceWith(place);
+    presentedNotes.push({ notes: /** @type {HTMLDetailsElement} */ (notes), place, open: /** @type {HTMLDetailsElement} */ (notes).open });
+    after.after(notes);
+    /** @type {HTMLDetailsElement} */ (notes).open = true;
+    after = notes;
+  }
+  return presentedNotes.map(({ notes }) => notes);
+}
 
 // An embed view inside an <iframe> tells the page holding it how tall it is, whenever that
 // changes (the figure drawn, a caption rewrapped): the embed code's script sets the frame's
@@ -39,6 +67,7 @@ export function showEmbed({ figureId, articleHref, present, figures }) {
   const nav = document.getElementById("presentation-nav");
   nav.hidden = !presenting;
   for (const element of document.querySelectorAll(".embed-keep, .embed-path")) element.classList.remove("embed-keep", "embed-path");
+  restoreNotes();
   document.body.classList.toggle("embed", embedded);
   link.hidden = !embedded || presenting;
   if (!embedded) {
@@ -57,13 +86,15 @@ export function showEmbed({ figureId, articleHref, present, figures }) {
   }
   const canvas = document.getElementById(figureId);
   const lab = canvas.closest(".lab");
+  const figure = canvas.closest("figure");
   const kept = [
     presenting ? nav : link.parentElement,
     canvas,
-    canvas.closest("figure"),
+    figure,
     document.querySelector(".status"),
     lab.querySelector(".slider-bar"),
     ...document.querySelectorAll(`[data-embed-with~="${figureId}"]`),
+    ...(presenting ? presentNotes(figure, figureId) : []),
   ];
   for (const element of kept) {
     element.classList.add("embed-keep");

@@ -40,7 +40,8 @@ export class HashWriter {
     this.timer = null;
     if (this.pending === null) return;
     if (this.known === null || location.hash === this.known) {
-      history.replaceState(null, "", `#${this.pending}`);
+      // The default view's link is the address alone, without an empty "#".
+      history.replaceState(null, "", this.pending ? `#${this.pending}` : `${location.pathname}${location.search}`);
       this.known = location.hash;
       this.lastWrite = performance.now();
     }

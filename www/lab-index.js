@@ -10,8 +10,9 @@ const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
 /** Scrolls to `target` (at once when the reader asks for reduced motion) and focuses it, or
  * its first heading, so that the next Tab continues from there. The labs passed on the way
- * draw as they come into view and grow, which moves the target: once the scroll ends, it is
- * put back in place (a few times at most).
+ * draw as they come into view, in the space style.css keeps for them; where that space is not
+ * what they take (a width between the two it is measured at), the target moves: once the scroll
+ * ends, it is put back in place (a few times at most).
  * @param {HTMLElement} target */
 function moveTo(target) {
   let corrections = 3;

@@ -55,9 +55,6 @@ export class Offline {
     // Each lab's notice, by the lab's id.
     /** @type {Map<string, HTMLElement>} */
     this.notices = new Map();
-    // Whether the service worker served this page's files from the start (a revisit): then
-    // every file fetched went through it, and there is nothing to sweep.
-    this.controlled = Boolean(this.possible && navigator.serviceWorker.controller);
   }
 
   /** Whether this browser, on this address, can keep the site (a secure context). */
@@ -139,11 +136,11 @@ export class Offline {
       if (registration.waiting) registration.waiting.postMessage({ type: "activate" });
       else location.reload();
     });
-    if (!this.controlled) {
-      // A reload or a closed tab keeps what the page fetched since the last sweep.
-      window.addEventListener("pagehide", () => container.controller?.postMessage({ type: "sweep" }));
-      await this.sweep();
-    }
+    // Every visit sweeps: a first one fetched its files before the worker was there, and a
+    // revisit in Chromium fetches what the build's cache lacks past the worker (sw.js's static
+    // routes). A reload or a closed tab keeps what the page fetched since the last sweep.
+    window.addEventListener("pagehide", () => container.controller?.postMessage({ type: "sweep" }));
+    await this.sweep();
     this.showSize();
     return registration;
   }

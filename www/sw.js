@@ -7,12 +7,18 @@
 // - The build's manifest (build-manifest.json, written by scripts/site-manifest.mjs) gives each
 //   file's content hash; scripts/build-site writes the build id into BUILD below, so a new build
 //   is a new service worker for the browser.
-// - Each file is kept, in the build's cache ("calibra-<build>"), under its path and hash once it
-//   is first fetched, and only if its bytes have the manifest's hash; it is then served from
-//   there before the network. A file already in the browser's HTTP cache (fetched before this
-//   worker was registered, which the page does after its first chart) is kept when the page
-//   asks ("sweep"), without the network; a file of an earlier build with the same hash is
-//   carried over at install.
+// - Each file is kept, in the build's cache ("calibra-<build>"), under its address once it is
+//   first fetched, and only if its bytes have the manifest's hash; it is then served from there
+//   before the network. A file already in the browser's HTTP cache (fetched before this worker
+//   was registered, which the page does after its first chart, or while it was not running, see
+//   below) or in the page's cache of resumed downloads (RESUMED, see download.js: a download
+//   resumed with a Range request is in neither) is kept when the page asks ("sweep"), without
+//   the network; a file of an earlier build with the same hash is carried over at install.
+// - Where the browser has static routes (Chromium's ServiceWorker Static Routing API), the
+//   site's files are answered from the build's cache by the browser itself, without this
+//   worker: a revisit's navigation does not wait for the worker to start, nor any file for a
+//   fetch event. A file the cache does not hold then goes to the network, and is kept at the
+//   page's next sweep.
 // - A new build waits: the open page keeps its own build's files, never a mix of two. The page
 //   offers a reload, and asks this worker to take over ("activate"); on activation every other
 //   build's cache is deleted.
@@ -31,6 +37,9 @@ const BUILD = "unbuilt";
 const sw = /** @type {ServiceWorkerGlobalScope} */ (/** @type {unknown} */ (self));
 const CACHE_PREFIX = "calibra-";
 const CACHE = `${CACHE_PREFIX}${BUILD}`;
+// Where the page and its workers put a download they resumed after a cut (download.js), whole,
+// for the next sweep to keep: its bytes passed by no fetch this worker saw.
+const RESUMED = "calibra-resumed";
 const SCOPE = new URL(sw.registration.scope);
 const MANIFEST_URL = new URL("build-manifest.json", SCOPE).href;
 // The waits before the 2nd, 3rd and 4th tries of a file keep-all fetches, in milliseconds.
@@ -67,8 +76,9 @@ function sitePath(url) {
   return path === "" || path.endsWith("/") ? `${path}index.html` : path;
 }
 
-// A file's key in the cache: its path and its content hash.
-const keyOf = (path, hash) => new URL(`${path}?v=${hash}`, SCOPE).href;
+// The addresses a file is kept under in its build's cache: its own, and the scope's for the page
+// (a build's cache holds one version of each file, so the address alone is the key).
+const addressesOf = (path) => (path === "index.html" ? [SCOPE.href, new URL(path, SCOPE).href] : [new URL(path, SCOPE).href]);
 
 // The first 16 hex digits of the SHA-256 of `bytes`, as scripts/site-manifest.mjs writes them.
 async function shortHash(bytes) {
@@ -80,7 +90,7 @@ async function shortHash(bytes) {
 async function keep(cache, path, entry, bytes, contentType) {
   if ((await shortHash(bytes)) !== entry.hash) return false;
   const headers = { "Content-Type": contentType ?? "application/octet-stream", "Content-Length": String(bytes.byteLength) };
-  await cache.put(keyOf(path, entry.hash), new Response(bytes, { headers }));
+  for (const address of addressesOf(path)) await cache.put(address, new Response(bytes, { headers }));
   return true;
 }
 
@@ -91,12 +101,22 @@ const openCache = () => (opened ??= caches.open(CACHE));
 // The paths of the manifest not kept yet.
 async function missing(cache, files) {
   const kept = new Set((await cache.keys()).map((request) => request.url));
-  return Object.keys(files).filter((path) => !kept.has(keyOf(path, files[path].hash)));
+  return Object.keys(files).filter((path) => !addressesOf(path).every((address) => kept.has(address)));
 }
 
-// Keeps every file of the build that the browser's HTTP cache holds, without the network.
+// Keeps every file of the build that the page's resumed downloads or the browser's HTTP cache
+// hold, without the network.
 async function sweep() {
   const [cache, { files }] = await Promise.all([openCache(), readManifest()]);
+  const left = await missing(cache, files);
+  if (await caches.has(RESUMED)) {
+    const resumed = await caches.open(RESUMED);
+    for (const path of left) {
+      const response = await resumed.match(new URL(path, SCOPE));
+      if (response) await keep(cache, path, files[path], await response.arrayBuffer(), response.headers.get("Content-Type"));
+    }
+    await caches.delete(RESUMED);
+  }
   for (const path of await missing(cache, files)) {
     // The page itself is in the HTTP cache under the address it was visited at, the scope's.
     const addresses = path === "index.html" ? [SCOPE, new URL(path, SCOPE)] : [new URL(path, SCOPE)];
@@ -143,7 +163,7 @@ async function respond(event, path) {
   const [cache, { files }] = await Promise.all([openCache(), readManifest()]);
   const entry = files[path];
   if (!entry) return fetch(request);
-  const cached = await cache.match(keyOf(path, entry.hash));
+  const cached = await cache.match(addressesOf(path)[0]);
   if (cached) return cached;
   const response = await fetch(request);
   if (request.headers.has("range") || response.status !== 200 || !response.body) return response;
@@ -169,15 +189,23 @@ sw.addEventListener("install", (event) => {
     await cache.put(MANIFEST_URL, new Response(JSON.stringify(fetched), { headers: { "Content-Type": "application/json" } }));
     manifest = Promise.resolve(fetched);
     // The files an earlier build had with the same bytes are carried over, not fetched again.
-    const earlier = (await caches.keys()).filter((name) => name.startsWith(CACHE_PREFIX) && name !== CACHE);
-    for (const path of await missing(cache, fetched.files)) {
-      for (const name of earlier) {
-        const old = await (await caches.open(name)).match(keyOf(path, fetched.files[path].hash));
-        if (old) {
-          await cache.put(keyOf(path, fetched.files[path].hash), old);
-          break;
-        }
+    const earlier = (await caches.keys()).filter((name) => name.startsWith(CACHE_PREFIX) && name !== CACHE && name !== RESUMED);
+    for (const name of earlier) {
+      const old = await caches.open(name);
+      const oldFiles = (await (await old.match(MANIFEST_URL))?.json())?.files ?? {};
+      for (const path of await missing(cache, fetched.files)) {
+        const kept = oldFiles[path]?.hash === fetched.files[path].hash && (await old.match(addressesOf(path)[0]));
+        if (kept) for (const address of addressesOf(path)) await cache.put(address, kept.clone());
       }
+    }
+    // Chromium answers the site's files from this cache itself (see the top); a request with a
+    // query (an embed's address) comes here, as sitePath() reads it without its query. A browser
+    // without static routes, or one that refuses these, sends every request here instead.
+    const routed = /** @type {{ addRoutes?: (rules: object) => Promise<void> }} */ (/** @type {unknown} */ (event));
+    const { URLPattern } = /** @type {{ URLPattern?: new (init: object) => object }} */ (/** @type {unknown} */ (sw));
+    if (routed.addRoutes && URLPattern) {
+      const urlPattern = new URLPattern({ protocol: SCOPE.protocol.slice(0, -1), hostname: SCOPE.hostname, port: SCOPE.port, pathname: `${SCOPE.pathname}*`, search: "" });
+      await routed.addRoutes({ condition: { urlPattern, requestMethod: "GET" }, source: { cacheName: CACHE } }).catch(() => {});
     }
   })());
 });
@@ -185,7 +213,7 @@ sw.addEventListener("install", (event) => {
 sw.addEventListener("activate", (event) => {
   event.waitUntil((async () => {
     for (const name of await caches.keys()) {
-      if (name.startsWith(CACHE_PREFIX) && name !== CACHE) await caches.delete(name);
+      if (name.startsWith(CACHE_PREFIX) && name !== CACHE && name !== RESUMED) await caches.delete(name);
     }
     await sw.clients.claim();
   })());

@@ -649,21 +649,38 @@ impl PageState {
         (state, rejected)
     }
 
-    /// The hash that describes this state, every field written, in [`FIELDS`] order.
+    /// The hash that describes this state: the fields that differ from the defaults, in
+    /// [`FIELDS`] order. A field at its default is left out, as [`PageState::from_hash`] starts
+    /// from the defaults: a link carries only the reader's choices, and the default view's link
+    /// is the page's address alone.
     pub fn to_hash(&self) -> String {
-        let fields = fields_of(self);
+        let defaults = Self::default().hash_entries();
         let mut out = form_urlencoded::Serializer::new(String::new());
-        for field in &FIELDS {
-            let text = match (&fields[field.key], field.kind) {
-                (Value::Bool(flag), _) => (if *flag { "1" } else { "0" }).to_string(),
-                (Value::String(s), _) => s.clone(),
-                (Value::Number(n), FieldKind::Number(range)) if range.integer => n.to_string(),
-                (Value::Number(n), _) => number_text(n.as_f64().unwrap_or(f64::NAN)),
-                (other, _) => other.to_string(),
-            };
-            out.append_pair(field.key, &text);
+        for ((key, text), (_, default)) in self.hash_entries().into_iter().zip(defaults) {
+            if text != default {
+                out.append_pair(key, &text);
+            }
         }
         out.finish()
+    }
+
+    /// Every field's entry as a hash writes it (a flag as `1` or `0`, a choice by its name, a
+    /// number as the shortest text that reads back as it), in [`FIELDS`] order.
+    pub(crate) fn hash_entries(&self) -> Vec<(&'static str, String)> {
+        let fields = fields_of(self);
+        FIELDS
+            .iter()
+            .map(|field| {
+                let text = match (&fields[field.key], field.kind) {
+                    (Value::Bool(flag), _) => (if *flag { "1" } else { "0" }).to_string(),
+                    (Value::String(s), _) => s.clone(),
+                    (Value::Number(n), FieldKind::Number(range)) if range.integer => n.to_string(),
+                    (Value::Number(n), _) => number_text(n.as_f64().unwrap_or(f64::NAN)),
+                    (other, _) => other.to_string(),
+                };
+                (field.key, text)
+            })
+            .collect()
     }
 
     /// The state after the control `control` (an element id) took the value `raw`: a slider's

@@ -1262,10 +1262,11 @@ fn every_choice_and_flag_control_shows_what_the_link_says() {
          &ood_score=msp&shift=blur&recalibrate=1&paper=1",
     );
     assert!(rejected.is_empty(), "{rejected:?}");
-    let link: std::collections::HashMap<String, String> =
-        form_urlencoded::parse(state.to_hash().as_bytes())
-            .into_owned()
-            .collect();
+    let link: std::collections::HashMap<String, String> = state
+        .hash_entries()
+        .into_iter()
+        .map(|(key, text)| (key.to_string(), text))
+        .collect();
     let patches = control_patches(&state);
     let mut checked = 0;
     for field in &FIELDS {

@@ -153,7 +153,8 @@ test("5. 'Copy link to this view' copies the address of this state", { timeout: 
   await page.waitForFunction(() => document.querySelector(".figure-menu-status").textContent === "Link copied.", null, { timeout: 30_000 });
   const copied = await page.evaluate(() => navigator.clipboard.readText());
   assert.equal(copied, await page.evaluate(() => location.href));
-  assert.match(copied, /#model=ce&t=1\.5&/);
+  // The fields the reader changed, and no default (model=ce, split=0) lengthening the link.
+  assert.match(copied, /#t=1\.5&bins=10$/);
 });
 
 test("6. 'Copy embed code' copies an <iframe> of the embed view of that figure in this state", { timeout: 30_000 }, async () => {
@@ -207,8 +208,9 @@ async function checkEmbed(view, figure) {
   assert.deepEqual(layout.canvases, [figure], `${figure}: the canvases shown`);
   assert.ok(layout.bar && layout.backShown && !layout.masthead && layout.headings === 0, `${figure}: ${JSON.stringify(layout)}`);
   assert.ok(layout.width > 0.9 * layout.viewport - 60 && layout.width <= layout.viewport, `${figure}: ${layout.width} px wide in ${layout.viewport}`);
+  // The article's view: embed at its default, so left out of the link.
   const back = new URLSearchParams(new URL(layout.back).hash.slice(1));
-  assert.equal(back.get("embed"), "none");
+  assert.equal(back.get("embed"), null);
 }
 
 test("7. every figure's embed view shows that figure alone, drawn, with its slider", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
@@ -241,6 +243,19 @@ test("7. every figure's embed view shows that figure alone, drawn, with its slid
 test("8. presentation mode: one figure a screen in large type, keys to move, Esc to leave", { timeout: 60_000 }, async () => {
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.evaluate(() => window.scrollTo(0, 0));
+  // Each method note ("More"): where it stands in the article, and whether it is open.
+  const notesInArticle = () => page.evaluate(() => [...document.querySelectorAll("details.more")].map((notes) => ({
+    open: notes.open,
+    after: notes.previousElementSibling?.outerHTML.slice(0, 80) ?? null,
+  })));
+  // The notes shown open right under the presented figure.
+  const presentedNotes = () => page.evaluate(() => {
+    const figure = [...document.querySelectorAll("main figure")].find((f) => f.getClientRects().length > 0);
+    const shown = [...document.querySelectorAll("details.more")].filter((notes) => notes.getClientRects().length > 0);
+    return shown.map((notes) => ({ summary: notes.querySelector("summary").textContent, open: notes.open, underFigure: figure.nextElementSibling === notes }));
+  });
+  const article = await notesInArticle();
+  assert.ok(article.length >= 5 && article.every((notes) => !notes.open), JSON.stringify(article));
   await page.getByRole("button", { name: "Present the figures" }).click();
   const shownFigure = () => page.evaluate(() => [...document.querySelectorAll("main figure canvas")].filter((c) => c.getClientRects().length > 0).map((c) => c.id));
   const position = () => page.textContent("#presentation-position");
@@ -249,6 +264,8 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   assert.deepEqual(await shownFigure(), ["reliability"]);
   assert.equal(await position(), `Figure 1 of ${count}: reliability diagram`);
   assert.equal((await hashParams(page)).present, "1");
+  // The figure's method notes open under it in presentation mode.
+  assert.deepEqual(await presentedNotes(), [{ summary: "More: how to read these numbers and their intervals", open: true, underFigure: true }]);
   // Large type: the root font is larger than the article's 17 px.
   assert.equal(await page.evaluate(() => getComputedStyle(document.documentElement).fontSize), "22px");
   await nextFrames(page, 3);
@@ -259,6 +276,21 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
   await page.keyboard.press("ArrowRight");
   await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 2 "));
   assert.deepEqual(await shownFigure(), ["histogram"]);
+  assert.equal((await presentedNotes()).length, 1);
+  // A figure without notes shows none; the conformal sweep shows how each score builds its set.
+  await page.keyboard.press("ArrowRight");
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 3 "));
+  assert.deepEqual(await presentedNotes(), []);
+  const presentFigure = (id) => page.evaluate((figure) => {
+    const params = new URLSearchParams(location.hash.slice(1));
+    params.set("embed", figure);
+    location.hash = params.toString();
+  }, id);
+  await presentFigure("sweep");
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.includes("over α"));
+  assert.deepEqual(await presentedNotes(), [{ summary: "More: how each score builds its set, and why T moves it", open: true, underFigure: true }]);
+  await presentFigure("histogram");
+  await page.waitForFunction(() => document.getElementById("presentation-position").textContent.startsWith("Figure 2 "));
   await page.keyboard.press("ArrowLeft");
   await page.keyboard.press("ArrowLeft");
   await page.waitForFunction((final) => document.getElementById("presentation-position").textContent.startsWith(`Figure ${final} `), count);
@@ -283,6 +315,8 @@ test("8. presentation mode: one figure a screen in large type, keys to move, Esc
     return [box.top, box.bottom, innerHeight];
   }, last);
   assert.ok(top < height && bottom > 0, `the last figure, #${last}, at ${top}–${bottom} of ${height} px after Escape`);
+  // The notes are back in their places in the article, closed.
+  assert.deepEqual(await notesInArticle(), article);
   const after = await hashParams(page);
   assert.equal(after.present, "0");
   assert.equal(after.embed, "none");

@@ -212,7 +212,7 @@ test("3b. every slider in Firefox follows a pointer at 10%, 50% and 90% of its t
       value: Number(document.getElementById(control).value),
       error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent,
       inline: document.getElementById(`${control}-error`)?.hidden === false ? document.getElementById(`${control}-error`).textContent : "",
-      tau: new URLSearchParams(location.hash.slice(1)).get("tau"),
+      tau: new URLSearchParams(location.hash.slice(1)).get("tau") ?? window.calibra.limits.defaults.tau,
     }), id);
   };
   for (const range of limits.sliders) {

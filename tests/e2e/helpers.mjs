@@ -70,11 +70,14 @@ const GZIPPED_TYPES = new Set([".html", ".js", ".mjs", ".css", ".json", ".wasm",
 // Unlike python's server it answers a Range request of one range ("bytes=N-" or "bytes=N-M")
 // with 206 and Content-Range, and for the flaky-network test `cut(pathname, bytes)` has the next
 // whole answer for that path send its headers and only `bytes` bytes before it drops the
-// connection. `close()` drops open connections too (the browser's offline, as seen from a page).
+// connection. `requests` lists every request received, in order. `close()` drops open
+// connections too (the browser's offline, as seen from a page).
 export async function serveDirectory(dir, { cacheControl, gzip = false, port: wantedPort = 0 } = {}) {
   // The cuts still to make: pathname -> bytes sent before the connection drops.
   const cuts = new Map();
   const gzipped = new Map();
+  // Every request received: "METHOD /path" (with " Range: …" when it has one).
+  const requests = [];
   const root = path.resolve(dir);
   const server = createServer((request, response) => {
     let pathname;
@@ -84,6 +87,7 @@ export async function serveDirectory(dir, { cacheControl, gzip = false, port: wa
       response.writeHead(400).end();
       return;
     }
+    requests.push(`${request.method} ${pathname}${request.headers.range ? ` Range: ${request.headers.range}` : ""}`);
     let file = path.join(root, pathname);
     if (file !== root && !file.startsWith(root + path.sep)) {
       response.writeHead(403).end();
@@ -151,6 +155,7 @@ export async function serveDirectory(dir, { cacheControl, gzip = false, port: wa
   return {
     url: `http://127.0.0.1:${port}/`,
     port,
+    requests,
     cut: (pathname, bytes) => cuts.set(pathname, bytes),
     close: () => new Promise((resolve) => {
       server.close(resolve);
@@ -351,11 +356,16 @@ export async function scrollThrough(page) {
   await nextFrames(page, 2);
 }
 
-// The page's hash entries, once the last state's hash is in the address (the page writes it at
-// most every 200 ms).
+// The state's entries as the link gives them, once the last state's hash is in the address (the
+// page writes it at most every 200 ms): the link's own, and the defaults (limits.defaults,
+// written as the link writes them) for the fields it leaves out, being at their defaults.
 export async function hashParams(page, timeout = 10_000) {
   await page.waitForFunction(() => !window.calibra.hashPending, null, { timeout });
-  return page.evaluate(() => Object.fromEntries(new URLSearchParams(location.hash.slice(1))));
+  return page.evaluate(() => {
+    const defaults = Object.entries(window.calibra.limits.defaults)
+      .map(([key, value]) => [key, typeof value === "boolean" ? (value ? "1" : "0") : String(value)]);
+    return { ...Object.fromEntries(defaults), ...Object.fromEntries(new URLSearchParams(location.hash.slice(1))) };
+  });
 }
 
 export const canvasData = (page, id) => page.evaluate((canvasId) => document.getElementById(canvasId).toDataURL(), id);

@@ -1,6 +1,7 @@
 // The article as a reader first sees it, in headless Chromium: on the first screen at 1280×900
 // the first lab's reliability diagram at least 500 px tall with its lesson beside it; on a phone
-// (390×844) the diagram starting on the first screen; the labs' index at hand while scrolling,
+// (390×844) the diagram starting on the first screen; a jump past the labs not yet drawn landing
+// on its target, which stays put as they fill in; the labs' index at hand while scrolling,
 // its links moving to their lab without touching the link's state, the lab in view marked; the
 // skip link first in the tab order; no empty band left by the progress bar once every image is
 // in. UPDATE_SCREENSHOT=1 also copies both first screens to docs/first-screen-1280.png and
@@ -45,6 +46,36 @@ async function firstScreen(name) {
   await page.screenshot({ path: shot });
   if (process.env.UPDATE_SCREENSHOT === "1") copyFileSync(shot, path.join(REPO_ROOT, "docs", name));
 }
+
+// The labs below the first screen draw when they come into view: each keeps, before it is
+// drawn, the space its charts, tables and sentences take once drawn, so that a jump past them
+// (the index, a skip link) lands where it aims and stays there.
+test("a jump from the index to the last lab lands on its heading, which stays there as the labs passed fill in", async () => {
+  const target = await page.evaluate(() => [...document.querySelectorAll("#lab-index a")].at(-1).getAttribute("href").slice(1));
+  // The heading's distance below the index: where each scroll ended (the first, where the jump
+  // landed before lab-index.js corrects it), and at the end.
+  await page.evaluate((id) => {
+    window.__offset = () => document.getElementById(id).getBoundingClientRect().top - document.getElementById("lab-index").getBoundingClientRect().height;
+    window.__landings = [];
+    window.__onScrollEnd = () => window.__landings.push(window.__offset());
+    addEventListener("scrollend", window.__onScrollEnd);
+  }, target);
+  await page.click(`#lab-index a[href="#${target}"]`);
+  await page.waitForFunction(() => window.__landings.length > 0, null, { timeout: 30_000 });
+  // Every lab passed draws, its worker's sentences too: wait until the page's height holds for 2 s.
+  for (let steady = 0, height = 0; steady < 4;) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = await page.evaluate(() => document.documentElement.scrollHeight);
+    steady = now === height ? steady + 1 : 0;
+    height = now;
+  }
+  const { landings, final } = await page.evaluate(() => {
+    removeEventListener("scrollend", window.__onScrollEnd);
+    return { landings: window.__landings, final: window.__offset() };
+  });
+  assert.ok(Math.abs(landings[0]) <= 4, `the jump landed ${landings[0].toFixed(0)} px from #${target}'s heading (then: ${landings.slice(1).map((y) => y.toFixed(0))})`);
+  assert.ok(Math.abs(final) <= 4, `#${target}'s heading moved to ${final.toFixed(0)} px once the labs passed were drawn`);
+});
 
 test("at 1280×900 the first screen holds the reliability diagram, at least 500 px tall, and its lesson beside it", async () => {
   await page.evaluate(() => window.scrollTo(0, 0));

@@ -67,6 +67,18 @@ test("1. a reload without the server shows the lab visited with every number (Ch
     await visitAndKeep(page, site.url);
     const online = await numbers(page);
     assert.ok(Object.keys(online).length > 20, `only ${Object.keys(online).length} numbers shown`);
+    // A revisit online: the page and its files come from the build's cache, answered by the
+    // browser itself (sw.js's static routes, so no wait for the worker to start and no fetch
+    // event per file), and nothing reaches the server but the worker's update check.
+    const before = site.requests.length;
+    await page.goto(site.url);
+    await waitForInference(page, INFERENCE_TIMEOUT_MS);
+    assert.deepEqual(site.requests.slice(before).filter((request) => request !== "GET /sw.js"), []);
+    const sources = await page.evaluate(() => Object.fromEntries(
+      [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]
+        .map((entry) => [new URL(entry.name).pathname, /** @type {any} */ (entry).workerFinalSourceType]),
+    ));
+    for (const file of ["/", "/style.css", "/index.js", "/pkg/calibra_bg.wasm", IMAGES]) assert.equal(sources[file], "cache", `${file}: ${JSON.stringify(sources)}`);
     await site.close();
     await browser.context.setOffline(true);
     await page.reload();
@@ -153,6 +165,38 @@ test("3. downloads cut part-way resume (Range) and give the same numbers as whol
     assert.deepEqual(cut.numbers, whole.numbers);
   } finally {
     for (const browser of browsers) await browser.close();
+    await site.close();
+  }
+});
+
+test("3b. downloads resumed after a cut are kept whole for offline use", { timeout: 600_000 }, async () => {
+  const site = await serveDirectory(SITE_DIR);
+  const browser = await launchBrowser({ serviceWorkers: "allow" });
+  try {
+    const page = await browser.context.newPage();
+    site.cut(IMAGES, 1_000_000);
+    site.cut(WEIGHTS, 100_000);
+    await visitAndKeep(page, site.url);
+    const resumed = site.requests.filter((request) => request.includes("Range:"));
+    assert.deepEqual([...new Set(resumed.map((request) => request.split(" ")[1]))].sort(), [WEIGHTS, IMAGES].sort(), resumed.join(", "));
+    const online = await numbers(page);
+    // Each resumed file is in the build's cache, whole (its bytes have the manifest's hash, which
+    // sw.js checks before it keeps them), and the page's cache of resumed downloads is gone.
+    const { build, files } = JSON.parse(readFileSync(path.join(SITE_DIR, "build-manifest.json"), "utf8"));
+    const kept = await page.evaluate(async ([name, paths]) => {
+      const cache = await caches.open(name);
+      return Promise.all(paths.map(async (file) => (await (await cache.match(file))?.arrayBuffer())?.byteLength ?? 0));
+    }, [`calibra-${build}`, [IMAGES, WEIGHTS]]);
+    assert.deepEqual(kept, [IMAGES, WEIGHTS].map((file) => files[file.slice(1)].bytes));
+    assert.equal(await page.evaluate(() => caches.has("calibra-resumed")), false);
+    await site.close();
+    await browser.context.setOffline(true);
+    await page.reload();
+    await waitForInference(page, INFERENCE_TIMEOUT_MS);
+    assert.deepEqual(await numbersOf(page, Object.keys(online)), online);
+    assert.ok(await page.locator("#error").isHidden(), await page.textContent("#error"));
+  } finally {
+    await browser.close();
     await site.close();
   }
 });
