@@ -91,6 +91,44 @@ fn before_any_logits_the_frame_waits_and_still_shows_the_controls() {
 }
 
 #[test]
+fn the_estimators_table_shows_its_errors_intervals_once_the_worker_has_them() {
+    let mut lab = lab_with_logits(300, 300);
+    let state = PageState {
+        t: 1.5,
+        ..PageState::default()
+    };
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    for end in ["ece_debiased_lo", "top_label_ece_hi", "ks_error_lo"] {
+        assert_eq!(
+            metric_patch(&frame.readouts.patches, end),
+            (&None, &"…".to_string())
+        );
+    }
+    let view = lab
+        .temperature_view(1.5, state.bins, state.binning, true)
+        .unwrap();
+    let request = view.interval_requests[0];
+    assert_eq!(request.temperature, 1.5);
+    let answer = lab.worker_halves().unwrap().intervals(&request).unwrap();
+    lab.add_intervals(request, answer);
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let patches = &frame.readouts.patches;
+    for (name, interval) in [
+        ("ece_debiased", answer.ece_debiased),
+        ("top_label_ece", answer.top_label_ece),
+        ("ks_error", answer.ks_error),
+    ] {
+        assert_eq!(metric_patch(patches, name).0, &Some(interval.estimate));
+        for (end, value) in [("lo", interval.lower), ("hi", interval.upper)] {
+            assert_eq!(
+                metric_patch(patches, &format!("{name}_{end}")),
+                (&Some(value), &format!("{value:.4}"))
+            );
+        }
+    }
+}
+
+#[test]
 fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
     let mut lab = lab_with_logits(300, 300);
     let state = PageState {

@@ -225,19 +225,24 @@ test("1. after inference the T = 1 numbers and the fitted T equal the native CLI
   t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(CALIBRATION_METRICS.map((n) => [n, metrics[n] - expected.before[n]])))}`);
 });
 
-test("1b. bootstrap intervals: each metric's 95% interval appears once the worker has it, and equals calibra report --bootstrap at T = 1 and the fitted T (1e-6)", { timeout: 120_000 }, async (t) => {
+test("1b. bootstrap intervals: each metric's 95% interval appears once the worker has it, and equals calibra report --bootstrap at T = 1 and the fitted T (1e-6), the estimators table's at the slider's T", { timeout: 120_000 }, async (t) => {
   const names = ["ece", "smece", "nll", "brier"];
-  const ends = ["_t1", "_fitted", ""].flatMap((suffix) => names.flatMap((name) => [`${name}${suffix}_lo`, `${name}${suffix}_hi`]));
+  // The estimators table has one column, the slider's T (T = 1 here): its three errors' intervals.
+  const estimatorNames = ["ece_debiased", "top_label_ece", "ks_error"];
+  const ends = [
+    ...["_t1", "_fitted", ""].flatMap((suffix) => names.flatMap((name) => [`${name}${suffix}_lo`, `${name}${suffix}_hi`])),
+    ...estimatorNames.flatMap((name) => [`${name}_lo`, `${name}_hi`]),
+  ];
   const started = Date.now();
   await main.waitForFunction((ends) => ends.every((name) => {
     const value = document.querySelector(`[data-metric="${name}"]`)?.dataset.value;
     return value !== undefined && value !== "";
   }), ends, { timeout: 90_000 });
-  t.diagnostic(`all 24 interval ends shown ${Date.now() - started} ms after the test began`);
+  t.diagnostic(`all ${ends.length} interval ends shown ${Date.now() - started} ms after the test began`);
   const metrics = await readMetrics(main);
   const expected = await native.report("ce", { seed: 0, extra: ["--bootstrap"] });
-  for (const [suffix, report] of [["_t1", expected.before], ["_fitted", expected.after], ["", expected.before]]) {
-    for (const name of names) {
+  for (const [suffix, report, shown] of [["_t1", expected.before, names], ["_fitted", expected.after, names], ["", expected.before, [...names, ...estimatorNames]]]) {
+    for (const name of shown) {
       const interval = report.intervals[name];
       assertClose(metrics[`${name}${suffix}_lo`], interval.lower, TOLERANCE_METRIC, `${name}${suffix} interval's lower end`);
       assertClose(metrics[`${name}${suffix}_hi`], interval.upper, TOLERANCE_METRIC, `${name}${suffix} interval's upper end`);
@@ -256,6 +261,7 @@ test("1b. bootstrap intervals: each metric's 95% interval appears once the worke
   assert.ok(metrics.nll_fitted_hi < metrics.nll_t1_lo, "temperature scaling's NLL gain is more than noise here");
   // The text a reader sees: "[lo, hi]" next to each value, with four decimals.
   assert.equal(await main.locator('table [data-metric="ece_t1_lo"]').textContent(), metrics.ece_t1_lo.toFixed(4));
+  assert.equal(await main.locator('#estimators [data-metric="ks_error_hi"]').textContent(), metrics.ks_error_hi.toFixed(4));
 });
 
 test("2. the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T as native: 1e-6, MCE 1e-5)", { timeout: 60_000 }, async () => {
