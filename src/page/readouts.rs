@@ -640,6 +640,10 @@ pub(super) fn temperature_chart_summaries(
             ),
         ),
         text(
+            "cumulative-differences-summary",
+            sentences::cumulative_differences_summary(&view.cumulative),
+        ),
+        text(
             "classwise-summary",
             sentences::classwise_summary(view.at_temperature.classwise_ece, &classes),
         ),

@@ -769,6 +769,24 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
             "shown at {row:?}"
         );
     }
+    // The cumulative differences: one row per image, the curve as the chart draws it.
+    let cumulative = csv_rows(&figure::csv(Figure::CumulativeDifferences, &sources).unwrap());
+    assert_eq!(
+        cumulative[0],
+        ["share_of_images", "confidence", "cumulative_difference"]
+    );
+    assert_eq!(cumulative.len(), 1 + view.n_evaluation);
+    for (k, row) in cumulative[1..].iter().enumerate() {
+        let read = |i: usize| row[i].parse::<f64>().unwrap();
+        assert_eq!(
+            (read(0), read(1), read(2)),
+            (
+                (k + 1) as f64 / view.n_evaluation as f64,
+                view.cumulative.sorted_confidence[k],
+                view.cumulative.curve[k]
+            )
+        );
+    }
     let rows = csv_rows(&figure::csv(Figure::Reliability, &sources).unwrap());
     assert_eq!(
         rows[0],
@@ -1248,6 +1266,7 @@ fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_
             (Figure::Reliability, Draw),
             (Figure::Histogram, Draw),
             (Figure::SmoothReliability, Draw),
+            (Figure::CumulativeDifferences, Draw),
             (Figure::Classwise, Draw),
             (Figure::RivalsReliability, Clear),
             (Figure::TemperatureAnatomy, Clear),
@@ -1531,6 +1550,14 @@ fn each_charts_text_alternative_carries_the_frames_numbers() {
             view.smooth.ece.smece, view.smooth.ece.bandwidth, view.n_evaluation
         )),
         "{smooth}"
+    );
+    let cumulative = summary(&frame, "cumulative-differences-summary");
+    assert!(
+        cumulative.contains(&format!(
+            "the KS error, its largest distance from 0, is {:.4}",
+            view.estimators.ks_error
+        )),
+        "{cumulative}"
     );
     let classwise = summary(&frame, "classwise-summary");
     let eces: Vec<f64> = view
