@@ -96,6 +96,7 @@ fn run() -> Result<()> {
             best(|| bootstrap::smooth_reliability_band(f, y, bandwidth, points, &resamples))?,
             best(|| calibration_null::test_calibration(f, y, BINS, Binning::Width, &outcomes))?,
             best(|| {
+                let cumulative = calibration_estimators::CumulativeDifferences::new(f, y)?;
                 calibration_estimators::estimators_of(
                     f,
                     y,
@@ -103,6 +104,7 @@ fn run() -> Result<()> {
                     NUM_CLASSES,
                     BINS,
                     Binning::Width,
+                    &cumulative,
                 )
             })?,
         ];

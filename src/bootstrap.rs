@@ -12,9 +12,13 @@
 //! * binned top-label ECE ([`calibration::reliability_bins`]),
 //! * smECE at its own fixed-point bandwidth, chosen again on every resample
 //!   ([`smooth_calibration::smooth_ece`]),
-//! * NLL and Brier score (means of per-row values, as [`calibration::evaluate`]).
+//! * NLL and Brier score (means of per-row values, as [`calibration::evaluate`]),
+//! * the estimators of [`calibration_estimators`] that are errors rather than tests: Kumar et
+//!   al.'s debiased L2 error on the ECE's bins, Gupta & Ramdas's top-label ECE (each predicted
+//!   class on its own bins) and Gupta et al.'s KS error (the cumulative differences sorted
+//!   again in every resample). The three tests have p-values instead of intervals.
 //!
-//! Rows are drawn once per resample and shared by the four metrics. The same seed gives the
+//! Rows are drawn once per resample and shared by the seven metrics. The same seed gives the
 //! same intervals on every platform. Definitions: docs/definitions.md.
 
 use rand::{Rng, SeedableRng};
@@ -24,6 +28,7 @@ use statrs::distribution::{Binomial, DiscreteCDF};
 use thiserror::Error;
 
 use crate::calibration::{self, Binning, CalibrationError, Logits};
+use crate::calibration_estimators::{self, CumulativeDifferences};
 use crate::smooth_calibration::{self, SmoothEce, SmoothReliability};
 
 /// Resamples of the page and the CLI.
@@ -79,7 +84,8 @@ pub struct MetricInterval {
     pub upper: f64,
 }
 
-/// Bootstrap intervals of the four metrics.
+/// Bootstrap intervals of the seven metrics, each named as `calibra report --json` names the
+/// metric.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricIntervals {
     /// Binned top-label ECE.
@@ -90,18 +96,31 @@ pub struct MetricIntervals {
     pub nll: MetricInterval,
     /// Mean Brier score.
     pub brier: MetricInterval,
+    /// Kumar et al.'s debiased L2 calibration error, on the ECE's bins.
+    pub ece_debiased: MetricInterval,
+    /// Gupta & Ramdas's top-label ECE, on the ECE's bins.
+    pub top_label_ece: MetricInterval,
+    /// Gupta et al.'s KS calibration error.
+    pub ks_error: MetricInterval,
 }
 
 /// Per-row values the metrics are computed from.
 struct Rows {
     confidence: Vec<f64>,
     correct: Vec<bool>,
+    predicted: Vec<u32>,
     nll: Vec<f64>,
     brier: Vec<f64>,
 }
 
-/// The four metrics of some rows, in the order ECE, smECE, NLL, Brier.
-fn metrics(rows: &Rows, num_bins: usize, binning: Binning) -> Result<[f64; 4], CalibrationError> {
+/// The seven metrics of some rows of `num_classes` classes, in the order ECE, smECE, NLL,
+/// Brier, debiased L2 error, top-label ECE, KS error.
+fn metrics(
+    rows: &Rows,
+    num_classes: usize,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<[f64; 7], CalibrationError> {
     let bins = calibration::reliability_bins(&rows.confidence, &rows.correct, num_bins, binning)?;
     let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len() as f64;
     Ok([
@@ -109,11 +128,23 @@ fn metrics(rows: &Rows, num_bins: usize, binning: Binning) -> Result<[f64; 4], C
         smooth_calibration::smooth_ece(&rows.confidence, &rows.correct)?.smece,
         mean(&rows.nll),
         mean(&rows.brier),
+        calibration_estimators::debiased_l2_calibration_error(&bins),
+        calibration_estimators::top_label_ece(
+            &rows.confidence,
+            &rows.correct,
+            &rows.predicted,
+            num_classes,
+            num_bins,
+            binning,
+        )?
+        .value,
+        CumulativeDifferences::new(&rows.confidence, &rows.correct)?.ks_error(),
     ])
 }
 
-/// Bootstrap percentile intervals of ECE (with `num_bins` bins of kind `binning`), smECE, NLL
-/// and Brier score at temperature `temperature`.
+/// Bootstrap percentile intervals of ECE (with `num_bins` bins of kind `binning`), smECE, NLL,
+/// Brier score, the debiased L2 error and the top-label ECE (on the same bins) and the KS error
+/// at temperature `temperature`.
 ///
 /// # Errors
 /// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
@@ -146,50 +177,59 @@ pub fn bootstrap_intervals(
     let all = Rows {
         confidence,
         correct,
+        predicted: calibration_estimators::predicted_classes(logits),
         nll,
         brier,
     };
-    let estimates = metrics(&all, num_bins, binning)?;
+    let num_classes = logits.num_classes();
+    let estimates = metrics(&all, num_classes, num_bins, binning)?;
 
     let n = labels.len();
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     let mut resample = Rows {
         confidence: vec![0.0; n],
         correct: vec![false; n],
+        predicted: vec![0; n],
         nll: vec![0.0; n],
         brier: vec![0.0; n],
     };
-    let mut values: [Vec<f64>; 4] = std::array::from_fn(|_| Vec::with_capacity(settings.resamples));
+    let mut values: [Vec<f64>; 7] = std::array::from_fn(|_| Vec::with_capacity(settings.resamples));
     for _ in 0..settings.resamples {
         for slot in 0..n {
             let row = rng.random_range(0..n);
             resample.confidence[slot] = all.confidence[row];
             resample.correct[slot] = all.correct[row];
+            resample.predicted[slot] = all.predicted[row];
             resample.nll[slot] = all.nll[row];
             resample.brier[slot] = all.brier[row];
         }
-        for (list, value) in values
-            .iter_mut()
-            .zip(metrics(&resample, num_bins, binning)?)
+        for (list, value) in
+            values
+                .iter_mut()
+                .zip(metrics(&resample, num_classes, num_bins, binning)?)
         {
             list.push(value);
         }
     }
     let tail = 0.5 * (1.0 - settings.level);
-    let [ece, smece, nll, brier] = std::array::from_fn(|m| {
-        let sorted = &mut values[m];
-        sorted.sort_unstable_by(f64::total_cmp);
-        MetricInterval {
-            estimate: estimates[m],
-            lower: percentile(sorted, tail),
-            upper: percentile(sorted, 1.0 - tail),
-        }
-    });
+    let [ece, smece, nll, brier, ece_debiased, top_label_ece, ks_error] =
+        std::array::from_fn(|m| {
+            let sorted = &mut values[m];
+            sorted.sort_unstable_by(f64::total_cmp);
+            MetricInterval {
+                estimate: estimates[m],
+                lower: percentile(sorted, tail),
+                upper: percentile(sorted, 1.0 - tail),
+            }
+        });
     Ok(MetricIntervals {
         ece,
         smece,
         nll,
         brier,
+        ece_debiased,
+        top_label_ece,
+        ks_error,
     })
 }
 

@@ -178,6 +178,17 @@ pub struct CumulativeDifferences {
     pub scale: f64,
 }
 
+/// Where the cumulative differences reach their statistics, each the first `k` that does
+/// (indices into [`CumulativeDifferences::curve`]): the chart marks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Landmarks {
+    /// The largest `|D_k|`: the KS error.
+    pub largest_gap: usize,
+    /// The highest and the lowest `D_k`: Kuiper's range between them.
+    pub highest: usize,
+    pub lowest: usize,
+}
+
 /// A statistic of a test of calibration and its p-value.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CalibrationTest {
@@ -219,16 +230,34 @@ impl CumulativeDifferences {
         })
     }
 
-    /// Gupta et al.'s KS calibration error `max_k |D_k|`.
-    pub fn ks_error(&self) -> f64 {
-        self.curve.iter().fold(0.0, |max, d| max.max(d.abs()))
+    /// Where the curve reaches its statistics: the first `k` of the largest `|D_k|` and of the
+    /// highest and the lowest `D_k` (indices into [`CumulativeDifferences::curve`]).
+    pub fn landmarks(&self) -> Landmarks {
+        let first_best = |better: &dyn Fn(f64, f64) -> bool| {
+            (1..self.curve.len()).fold(0, |best, k| {
+                if better(self.curve[k], self.curve[best]) {
+                    k
+                } else {
+                    best
+                }
+            })
+        };
+        Landmarks {
+            largest_gap: first_best(&|d, best| d.abs() > best.abs()),
+            highest: first_best(&|d, best| d > best),
+            lowest: first_best(&|d, best| d < best),
+        }
     }
 
-    /// `(max_k D_k − min_k D_k)`, the curve's range.
-    fn range(&self) -> f64 {
-        let max = self.curve.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let min = self.curve.iter().copied().fold(f64::INFINITY, f64::min);
-        max - min
+    /// Gupta et al.'s KS calibration error `max_k |D_k|`.
+    pub fn ks_error(&self) -> f64 {
+        self.curve[self.landmarks().largest_gap].abs()
+    }
+
+    /// `(max_k D_k − min_k D_k)`, the curve's range: Kuiper's statistic times `σ`.
+    pub fn range(&self) -> f64 {
+        let landmarks = self.landmarks();
+        self.curve[landmarks.highest] - self.curve[landmarks.lowest]
     }
 
     /// The Kolmogorov–Smirnov test `max_k |D_k| / σ`; `None` when `σ = 0`.
@@ -363,6 +392,7 @@ pub fn estimators(
         logits.num_classes(),
         num_bins,
         binning,
+        &CumulativeDifferences::new(&confidence, &correct)?,
     )
 }
 
@@ -377,7 +407,8 @@ pub fn predicted_classes(logits: &Logits) -> Vec<u32> {
 
 /// Every estimator of rows with top-label confidence `confidence[i]`, correctness `correct[i]`
 /// and predicted class `predicted[i] < num_classes`, binned with `num_bins` bins of kind
-/// `binning`: what a page that already has the confidences at its temperature computes.
+/// `binning`, whose cumulative differences are `cumulative`: what a page that already has the
+/// confidences at its temperature computes, and keeps the curve of for its chart.
 ///
 /// # Errors
 /// The errors of [`top_label_ece`].
@@ -388,6 +419,7 @@ pub fn estimators_of(
     num_classes: usize,
     num_bins: usize,
     binning: Binning,
+    cumulative: &CumulativeDifferences,
 ) -> Result<Estimators, CalibrationError> {
     let top_label = top_label_ece(
         confidence,
@@ -398,7 +430,6 @@ pub fn estimators_of(
         binning,
     )?;
     let bins = reliability_bins(confidence, correct, num_bins, binning)?;
-    let cumulative = CumulativeDifferences::new(confidence, correct)?;
     let spiegelhalter = spiegelhalter(confidence, correct)?;
     let kuiper = cumulative.kuiper();
     let kolmogorov_smirnov = cumulative.kolmogorov_smirnov();

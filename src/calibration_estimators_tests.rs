@@ -67,6 +67,16 @@ fn the_three_tests_by_hand() {
         HAND_TOLERANCE,
     );
     assert_close(curve.kuiper().unwrap().statistic, 0.857, HAND_TOLERANCE);
+    // D starts highest at k = 1 and is lowest, and largest in size, at k = 3.
+    assert_eq!(
+        curve.landmarks(),
+        Landmarks {
+            largest_gap: 2,
+            highest: 0,
+            lowest: 2
+        }
+    );
+    assert_close(curve.range(), 0.142, 1e-15);
     // Z = −0.3618 / sqrt(3·0.64·0.09 + 0.3364·0.1659) = −0.757; p = 1 − Φ(−0.757) = 0.7755.
     let z = spiegelhalter(&confidence, &correct).unwrap().unwrap();
     assert_close(z.statistic, -0.757, HAND_TOLERANCE);

@@ -9,6 +9,7 @@
 
 use crate::bootstrap::MetricInterval;
 use crate::calibration::CalibrationReport;
+use crate::calibration_estimators::CumulativeDifferences;
 use crate::calibration_null::{
     CalibrationTest, ConfidenceVerdict, GAP_STANDARD_ERRORS, NULL_DRAWS, VERDICT_RATES,
 };
@@ -1268,6 +1269,46 @@ pub fn smooth_reliability_summary(
         ),
         None => format!("{figures}; too few images lie near any confidence to draw the line."),
     }
+}
+
+/// The cumulative-differences chart's numbers in words: where the curve ends (accuracy minus
+/// mean confidence over all images, by construction of `D_n`), the KS error and the confidence
+/// where the curve reaches it, and Kuiper's range in units of a calibrated network's spread
+/// with its p-value (none when every confidence is 0 or 1). Errors to 4 decimals as the
+/// estimators table prints them.
+pub fn cumulative_differences_summary(cumulative: &CumulativeDifferences) -> String {
+    let (Some(&end), landmarks) = (cumulative.curve.last(), cumulative.landmarks()) else {
+        return String::new();
+    };
+    let direction = if end < 0.0 {
+        "overconfident on average"
+    } else if end > 0.0 {
+        "underconfident on average"
+    } else {
+        "as confident as accurate on average"
+    };
+    let gap = landmarks.largest_gap;
+    let spread = match cumulative.kuiper() {
+        Some(test) => format!(
+            "{:.1} times a calibrated network's spread (p {})",
+            test.statistic,
+            if test.p_value < 0.001 {
+                "< 0.001".to_string()
+            } else {
+                format!("= {:.3}", test.p_value)
+            }
+        ),
+        None => "with no spread to compare it with (every confidence is 0 or 1)".to_string(),
+    };
+    format!(
+        "Here, on {} images: the curve ends at {end:.4}, accuracy minus mean confidence \
+         ({direction}); the KS error, its largest distance from 0, is {:.4}, reached at \
+         confidence {}; Kuiper's range is {:.4}, {spread}.",
+        grouped(cumulative.curve.len()),
+        cumulative.curve[gap].abs(),
+        percent(cumulative.sorted_confidence[gap], 1),
+        cumulative.range(),
+    )
 }
 
 /// The class-wise reliability diagrams' numbers in words: the class-wise ECE (the mean of the

@@ -1367,3 +1367,76 @@ fn the_anatomy_summary_states_every_least_point() {
         assert!(summary.contains(part), "{part}: {summary}");
     }
 }
+
+#[test]
+fn the_cumulative_summary_reads_the_curves_end_and_statistics_in_each_direction() {
+    use crate::calibration_estimators::CumulativeDifferences;
+    // The worked example: D = (−0.02, −0.062, −0.162, −0.142, −0.122), σ = 0.165638.
+    let over = CumulativeDifferences::new(
+        &[0.1, 0.9, 0.21, 0.9, 0.5],
+        &[false, true, false, true, false],
+    )
+    .unwrap();
+    assert_eq!(
+        cumulative_differences_summary(&over),
+        "Here, on 5 images: the curve ends at -0.1220, accuracy minus mean confidence \
+         (overconfident on average); the KS error, its largest distance from 0, is 0.1620, \
+         reached at confidence 50.0%; Kuiper's range is 0.1420, 0.9 times a calibrated \
+         network's spread (p = 0.986)."
+    );
+    // Right where it was unsure: the curve rises.
+    let under = CumulativeDifferences::new(&[0.6, 0.7], &[true, true]).unwrap();
+    let text = cumulative_differences_summary(&under);
+    assert!(
+        text.contains("ends at 0.3500, accuracy minus mean confidence (underconfident on average)"),
+        "{text}"
+    );
+    let level = CumulativeDifferences::new(&[0.5, 0.5], &[true, false]).unwrap();
+    let text = cumulative_differences_summary(&level);
+    assert!(
+        text.contains("(as confident as accurate on average)"),
+        "{text}"
+    );
+    let certain = CumulativeDifferences::new(&[1.0, 1.0], &[true, false]).unwrap();
+    let text = cumulative_differences_summary(&certain);
+    assert!(
+        text.ends_with("with no spread to compare it with (every confidence is 0 or 1)."),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_cumulative_summary_states_accuracy_minus_mean_confidence_on_planted_data() {
+    use crate::calibration_estimators::CumulativeDifferences;
+    use rand::{Rng, SeedableRng};
+    // Every image right with probability its confidence minus 0.1: the curve ends near −0.1,
+    // and exactly at the sample's accuracy minus its mean confidence.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let confidence: Vec<f64> = (0..4000).map(|_| rng.random_range(0.4..1.0)).collect();
+    let correct: Vec<bool> = confidence
+        .iter()
+        .map(|&c| rng.random::<f64>() < c - 0.1)
+        .collect();
+    let n = confidence.len() as f64;
+    let accuracy = correct.iter().filter(|&&y| y).count() as f64 / n;
+    let mean_confidence = confidence.iter().sum::<f64>() / n;
+    let curve = CumulativeDifferences::new(&confidence, &correct).unwrap();
+    let text = cumulative_differences_summary(&curve);
+    let end = accuracy - mean_confidence;
+    assert!((end + 0.1).abs() < 0.02, "{end}");
+    assert!(
+        text.contains(&format!(
+            "the curve ends at {end:.4}, accuracy minus mean confidence (overconfident"
+        )),
+        "{text}"
+    );
+    // The gap grows with every image: the KS error is the end's size, at the surest image.
+    assert!(
+        text.contains(&format!(
+            "the KS error, its largest distance from 0, is {:.4}",
+            end.abs()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("p < 0.001"), "{text}");
+}

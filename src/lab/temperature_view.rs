@@ -8,7 +8,7 @@ use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
 use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
-use crate::calibration_estimators::{self, Estimators};
+use crate::calibration_estimators::{self, CumulativeDifferences, Estimators};
 use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
@@ -45,6 +45,9 @@ pub struct TemperatureView {
     /// The other estimators and the three tests of calibration at the slider's T, on the lab's
     /// bins (`calibration_estimators`, as `calibra report` computes them).
     pub estimators: Estimators,
+    /// The cumulative differences behind the KS error, Kuiper and Kolmogorov–Smirnov at the
+    /// slider's T (Tygert's chart draws them).
+    pub cumulative: CumulativeDifferences,
     /// Murphy's decomposition of the Brier score on the classwise bins, at the slider's T, at
     /// T = 1 and at the fitted T.
     pub brier_decomposition: [BrierDecomposition; 3],
@@ -167,6 +170,7 @@ impl Lab {
             calibration_null::test_calibration(&confidences, &correct, bins, binning, outcomes)?;
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
+        let cumulative = CumulativeDifferences::new(&confidences, &correct)?;
         let estimators = calibration_estimators::estimators_of(
             &confidences,
             &correct,
@@ -176,6 +180,7 @@ impl Lab {
             k,
             bins,
             binning,
+            &cumulative,
         )?;
         let mut view = TemperatureView {
             temperature,
@@ -189,6 +194,7 @@ impl Lab {
             verdict,
             classwise_bins,
             estimators,
+            cumulative,
             brier_decomposition,
             at_one,
             at_fitted,

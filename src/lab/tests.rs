@@ -527,6 +527,10 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     .unwrap();
     assert_eq!(answer, direct);
     assert_eq!(answer.ece.estimate, view.at_temperature.ece);
+    // The estimators table's errors are their intervals' estimates.
+    assert_eq!(answer.ece_debiased.estimate, view.estimators.ece_debiased);
+    assert_eq!(answer.top_label_ece.estimate, view.estimators.top_label_ece);
+    assert_eq!(answer.ks_error.estimate, view.estimators.ks_error);
     lab.add_intervals(request, answer);
     let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
     assert_eq!(view.intervals[0], Some(answer));

@@ -38,6 +38,7 @@ pub enum Figure {
     OodRoc,
     OodNorms,
     TauChart,
+    CumulativeDifferences,
 }
 
 /// What the page shows: the whole article, or one figure alone with its lab's controls (the
@@ -96,7 +97,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 18] = [
+pub const FIGURES: [FigureInfo; 19] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -113,6 +114,12 @@ pub const FIGURES: [FigureInfo; 18] = [
         Figure::SmoothReliability,
         "calibra-smooth-reliability",
         "smooth reliability diagram",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::CumulativeDifferences,
+        "calibra-cumulative-differences",
+        "cumulative differences",
         FigureLab::Temperature,
     ),
     info(
@@ -540,6 +547,11 @@ pub fn draw<DB: DrawingBackend>(
             plot::logit_norm_histogram(area, &charts.norms, &charts.norm_means, &labels, style)?;
         }
         Figure::TauChart => plot::tau_chart(area, &sources.ood(figure)?.tau_points, style)?,
+        Figure::CumulativeDifferences => plot::cumulative_differences_chart(
+            area,
+            &sources.temperature(figure)?.cumulative,
+            style,
+        )?,
         Figure::TemperatureAnatomy => {
             let view = sources.anatomy(figure)?;
             plot::anatomy_chart(
@@ -786,6 +798,23 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                     number(point.ece_fitted),
                     number(point.fpr95),
                     number(point.auroc),
+                ]);
+            }
+        }
+        Figure::CumulativeDifferences => {
+            let cumulative = &sources.temperature(figure)?.cumulative;
+            table.header(&["share_of_images", "confidence", "cumulative_difference"]);
+            let n = cumulative.curve.len() as f64;
+            for (k, (&confidence, &difference)) in cumulative
+                .sorted_confidence
+                .iter()
+                .zip(&cumulative.curve)
+                .enumerate()
+            {
+                table.row([
+                    number((k + 1) as f64 / n),
+                    number(confidence),
+                    number(difference),
                 ]);
             }
         }

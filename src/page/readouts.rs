@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::state::{fields_of, temperature_fraction, FieldKind, PageState, FIELDS, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
+use crate::bootstrap::{MetricInterval, MetricIntervals};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::calibration_estimators::Estimators;
 use crate::calibration_null::GAP_STANDARD_ERRORS;
@@ -496,22 +497,13 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     for (suffix, intervals) in ["", "_t1", "_fitted"].into_iter().zip(&view.intervals) {
         let each = intervals.map(|i| [i.ece, i.smece, i.nll, i.brier]);
         for (m, name) in ["ece", "smece", "nll", "brier"].into_iter().enumerate() {
-            let interval = each.map(|e| e[m]);
-            for (end, value) in [
-                ("lo", interval.map(|i| i.lower)),
-                ("hi", interval.map(|i| i.upper)),
-            ] {
-                patches.push(Patch::Metric {
-                    id: None,
-                    metric: format!("{name}{suffix}_{end}"),
-                    value,
-                    text: value.map_or_else(|| "…".to_string(), |v| format!("{v:.4}")),
-                    title: None,
-                });
-            }
+            patches.extend(interval_ends(
+                &format!("{name}{suffix}"),
+                each.map(|e| e[m]),
+            ));
         }
     }
-    patches.extend(estimator_readouts(&view.estimators));
+    patches.extend(estimator_readouts(&view.estimators, view.intervals[0]));
     patches.extend(brier_decomposition_readouts(view));
     let fitted = view.fitted_temperature;
     let bound = if view.fitted_bound_hit {
@@ -648,6 +640,10 @@ pub(super) fn temperature_chart_summaries(
             ),
         ),
         text(
+            "cumulative-differences-summary",
+            sentences::cumulative_differences_summary(&view.cumulative),
+        ),
+        text(
             "classwise-summary",
             sentences::classwise_summary(view.at_temperature.classwise_ece, &classes),
         ),
@@ -658,16 +654,50 @@ pub(super) fn temperature_chart_summaries(
     ]
 }
 
-/// The estimators table at the slider's T, each readout named as `calibra report --json` names
-/// it: errors to 4 decimals, statistics to 2, p-values to 3 (below 0.001 as "< 0.001"); "–"
-/// and no value for a test without scale (every confidence 0 or 1).
-fn estimator_readouts(estimators: &Estimators) -> Vec<Patch> {
-    let errors = [
-        ("ece_debiased", estimators.ece_debiased),
-        ("top_label_ece", estimators.top_label_ece),
-        ("ks_error", estimators.ks_error),
+/// The two ends `{name}_lo` and `{name}_hi` of a bootstrap interval, to 4 decimals, or "…"
+/// and no value while the worker computes it.
+fn interval_ends(name: &str, interval: Option<MetricInterval>) -> [Patch; 2] {
+    [
+        ("lo", interval.map(|i| i.lower)),
+        ("hi", interval.map(|i| i.upper)),
     ]
-    .map(|(name, value)| metric(name, value, format!("{value:.4}")));
+    .map(|(end, value)| Patch::Metric {
+        id: None,
+        metric: format!("{name}_{end}"),
+        value,
+        text: value.map_or_else(|| "…".to_string(), |v| format!("{v:.4}")),
+        title: None,
+    })
+}
+
+/// The estimators table at the slider's T, each readout named as `calibra report --json` names
+/// it: errors to 4 decimals with their bootstrap intervals (`intervals`, once the worker has
+/// them), statistics to 2, p-values to 3 (below 0.001 as "< 0.001"); "–" and no value for a
+/// test without scale (every confidence 0 or 1).
+fn estimator_readouts(estimators: &Estimators, intervals: Option<MetricIntervals>) -> Vec<Patch> {
+    let errors = [
+        (
+            "ece_debiased",
+            estimators.ece_debiased,
+            intervals.map(|i| i.ece_debiased),
+        ),
+        (
+            "top_label_ece",
+            estimators.top_label_ece,
+            intervals.map(|i| i.top_label_ece),
+        ),
+        (
+            "ks_error",
+            estimators.ks_error,
+            intervals.map(|i| i.ks_error),
+        ),
+    ]
+    .into_iter()
+    .flat_map(|(name, value, interval)| {
+        std::iter::once(metric(name, value, format!("{value:.4}")))
+            .chain(interval_ends(name, interval))
+    })
+    .collect::<Vec<_>>();
     let statistic = |value: f64| format!("{value:.2}");
     let p_value = |value: f64| {
         if value < 0.001 {

@@ -91,6 +91,44 @@ fn before_any_logits_the_frame_waits_and_still_shows_the_controls() {
 }
 
 #[test]
+fn the_estimators_table_shows_its_errors_intervals_once_the_worker_has_them() {
+    let mut lab = lab_with_logits(300, 300);
+    let state = PageState {
+        t: 1.5,
+        ..PageState::default()
+    };
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    for end in ["ece_debiased_lo", "top_label_ece_hi", "ks_error_lo"] {
+        assert_eq!(
+            metric_patch(&frame.readouts.patches, end),
+            (&None, &"…".to_string())
+        );
+    }
+    let view = lab
+        .temperature_view(1.5, state.bins, state.binning, true)
+        .unwrap();
+    let request = view.interval_requests[0];
+    assert_eq!(request.temperature, 1.5);
+    let answer = lab.worker_halves().unwrap().intervals(&request).unwrap();
+    lab.add_intervals(request, answer);
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let patches = &frame.readouts.patches;
+    for (name, interval) in [
+        ("ece_debiased", answer.ece_debiased),
+        ("top_label_ece", answer.top_label_ece),
+        ("ks_error", answer.ks_error),
+    ] {
+        assert_eq!(metric_patch(patches, name).0, &Some(interval.estimate));
+        for (end, value) in [("lo", interval.lower), ("hi", interval.upper)] {
+            assert_eq!(
+                metric_patch(patches, &format!("{name}_{end}")),
+                (&Some(value), &format!("{value:.4}"))
+            );
+        }
+    }
+}
+
+#[test]
 fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
     let mut lab = lab_with_logits(300, 300);
     let state = PageState {
@@ -731,6 +769,24 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
             "shown at {row:?}"
         );
     }
+    // The cumulative differences: one row per image, the curve as the chart draws it.
+    let cumulative = csv_rows(&figure::csv(Figure::CumulativeDifferences, &sources).unwrap());
+    assert_eq!(
+        cumulative[0],
+        ["share_of_images", "confidence", "cumulative_difference"]
+    );
+    assert_eq!(cumulative.len(), 1 + view.n_evaluation);
+    for (k, row) in cumulative[1..].iter().enumerate() {
+        let read = |i: usize| row[i].parse::<f64>().unwrap();
+        assert_eq!(
+            (read(0), read(1), read(2)),
+            (
+                (k + 1) as f64 / view.n_evaluation as f64,
+                view.cumulative.sorted_confidence[k],
+                view.cumulative.curve[k]
+            )
+        );
+    }
     let rows = csv_rows(&figure::csv(Figure::Reliability, &sources).unwrap());
     assert_eq!(
         rows[0],
@@ -1210,6 +1266,7 @@ fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_
             (Figure::Reliability, Draw),
             (Figure::Histogram, Draw),
             (Figure::SmoothReliability, Draw),
+            (Figure::CumulativeDifferences, Draw),
             (Figure::Classwise, Draw),
             (Figure::RivalsReliability, Clear),
             (Figure::TemperatureAnatomy, Clear),
@@ -1494,6 +1551,14 @@ fn each_charts_text_alternative_carries_the_frames_numbers() {
             view.smooth.ece.smece, view.smooth.ece.bandwidth, view.n_evaluation
         )),
         "{smooth}"
+    );
+    let cumulative = summary(&frame, "cumulative-differences-summary");
+    assert!(
+        cumulative.contains(&format!(
+            "the KS error, its largest distance from 0, is {:.4}",
+            view.estimators.ks_error
+        )),
+        "{cumulative}"
     );
     let classwise = summary(&frame, "classwise-summary");
     let eces: Vec<f64> = view

@@ -87,6 +87,27 @@ test("1. the reliability diagram's CSV holds the CLI's bins at this T", { timeou
   });
 });
 
+test("1b. the cumulative differences: the CSV's curve gives the CLI's KS error and Kuiper statistic at this T (1e-6), and the chart's text states them", { timeout: 60_000 }, async () => {
+  const { name, bytes } = await saved("cumulative-differences", "CSV");
+  assert.equal(name, "calibra-cumulative-differences.csv");
+  const [header, ...rows] = csvRows(bytes);
+  assert.deepEqual(header, ["share_of_images", "confidence", "cumulative_difference"]);
+  const report = await native.report("ce", { temperature: 1.5, bins: 10 });
+  const curve = rows.map((row) => Number(row[2]));
+  const confidences = rows.map((row) => Number(row[1]));
+  assert.equal(Number(rows.at(-1)[0]), 1, "the last image ends the curve");
+  for (let k = 1; k < confidences.length; k += 1) assert.ok(confidences[k - 1] <= confidences[k], `sorted by confidence at ${k}`);
+  const ksError = Math.max(...curve.map(Math.abs));
+  const range = Math.max(...curve) - Math.min(...curve);
+  const scale = Math.sqrt(confidences.reduce((sum, c) => sum + c * (1 - c), 0)) / confidences.length;
+  assert.ok(Math.abs(ksError - report.after.ks_error) < TOLERANCE_BIN, `KS error ${ksError} vs ${report.after.ks_error}`);
+  assert.ok(Math.abs(range / scale - report.after.kuiper) < 1e3 * TOLERANCE_BIN, `Kuiper ${range / scale} vs ${report.after.kuiper}`);
+  const summary = await page.textContent("#cumulative-differences-summary");
+  assert.ok(summary.includes(`the KS error, its largest distance from 0, is ${report.after.ks_error.toFixed(4)}`), summary);
+  assert.ok(summary.includes(`Kuiper's range is ${range.toFixed(4)}, ${report.after.kuiper.toFixed(1)} times`), summary);
+  assert.ok(summary.includes(`on ${confidences.length.toLocaleString("en-US")} images`), summary);
+});
+
 test("2. the SVG is the figure at the canvas's size, the PNG the figure at twice that size", { timeout: 60_000 }, async () => {
   const size = await page.evaluate(() => {
     const canvas = document.getElementById("reliability");

@@ -69,7 +69,8 @@ struct TestMetrics {
     estimators: Estimators,
     /// Murphy's decomposition of the Brier score on the classwise bins.
     brier_decomposition: BrierDecomposition,
-    /// With `--bootstrap`: `{ece, smece, nll, brier}`, each `{estimate, lower, upper}`.
+    /// With `--bootstrap`: `{ece, smece, nll, brier, ece_debiased, top_label_ece, ks_error}`,
+    /// each `{estimate, lower, upper}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     intervals: Option<MetricIntervals>,
 }
@@ -730,6 +731,9 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             ("brier", before.brier, after.brier),
             ("ece", before.ece, after.ece),
             ("smece", before.smece, after.smece),
+            ("ece_debiased", before.ece_debiased, after.ece_debiased),
+            ("top_label_ece", before.top_label_ece, after.top_label_ece),
+            ("ks_error", before.ks_error, after.ks_error),
         ] {
             let range = |i: MetricInterval| format!("[{:.4}, {:.4}]", i.lower, i.upper);
             out += &format!("{name:<16}{:>18}{:>18}\n", range(before), range(after));
