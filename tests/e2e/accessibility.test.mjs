@@ -7,7 +7,7 @@
 //
 // One browser and one page for the file: the cross-entropy inference runs once.
 //
-// Run: bash scripts/test (stage 8), or by hand after bash scripts/build-site:
+// Run: bash scripts/test (its last stage), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/accessibility.test.mjs
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

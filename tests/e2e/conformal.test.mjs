@@ -5,7 +5,7 @@
 // One browser for the file and one page, whose cross-entropy inference runs once. The conformal
 // lab redraws only when on screen, so each test scrolls it into view first.
 //
-// Run: bash scripts/test (stage 8), or by hand after bash scripts/build-site:
+// Run: bash scripts/test (its last stage), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/conformal.test.mjs
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";

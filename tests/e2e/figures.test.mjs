@@ -3,7 +3,7 @@
 // draws (checked against the native CLI's), and the copied link is the page in this state; the
 // footer's source-code link serves this checkout's source.
 //
-// Run: bash scripts/test (stage 8), or by hand after bash scripts/build-site:
+// Run: bash scripts/test (its last stage), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/figures.test.mjs
 // UPDATE_SCREENSHOT=1 also copies the presentation-mode screenshot to docs/presentation.png.
 import assert from "node:assert/strict";

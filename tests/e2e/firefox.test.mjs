@@ -8,7 +8,7 @@
 // body[data-inference] ("done" once the shown model's logits have all arrived).
 //
 // Environment: FIREFOX_BIN (default /usr/bin/firefox-esr), plus what helpers.mjs reads (SITE_URL,
-// CHROMIUM_BIN, CHROMIUM_FLAGS, CHROMIUM_USER_DATA_DIR). Run: bash scripts/test (stage 8), or
+// CHROMIUM_BIN, CHROMIUM_FLAGS, CHROMIUM_USER_DATA_DIR). Run: bash scripts/test (its last stage), or
 //   node --test tests/e2e/firefox.test.mjs
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";

@@ -10,7 +10,7 @@
 // its origin). Firefox is driven by puppeteer-core over WebDriver BiDi, which has no offline
 // emulation: there the server is stopped alone.
 //
-// Run: bash scripts/test (stage 8), or node --test tests/e2e/offline.test.mjs (after
+// Run: bash scripts/test (its last stage), or node --test tests/e2e/offline.test.mjs (after
 // bash scripts/build-site).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";

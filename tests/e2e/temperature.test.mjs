@@ -5,7 +5,7 @@
 // reused by every test that needs finished logits; only the hash-link test (a fresh page with
 // another split) runs a second full inference, and the model test a third (LogitNorm).
 //
-// Run: bash scripts/test (stage 8), or by hand after bash scripts/build-site:
+// Run: bash scripts/test (its last stage), or by hand after bash scripts/build-site:
 //   npm ci --prefix tests/e2e && node --test tests/e2e/*.test.mjs
 // The README's first screens are layout.test.mjs's.
 import assert from "node:assert/strict";
