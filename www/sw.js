@@ -10,7 +10,7 @@
 // - Each file is kept, in the build's cache ("calibra-<build>"), under its path and hash once it
 //   is first fetched, and only if its bytes have the manifest's hash; it is then served from
 //   there before the network. A file already in the browser's HTTP cache (fetched before this
-//   worker was registered, which the page does after its first chart) is kept when the page
+//   worker was registered, which the page does once its test images are inferred) is kept when the page
 //   asks ("sweep"), without the network; a file of an earlier build with the same hash is
 //   carried over at install.
 // - A new build waits: the open page keeps its own build's files, never a mix of two. The page
