@@ -3,9 +3,12 @@
 //! computes before drawing when that diagram is on screen) and, on the
 //! same evaluation half, each computation inside it, at temperatures across the slider's range.
 //! Prints milliseconds (best of 5 runs each, the least disturbed by other work on the machine)
-//! and each part's share of the view, then what the anatomy chart costs once and per frame.
-//! Asserts nothing; the browser's figures (wasm call and
-//! drawing) come from `scripts/bench`.
+//! and each part's share of the view, then what the anatomy chart costs once and per frame; then
+//! whole frames of the page without drawing (`page::render`): those drawn while the logits
+//! arrive a batch at a time, the temperature slider's with the first screen's figures, and the
+//! conformal lab's α slider's with its parts (the PAC and selective blocks), each position the
+//! best of 5, with the median and 95th percentile over the positions. Asserts nothing; the
+//! browser's figures (wasm call and drawing) come from `scripts/bench`.
 //!
 //! `cargo run --release --example temperature_frame` on the committed test set and the bundled
 //! cross-entropy network. Exits with status 2 and a message when the model or the data is
@@ -22,8 +25,9 @@ use calibra::calibration_estimators;
 use calibra::calibration_null::{self, NullOutcomes, NULL_DRAWS};
 use calibra::data::Dataset;
 use calibra::data::NUM_CLASSES;
-use calibra::lab::{Lab, BOOTSTRAP, MISTAKES, SMOOTH_CURVE_POINTS};
+use calibra::lab::{Lab, OodStore, ShiftStore, BOOTSTRAP, MISTAKES, SMOOTH_CURVE_POINTS};
 use calibra::model::Classifier;
+use calibra::page::{self, Figure, LabData, PageState, Visible, OOD_IMAGES};
 use calibra::smooth_calibration;
 
 const MODEL: &str = "assets/models/fmnist-ce.safetensors";
@@ -67,7 +71,9 @@ fn run() -> Result<()> {
     let labels: Vec<u32> = test.labels.iter().map(|&label| u32::from(label)).collect();
     let mut lab = Lab::new(labels, NUM_CLASSES, 1)?
         .with_class_names(calibra::data::fashion_mnist_class_names())?;
-    lab.add_logits(0, 0, &classifier.logits(test.images.pixels())?)?;
+    let all_logits = classifier.logits(test.images.pixels())?;
+    let streaming = streaming_frames(lab.clone(), &all_logits)?;
+    lab.add_logits(0, 0, &all_logits)?;
     let fitted = lab.fitted_temperature()?.temperature;
     // The first view computes the fixed columns once; frames after it do not (the rivals come
     // from the page's worker).
@@ -131,5 +137,111 @@ fn run() -> Result<()> {
          evaluations and smooth-ECE searches, the three mistaken fits); {per_frame:.3} ms a \
          frame once kept"
     );
+    page_frames(lab, &streaming)
+}
+
+/// The figures on the page's first screen.
+fn first_screen() -> Visible {
+    Visible {
+        temperature: true,
+        figures: vec![Figure::Reliability, Figure::Histogram],
+        ..Visible::default()
+    }
+}
+
+/// One frame of the page in `state`, without drawing.
+fn render(lab: &mut Lab, state: &PageState, visible: &Visible) -> Result<()> {
+    let rows = lab.rows();
+    page::render(
+        LabData::Bundled {
+            lab,
+            store: &mut OodStore::new(NUM_CLASSES, 1, rows, [OOD_IMAGES; 3]),
+            shifts: &mut ShiftStore::new(NUM_CLASSES, 1, rows),
+        },
+        state,
+        visible,
+    )?;
+    Ok(())
+}
+
+/// "median m ms, p95 p ms" of `times`.
+fn spread(mut times: Vec<f64>) -> String {
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    format!("median {:.2} ms, p95 {:.2} ms", at(0.5), at(0.95))
+}
+
+/// The frames drawn while the network's `logits` arrive into `lab` (which has none yet) a batch
+/// at a time, each after its batch: every one recomputes what is kept per network and split.
+fn streaming_frames(mut lab: Lab, logits: &[f32]) -> Result<String> {
+    let (state, visible) = (PageState::default(), first_screen());
+    let mut times = Vec::new();
+    for start in (0..lab.rows()).step_by(page::INFERENCE_BATCH) {
+        let end = (start + page::INFERENCE_BATCH).min(lab.rows());
+        lab.add_logits(0, start, &logits[start * NUM_CLASSES..end * NUM_CLASSES])?;
+        // Timed on copies, as the original must see each batch once.
+        times.push(best(|| render(&mut lab.clone(), &state, &visible))?);
+    }
+    Ok(spread(times))
+}
+
+/// Slider frames of the page on `lab` (every row in), after the frames of the logits'
+/// arrival (`streaming`).
+fn page_frames(mut lab: Lab, streaming: &str) -> Result<()> {
+    const POSITIONS: usize = 60;
+    let defaults = PageState::default();
+    let (temperature_lab, conformal_lab) = (
+        first_screen(),
+        Visible {
+            conformal: true,
+            figures: vec![
+                Figure::SetSizes,
+                Figure::PerClass,
+                Figure::Stratified,
+                Figure::Sweep,
+            ],
+            ..Visible::default()
+        },
+    );
+    // The first frames compute what is kept per network and split.
+    render(&mut lab, &defaults, &temperature_lab)?;
+    render(&mut lab, &defaults, &conformal_lab)?;
+    println!("\npage frames without drawing (`page::render`):\n");
+    println!(
+        "- while the logits arrive, a frame after each batch of {}: {streaming}",
+        page::INFERENCE_BATCH
+    );
+    let mut frames = Vec::new();
+    for i in 0..POSITIONS {
+        let t = 0.05 * 400_f64.powf(i as f64 / (POSITIONS - 1) as f64);
+        let state = defaults.set("t", &t.to_string())?;
+        frames.push(best(|| render(&mut lab, &state, &temperature_lab))?);
+    }
+    println!(
+        "- temperature slider, {POSITIONS} positions from 0.05 to 20: {}",
+        spread(frames)
+    );
+    let mut parts: [Vec<f64>; 4] = Default::default();
+    for i in 0..POSITIONS {
+        let alpha = 0.01 + 0.29 * i as f64 / (POSITIONS - 1) as f64;
+        let state = defaults.set("alpha", &format!("{alpha:.2}"))?;
+        let settings = state.conformal_settings();
+        parts[0].push(best(|| render(&mut lab, &state, &conformal_lab))?);
+        parts[1].push(best(|| lab.conformal_view(&settings))?);
+        parts[2].push(best(|| lab.pac_view(&settings, state.delta))?);
+        parts[3].push(best(|| lab.selective_view(state.t, state.risk))?);
+    }
+    let names = [
+        "the frame",
+        "its conformal view",
+        "its PAC block",
+        "its selective block",
+    ];
+    for (name, times) in names.into_iter().zip(parts) {
+        println!(
+            "- α slider, {POSITIONS} positions from 0.01 to 0.30, {name}: {}",
+            spread(times)
+        );
+    }
     Ok(())
 }

@@ -28,6 +28,12 @@ export class Arrivals {
     this.rows = new Map();
     /** @type {Map<number, Float32Array>} each model's last layer, until its first batch hands it to Rust */
     this.lastLayers = new Map();
+    /** @type {() => void} resolves firstSetComplete */
+    this.setComplete = () => {};
+    /** Resolves once a network's logits on every test image are in (the shown one's, on a first visit). */
+    this.firstSetComplete = new Promise((resolve) => {
+      this.setComplete = () => resolve(undefined);
+    });
   }
 
   /**
@@ -87,6 +93,7 @@ export class Arrivals {
     if (all || (first && shown)) frames.schedule();
     else if (shown) frames.scheduleStreaming(limits.streaming_redraw_ms);
     if (all && !cached) this.keep(message.model, "test");
+    if (all) this.setComplete();
     if (all && !(message.model in timings.inferenceDone)) {
       timings.inferenceDone[message.model] = performance.now();
       performance.mark(`calibra:inference-done:${limits.models[message.model].network}`);

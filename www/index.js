@@ -216,8 +216,10 @@ function render() {
         timings.firstChart = performance.now();
         timings.firstChartImages = images.testRows;
         performance.mark("calibra:first-chart");
-        // The service worker then, once the test images are in: a first visit is not slowed.
-        images.testComplete.catch(() => {}).then(() => offline.register());
+        // The service worker once every test image is inferred: its registration and the
+        // sweep's hashing and copying took a core from the inference workers (a first visit is
+        // not slowed; docs/benchmarks.md).
+        arrivals.firstSetComplete.then(() => offline.register());
       });
     }
     $("render-time").textContent = `(computed and drawn in ${millis.toFixed(1)} ms)`;

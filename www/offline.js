@@ -1,8 +1,8 @@
 // @ts-check
-// The page offline: registers the service worker (sw.js) once the first chart is on screen, says
-// beside each lab what the network did not deliver for it, with a retry, offers a reload when a
-// new build is ready (never a mix of two builds' files), and keeps the whole site for offline
-// use when the reader asks (the footer's button).
+// The page offline: registers the service worker (sw.js) once the first chart is on screen and
+// the test images are inferred, says beside each lab what the network did not deliver for it,
+// with a retry, offers a reload when a new build is ready (never a mix of two builds' files),
+// and keeps the whole site for offline use when the reader asks (the footer's button).
 import { $ } from "./dom.js";
 
 /** @typedef {import("./inference-pool.js").Unfetched} Unfetched */
@@ -99,7 +99,7 @@ export class Offline {
   }
 
   /**
-   * Registers the service worker (once; the first call after the first chart), has it keep what
+   * Registers the service worker (once; the first call once the test images are inferred), has it keep what
    * the page has already fetched, and shows the footer's button with the site's size.
    * @returns {Promise<ServiceWorkerRegistration | null>}
    */

@@ -10,8 +10,8 @@
 // - Each file is kept, in the build's cache ("calibra-<build>"), under its address once it is
 //   first fetched, and only if its bytes have the manifest's hash; it is then served from there
 //   before the network. A file already in the browser's HTTP cache (fetched before this worker
-//   was registered, which the page does after its first chart, or while it was not running, see
-//   below) or in the page's cache of resumed downloads (RESUMED, see download.js: a download
+//   was registered, which the page does once its test images are inferred, or while it was not
+//   running, see below) or in the page's cache of resumed downloads (RESUMED, see download.js: a download
 //   resumed with a Range request is in neither) is kept when the page asks ("sweep"), without
 //   the network; a file of an earlier build with the same hash is carried over at install.
 // - Where the browser has static routes (Chromium's ServiceWorker Static Routing API), the

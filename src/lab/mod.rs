@@ -163,6 +163,8 @@ struct Cache {
     score_tables: Vec<ScoreTable>,
     /// Confidences at T = 1 and at the fitted T for the selective classification block.
     selective_fixed: Option<selective_view::SelectiveFixed>,
+    /// The last selective classification block, kept while T and the risk level stay.
+    selective: Option<SelectiveView>,
     /// The anatomy of the fit a worker computed for this network and split.
     anatomy: Answers<AnatomyRequest, AnatomyCurves>,
 }
@@ -423,6 +425,7 @@ impl Lab {
                 probabilities: None,
                 score_tables: Vec::new(),
                 selective_fixed: None,
+                selective: None,
                 anatomy: Answers::default(),
             });
         }

@@ -95,7 +95,9 @@ fn report_of(halves: &[Confidences; 2], risk_level: f64) -> Result<SelectiveRepo
 }
 
 impl Lab {
-    /// The selective classification block at `temperature` and `risk_level`.
+    /// The selective classification block at `temperature` and `risk_level`: the last one
+    /// again when neither has moved, as the conformal lab's other sliders (α, δ, the score)
+    /// leave it as it is and its curve takes two softmaxes and two sorts.
     ///
     /// # Errors
     /// [`LabError::TemperatureOutOfRange`], [`LabError::NotReady`], and the selective
@@ -109,6 +111,13 @@ impl Lab {
         let k = self.num_classes;
         let needed = conformal::minimum_calibration_rows(risk_level)?;
         let cache = self.prepared()?;
+        if let Some(last) = cache
+            .selective
+            .as_ref()
+            .filter(|last| last.temperature == temperature && last.risk_level == risk_level)
+        {
+            return Ok(last.clone());
+        }
         let fitted_temperature = cache.fit.temperature;
         let at_t = [
             confidences_of(&cache.calibration, k, temperature)?,
@@ -152,7 +161,7 @@ impl Lab {
                 _ => Err(needed),
             },
         });
-        Ok(SelectiveView {
+        let view = SelectiveView {
             temperature,
             risk_level,
             curve,
@@ -164,7 +173,9 @@ impl Lab {
             needed,
             n_calibration,
             sentence,
-        })
+        };
+        cache.selective = Some(view.clone());
+        Ok(view)
     }
 }
 

@@ -82,3 +82,35 @@ fn too_small_a_calibration_half_answers_nothing_and_says_how_many_it_needs() {
         view.sentence
     );
 }
+
+#[test]
+fn a_block_kept_while_t_and_the_risk_level_stay_is_the_one_computed_afresh() {
+    let mut lab = overconfident_lab(2_000, 3);
+    let first = lab.selective_view(2.0, 0.1).unwrap();
+    // The α slider moves the conformal lab's other blocks, not this one.
+    let settings = crate::lab::ConformalSettings {
+        temperature: 2.0,
+        alpha: 0.2,
+        score: crate::lab::ScoreKind::Lac,
+        randomized: false,
+        raps_lambda: conformal::DEFAULT_RAPS_LAMBDA,
+        raps_k_reg: conformal::DEFAULT_RAPS_K_REG,
+        saps_lambda: conformal::DEFAULT_SAPS_LAMBDA,
+        class_conditional: false,
+    };
+    lab.pac_view(&settings, 0.1).unwrap();
+    let kept = lab.selective_view(2.0, 0.1).unwrap();
+    assert_eq!(kept, first);
+    let mut fresh = lab.clone();
+    fresh.set_split(1);
+    fresh.set_split(0);
+    assert_eq!(kept, fresh.selective_view(2.0, 0.1).unwrap());
+    // A moved T or risk level is computed anew.
+    let moved = lab.selective_view(2.5, 0.1).unwrap();
+    assert_eq!(moved.temperature, 2.5);
+    assert_eq!(moved, fresh.selective_view(2.5, 0.1).unwrap());
+    assert_eq!(
+        lab.selective_view(2.5, 0.2).unwrap(),
+        fresh.selective_view(2.5, 0.2).unwrap()
+    );
+}
