@@ -723,6 +723,43 @@ fn each_method_reports_what_the_library_computes() {
         !stdout.contains("(fitted on the calibration part)"),
         "{stdout}"
     );
+    // With `--bootstrap`, the recalibration's ECE and NLL get the library's intervals (the
+    // LogitNorm lab's table); for one temperature, those of `after`, from the same resamples.
+    assert!(default.get("recalibration_intervals").is_none());
+    let json = report_json(
+        &logits,
+        &labels,
+        &["--method", "normalized", "--bootstrap", "10"],
+    );
+    let settings = bootstrap::BootstrapSettings {
+        resamples: 10,
+        ..BOOTSTRAP
+    };
+    let fitted = recalibration::fit(recalibration::Method::Normalized, &calibration).unwrap();
+    let expected =
+        recalibration::bootstrap_ece_nll(&fitted, &test, 15, Binning::Width, &settings).unwrap();
+    assert_json_close(
+        &json["recalibration_intervals"],
+        &serde_json::to_value(expected).unwrap(),
+        PARSED_FLOAT_TOLERANCE,
+        "normalised temperature scaling",
+    );
+    let temperature = report_json(&logits, &labels, &["--bootstrap", "10"]);
+    for metric in ["ece", "nll"] {
+        assert_json_close(
+            &temperature["recalibration_intervals"][metric],
+            &temperature["after"]["intervals"][metric],
+            PARSED_FLOAT_TOLERANCE,
+            metric,
+        );
+    }
+    let text = report(
+        &logits,
+        &labels,
+        &["--method", "normalized", "--bootstrap", "10"],
+    );
+    assert_success(&text);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("nll 95% interval"));
 }
 
 #[test]
@@ -787,61 +824,6 @@ fn bootstrap_adds_the_libraries_intervals_and_only_when_asked() {
         &report(&logits, &labels, &["--bootstrap", "1"]),
         &["--bootstrap", "between 2 and 10000"],
     );
-}
-
-/// With `--bootstrap`, the `--method` recalibration's ECE and NLL get the library's intervals
-/// (the LogitNorm lab's table): for one temperature, those of `after`, from the same resamples.
-#[test]
-fn bootstrap_gives_the_recalibrations_ece_and_nll_intervals() {
-    let dir = TempDir::new("bootstrap-method");
-    let data = synthetic_data(400, 4, 2.0, 5);
-    let (logits, labels) = data.write(&dir, "data", "npy");
-    let plain = report_json(&logits, &labels, &["--method", "normalized"]);
-    assert!(plain.get("recalibration_intervals").is_none());
-    let json = report_json(
-        &logits,
-        &labels,
-        &["--method", "normalized", "--bootstrap", "10"],
-    );
-    let (calibration_rows, test_rows) = seeded_split(data.len(), 0.5, 0);
-    let (calibration_logits, calibration_labels) = data.rows(&calibration_rows);
-    let (test_logits, test_labels) = data.rows(&test_rows);
-    let calibration = recalibration::Labelled::new(
-        Logits::new(&calibration_logits, 4).unwrap(),
-        &calibration_labels,
-    )
-    .unwrap();
-    let test =
-        recalibration::Labelled::new(Logits::new(&test_logits, 4).unwrap(), &test_labels).unwrap();
-    let settings = bootstrap::BootstrapSettings {
-        resamples: 10,
-        ..BOOTSTRAP
-    };
-    let fitted = recalibration::fit(recalibration::Method::Normalized, &calibration).unwrap();
-    let expected =
-        recalibration::bootstrap_ece_nll(&fitted, &test, 15, Binning::Width, &settings).unwrap();
-    assert_json_close(
-        &json["recalibration_intervals"],
-        &serde_json::to_value(expected).unwrap(),
-        PARSED_FLOAT_TOLERANCE,
-        "normalised temperature scaling",
-    );
-    let temperature = report_json(&logits, &labels, &["--bootstrap", "10"]);
-    for metric in ["ece", "nll"] {
-        assert_json_close(
-            &temperature["recalibration_intervals"][metric],
-            &temperature["after"]["intervals"][metric],
-            PARSED_FLOAT_TOLERANCE,
-            metric,
-        );
-    }
-    let text = report(
-        &logits,
-        &labels,
-        &["--method", "normalized", "--bootstrap", "10"],
-    );
-    assert_success(&text);
-    assert!(String::from_utf8_lossy(&text.stdout).contains("nll 95% interval"));
 }
 
 #[test]
