@@ -18,7 +18,9 @@
 //!   class on its own bins) and Gupta et al.'s KS error (the cumulative differences sorted
 //!   again in every resample). The three tests have p-values instead of intervals.
 //!
-//! Rows are drawn once per resample and shared by the seven metrics. The same seed gives the
+//! Rows are drawn once per resample and shared by the seven metrics. [`ece_nll_intervals`] gives
+//! the first and third alone from rows a recalibration other than one temperature computed,
+//! from the same draws. The same seed gives the
 //! same intervals on every platform. Definitions: docs/definitions.md.
 
 use rand::{Rng, SeedableRng};
@@ -104,6 +106,15 @@ pub struct MetricIntervals {
     pub ks_error: MetricInterval,
 }
 
+/// ECE and NLL with their bootstrap intervals ([`ece_nll_intervals`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EceNllIntervals {
+    /// Binned top-label ECE.
+    pub ece: MetricInterval,
+    /// Mean negative log-likelihood.
+    pub nll: MetricInterval,
+}
+
 /// Per-row values the metrics are computed from.
 struct Rows {
     confidence: Vec<f64>,
@@ -182,46 +193,10 @@ pub fn bootstrap_intervals(
         brier,
     };
     let num_classes = logits.num_classes();
-    let estimates = metrics(&all, num_classes, num_bins, binning)?;
-
-    let n = labels.len();
-    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
-    let mut resample = Rows {
-        confidence: vec![0.0; n],
-        correct: vec![false; n],
-        predicted: vec![0; n],
-        nll: vec![0.0; n],
-        brier: vec![0.0; n],
-    };
-    let mut values: [Vec<f64>; 7] = std::array::from_fn(|_| Vec::with_capacity(settings.resamples));
-    for _ in 0..settings.resamples {
-        for slot in 0..n {
-            let row = rng.random_range(0..n);
-            resample.confidence[slot] = all.confidence[row];
-            resample.correct[slot] = all.correct[row];
-            resample.predicted[slot] = all.predicted[row];
-            resample.nll[slot] = all.nll[row];
-            resample.brier[slot] = all.brier[row];
-        }
-        for (list, value) in
-            values
-                .iter_mut()
-                .zip(metrics(&resample, num_classes, num_bins, binning)?)
-        {
-            list.push(value);
-        }
-    }
-    let tail = 0.5 * (1.0 - settings.level);
     let [ece, smece, nll, brier, ece_debiased, top_label_ece, ks_error] =
-        std::array::from_fn(|m| {
-            let sorted = &mut values[m];
-            sorted.sort_unstable_by(f64::total_cmp);
-            MetricInterval {
-                estimate: estimates[m],
-                lower: percentile(sorted, tail),
-                upper: percentile(sorted, 1.0 - tail),
-            }
-        });
+        percentile_intervals(&all, settings, |rows| {
+            metrics(rows, num_classes, num_bins, binning)
+        })?;
     Ok(MetricIntervals {
         ece,
         smece,
@@ -231,6 +206,101 @@ pub fn bootstrap_intervals(
         top_label_ece,
         ks_error,
     })
+}
+
+/// Bootstrap percentile intervals of binned ECE (with `num_bins` bins of kind `binning`) and
+/// mean NLL of rows given by their confidence, correctness and NLL: those of a recalibration
+/// other than one temperature (`recalibration::bootstrap_ece_nll`). The resamples are
+/// [`bootstrap_intervals`]' for as many rows and the same settings, so at one temperature its
+/// ECE and NLL intervals are these.
+///
+/// # Errors
+/// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
+/// settings, and as [`BootstrapError::Calibration`] [`CalibrationError::ConfidenceCountMismatch`]
+/// for columns of different lengths and the errors of [`calibration::reliability_bins`].
+pub fn ece_nll_intervals(
+    confidence: &[f64],
+    correct: &[bool],
+    nll: &[f64],
+    num_bins: usize,
+    binning: Binning,
+    settings: &BootstrapSettings,
+) -> Result<EceNllIntervals, BootstrapError> {
+    check_settings(settings)?;
+    if let Some(&outcomes) = [correct.len(), nll.len()]
+        .iter()
+        .find(|&&len| len != confidence.len())
+    {
+        return Err(CalibrationError::ConfidenceCountMismatch {
+            confidences: confidence.len(),
+            outcomes,
+        }
+        .into());
+    }
+    let all = Rows {
+        confidence: confidence.to_vec(),
+        correct: correct.to_vec(),
+        predicted: Vec::new(),
+        nll: nll.to_vec(),
+        brier: Vec::new(),
+    };
+    let [ece, nll] = percentile_intervals(&all, settings, |rows| {
+        let bins =
+            calibration::reliability_bins(&rows.confidence, &rows.correct, num_bins, binning)?;
+        Ok([
+            calibration::expected_calibration_error(&bins),
+            rows.nll.iter().sum::<f64>() / rows.nll.len() as f64,
+        ])
+    })?;
+    Ok(EceNllIntervals { ece, nll })
+}
+
+/// The `M` metrics of `all` and their percentile intervals over `settings.resamples`
+/// resamples of its rows (a column left empty, as the predicted classes' and Brier's where they
+/// are not measured, is not resampled).
+fn percentile_intervals<const M: usize>(
+    all: &Rows,
+    settings: &BootstrapSettings,
+    metrics: impl Fn(&Rows) -> Result<[f64; M], CalibrationError>,
+) -> Result<[MetricInterval; M], BootstrapError> {
+    let estimates = metrics(all)?;
+    let n = all.confidence.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+    let mut resample = Rows {
+        confidence: vec![0.0; n],
+        correct: vec![false; n],
+        predicted: vec![0; all.predicted.len()],
+        nll: vec![0.0; n],
+        brier: vec![0.0; all.brier.len()],
+    };
+    let mut values: [Vec<f64>; M] = std::array::from_fn(|_| Vec::with_capacity(settings.resamples));
+    for _ in 0..settings.resamples {
+        for slot in 0..n {
+            let row = rng.random_range(0..n);
+            resample.confidence[slot] = all.confidence[row];
+            resample.correct[slot] = all.correct[row];
+            resample.nll[slot] = all.nll[row];
+            if let Some(&predicted) = all.predicted.get(row) {
+                resample.predicted[slot] = predicted;
+            }
+            if let Some(&brier) = all.brier.get(row) {
+                resample.brier[slot] = brier;
+            }
+        }
+        for (list, value) in values.iter_mut().zip(metrics(&resample)?) {
+            list.push(value);
+        }
+    }
+    let tail = 0.5 * (1.0 - settings.level);
+    Ok(std::array::from_fn(|m| {
+        let sorted = &mut values[m];
+        sorted.sort_unstable_by(f64::total_cmp);
+        MetricInterval {
+            estimate: estimates[m],
+            lower: percentile(sorted, tail),
+            upper: percentile(sorted, 1.0 - tail),
+        }
+    }))
 }
 
 /// The rows that each of a bootstrap's resamples draws, as counts: how often resample `r`

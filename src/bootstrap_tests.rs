@@ -471,3 +471,56 @@ fn a_proportions_interval_is_the_binomial_quantiles() {
         Err(BootstrapError::InvalidLevel(1.0))
     );
 }
+
+/// The ECE and NLL intervals of rows given column by column are those `bootstrap_intervals`
+/// draws for the same rows at one temperature: the same resamples, so the same numbers to the
+/// last digit (the page's normalised temperature table beside `calibra report --bootstrap`).
+#[test]
+fn ece_and_nll_intervals_of_given_rows_share_the_temperature_intervals_resamples() {
+    let (values, labels) = overconfident(2000, 3);
+    let logits = Logits::new(&values, CLASSES).unwrap();
+    let settings = BootstrapSettings {
+        resamples: DEFAULT_RESAMPLES,
+        level: DEFAULT_LEVEL,
+        seed: 5,
+    };
+    let temperature = 1.7;
+    let full =
+        bootstrap_intervals(&logits, &labels, temperature, 15, Binning::Mass, &settings).unwrap();
+    let (confidence, correct) = calibration::confidences(&logits, &labels, temperature).unwrap();
+    let mut probabilities = vec![0.0; CLASSES];
+    let nll: Vec<f64> = logits
+        .rows()
+        .zip(&labels)
+        .map(|(row, &label)| {
+            -calibration::softmax_row(row, temperature, &mut probabilities)
+                .log_probability(row[label as usize])
+        })
+        .collect();
+    let light =
+        ece_nll_intervals(&confidence, &correct, &nll, 15, Binning::Mass, &settings).unwrap();
+    assert_eq!(light.ece, full.ece);
+    assert_eq!(light.nll, full.nll);
+}
+
+#[test]
+fn ece_and_nll_intervals_refuse_columns_of_different_lengths() {
+    let settings = BootstrapSettings {
+        resamples: DEFAULT_RESAMPLES,
+        level: DEFAULT_LEVEL,
+        seed: 0,
+    };
+    let error = ece_nll_intervals(
+        &[0.5, 0.9],
+        &[true, false],
+        &[0.7],
+        15,
+        Binning::Width,
+        &settings,
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "2 confidences were given with 1 correctness flags"
+    );
+}

@@ -62,6 +62,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bootstrap::{self, BootstrapError, BootstrapSettings, EceNllIntervals};
 use crate::calibration::{
     self, check_labels, fit_temperature, predicted_class, softmax_row, Bin, Binning,
     CalibrationError, Logits,
@@ -659,6 +660,8 @@ pub struct Predictions {
     pub changed_predictions: usize,
     /// Mean NLL of the labels (label probabilities clipped below at [`MIN_PROBABILITY`]).
     pub nll: f64,
+    /// Each row's NLL, clipped as [`Predictions::nll`]: what its bootstrap resamples.
+    pub row_nll: Vec<f64>,
     /// Mean `Σ_k (p_k − [y = k])²`.
     pub brier: f64,
 }
@@ -678,7 +681,8 @@ impl Recalibration {
         let (mut p, mut log_p) = (vec![0.0; k], vec![0.0; k]);
         let rows = data.logits.len();
         let (mut confidence, mut correct) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
-        let (mut changed, mut nll, mut brier) = (0, 0.0, 0.0);
+        let (mut changed, mut brier) = (0, 0.0);
+        let mut row_nll = Vec::with_capacity(rows);
         for (row, &label) in data.logits.rows().zip(data.labels) {
             let label = label as usize;
             let original = predicted_class(row);
@@ -736,14 +740,15 @@ impl Recalibration {
             changed += usize::from(predicted != original);
             confidence.push(top);
             correct.push(predicted == label);
-            nll -= label_log_p.max(MIN_PROBABILITY.ln());
+            row_nll.push(-label_log_p.max(MIN_PROBABILITY.ln()));
             brier += row_brier;
         }
         Predictions {
             confidence,
             correct,
             changed_predictions: changed,
-            nll: nll / rows as f64,
+            nll: row_nll.iter().sum::<f64>() / rows as f64,
+            row_nll,
             brier: brier / rows as f64,
         }
     }
@@ -814,6 +819,30 @@ pub fn report(
         calibration_ece: calibration::expected_calibration_error(&calibration_bins),
         bins,
     })
+}
+
+/// ECE (with `num_bins` bins of kind `binning`) and NLL of `recalibration` on `data`, each with
+/// its bootstrap percentile interval over the rows of `data` ([`bootstrap::ece_nll_intervals`];
+/// the fit held fixed): the estimates are [`report`]'s.
+///
+/// # Errors
+/// Those of [`bootstrap::ece_nll_intervals`].
+pub fn bootstrap_ece_nll(
+    recalibration: &Recalibration,
+    data: &Labelled,
+    num_bins: usize,
+    binning: Binning,
+    settings: &BootstrapSettings,
+) -> Result<EceNllIntervals, BootstrapError> {
+    let predictions = recalibration.predict(data);
+    bootstrap::ece_nll_intervals(
+        &predictions.confidence,
+        &predictions.correct,
+        &predictions.row_nll,
+        num_bins,
+        binning,
+        settings,
+    )
 }
 
 /// Fits `method` on `calibration` and reports it ([`fit`], then [`report`]).

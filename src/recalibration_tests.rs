@@ -436,26 +436,8 @@ fn vector_scaling_on_separable_classes_stops_where_the_nll_vanishes() {
 fn normalized_temperature_scaling_recovers_a_planted_input_dependent_temperature() {
     let (k, n, planted) = (10, 20_000, 0.12);
     let mut rng = ChaCha8Rng::seed_from_u64(41);
-    let mut logits = Vec::with_capacity(n * k);
-    let mut labels = Vec::with_capacity(n);
-    for _ in 0..n {
-        let scale = rng.random_range(1.0..10.0);
-        let row: Vec<f32> = (0..k)
-            .map(|_| (scale * rng.sample::<f64, _>(rand_distr::StandardNormal)) as f32)
-            .collect();
-        let length = row
-            .iter()
-            .map(|&z| f64::from(z).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let weights: Vec<f64> = row
-            .iter()
-            .map(|&z| (f64::from(z) / (planted * length)).exp())
-            .collect();
-        let label = crate::test_support::draw_index(&weights, &mut rng);
-        logits.extend(row);
-        labels.push(label as u32);
-    }
+    let (logits, labels) =
+        crate::test_support::planted_rows(n, k, &mut rng, |length| planted * length);
     let data = Labelled::new(Logits::new(&logits, k).unwrap(), &labels).unwrap();
     let fitted = fit_normalized_temperature(&data).unwrap();
     assert!(
@@ -470,4 +452,39 @@ fn normalized_temperature_scaling_recovers_a_planted_input_dependent_temperature
         normalized.nll,
         global.nll
     );
+}
+
+/// The bootstrap's estimates are the report's ECE and NLL, exactly, for the calibrators of the
+/// LogitNorm lab's table.
+#[test]
+fn bootstrap_estimates_of_a_recalibration_are_its_reported_ece_and_nll() {
+    let mut rng = ChaCha8Rng::seed_from_u64(43);
+    let (logits, labels) =
+        crate::test_support::planted_rows(4000, 10, &mut rng, |length| 0.2 * length);
+    let (calibration, evaluation) = (
+        labelled(&logits[..20_000], &labels[..2000], 10),
+        labelled(&logits[20_000..], &labels[2000..], 10),
+    );
+    for method in [Method::Temperature, Method::Normalized] {
+        let fitted = fit(method, &calibration).unwrap();
+        let report = report(
+            method,
+            &fitted,
+            &calibration,
+            &evaluation,
+            15,
+            Binning::Width,
+        )
+        .unwrap();
+        let settings = BootstrapSettings {
+            resamples: 100,
+            level: 0.95,
+            seed: 0,
+        };
+        let intervals =
+            bootstrap_ece_nll(&fitted, &evaluation, 15, Binning::Width, &settings).unwrap();
+        assert_eq!(intervals.ece.estimate, report.ece, "{method:?}");
+        assert_eq!(intervals.nll.estimate, report.nll, "{method:?}");
+        assert!(intervals.nll.lower < report.nll && report.nll < intervals.nll.upper);
+    }
 }

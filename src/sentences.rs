@@ -7,7 +7,7 @@
 //! verdicts use (the spread of one split's coverage, the binned-ECE noise floor) are defined in
 //! `docs/definitions.md`.
 
-use crate::bootstrap::MetricInterval;
+use crate::bootstrap::{EceNllIntervals, MetricInterval};
 use crate::calibration::CalibrationReport;
 use crate::calibration_estimators::CumulativeDifferences;
 use crate::calibration_null::{
@@ -1752,6 +1752,94 @@ pub fn brier_decomposition_sentence(
              between them."
         ),
     }
+}
+
+/// One LogitNorm network's ECE and NLL after one temperature and after normalised temperature
+/// scaling, each with its interval (the LogitNorm lab's table).
+#[derive(Debug, Clone, Copy)]
+pub struct NormalizedFigures<'a> {
+    /// "LogitNorm τ = 0.3".
+    pub network: &'a str,
+    pub plain: EceNllIntervals,
+    pub normalized: EceNllIntervals,
+}
+
+/// A metric with its interval, as the LogitNorm lab's table writes it.
+pub fn interval_text(value: &MetricInterval) -> String {
+    format!(
+        "{:.4} ({:.4} to {:.4})",
+        value.estimate, value.lower, value.upper
+    )
+}
+
+/// Whether normalised temperature scaling repairs the LogitNorm networks of large τ
+/// (`networks`) where one temperature does not, against cross-entropy's ECE after one
+/// temperature (`cross_entropy`). One temperature "leaves" a network miscalibrated when its
+/// ECE interval lies wholly above cross-entropy's; normalised temperature scaling lowers a
+/// metric "beyond the noise" when its interval lies wholly below one temperature's (both
+/// drawn from the same resamples of the same images); it "repairs" the network when it also
+/// brings the ECE within cross-entropy's interval or below. `None` or no networks: which to
+/// evaluate first.
+pub fn normalized_lesson(
+    cross_entropy: Option<&MetricInterval>,
+    networks: &[NormalizedFigures],
+    evaluate: &str,
+) -> String {
+    let (Some(cross_entropy), false) = (cross_entropy, networks.is_empty()) else {
+        return format!(
+            "Evaluate {evaluate} (\"Evaluate every network\") to see whether normalised \
+             temperature scaling calibrates the LogitNorm networks of large τ where one T does \
+             not."
+        );
+    };
+    let below = |a: &MetricInterval, b: &MetricInterval| a.upper < b.lower;
+    let clauses: Vec<String> = networks
+        .iter()
+        .map(|f| {
+            let numbers = format!(
+                "{} has ECE {} after one T and {} after normalised T, NLL {} and {}",
+                f.network,
+                interval_text(&f.plain.ece),
+                interval_text(&f.normalized.ece),
+                interval_text(&f.plain.nll),
+                interval_text(&f.normalized.nll),
+            );
+            let lowers_ece = below(&f.normalized.ece, &f.plain.ece);
+            let nll = if below(&f.normalized.nll, &f.plain.nll) {
+                "its NLL too is lower beyond the noise"
+            } else {
+                "its NLL is not lower beyond the noise"
+            };
+            let verdict = match (below(cross_entropy, &f.plain.ece), lowers_ece) {
+                (true, true) if f.normalized.ece.lower <= cross_entropy.upper => format!(
+                    "normalised T repairs what one T leaves: its ECE is lower beyond the noise \
+                     and as low as cross-entropy's within it; {nll}"
+                ),
+                (true, true) => format!(
+                    "normalised T lowers the ECE beyond the noise but not to cross-entropy's: \
+                     it repairs part of what one T leaves; {nll}"
+                ),
+                (true, false) => format!(
+                    "normalised T does not repair what one T leaves: its ECE is not lower \
+                     beyond the noise; {nll}"
+                ),
+                (false, true) => format!(
+                    "one T already calibrates it as well as cross-entropy within the noise, \
+                     and normalised T lowers the ECE further, beyond the noise; {nll}"
+                ),
+                (false, false) => format!(
+                    "one T already calibrates it as well as cross-entropy within the noise, \
+                     and normalised T does no better beyond it; {nll}"
+                ),
+            };
+            format!("{numbers}: {verdict}.")
+        })
+        .collect();
+    format!(
+        "Against cross-entropy's ECE after one T, {}: {}",
+        interval_text(cross_entropy),
+        clauses.join(" ")
+    )
 }
 
 #[cfg(test)]

@@ -1440,3 +1440,94 @@ fn the_cumulative_summary_states_accuracy_minus_mean_confidence_on_planted_data(
     );
     assert!(text.contains("p < 0.001"), "{text}");
 }
+
+/// An interval `estimate (lower to upper)`.
+fn spread(estimate: f64, lower: f64, upper: f64) -> MetricInterval {
+    MetricInterval {
+        estimate,
+        lower,
+        upper,
+    }
+}
+
+/// One network's figures from its ECE after one T and after normalised T, and NLL likewise.
+fn normalized_figures(
+    plain_ece: MetricInterval,
+    normalized_ece: MetricInterval,
+    normalized_nll: MetricInterval,
+) -> NormalizedFigures<'static> {
+    NormalizedFigures {
+        network: "LogitNorm τ = 1",
+        plain: EceNllIntervals {
+            ece: plain_ece,
+            nll: spread(0.38, 0.35, 0.41),
+        },
+        normalized: EceNllIntervals {
+            ece: normalized_ece,
+            nll: normalized_nll,
+        },
+    }
+}
+
+#[test]
+fn the_normalised_temperature_lesson_names_each_case_from_the_intervals() {
+    let waiting = normalized_lesson(None, &[], "cross-entropy and LogitNorm τ = 1");
+    assert!(
+        waiting
+            .starts_with("Evaluate cross-entropy and LogitNorm τ = 1 (\"Evaluate every network\")"),
+        "{waiting}"
+    );
+    let cross_entropy = spread(0.007, 0.007, 0.016);
+    let (lower_nll, same_nll) = (spread(0.30, 0.28, 0.33), spread(0.37, 0.34, 0.40));
+    let cases = [
+        // One T leaves it above cross-entropy; normalised T brings it within cross-entropy's.
+        (
+            spread(0.056, 0.051, 0.064),
+            spread(0.012, 0.009, 0.015),
+            lower_nll,
+            "normalised T repairs what one T leaves: its ECE is lower beyond the noise and as \
+             low as cross-entropy's within it; its NLL too is lower beyond the noise.",
+        ),
+        (
+            spread(0.056, 0.051, 0.064),
+            spread(0.039, 0.033, 0.048),
+            same_nll,
+            "normalised T lowers the ECE beyond the noise but not to cross-entropy's: it \
+             repairs part of what one T leaves; its NLL is not lower beyond the noise.",
+        ),
+        (
+            spread(0.046, 0.041, 0.053),
+            spread(0.050, 0.043, 0.058),
+            same_nll,
+            "normalised T does not repair what one T leaves: its ECE is not lower beyond the \
+             noise; its NLL is not lower beyond the noise.",
+        ),
+        (
+            spread(0.012, 0.010, 0.020),
+            spread(0.004, 0.003, 0.006),
+            lower_nll,
+            "one T already calibrates it as well as cross-entropy within the noise, and \
+             normalised T lowers the ECE further, beyond the noise; its NLL too is lower beyond \
+             the noise.",
+        ),
+        (
+            spread(0.012, 0.010, 0.020),
+            spread(0.012, 0.009, 0.020),
+            same_nll,
+            "one T already calibrates it as well as cross-entropy within the noise, and \
+             normalised T does no better beyond it; its NLL is not lower beyond the noise.",
+        ),
+    ];
+    for (plain, normalized, nll, verdict) in cases {
+        let figures = normalized_figures(plain, normalized, nll);
+        let lesson = normalized_lesson(Some(&cross_entropy), &[figures], "");
+        assert!(
+            lesson.starts_with("Against cross-entropy's ECE after one T, 0.0070 (0.0070 to 0.0160): LogitNorm τ = 1 has ECE "),
+            "{lesson}"
+        );
+        assert!(lesson.contains(&interval_text(&plain)), "{lesson}");
+        assert!(lesson.contains(&interval_text(&normalized)), "{lesson}");
+        assert!(lesson.contains(&interval_text(&nll)), "{lesson}");
+        assert!(lesson.ends_with(verdict), "{lesson}\nexpected: {verdict}");
+    }
+}

@@ -36,3 +36,37 @@ pub fn calibrated_rows(n: usize, num_classes: usize, rng: &mut impl Rng) -> (Vec
     }
     (probabilities, labels)
 }
+
+/// Logits of `n` rows of `num_classes` classes whose length varies tenfold (`z = s·N(0, 1)`, `s`
+/// uniform in `[1, 10)`), each label drawn from `softmax(z/t)` with `t = temperature(‖z‖)`:
+/// `|length| T·length` plants normalised temperature scaling's `T` (LogitNorm's form), `|_| T`
+/// one temperature.
+pub fn planted_rows(
+    n: usize,
+    num_classes: usize,
+    rng: &mut impl Rng,
+    temperature: impl Fn(f64) -> f64,
+) -> (Vec<f32>, Vec<u32>) {
+    let mut logits = Vec::with_capacity(n * num_classes);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let scale = rng.random_range(1.0..10.0);
+        let row: Vec<f32> = (0..num_classes)
+            .map(|_| (scale * rng.sample::<f64, _>(StandardNormal)) as f32)
+            .collect();
+        let length = row
+            .iter()
+            .map(|&z| f64::from(z).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let t = temperature(length);
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let weights: Vec<f64> = row
+            .iter()
+            .map(|&z| (f64::from(z - max) / t).exp())
+            .collect();
+        labels.push(draw_index(&weights, rng) as u32);
+        logits.extend(row);
+    }
+    (logits, labels)
+}

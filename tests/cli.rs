@@ -723,6 +723,43 @@ fn each_method_reports_what_the_library_computes() {
         !stdout.contains("(fitted on the calibration part)"),
         "{stdout}"
     );
+    // With `--bootstrap`, the recalibration's ECE and NLL get the library's intervals (the
+    // LogitNorm lab's table); for one temperature, those of `after`, from the same resamples.
+    assert!(default.get("recalibration_intervals").is_none());
+    let json = report_json(
+        &logits,
+        &labels,
+        &["--method", "normalized", "--bootstrap", "10"],
+    );
+    let settings = bootstrap::BootstrapSettings {
+        resamples: 10,
+        ..BOOTSTRAP
+    };
+    let fitted = recalibration::fit(recalibration::Method::Normalized, &calibration).unwrap();
+    let expected =
+        recalibration::bootstrap_ece_nll(&fitted, &test, 15, Binning::Width, &settings).unwrap();
+    assert_json_close(
+        &json["recalibration_intervals"],
+        &serde_json::to_value(expected).unwrap(),
+        PARSED_FLOAT_TOLERANCE,
+        "normalised temperature scaling",
+    );
+    let temperature = report_json(&logits, &labels, &["--bootstrap", "10"]);
+    for metric in ["ece", "nll"] {
+        assert_json_close(
+            &temperature["recalibration_intervals"][metric],
+            &temperature["after"]["intervals"][metric],
+            PARSED_FLOAT_TOLERANCE,
+            metric,
+        );
+    }
+    let text = report(
+        &logits,
+        &labels,
+        &["--method", "normalized", "--bootstrap", "10"],
+    );
+    assert_success(&text);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("nll 95% interval"));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 // @ts-check
 // The page's side of the bootstrap worker (bootstrap-worker.js): one request at a time, the
 // rivals' before the anatomy chart's before the feature scores' before the paired difference's
-// before the ranking's before the intervals'; of the requests of a kind that
+// before the ranking's before the intervals' before the normalised temperature's; of the requests of a kind that
 // come meanwhile only the last frame's wait (a dragged slider asks at every T it passes, and
 // only where it rests matters).
 
@@ -11,7 +11,7 @@
 /** @typedef {import("./messages.js").DifferenceScores} DifferenceScores */
 /** @typedef {import("./messages.js").FeatureInputs} FeatureInputs */
 /** @typedef {import("./messages.js").RankingScores} RankingScores */
-/** @typedef {"rivals" | "anatomy" | "features" | "difference" | "ranking" | "intervals"} RequestType */
+/** @typedef {"rivals" | "anatomy" | "features" | "difference" | "ranking" | "intervals" | "normalized"} RequestType */
 
 /**
  * Posts a message to the bootstrap worker, typed as bootstrap-worker.js reads it.
@@ -27,7 +27,8 @@ const INTERVAL_REST_MS = 250;
 class BootstrapWorker {
   /**
    * @param {{ halves(): Halves, difference_scores(request: object): DifferenceScores,
-   *   feature_inputs(request: object): FeatureInputs, ranking_scores(request: object): RankingScores }} page
+   *   feature_inputs(request: object): FeatureInputs, ranking_scores(request: object): RankingScores,
+   *   normalized_halves(request: object): Halves }} page
    *   where the data a request is computed on comes from
    * @param {(type: RequestType, request: any, answer: any) => void} onAnswer
    * @param {(message: string) => void} onError
@@ -38,7 +39,7 @@ class BootstrapWorker {
     /** @type {string | false} the message being computed, as JSON, or false */
     this.busy = false;
     /** @type {Record<RequestType, any[]>} */
-    this.waiting = { rivals: [], anatomy: [], features: [], difference: [], ranking: [], intervals: [] };
+    this.waiting = { rivals: [], anatomy: [], features: [], difference: [], ranking: [], intervals: [], normalized: [] };
     /** @type {string | null} "model:split" of the halves the worker holds */
     this.sent = null;
     this.worker.onmessage = (/** @type {MessageEvent<BootstrapAnswer>} */ event) => {
@@ -50,6 +51,7 @@ class BootstrapWorker {
       else if (answer.status === "features") onAnswer("features", answer.request, { knn_neighbours: answer.knn_neighbours, scores: answer.scores });
       else if (answer.status === "ranking") onAnswer("ranking", answer.request, answer.ranking);
       else if (answer.status === "anatomy") onAnswer("anatomy", answer.request, answer.anatomy);
+      else if (answer.status === "normalized") onAnswer("normalized", answer.request, answer.comparison);
       else onAnswer("difference", answer.request, answer.difference);
       this.next();
     };
@@ -72,13 +74,14 @@ class BootstrapWorker {
     const type = /** @type {RequestType[]} */ (Object.keys(this.waiting)).find((kind) => this.waiting[kind].length > 0);
     if (this.busy || type === undefined) return;
     const request = this.waiting[type].shift();
-    // The paired difference's, the ranking's and the feature detectors' data go with the
-    // request (transferred); where the page no longer has it (another temperature or split),
+    // The paired difference's, the ranking's, the feature detectors' and the normalised
+    // temperature's data go with the request (transferred); where the page no longer has it (another temperature or split),
     // a later frame asks again.
     const payloads = {
       difference: () => this.page.difference_scores(request),
       ranking: () => this.page.ranking_scores(request),
       features: () => this.page.feature_inputs(request),
+      normalized: () => this.page.normalized_halves(request),
     };
     if (type in payloads) {
       let data;
@@ -124,7 +127,8 @@ export class Bootstrap {
    *   add_intervals(request: object, answer: object): void, add_rivals(request: object, answer: object): void,
    *   add_difference(request: object, answer: object): void,
    *   add_feature_scores(request: object, knn_neighbours: number, scores: Float64Array): void,
-   *   add_anatomy(request: object, answer: object): void }} page
+   *   add_anatomy(request: object, answer: object): void,
+   *   normalized_halves(request: object): Halves, add_comparison(request: object, answer: object): void }} page
    * @param {(type: RequestType) => void} onKept told which kind of answer was kept
    * @param {(message: string) => void} onError
    */
@@ -176,8 +180,8 @@ export class Bootstrap {
   }
 
   /**
-   * Keeps intervals, rivals, the anatomy chart's curves, feature scores, a ranking or a paired
-   * difference the worker computed.
+   * Keeps intervals, rivals, the anatomy chart's curves, feature scores, a ranking, a paired
+   * difference or a comparison of the two temperature scalings the worker computed.
    * @param {RequestType} type
    * @param {object} request
    * @param {any} answer
@@ -189,6 +193,7 @@ export class Bootstrap {
       else if (type === "features") this.page.add_feature_scores(request, answer.knn_neighbours, answer.scores);
       else if (type === "ranking") this.page.add_ranking(request, answer);
       else if (type === "anatomy") this.page.add_anatomy(request, answer);
+      else if (type === "normalized") this.page.add_comparison(request, answer);
       else this.page.add_difference(request, answer);
     } catch (error) {
       this.onError(error.message);

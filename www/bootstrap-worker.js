@@ -1,7 +1,8 @@
 // @ts-check
 // The page's worker for the slow parts of the labs: the bootstrap intervals (about a second per
-// temperature), the rivals' fits (seconds on a reader's largest files) and the feature
-// detectors' fits and scores (about a second a network), off the page's thread, so that a
+// temperature), the rivals' fits (seconds on a reader's largest files), the feature
+// detectors' fits and scores (about a second a network) and the LogitNorm lab's comparison of
+// one temperature with normalised temperature scaling (tens of milliseconds a network), off the page's thread, so that a
 // slider frame stays short.
 //
 // Protocol (module worker; every message is a plain object):
@@ -36,6 +37,13 @@
 //                   set (buffer transferred)
 //   worker -> page  {status: "ranking", request, ranking}   {ranked, lead}: the candidates by
 //                   decreasing AUROC with their intervals, and the first's paired lead
+//   page -> worker  {type: "normalized", request, model, split, classes, calibration_logits,
+//                   calibration_labels, evaluation_logits, evaluation_labels}   one network's
+//                   halves (as "data", transferred) and the request {model, split, bins,
+//                   binning}: one temperature against normalised temperature scaling
+//   worker -> page  {status: "normalized", request, comparison}   {temperature,
+//                   normalized_temperature, plain, normalized}, each of the last two {ece, nll}
+//                   with {estimate, lower, upper}
 //   worker -> page  {status: "error", message}     a readable message, never an object
 import init, { Bootstrap, feature_scores, paired_difference, rank_detectors } from "./pkg/calibra.js";
 
@@ -51,6 +59,12 @@ const answer = (reply, transfer = []) => postMessage(reply, transfer);
 const ready = init();
 // The last halves sent, and the model and split they belong to.
 let data = null;
+
+/**
+ * One network's halves in Rust, from a message that carries them.
+ * @param {import("./messages.js").Halves} message
+ */
+const halvesOf = (message) => new Bootstrap(message.classes, message.calibration_logits, message.calibration_labels, message.evaluation_logits, message.evaluation_labels);
 
 // Runs one message and answers it; any failure is reported as a message string.
 async function handle(/** @type {BootstrapRequest} */ message) {
@@ -69,8 +83,17 @@ async function handle(/** @type {BootstrapRequest} */ message) {
     answer({ status: "features", request: message.request, knn_neighbours, scores }, [scores.buffer]);
     return;
   }
+  if (message.type === "normalized") {
+    const halves = halvesOf(message);
+    try {
+      answer({ status: "normalized", request: message.request, comparison: halves.temperature_comparison(message.request) });
+    } finally {
+      halves.free();
+    }
+    return;
+  }
   if (message.type === "data") {
-    const halves = new Bootstrap(message.classes, message.calibration_logits, message.calibration_labels, message.evaluation_logits, message.evaluation_labels);
+    const halves = halvesOf(message);
     data?.halves.free();
     data = { model: message.model, split: message.split, halves };
     return;

@@ -186,6 +186,8 @@ function render() {
       if (readouts.feature_requests.length) bootstrap.request("features", readouts.feature_requests);
       // Every score ranked with its intervals: a second of bootstrap.
       if (readouts.ranking_request) bootstrap.request("ranking", [readouts.ranking_request]);
+      // One T against normalised temperature scaling, a network at a time.
+      if (readouts.normalized_requests.length) bootstrap.request("normalized", readouts.normalized_requests);
     }
   }
   if (wanted.shift) {
@@ -234,7 +236,7 @@ function render() {
 
 // Redraws the lab that shows an answer of the bootstrap worker.
 function onBootstrapAnswer(/** @type {string} */ type) {
-  if (type === "difference" || type === "features" || type === "ranking") {
+  if (type === "difference" || type === "features" || type === "ranking" || type === "normalized") {
     frames.dirty.ood = true;
     frames.schedule();
     return;

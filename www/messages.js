@@ -21,7 +21,7 @@
  */
 
 // Bootstrap worker (bootstrap-worker.js). Requests are the lab's own (Rust's IntervalRequest,
-// RivalsRequest, DifferenceRequest, FeatureRequest, RankingRequest), which the page passes
+// RivalsRequest, DifferenceRequest, FeatureRequest, RankingRequest, NormalizedRequest), which the page passes
 // through unread but for its model and split.
 
 /**
@@ -35,7 +35,8 @@
  * @typedef {{ type: "features", request: { model: number, split: number } } & FeatureInputs} FeaturesRequest
  * @typedef {{ scores: Float64Array, rows_in: number, rows_out: number }} RankingScores
  * @typedef {{ type: "ranking", request: object } & RankingScores} RankingRequest
- * @typedef {HalvesMessage | FitRequest | DifferenceRequest | FeaturesRequest | RankingRequest} BootstrapRequest
+ * @typedef {{ type: "normalized", request: object } & Halves} NormalizedRequest
+ * @typedef {HalvesMessage | FitRequest | DifferenceRequest | FeaturesRequest | RankingRequest | NormalizedRequest} BootstrapRequest
  * @typedef {{ status: "intervals", request: HalvesRequest, intervals: object }} IntervalsAnswer
  * @typedef {{ status: "rivals", request: HalvesRequest, rivals: object }} RivalsAnswer
  * @typedef {{ status: "difference", request: object, difference: object }} DifferenceAnswer
@@ -43,7 +44,8 @@
  * @typedef {{ status: "anatomy", request: HalvesRequest, anatomy: object }} AnatomyAnswer
  * @typedef {{ status: "error", message: string }} BootstrapError
  * @typedef {{ status: "ranking", request: object, ranking: object }} RankingAnswer
- * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | FeaturesAnswer | RankingAnswer | AnatomyAnswer | BootstrapError} BootstrapAnswer
+ * @typedef {{ status: "normalized", request: object, comparison: object }} NormalizedAnswer
+ * @typedef {IntervalsAnswer | RivalsAnswer | DifferenceAnswer | FeaturesAnswer | RankingAnswer | AnatomyAnswer | NormalizedAnswer | BootstrapError} BootstrapAnswer
  */
 
 // Files worker (own-logits-worker.js).

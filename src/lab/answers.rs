@@ -15,12 +15,12 @@ impl<Q, A> Default for Answers<Q, A> {
 }
 
 impl<Q: PartialEq, A: Clone> Answers<Q, A> {
-    fn keep(&mut self, request: Q, answer: A) {
+    pub(super) fn keep(&mut self, request: Q, answer: A) {
         self.0.retain(|(kept, _)| kept != &request);
         self.0.push((request, answer));
     }
 
-    fn get(&self, request: &Q) -> Option<A> {
+    pub(super) fn get(&self, request: &Q) -> Option<A> {
         self.0
             .iter()
             .find(|(kept, _)| kept == request)

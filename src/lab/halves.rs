@@ -95,6 +95,19 @@ impl Lab {
         Ok((&cache.calibration, &cache.evaluation))
     }
 
+    /// The calibration and evaluation halves of any network `model` (not only the shown one),
+    /// once all its rows have arrived: what a worker needs to answer a
+    /// [`super::NormalizedRequest`] for it.
+    ///
+    /// # Errors
+    /// [`LabError::UnknownModel`], and [`LabError::NotReady`] before every row has arrived.
+    pub fn network_halves(&self, model: usize) -> Result<(Part, Part), LabError> {
+        if !self.model(model)?.is_complete() {
+            return Err(LabError::NotReady);
+        }
+        Ok(self.gather(model))
+    }
+
     /// A copy of [`Lab::complete_halves`] as a worker holds them, for answering requests in
     /// the same process (the command line's figures, the tests).
     ///

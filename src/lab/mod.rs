@@ -25,6 +25,7 @@ mod conformal_view;
 mod feature_store;
 mod halves;
 mod intervals;
+mod normalized_view;
 mod ood_store;
 pub mod ood_view;
 mod own_image;
@@ -56,6 +57,7 @@ pub use conformal_view::{
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
 pub use intervals::{IntervalRequest, BOOTSTRAP};
+pub use normalized_view::{NormalizedRequest, TemperatureComparison};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
 pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
 use temperature_view::FixedReports;

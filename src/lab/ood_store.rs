@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::feature_store::{FeatureRequest, FeatureStore};
+use super::normalized_view::{Comparisons, NormalizedRequest, TemperatureComparison};
 use super::{LabError, Streamed};
 use crate::bootstrap::BootstrapSettings;
 use crate::calibration::Logits;
@@ -168,6 +169,8 @@ pub struct OodStore {
     /// Each network's penultimate features and last layer, and the feature scores computed
     /// from them.
     features: FeatureStore,
+    /// Each network's temperature scaling against normalised temperature scaling.
+    comparisons: Comparisons,
 }
 
 impl OodStore {
@@ -195,6 +198,7 @@ impl OodStore {
             differences: Vec::new(),
             rankings: Vec::new(),
             features: FeatureStore::new(model_count, test_rows, set_rows),
+            comparisons: Comparisons::default(),
         }
     }
 
@@ -241,6 +245,20 @@ impl OodStore {
             .iter()
             .find(|(kept, _)| kept == request)
             .map(|(_, ranking)| ranking)
+    }
+
+    /// Keeps the comparison of the two temperatures a worker computed for `request`.
+    pub fn add_comparison(
+        &mut self,
+        request: NormalizedRequest,
+        comparison: TemperatureComparison,
+    ) {
+        self.comparisons.keep(request, comparison);
+    }
+
+    /// The kept answer to `request`, if a worker has given one.
+    pub fn comparison(&self, request: &NormalizedRequest) -> Option<TemperatureComparison> {
+        self.comparisons.get(request)
     }
 
     fn check_model(&self, model: usize) -> Result<(), LabError> {

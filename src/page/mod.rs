@@ -8,6 +8,7 @@
 //! patches.
 
 pub mod figure;
+mod normalized_temperature;
 mod ood;
 pub mod own_image;
 pub mod own_logits;
@@ -23,6 +24,7 @@ use serde::Serialize;
 use crate::data::{
     DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
 };
+use crate::lab::NormalizedRequest;
 use crate::lab::{
     AnatomyRequest, AnatomyView, ConformalView, DifferenceRequest, Explanation, FeatureRequest,
     IntervalRequest, Lab, LabError, OodSet, OodStore, RankingRequest, RivalsRequest, SelectiveView,
@@ -221,6 +223,9 @@ pub struct Readouts {
     pub shift_thumbnails: Option<ShiftThumbnails>,
     /// The anatomy chart's curves, when it is on screen and a worker has not computed them yet.
     pub anatomy_request: Option<AnatomyRequest>,
+    /// The τ lab's comparisons of one T with normalised temperature scaling, one per network,
+    /// to ask the bootstrap worker for.
+    pub normalized_requests: Vec<NormalizedRequest>,
 }
 
 /// The views one frame draws, with its readouts.
@@ -292,6 +297,9 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             frame.readouts.drawn.push("ood");
         }
         frame.ood = ood.charts;
+        let normalized = normalized_temperature::render(lab, store, state)?;
+        frame.readouts.patches.extend(normalized.patches);
+        frame.readouts.normalized_requests = normalized.requests;
         let paper = paper_protocol::render(lab, store, state)?;
         frame.readouts.patches.extend(paper.patches);
         for job in paper.needs {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::calibration::Binning;
-use crate::lab::ShiftStore;
+use crate::lab::{ShiftStore, TemperatureComparison};
 use crate::sentences::percent;
 use crate::temperature_anatomy::FitMistake;
 
@@ -1739,5 +1739,88 @@ fn each_charts_text_alternative_carries_the_frames_numbers() {
         tau.starts_with("Lowest FPR95 so far by energy at T = ")
             && tau.contains(&format!("{:.3}.", lowest.fpr95)),
         "{tau}"
+    );
+}
+
+#[test]
+fn the_normalised_temperature_table_asks_for_each_evaluated_network_then_shows_its_answer() {
+    let (mut lab, mut store) = tau_lab();
+    let state = PageState::default();
+    let evaluated = [Network::Ce, Network::Tau1].map(|n| n.index().unwrap());
+    let test: Vec<f32> = (0..lab.rows())
+        .flat_map(|i| (0..NUM_CLASSES).map(move |k| if k == i % 3 { 2.0 } else { 0.0 }))
+        .collect();
+    for model in evaluated {
+        lab.add_logits(model, 0, &test).unwrap();
+    }
+    let frame = ood_frame(&mut lab, &mut store, &state, &TAU_LAB);
+    let requests = &frame.readouts.normalized_requests;
+    for model in evaluated {
+        assert!(requests.iter().any(|r| r.model == model), "{requests:?}");
+    }
+    assert!(requests
+        .iter()
+        .all(|r| lab.complete_logits(r.model).unwrap().is_some()));
+    let rows = table_rows(&frame.readouts.patches, "normalized-table");
+    assert_eq!(rows.len(), Network::trained().len());
+    let lesson = text_patch(&frame.readouts.patches, "normalized-lesson");
+    assert!(
+        lesson.starts_with("Evaluate LogitNorm τ = 0.3 ("),
+        "{lesson}"
+    );
+
+    let interval = |estimate: f64| crate::bootstrap::MetricInterval {
+        estimate,
+        lower: estimate - 0.005,
+        upper: estimate + 0.005,
+    };
+    let comparison = |plain_ece: f64, normalized_ece: f64| TemperatureComparison {
+        temperature: 1.2,
+        normalized_temperature: 0.3,
+        plain: crate::bootstrap::EceNllIntervals {
+            ece: interval(plain_ece),
+            nll: interval(0.4),
+        },
+        normalized: crate::bootstrap::EceNllIntervals {
+            ece: interval(normalized_ece),
+            nll: interval(0.3),
+        },
+    };
+    for request in requests {
+        store.add_comparison(*request, comparison(0.05, 0.01));
+    }
+    let tau03 = Network::Tau03.index().unwrap();
+    lab.add_logits(tau03, 0, &test).unwrap();
+    let frame = ood_frame(&mut lab, &mut store, &state, &TAU_LAB);
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "normalized-lesson"),
+        "Fitting both temperatures on each network, with bootstrap intervals…"
+    );
+    let request = NormalizedRequest {
+        model: tau03,
+        ..requests[0]
+    };
+    store.add_comparison(request, comparison(0.05, 0.045));
+    let frame = ood_frame(&mut lab, &mut store, &state, &TAU_LAB);
+    assert!(
+        frame
+            .readouts
+            .normalized_requests
+            .iter()
+            .all(|r| !evaluated.contains(&r.model) && r.model != tau03),
+        "{:?}",
+        frame.readouts.normalized_requests
+    );
+    let (value, text) = metric_patch_in_rows(&frame, "normalized_ece_normalized_1");
+    assert_eq!(value, Some(0.01));
+    assert_eq!(text, "0.0100 (0.0050 to 0.0150)");
+    let lesson = text_patch(&frame.readouts.patches, "normalized-lesson");
+    assert!(
+        lesson.starts_with("Against cross-entropy's ECE after one T, 0.0500"),
+        "{lesson}"
+    );
+    assert!(
+        lesson.contains("LogitNorm τ = 0.3 has ECE 0.0500 (0.0450 to 0.0550) after one T and 0.0450 (0.0400 to 0.0500) after normalised T"),
+        "{lesson}"
     );
 }

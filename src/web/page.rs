@@ -156,6 +156,13 @@ impl Bootstrap {
         let request: lab::AnatomyRequest = from_js(request, "anatomy request")?;
         to_js(&self.0.anatomy(&request)?)
     }
+
+    /// One temperature against normalised temperature scaling on these halves (`request`, a
+    /// [`lab::NormalizedRequest`]), a [`lab::TemperatureComparison`].
+    pub fn temperature_comparison(&self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::NormalizedRequest = from_js(request, "normalised temperature request")?;
+        to_js(&self.0.temperature_comparison(&request)?)
+    }
 }
 
 /// The paired bootstrap of `chosen − reference` in FPR95 and AUROC on the same test (`_in`) and
@@ -662,33 +669,35 @@ impl Page {
         // model whatever network the state names.
         let (model, split, classes) = (lab.shown_model(), lab.split_seed(), lab.num_classes());
         let (calibration, evaluation) = lab.complete_halves()?;
-        let object = js_sys::Object::new();
-        for (key, value) in [
-            ("model", JsValue::from(model)),
-            ("classes", JsValue::from(classes)),
-            // A number, as requests carry it (the seeds are the state's `u32`s), not a BigInt.
-            ("split", JsValue::from_f64(split as f64)),
-            (
-                "calibration_logits",
-                js_sys::Float32Array::from(&calibration.logits[..]).into(),
-            ),
-            (
-                "calibration_labels",
-                js_sys::Uint32Array::from(&calibration.labels[..]).into(),
-            ),
-            (
-                "evaluation_logits",
-                js_sys::Float32Array::from(&evaluation.logits[..]).into(),
-            ),
-            (
-                "evaluation_labels",
-                js_sys::Uint32Array::from(&evaluation.labels[..]).into(),
-            ),
-        ] {
-            js_sys::Reflect::set(&object, &key.into(), &value)
-                .map_err(|_| JsError::new("cannot build the halves' object"))?;
+        halves_object(model, split, classes, calibration, evaluation)
+    }
+
+    /// The halves of any network for the worker that compares one temperature with normalised
+    /// temperature scaling (`request`, a [`lab::NormalizedRequest`]), as [`Page::halves`] gives
+    /// the shown one's.
+    pub fn normalized_halves(&mut self, request: JsValue) -> Result<JsValue, JsError> {
+        let request: lab::NormalizedRequest = from_js(request, "normalised temperature request")?;
+        let lab = &self.data()?.lab;
+        if lab.split_seed() != request.split {
+            return Err(JsError::new("the split has changed since the request"));
         }
-        Ok(object.into())
+        let (calibration, evaluation) = lab.network_halves(request.model)?;
+        halves_object(
+            request.model,
+            request.split,
+            lab.num_classes(),
+            &calibration,
+            &evaluation,
+        )
+    }
+
+    /// Keeps the comparison of one temperature with normalised temperature scaling a worker
+    /// computed for `request` (a [`lab::NormalizedRequest`]).
+    pub fn add_comparison(&mut self, request: JsValue, comparison: JsValue) -> Result<(), JsError> {
+        let request = from_js(request, "normalised temperature request")?;
+        let comparison = from_js(comparison, "normalised temperature comparison")?;
+        self.data()?.store.add_comparison(request, comparison);
+        Ok(())
     }
 
     /// Keeps the rivals a worker computed for `request` (a [`lab::RivalsRequest`]); they are
@@ -1068,4 +1077,43 @@ fn device_pixel_ratio() -> Result<f64, JsError> {
     Ok(web_sys::window()
         .ok_or_else(|| JsError::new("no window"))?
         .device_pixel_ratio())
+}
+
+/// Two halves as the bootstrap worker takes them: `{model, split, classes,
+/// calibration_logits, calibration_labels, evaluation_logits, evaluation_labels}`, logits as
+/// `Float32Array` `[n, classes]`, labels as `Uint32Array` `[n]`.
+fn halves_object(
+    model: usize,
+    split: u64,
+    classes: usize,
+    calibration: &lab::Part,
+    evaluation: &lab::Part,
+) -> Result<JsValue, JsError> {
+    let object = js_sys::Object::new();
+    for (key, value) in [
+        ("model", JsValue::from(model)),
+        ("classes", JsValue::from(classes)),
+        // A number, as requests carry it (the seeds are the state's `u32`s), not a BigInt.
+        ("split", JsValue::from_f64(split as f64)),
+        (
+            "calibration_logits",
+            js_sys::Float32Array::from(&calibration.logits[..]).into(),
+        ),
+        (
+            "calibration_labels",
+            js_sys::Uint32Array::from(&calibration.labels[..]).into(),
+        ),
+        (
+            "evaluation_logits",
+            js_sys::Float32Array::from(&evaluation.logits[..]).into(),
+        ),
+        (
+            "evaluation_labels",
+            js_sys::Uint32Array::from(&evaluation.labels[..]).into(),
+        ),
+    ] {
+        js_sys::Reflect::set(&object, &key.into(), &value)
+            .map_err(|_| JsError::new("cannot build the halves' object"))?;
+    }
+    Ok(object.into())
 }

@@ -10,7 +10,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 
-import { buildCalibra, collectProblems, hashParams, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
+import { buildCalibra, collectProblems, download, hashParams, LABELS_URL, launchBrowser, nextFrames, openSite, readMetrics, waitForInference } from "./helpers.mjs";
 
 const run = promisify(execFile);
 
@@ -268,6 +268,61 @@ test("4. the τ chart gains a point per network evaluated, up to every trained n
     const title = network === "ce" ? "cross-entropy" : `LogitNorm τ = ${network}`;
     const count = models.filter((m) => m.network === network).length;
     assert.match(seeds, new RegExp(`${title}: FPR95 [0-9.]+ on average over ${count} seeds`), seeds);
+  }
+});
+
+test("4b. one T against normalised temperature scaling: every network's T, ECE and NLL equal `calibra report --method temperature|normalized --bootstrap` on the page's logits (1e-9), the intervals as the CLI's to the digit shown, and the sentence follows them", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async (t) => {
+  const binary = await buildCalibra();
+  const limits = await page.evaluate(() => window.calibra.limits);
+  // Test 4 evaluated every network; the worker compares them one at a time.
+  await page.waitForFunction(() => document.getElementById("normalized-lesson").textContent.startsWith("Against cross-entropy's"), null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
+  await nextFrames(page, 2);
+  const m = await readMetrics(page);
+  const state = await page.evaluate(() => window.calibra.state);
+  const labels = path.join(scratch, "t10k-labels-idx1-ubyte.gz");
+  await download(site.url, LABELS_URL, labels);
+  const cellText = (metric) => page.textContent(`#normalized-table [data-metric="${metric}"]`);
+  const shown = (interval) => `${interval.estimate.toFixed(4)} (${interval.lower.toFixed(4)} to ${interval.upper.toFixed(4)})`;
+  const networks = [...new Set(limits.models.map((model) => model.network))];
+  const native = {};
+  for (const network of networks) {
+    const index = limits.models.findIndex((model) => model.network === network && model.seed === 0);
+    const logits = await logitsCsv(index, "test");
+    for (const [method, suffix] of [["temperature", "plain"], ["normalized", "normalized"]]) {
+      const args = ["report", "--logits", logits, "--labels", labels, "--cal-fraction", "0.5", "--seed", String(state.split),
+        "--bins", String(state.bins), "--binning", state.binning, "--method", method, "--bootstrap", "--json"];
+      const report = JSON.parse((await run(binary, args, { maxBuffer: 16 << 20 })).stdout);
+      const intervals = report.recalibration_intervals;
+      const temperature = method === "temperature" ? report.temperature : null;
+      if (temperature !== null) assert.ok(Math.abs(m[`normalized_t_plain_${network}`] - temperature) <= TOLERANCE_METRIC, `${network}: T ${m[`normalized_t_plain_${network}`]}, CLI ${temperature}`);
+      for (const metric of ["ece", "nll"]) {
+        const name = `normalized_${metric}_${suffix}_${network}`;
+        assert.ok(Math.abs(m[name] - intervals[metric].estimate) <= TOLERANCE_METRIC, `${name}: page ${m[name]}, CLI ${intervals[metric].estimate}`);
+        assert.ok(Math.abs(intervals[metric].estimate - report.recalibration[metric]) <= 1e-12, `${network} ${method}: the interval's estimate is the report's ${metric}`);
+        assert.equal(await cellText(name), shown(intervals[metric]), name);
+      }
+      native[`${network}:${suffix}`] = intervals;
+    }
+    assert.match(await cellText(`normalized_t_normalized_${network}`), /^0\.\d{4}$/, `${network}: normalised T shown`);
+  }
+  // The sentence: cross-entropy's ECE interval, then each network of τ ≥ 0.3 with its verdict,
+  // as its intervals decide it.
+  const lesson = await text("#normalized-lesson");
+  const ce = native["ce:plain"].ece;
+  assert.ok(lesson.startsWith(`Against cross-entropy's ECE after one T, ${shown(ce)}:`), lesson);
+  for (const network of networks.filter((n) => n !== "ce" && Number(n) >= 0.3)) {
+    const [plain, normalized] = [native[`${network}:plain`], native[`${network}:normalized`]];
+    const from = lesson.indexOf(`LogitNorm τ = ${network} has`);
+    const next = lesson.indexOf(" LogitNorm τ = ", from + 1);
+    const clause = lesson.slice(from, next === -1 ? undefined : next);
+    assert.ok(clause.startsWith(`LogitNorm τ = ${network} has ECE ${shown(plain.ece)} after one T and ${shown(normalized.ece)} after normalised T, NLL ${shown(plain.nll)} and ${shown(normalized.nll)}:`), clause);
+    const leaves = plain.ece.lower > ce.upper;
+    const lowers = normalized.ece.upper < plain.ece.lower;
+    if (leaves && lowers) assert.match(clause, /normalised T (repairs what one T leaves|lowers the ECE beyond the noise but not)/, clause);
+    else if (leaves) assert.match(clause, /normalised T does not repair what one T leaves/, clause);
+    else assert.match(clause, /one T already calibrates it as well as cross-entropy/, clause);
+    assert.equal(clause.includes("its NLL too is lower beyond the noise"), normalized.nll.upper < plain.nll.lower, clause);
+    t.diagnostic(`τ ${network}: ECE ${shown(plain.ece)} -> ${shown(normalized.ece)}, NLL ${shown(plain.nll)} -> ${shown(normalized.nll)}`);
   }
 });
 

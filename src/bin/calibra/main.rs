@@ -138,7 +138,8 @@ pub struct ReportArgs {
     pub from_probabilities: bool,
     /// Add 95% bootstrap intervals of ECE, smECE, NLL and Brier from RESAMPLES resamples of
     /// the test part (seed 0; without a number 100, the page's) to both temperatures' metrics,
-    /// about a second per 100, and the coverage's (exact, no resampling).
+    /// about a second per 100, of ECE and NLL to the --method recalibration's (its fit held
+    /// fixed), and the coverage's (exact, no resampling).
     #[arg(long, value_name = "RESAMPLES", num_args = 0..=1, default_missing_value = "100")]
     pub bootstrap: Option<usize>,
     /// Print one JSON object instead of tables.

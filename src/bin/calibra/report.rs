@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use calibra::bootstrap::{self, BootstrapSettings, MetricInterval, MetricIntervals};
+use calibra::bootstrap::{
+    self, BootstrapSettings, EceNllIntervals, MetricInterval, MetricIntervals,
+};
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::calibration_estimators::{self, Estimators};
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
@@ -43,6 +45,10 @@ struct Report {
     /// With `--method vector`: the fit (scales, biases, Newton steps, whether it converged).
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_scaling: Option<VectorScaling>,
+    /// With `--bootstrap`: the `--method` recalibration's `{ece, nll}` on the test part, each
+    /// `{estimate, lower, upper}`, the fit held fixed (the LogitNorm lab's table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recalibration_intervals: Option<EceNllIntervals>,
     conformal: ConformalSummary,
     /// With `--aci-gamma GAMMA`: adaptive conformal inference over the test rows in order.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -245,13 +251,8 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             args.binning,
         )
         .map_err(|e| e.to_string())?;
-        let intervals = args
-            .bootstrap
-            .map(|resamples| {
-                let settings = BootstrapSettings {
-                    resamples,
-                    ..BOOTSTRAP
-                };
+        let intervals = bootstrap_settings(args)
+            .map(|settings| {
                 bootstrap::bootstrap_intervals(
                     &test,
                     &parts.test_labels,
@@ -274,7 +275,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
-    let (recalibration, vector_scaling) = recalibrate(
+    let (recalibration, vector_scaling, recalibration_intervals) = recalibrate(
         args,
         temperature,
         &Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?,
@@ -422,6 +423,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         after,
         recalibration,
         vector_scaling,
+        recalibration_intervals,
         conformal: ConformalSummary {
             score: score.name(),
             alpha,
@@ -518,13 +520,14 @@ fn conditional_coverage(
 }
 
 /// The `--method` recalibration (temperature scaling at `temperature`, fitted or given),
-/// measured on both parts, with the vector-scaling fit when that is the method.
+/// measured on both parts, with the vector-scaling fit when that is the method, and with
+/// `--bootstrap` its ECE and NLL intervals on the test part.
 fn recalibrate(
     args: &ReportArgs,
     temperature: f64,
     calibration: &Labelled,
     test: &Labelled,
-) -> Result<(MethodReport, Option<VectorScaling>), String> {
+) -> Result<(MethodReport, Option<VectorScaling>, Option<EceNllIntervals>), String> {
     let fitted = match args.method {
         Method::Temperature => Recalibration::Temperature(temperature),
         method => recalibration::fit(method, calibration).map_err(|e| e.to_string())?,
@@ -538,11 +541,25 @@ fn recalibrate(
         args.binning,
     )
     .map_err(|e| e.to_string())?;
+    let intervals = bootstrap_settings(args)
+        .map(|settings| {
+            recalibration::bootstrap_ece_nll(&fitted, test, args.bins, args.binning, &settings)
+        })
+        .transpose()
+        .map_err(|e| format!("--bootstrap: {e}"))?;
     let vector = match fitted {
         Recalibration::Vector(fit) => Some(fit),
         _ => None,
     };
-    Ok((report, vector))
+    Ok((report, vector, intervals))
+}
+
+/// With `--bootstrap RESAMPLES`: the page's bootstrap settings with that many resamples.
+fn bootstrap_settings(args: &ReportArgs) -> Option<BootstrapSettings> {
+    args.bootstrap.map(|resamples| BootstrapSettings {
+        resamples,
+        ..BOOTSTRAP
+    })
 }
 
 /// Checks the option values that do not depend on the data, before any file is read.
@@ -744,6 +761,15 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         report.vector_scaling.as_ref(),
         report.temperature_fitted,
     );
+    if let Some(intervals) = &report.recalibration_intervals {
+        for (name, interval) in [("ece", intervals.ece), ("nll", intervals.nll)] {
+            out += &format!(
+                "{:<24}{:>12}\n",
+                format!("{name} 95% interval"),
+                format!("[{:.4}, {:.4}]", interval.lower, interval.upper)
+            );
+        }
+    }
     let c = &report.conformal;
     out += &format!(
         "\nsplit conformal, score {}{}, alpha {}{}\n",
