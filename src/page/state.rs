@@ -297,6 +297,10 @@ pub struct PageState {
     pub mistake_probabilities: bool,
     /// The anatomy chart shows T fitted by the least ECE instead of the least NLL.
     pub mistake_minimise_ece: bool,
+
+    /// The shift lab's adaptive conformal inference: the step γ by which `α_t` moves after
+    /// each image of the stream.
+    pub aci_gamma: f64,
 }
 
 impl Default for PageState {
@@ -329,6 +333,7 @@ impl Default for PageState {
             mistake_evaluation_half: false,
             mistake_probabilities: false,
             mistake_minimise_ece: false,
+            aci_gamma: crate::lab::DEFAULT_ACI_GAMMA,
         }
     }
 }
@@ -408,7 +413,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 27] = [
+pub const FIELDS: [Field; 28] = [
     Field {
         key: "model",
         label: "model",
@@ -578,7 +583,17 @@ pub const FIELDS: [Field; 27] = [
         control: Some("mistake-minimise-ece"),
         kind: FieldKind::Flag,
     },
+    Field {
+        key: "aci_gamma",
+        label: "γ",
+        control: Some("aci-gamma"),
+        kind: number(0.001, 0.05, false, Slider::Linear { step: 0.001 }),
+    },
 ];
+
+/// Fields the link writes only away from their default: added after links to the page were
+/// shared, so that a link that leaves them alone keeps its length.
+const WRITTEN_WHEN_CHANGED: [&str; 1] = ["aci_gamma"];
 
 /// A hash entry or a control value that was not taken, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
@@ -649,11 +664,17 @@ impl PageState {
         (state, rejected)
     }
 
-    /// The hash that describes this state, every field written, in [`FIELDS`] order.
+    /// The hash that describes this state, in [`FIELDS`] order: every field, except those of
+    /// [`WRITTEN_WHEN_CHANGED`] at their default.
     pub fn to_hash(&self) -> String {
         let fields = fields_of(self);
+        let defaults = fields_of(&Self::default());
         let mut out = form_urlencoded::Serializer::new(String::new());
         for field in &FIELDS {
+            if WRITTEN_WHEN_CHANGED.contains(&field.key) && fields[field.key] == defaults[field.key]
+            {
+                continue;
+            }
             let text = match (&fields[field.key], field.kind) {
                 (Value::Bool(flag), _) => (if *flag { "1" } else { "0" }).to_string(),
                 (Value::String(s), _) => s.clone(),

@@ -385,7 +385,7 @@ fn presentation_mode_steps_through_every_figure_and_back_out() {
     let listed: Vec<Figure> = crate::page::FIGURES.iter().map(|f| f.id).collect();
     assert_eq!(seen, listed);
     let last = shown.act("previous-figure", None).unwrap();
-    assert_eq!(last.embed, Embed::Figure(Figure::TauChart));
+    assert_eq!(last.embed, Embed::Figure(Figure::AciStream));
     let out = last.act("end-presentation", None).unwrap();
     assert_eq!((out.present, out.embed), (false, Embed::None));
     assert_eq!(out.t, 0.3);
@@ -494,4 +494,37 @@ fn every_sliders_position_is_read_back_from_the_field_table() {
         }
     }
     assert_eq!(PageState::default().slider_position("score"), None);
+}
+
+#[test]
+fn the_aci_step_is_written_only_away_from_its_default_and_its_slider_comes_from_the_table() {
+    assert!(!PageState::default().to_hash().contains("aci_gamma"));
+    let state = PageState::default().set("aci_gamma", "0.02").unwrap();
+    assert!(
+        state.to_hash().ends_with("&aci_gamma=0.02"),
+        "{}",
+        state.to_hash()
+    );
+    assert_eq!(
+        PageState::from_hash(&state.to_hash()),
+        (state.clone(), vec![])
+    );
+    let back = state.set_control("aci-gamma", "0.005").unwrap();
+    assert_eq!(back.to_hash(), DEFAULT_HASH);
+    let range = FIELDS
+        .iter()
+        .find(|f| f.key == "aci_gamma")
+        .and_then(Field::slider_range)
+        .unwrap();
+    assert_eq!(
+        (range.control, range.min, range.max, range.step),
+        ("aci-gamma", 0.001, 0.05, 0.001)
+    );
+    let (_, rejected) = PageState::from_hash("aci_gamma=0.5");
+    assert_eq!(rejected.len(), 1);
+    assert!(
+        rejected[0].to_string().starts_with("γ \"0.5\""),
+        "{}",
+        rejected[0]
+    );
 }

@@ -216,7 +216,7 @@ async function accessibleNames(selector) {
   }
 }
 
-const CHARTS = ["reliability", "histogram", "smooth-reliability", "classwise", "rivals-reliability", "temperature-anatomy", "set-sizes", "per-class", "stratified", "sweep", "experiment", "risk-coverage", "shift-reliability", "shift-severity", "ood-histogram", "ood-roc", "ood-norms", "tau-chart"];
+const CHARTS = ["reliability", "histogram", "smooth-reliability", "classwise", "rivals-reliability", "temperature-anatomy", "set-sizes", "per-class", "stratified", "sweep", "experiment", "risk-coverage", "shift-reliability", "shift-severity", "aci-stream", "ood-histogram", "ood-roc", "ood-norms", "tau-chart"];
 
 test("every chart has a name and a description that its figure's caption gives; the gallery is not a live region", { timeout: 30_000 }, async () => {
   const charts = await page.$$eval("figure canvas", (canvases) => canvases.map((canvas) => {
