@@ -127,8 +127,9 @@ const SLIDERS = [
   { id: "tau", name: "Network", spoken: (shown) => shown["tau-value"] },
   { id: "pac-delta", name: "PAC δ", spoken: (shown) => `δ = ${shown["pac-delta-value"]}` },
   { id: "selective-risk", name: "Risk level", spoken: (shown) => `risk level ${shown["selective-risk-value"]}` },
+  { id: "aci-gamma", name: "Step gamma", spoken: (shown) => `γ = ${shown["aci-gamma-value"]}: α_t moves by γ times (α − miss) after each image` },
 ];
-const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value", "pac-delta-value", "selective-risk-value"];
+const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value", "pac-delta-value", "selective-risk-value", "aci-gamma-value"];
 
 // What the page shows beside its sliders ({ output id: text }) and what each slider says.
 const sliderTexts = () => page.evaluate((outputs) => ({
