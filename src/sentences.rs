@@ -1842,6 +1842,151 @@ pub fn normalized_lesson(
     )
 }
 
+/// The numbers the shift lab's adaptive conformal inference sentence talks about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveFigures {
+    /// The corruption, as the page calls it.
+    pub corruption: &'static str,
+    pub alpha: f64,
+    pub gamma: f64,
+    /// Images in the stream.
+    pub images: usize,
+    /// The severities of the stream's blocks, in order (0 first), and the corruption's highest.
+    pub severities: Vec<u8>,
+    pub max_severity: u8,
+    /// Long-run coverage and mean set size of ACI's sets, and Gibbs & Candès's bound on
+    /// `|miscoverage − α|` at this length.
+    pub coverage: f64,
+    pub average_set_size: f64,
+    pub miscoverage_bound: f64,
+    /// The same of the fixed split conformal sets.
+    pub fixed_coverage: f64,
+    pub fixed_average_set_size: f64,
+    /// The last block's coverage and mean set size, ACI's then the fixed sets'.
+    pub last_block: Option<(f64, f64, f64, f64)>,
+}
+
+/// Where a stream's coverage lies against `1 − α`: within [`CHANCE_DEVIATIONS`] standard
+/// deviations of a stream of independent hits at rate `1 − α` (`None`), or by how many
+/// standard deviations below (negative) or above.
+fn stream_deviations(coverage: f64, alpha: f64, images: usize) -> Option<f64> {
+    let standard_deviation = (alpha * (1.0 - alpha) / images.max(1) as f64).sqrt();
+    let deviations = (coverage - (1.0 - alpha)) / standard_deviation;
+    (deviations.abs() > CHANCE_DEVIATIONS).then_some(deviations)
+}
+
+/// The shift lab's lesson of adaptive conformal inference (Gibbs & Candès 2021): what the
+/// stream holds; where fixed split conformal's coverage lies against `1 − α` (within chance of
+/// it, or how many standard deviations off, with its last block's); where ACI's long run lies,
+/// with its deterministic bound; and the price in set size, overall and in the last block.
+pub fn adaptive_sentence(f: &AdaptiveFigures) -> String {
+    let target = percent(1.0 - f.alpha, 0);
+    let images = grouped(f.images);
+    let last = *f.severities.last().unwrap_or(&0);
+    let shifted = f.severities.len() > 1;
+    let stream = if !shifted {
+        format!(
+            "The stream holds the {images} evaluation images, all clean so far: the corrupted \
+             copies are still being classified."
+        )
+    } else {
+        let levels: Vec<String> = f.severities.iter().map(u8::to_string).collect();
+        let so_far = if usize::from(f.max_severity) + 1 == f.severities.len() {
+            String::new()
+        } else {
+            format!(" (those classified so far: {})", levels.join(", "))
+        };
+        format!(
+            "The stream: the {images} evaluation images, the {} rising from severity 0 to \
+             {last}{so_far} in blocks of about {} images.",
+            f.corruption,
+            grouped(f.images / f.severities.len())
+        )
+    };
+    let last_coverage = |coverage: f64| {
+        if shifted {
+            format!(", {} at severity {last}", percent(coverage, 1))
+        } else {
+            String::new()
+        }
+    };
+    let fixed = {
+        let at_last = last_coverage(f.last_block.map_or(f.fixed_coverage, |b| b.2));
+        let judged = match stream_deviations(f.fixed_coverage, f.alpha, f.images) {
+            None => format!("within chance of 1 − α = {target}"),
+            Some(d) if d < 0.0 => format!(
+                "{:.1} standard deviations below 1 − α = {target}: the shifted images are not \
+                 exchangeable with the clean calibration images",
+                -d
+            ),
+            Some(d) => format!("{d:.1} standard deviations above 1 − α = {target}"),
+        };
+        format!(
+            " Split conformal with q̂ fixed on the clean calibration half covers {}{at_last}, \
+             {judged}.",
+            percent(f.fixed_coverage, 1)
+        )
+    };
+    let adaptive = {
+        let judged = match stream_deviations(f.coverage, f.alpha, f.images) {
+            None => format!("back within chance of {target} without a refit"),
+            Some(d) if d < 0.0 => format!(
+                "still {:.1} standard deviations below {target}: at γ = {} its level moves too \
+                 slowly for {images} images",
+                -d, f.gamma
+            ),
+            Some(d) => format!("{d:.1} standard deviations above {target}"),
+        };
+        format!(
+            " Adaptive conformal inference at γ = {}, correcting α_t after each image, covers \
+             {} in the long run, {judged} (whatever the order, its miscoverage ends within ±{} \
+             of α).",
+            f.gamma,
+            percent(f.coverage, 1),
+            percent(f.miscoverage_bound, 1)
+        )
+    };
+    let at_last = match (shifted, f.last_block) {
+        (true, Some((_, size, _, fixed_size))) => {
+            format!("; at severity {last}, {size:.2} against {fixed_size:.2}")
+        }
+        _ => String::new(),
+    };
+    let price = if f.average_set_size > f.fixed_average_set_size {
+        format!(
+            " The price is larger sets: {:.2} labels on average against {:.2}{at_last}.",
+            f.average_set_size, f.fixed_average_set_size
+        )
+    } else {
+        format!(
+            " Its sets are no larger: {:.2} labels on average against {:.2}{at_last}.",
+            f.average_set_size, f.fixed_average_set_size
+        )
+    };
+    format!("{stream}{fixed}{adaptive}{price}")
+}
+
+/// The ACI stream chart in words: where the long-run and windowed coverages of both methods
+/// end, and the range of `α_t`, as the readouts write them.
+pub fn adaptive_chart_summary(
+    running: (f64, f64),
+    window: (f64, f64),
+    window_size: usize,
+    alpha_range: (f64, f64),
+) -> String {
+    format!(
+        "After the last image, coverage since the start is {} with ACI and {} with q̂ fixed; \
+         over the last {} images {} and {}. α_t ranged from {:.4} to {:.4}.",
+        percent(running.0, 1),
+        percent(running.1, 1),
+        grouped(window_size),
+        percent(window.0, 1),
+        percent(window.1, 1),
+        alpha_range.0,
+        alpha_range.1
+    )
+}
+
 #[cfg(test)]
 #[path = "sentences_tests.rs"]
 mod tests;

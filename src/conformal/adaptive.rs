@@ -42,6 +42,10 @@ pub struct AdaptiveStep {
     pub covered: bool,
     /// Labels in the set.
     pub set_size: usize,
+    /// Whether fixed split conformal's set, at level α throughout, held the label.
+    pub fixed_covered: bool,
+    /// Labels in the fixed set.
+    pub fixed_set_size: usize,
 }
 
 /// Adaptive conformal inference over a stream, beside fixed split conformal on the same stream.
@@ -122,7 +126,6 @@ pub fn adaptive_conformal(
     let fixed_threshold = sorted.threshold(alpha);
     let mut level = alpha;
     let mut steps = Vec::with_capacity(stream_labels.len());
-    let (mut fixed_covered, mut fixed_sizes) = (0_usize, 0_usize);
     for (row, &label) in stream_scores.chunks_exact(num_classes).zip(stream_labels) {
         let threshold = sorted.threshold(level);
         let covered = row[label as usize] <= threshold;
@@ -130,19 +133,20 @@ pub fn adaptive_conformal(
             alpha: level,
             covered,
             set_size: row.iter().filter(|&&s| s <= threshold).count(),
+            fixed_covered: row[label as usize] <= fixed_threshold,
+            fixed_set_size: row.iter().filter(|&&s| s <= fixed_threshold).count(),
         });
-        fixed_covered += usize::from(row[label as usize] <= fixed_threshold);
-        fixed_sizes += row.iter().filter(|&&s| s <= fixed_threshold).count();
         level += gamma * (alpha - if covered { 0.0 } else { 1.0 });
     }
     let length = steps.len() as f64;
+    let share = |count: usize| count as f64 / length;
     Ok(AdaptiveRun {
         gamma,
-        coverage: steps.iter().filter(|s| s.covered).count() as f64 / length,
-        average_set_size: steps.iter().map(|s| s.set_size).sum::<usize>() as f64 / length,
+        coverage: share(steps.iter().filter(|s| s.covered).count()),
+        average_set_size: share(steps.iter().map(|s| s.set_size).sum()),
         miscoverage_bound: (alpha.max(1.0 - alpha) + gamma) / (gamma * length),
-        fixed_coverage: fixed_covered as f64 / length,
-        fixed_average_set_size: fixed_sizes as f64 / length,
+        fixed_coverage: share(steps.iter().filter(|s| s.fixed_covered).count()),
+        fixed_average_set_size: share(steps.iter().map(|s| s.fixed_set_size).sum()),
         steps,
     })
 }

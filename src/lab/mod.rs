@@ -19,6 +19,7 @@ use crate::conformal::{self, ConformalError, Score};
 use crate::data;
 use crate::smooth_calibration::SmoothEce;
 
+mod adaptive_view;
 mod anatomy_view;
 mod answers;
 mod conformal_view;
@@ -60,6 +61,8 @@ pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use normalized_view::{NormalizedRequest, TemperatureComparison};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
 pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
+
+pub use adaptive_view::{AdaptiveView, StreamBlock, COVERAGE_WINDOW, DEFAULT_ACI_GAMMA};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
 

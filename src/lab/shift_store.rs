@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 
-use super::{LabError, Streamed};
+use super::adaptive_view::StreamKey;
+use super::{AdaptiveView, LabError, Streamed};
 use crate::calibration::Logits;
 use crate::shift::{Corruption, ShiftError};
 
@@ -121,6 +122,9 @@ pub struct ShiftStore {
     /// The T fitted on each complete copy's calibration half, by network, copy and split seed:
     /// the lab's frames measure every severity again, and the fit is most of their cost.
     fits: HashMap<(usize, ShiftedSet, u64), f64>,
+    /// The last ACI stream replayed and what it was computed from: a frame shows it again
+    /// until γ, the score, α, the split or the severities in change.
+    adaptive: Option<(StreamKey, AdaptiveView)>,
 }
 
 impl ShiftStore {
@@ -132,6 +136,7 @@ impl ShiftStore {
             rows,
             logits: HashMap::new(),
             fits: HashMap::new(),
+            adaptive: None,
         }
     }
 
@@ -188,5 +193,18 @@ impl ShiftStore {
     /// Rows of `model`'s logits on `set` that have arrived.
     pub fn arrived(&self, model: usize, set: ShiftedSet) -> usize {
         self.logits.get(&(model, set)).map_or(0, Streamed::arrived)
+    }
+
+    /// The ACI stream computed from `key`, if it is the one kept.
+    pub(super) fn adaptive(&self, key: &StreamKey) -> Option<&AdaptiveView> {
+        self.adaptive
+            .as_ref()
+            .filter(|(kept, _)| kept == key)
+            .map(|(_, view)| view)
+    }
+
+    /// Keeps the ACI stream computed from `key`, in place of the one kept before.
+    pub(super) fn keep_adaptive(&mut self, key: StreamKey, view: AdaptiveView) {
+        self.adaptive = Some((key, view));
     }
 }

@@ -171,7 +171,7 @@ impl Lab {
     }
 
     /// Every row of `logits` (`[rows, K]`, one per test image) in the split's two halves.
-    fn halves(&self, logits: &[f32]) -> (Part, Part) {
+    pub(super) fn halves(&self, logits: &[f32]) -> (Part, Part) {
         let k = self.num_classes;
         let (mut calibration, mut evaluation) = (Part::default(), Part::default());
         for (row, values) in logits.chunks_exact(k).enumerate() {

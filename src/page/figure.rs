@@ -11,6 +11,7 @@ use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
 use crate::lab::ood_view::PairedHistogram;
 use crate::lab::CoverageExperiment;
+use crate::lab::{AdaptiveView, COVERAGE_WINDOW};
 use crate::lab::{
     AnatomyView, ConformalView, SelectiveView, ShiftMetrics, ShiftView, TemperatureView, MISTAKES,
 };
@@ -39,6 +40,7 @@ pub enum Figure {
     OodNorms,
     TauChart,
     CumulativeDifferences,
+    AciStream,
 }
 
 /// What the page shows: the whole article, or one figure alone with its lab's controls (the
@@ -97,7 +99,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 19] = [
+pub const FIGURES: [FigureInfo; 20] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -186,6 +188,12 @@ pub const FIGURES: [FigureInfo; 19] = [
         Figure::ShiftSeverity,
         "calibra-shift-severity",
         "metrics over severity",
+        FigureLab::Shift,
+    ),
+    info(
+        Figure::AciStream,
+        "calibra-aci-stream",
+        "adaptive conformal stream chart",
         FigureLab::Shift,
     ),
     info(
@@ -278,6 +286,7 @@ pub fn frame_figures(frame: &Frame, on_screen: &[Figure]) -> Vec<(Figure, FrameD
                     .as_ref()
                     .is_some_and(|view| view.current().is_none()),
                 Figure::TemperatureAnatomy => frame.anatomy.is_none(),
+                Figure::AciStream => frame.adaptive.is_none(),
                 _ => false,
             };
             let drawing = if waiting {
@@ -385,6 +394,14 @@ impl<'a> Sources<'a> {
     fn shift(&self, figure: Figure) -> Result<&'a ShiftView, FigureError> {
         self.frame
             .shift
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The shift lab's ACI stream, which `figure` needs.
+    fn adaptive(&self, figure: Figure) -> Result<&'a AdaptiveView, FigureError> {
+        self.frame
+            .adaptive
             .as_ref()
             .ok_or(FigureError::NotComputed(figure))
     }
@@ -575,6 +592,22 @@ pub fn draw<DB: DrawingBackend>(
                 view.severity,
                 style,
             )?;
+        }
+        Figure::AciStream => {
+            let view = sources.adaptive(figure)?;
+            let levels: Vec<f64> = view.run.steps.iter().map(|step| step.alpha).collect();
+            let block_starts: Vec<usize> = view.blocks.iter().skip(1).map(|b| b.start).collect();
+            let series = plot::StreamSeries {
+                window: &view.window_coverage,
+                running: &view.running_coverage,
+                fixed_window: &view.fixed_window_coverage,
+                fixed_running: &view.fixed_running_coverage,
+                levels: &levels,
+                window_size: COVERAGE_WINDOW,
+                alpha: view.alpha,
+                block_starts: &block_starts,
+            };
+            plot::adaptive_stream_chart(area, &series, style)?;
         }
     }
     Ok(())
@@ -856,6 +889,44 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                         .map(number),
                     ),
                 );
+            }
+        }
+        Figure::AciStream => {
+            let view = sources.adaptive(figure)?;
+            table.header(&[
+                "step",
+                "test_row",
+                "severity",
+                "alpha_t",
+                "covered",
+                "set_size",
+                "fixed_covered",
+                "fixed_set_size",
+                "coverage_window",
+                "coverage_since_start",
+                "fixed_coverage_window",
+                "fixed_coverage_since_start",
+                "gamma",
+                "temperature",
+            ]);
+            let flag = |value: bool| u8::from(value).to_string();
+            for (index, (step, row)) in view.run.steps.iter().zip(&view.rows).enumerate() {
+                table.row([
+                    (index + 1).to_string(),
+                    row.to_string(),
+                    view.severity_at(index).unwrap_or_default().to_string(),
+                    number(step.alpha),
+                    flag(step.covered),
+                    step.set_size.to_string(),
+                    flag(step.fixed_covered),
+                    step.fixed_set_size.to_string(),
+                    number(view.window_coverage[index]),
+                    number(view.running_coverage[index]),
+                    number(view.fixed_window_coverage[index]),
+                    number(view.fixed_running_coverage[index]),
+                    number(view.gamma),
+                    number(view.temperature),
+                ]);
             }
         }
         Figure::TemperatureAnatomy => {

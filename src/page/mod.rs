@@ -7,6 +7,7 @@
 //! The web facade draws the charts from the same views ([`figure`]); JavaScript applies the
 //! patches.
 
+mod adaptive;
 pub mod figure;
 mod normalized_temperature;
 mod ood;
@@ -24,6 +25,7 @@ use serde::Serialize;
 use crate::data::{
     DataError, Images, FASHION_MNIST_CLASSES, IDX_IMAGES_HEADER, IMAGE_SIDE, NUM_CLASSES,
 };
+use crate::lab::AdaptiveView;
 use crate::lab::NormalizedRequest;
 use crate::lab::{
     AnatomyRequest, AnatomyView, ConformalView, DifferenceRequest, Explanation, FeatureRequest,
@@ -244,6 +246,8 @@ pub struct Frame {
     pub readouts: Readouts,
     /// The conformal lab's selective classification block.
     pub selective: Option<SelectiveView>,
+    /// The shift lab's ACI stream, when its chart is on screen and the clean logits are in.
+    pub adaptive: Option<AdaptiveView>,
 }
 
 /// The data the labs show.
@@ -318,6 +322,25 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         }
         frame.shift = shift.view;
         frame.recalibrate = state.recalibrate;
+        // The stream is replayed when its chart comes on screen, and kept until γ or what it
+        // is built from changes.
+        if visible.figures.contains(&Figure::AciStream) {
+            let view = match lab.adaptive_view(
+                shifts,
+                state.shift,
+                &state.conformal_settings(),
+                state.aci_gamma,
+            ) {
+                Ok(view) => Some(view),
+                Err(LabError::NotReady) => None,
+                Err(e) => return Err(e),
+            };
+            frame
+                .readouts
+                .patches
+                .extend(adaptive::readouts(view.as_ref()));
+            frame.adaptive = view;
+        }
     }
     match lab.fitted_temperature() {
         Ok(fit) => frame.readouts.fitted_temperature = Some(fit.temperature),

@@ -464,6 +464,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     }
     patches.extend(super::pac::control_patches(state));
     patches.extend(super::selective::control_patches(state));
+    patches.extend(super::adaptive::control_patches(state));
     patches
 }
 

@@ -297,6 +297,10 @@ pub struct PageState {
     pub mistake_probabilities: bool,
     /// The anatomy chart shows T fitted by the least ECE instead of the least NLL.
     pub mistake_minimise_ece: bool,
+
+    /// The shift lab's adaptive conformal inference: the step γ by which `α_t` moves after
+    /// each image of the stream.
+    pub aci_gamma: f64,
 }
 
 impl Default for PageState {
@@ -329,6 +333,7 @@ impl Default for PageState {
             mistake_evaluation_half: false,
             mistake_probabilities: false,
             mistake_minimise_ece: false,
+            aci_gamma: crate::lab::DEFAULT_ACI_GAMMA,
         }
     }
 }
@@ -408,7 +413,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 27] = [
+pub const FIELDS: [Field; 28] = [
     Field {
         key: "model",
         label: "model",
@@ -577,6 +582,12 @@ pub const FIELDS: [Field; 27] = [
         label: "fit by least ECE",
         control: Some("mistake-minimise-ece"),
         kind: FieldKind::Flag,
+    },
+    Field {
+        key: "aci_gamma",
+        label: "γ",
+        control: Some("aci-gamma"),
+        kind: number(0.001, 0.05, false, Slider::Linear { step: 0.001 }),
     },
 ];
 

@@ -6,7 +6,8 @@ use crate::page::Figure;
 const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1&score=aps\
 &randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all&tau=0.04&ood=mnist\
 &ood_score=energy&shift=rotation&severity=3&recalibrate=0&paper=0&embed=none&present=0\
-&delta=0.1&risk=0.03&mistake_evaluation_half=0&mistake_probabilities=0&mistake_minimise_ece=0";
+&delta=0.1&risk=0.03&mistake_evaluation_half=0&mistake_probabilities=0&mistake_minimise_ece=0\
+&aci_gamma=0.005";
 
 fn messages(rejected: &[Rejected]) -> Vec<String> {
     rejected.iter().map(ToString::to_string).collect()
@@ -526,4 +527,32 @@ fn every_sliders_position_is_read_back_from_the_field_table() {
         }
     }
     assert_eq!(PageState::default().slider_position("score"), None);
+}
+
+#[test]
+fn the_aci_step_round_trips_its_link_and_its_slider_comes_from_the_table() {
+    let state = PageState::default().set("aci_gamma", "0.02").unwrap();
+    assert_eq!(state.to_hash(), "aci_gamma=0.02");
+    assert_eq!(
+        PageState::from_hash(&state.to_hash()),
+        (state.clone(), vec![])
+    );
+    let back = state.set_control("aci-gamma", "0.005").unwrap();
+    assert_eq!(back, PageState::default());
+    let range = FIELDS
+        .iter()
+        .find(|f| f.key == "aci_gamma")
+        .and_then(Field::slider_range)
+        .unwrap();
+    assert_eq!(
+        (range.control, range.min, range.max, range.step),
+        ("aci-gamma", 0.001, 0.05, 0.001)
+    );
+    let (_, rejected) = PageState::from_hash("aci_gamma=0.5");
+    assert_eq!(rejected.len(), 1);
+    assert!(
+        rejected[0].to_string().starts_with("γ \"0.5\""),
+        "{}",
+        rejected[0]
+    );
 }

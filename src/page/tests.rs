@@ -936,6 +936,25 @@ fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_
     );
 }
 
+/// A frame of the bundled networks' lab with the corrupted copies of `shifts`.
+fn render_with_shifts(
+    lab: &mut Lab,
+    shifts: &mut ShiftStore,
+    state: &PageState,
+    visible: &Visible,
+) -> Frame {
+    render(
+        LabData::Bundled {
+            lab,
+            store: &mut store(),
+            shifts,
+        },
+        state,
+        visible,
+    )
+    .unwrap()
+}
+
 /// Logits of a corrupted copy for `rows` rows: every row favours the next class, with logits
 /// twice as large as `lab_with_logits`'s.
 fn every_row_wrong(rows: usize) -> Vec<f32> {
@@ -957,18 +976,8 @@ fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judg
         ..Visible::default()
     };
     let state = PageState::from_hash("shift=blur&severity=2").0;
-    let frame_of = |lab: &mut Lab, shifts: &mut ShiftStore| {
-        render(
-            LabData::Bundled {
-                lab,
-                store: &mut store(),
-                shifts,
-            },
-            &state,
-            &visible,
-        )
-        .unwrap()
-    };
+    let frame_of =
+        |lab: &mut Lab, shifts: &mut ShiftStore| render_with_shifts(lab, shifts, &state, &visible);
     let needs = |frame: &Frame| -> Vec<String> {
         frame
             .readouts
@@ -1328,7 +1337,10 @@ fn every_choice_and_flag_control_shows_what_the_link_says() {
     let mut checked = 0;
     for field in &FIELDS {
         let Some(id) = field.control else { continue };
-        let written = &link[field.key];
+        // A field the link writes only away from its default is a slider's, checked elsewhere.
+        let Some(written) = link.get(field.key) else {
+            continue;
+        };
         match field.kind {
             FieldKind::Choice => {
                 let shown = patches.iter().find_map(|p| match p {
@@ -1822,5 +1834,110 @@ fn the_normalised_temperature_table_asks_for_each_evaluated_network_then_shows_i
     assert!(
         lesson.contains("LogitNorm τ = 0.3 has ECE 0.0500 (0.0450 to 0.0550) after one T and 0.0450 (0.0400 to 0.0500) after normalised T"),
         "{lesson}"
+    );
+}
+
+#[test]
+fn the_aci_block_shows_the_labs_stream_at_the_states_gamma_once_its_chart_is_on_screen() {
+    let rows = 400;
+    let mut lab = lab_with_logits(rows, rows);
+    let mut shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), rows);
+    let set = crate::lab::ShiftedSet::parse("shift-blur-2").unwrap();
+    shifts
+        .add_logits(0, set, 0, &every_row_wrong(rows))
+        .unwrap();
+    let state = PageState::from_hash("shift=blur&severity=2&aci_gamma=0.02").0;
+    let frame_of = |lab: &mut Lab, shifts: &mut ShiftStore, figures: Vec<Figure>| {
+        let visible = Visible {
+            shift: true,
+            figures,
+            ..Visible::default()
+        };
+        render_with_shifts(lab, shifts, &state, &visible)
+    };
+    // Off screen, the stream is not replayed.
+    let frame = frame_of(&mut lab, &mut shifts, vec![Figure::ShiftSeverity]);
+    assert!(frame.adaptive.is_none());
+    assert!(!frame.readouts.patches.iter().any(|p| matches!(
+        p,
+        Patch::Text {
+            id: "aci-sentence",
+            ..
+        }
+    )));
+    let frame = frame_of(&mut lab, &mut shifts, vec![Figure::AciStream]);
+    let view = lab
+        .adaptive_view(
+            &mut shifts,
+            crate::shift::Corruption::Blur,
+            &state.conformal_settings(),
+            0.02,
+        )
+        .unwrap();
+    assert_eq!(frame.adaptive.as_ref(), Some(&view));
+    let severities: Vec<u8> = view.blocks.iter().map(|b| b.severity).collect();
+    assert_eq!(severities, [0, 2]);
+    let patches = &frame.readouts.patches;
+    assert_eq!(
+        metric_patch(patches, "aci_coverage").0,
+        &Some(view.run.coverage)
+    );
+    assert_eq!(
+        metric_patch(patches, "aci_fixed_coverage").0,
+        &Some(view.run.fixed_coverage)
+    );
+    assert_eq!(
+        metric_patch(patches, "aci_set_size").0,
+        &Some(view.run.average_set_size)
+    );
+    assert_eq!(
+        metric_patch(patches, "aci_fixed_set_size").0,
+        &Some(view.run.fixed_average_set_size)
+    );
+    assert_eq!(
+        metric_patch(patches, "aci_final_alpha").0,
+        &Some(view.run.steps.last().unwrap().alpha)
+    );
+    assert_eq!(metric_patch(patches, "aci_images").1, "200");
+    assert_eq!(text_patch(patches, "aci-sentence"), view.sentence);
+    let summary = text_patch(patches, "aci-stream-summary");
+    assert!(
+        summary.starts_with(&format!(
+            "After the last image, coverage since the start is {} with ACI and {} with q̂ fixed",
+            percent(view.run.coverage, 1),
+            percent(view.run.fixed_coverage, 1)
+        )),
+        "{summary}"
+    );
+    assert_eq!(text_patch(patches, "aci-gamma-value"), "0.02");
+    assert!(patches.iter().any(|p| matches!(p,
+        Patch::Control { id: "aci-gamma", value, .. } if value == "0.02")));
+    // The figure draws from the frame, and its CSV carries each step of the stream.
+    let sources = Sources {
+        frame: &frame,
+        experiment: None,
+    };
+    let steps = csv_rows(&figure::csv(Figure::AciStream, &sources).unwrap());
+    assert_eq!(steps.len(), 1 + view.rows.len());
+    assert_eq!(&steps[0][..3], ["step", "test_row", "severity"]);
+    assert_eq!(steps[1][1], view.rows[0].to_string());
+    assert_eq!(steps[200][2], "2", "the last block is severity 2");
+    assert_eq!(
+        steps[200][3].parse::<f64>().unwrap(),
+        view.run.steps[199].alpha
+    );
+    let mut svg = String::new();
+    figure::render_on(
+        Figure::AciStream,
+        &sources,
+        plotters::prelude::SVGBackend::with_string(&mut svg, (600, 400)),
+        &crate::plot::ChartStyle::default(),
+    )
+    .unwrap();
+    assert!(svg.starts_with("<svg"));
+    // The frame's figure list draws it; before the clean logits are in it waits.
+    assert_eq!(
+        frame_figures(&frame, &[Figure::AciStream]),
+        [(Figure::AciStream, FrameDrawing::Draw)]
     );
 }

@@ -18,6 +18,7 @@
 //! whatever a colour singles out (an empty set, a class below its target, a calibration gap)
 //! is also hatched, so it reads without colour.
 
+mod adaptive;
 mod anatomy;
 mod calibration;
 mod conformal;
@@ -28,6 +29,7 @@ mod shift;
 #[cfg(test)]
 mod test_support;
 
+pub use adaptive::{adaptive_stream_chart, StreamSeries};
 pub use anatomy::{anatomy_chart, TemperatureLine, MISTAKE_COLOURS};
 pub use calibration::{
     classwise_reliability, confidence_histogram, method_reliability, reliability_diagram,
@@ -960,6 +962,89 @@ fn draw_axes<DB: DrawingBackend>(
     }
     mesh.draw()?;
     Ok(())
+}
+
+/// Height of the strip between two stacked panels, which holds no tick labels (CSS pixels).
+const STACKED_GAP: f64 = 8.0;
+
+/// The x axis two stacked panels share: its range, the most tick labels, and its description
+/// and tick labels, written under the lower panel only.
+struct SharedXAxis<'a> {
+    range: Range<f64>,
+    tick_labels: usize,
+    description: &'a str,
+    format: &'a dyn Fn(&f64) -> String,
+}
+
+/// One of two stacked panels' y axis: its range, description and tick labels.
+struct PanelYAxis<'a> {
+    range: Range<f64>,
+    description: &'a str,
+    format: &'a dyn Fn(&f64) -> String,
+}
+
+/// `area` cut into an upper and a lower panel whose plotting areas are equally tall.
+fn stacked_areas<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    metrics: Metrics,
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let (_, height) = area.dim_in_pixel();
+    let top_height = (height as i32 + metrics.px(STACKED_GAP) - metrics.px(X_LABEL_AREA)) / 2;
+    area.split_vertically(top_height.max(0))
+}
+
+/// The charts of two stacked panels (the areas of [`stacked_areas`]) with their axes drawn,
+/// grid lines at every tick: the shift lab's severity chart and its stream chart read alike.
+fn stacked_charts<'a, DB: DrawingBackend>(
+    (top, bottom): &'a (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>),
+    x: &SharedXAxis,
+    top_y: &PanelYAxis,
+    bottom_y: &PanelYAxis,
+    metrics: Metrics,
+) -> Result<(Chart<'a, DB>, Chart<'a, DB>), PlotError> {
+    let no_label = |_: &f64| String::new();
+    let upper = SharedXAxis {
+        range: x.range.clone(),
+        tick_labels: x.tick_labels,
+        description: "",
+        format: &no_label,
+    };
+    let top_layout = ChartLayout {
+        x_label_area: STACKED_GAP,
+        ..FULL_LAYOUT
+    };
+    Ok((
+        stacked_panel(top, &upper, top_y, top_layout, metrics)?,
+        stacked_panel(bottom, x, bottom_y, FULL_LAYOUT, metrics)?,
+    ))
+}
+
+/// One panel of [`stacked_charts`]; an empty x description is none.
+fn stacked_panel<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    x: &SharedXAxis,
+    y: &PanelYAxis,
+    layout: ChartLayout,
+    metrics: Metrics,
+) -> Result<Chart<'a, DB>, PlotError> {
+    let mut chart = build_chart(area, x.range.clone(), y.range.clone(), layout, metrics)?;
+    draw_axes(
+        &mut chart,
+        &Axes {
+            tick_font: TICK_FONT,
+            tick_labels: (x.tick_labels, HISTOGRAM_Y_TICK_LABELS),
+            tick_mark: TICK_MARK,
+            descriptions: (
+                (!x.description.is_empty()).then_some(x.description),
+                Some(y.description),
+            ),
+            x_format: x.format,
+            y_format: y.format,
+            grid: (true, true),
+        },
+        metrics,
+    )?;
+    Ok(chart)
 }
 
 fn check_fraction(name: &'static str, value: f64) -> Result<(), PlotError> {

@@ -12,8 +12,6 @@ use super::*;
 const SEVERITY_SIZE: (f64, f64) = (240.0, 260.0);
 /// Room left and right of the first and last severity, in severities.
 const SEVERITY_PADDING: f64 = 0.3;
-/// Height of the strip between the panels that holds no tick labels (CSS pixels).
-const TOP_X_LABEL_AREA: f64 = 8.0;
 const REFERENCE_LINE_WIDTH: f64 = 1.5;
 /// Radius of the dot at each evaluated severity (CSS pixels).
 const DOT_RADIUS: f64 = 3.0;
@@ -97,10 +95,6 @@ pub fn severity_chart<DB: DrawingBackend>(
         .fold(1.0, f64::max);
     let size_range = 0.0..Y_HEADROOM * largest_size;
 
-    let (_, height) = rest.dim_in_pixel();
-    let top_height = (height as i32 + metrics.px(TOP_X_LABEL_AREA) - metrics.px(X_LABEL_AREA)) / 2;
-    let (top, bottom) = rest.split_vertically(top_height.max(0));
-
     let whole = |x: &f64| {
         if (x - x.round()).abs() < 1e-9 {
             format!("{}", x.round() + 0.0)
@@ -108,26 +102,27 @@ pub fn severity_chart<DB: DrawingBackend>(
             String::new()
         }
     };
-    let no_label = |_: &f64| String::new();
     let percent_label = |y: &f64| format!("{:.0}%", 100.0 * y);
     let size_decimals = if size_range.end < 5.0 { 1 } else { 0 };
     let size_label = |y: &f64| format!("{:.size_decimals$}", y + 0.0);
-
-    let top_layout = ChartLayout {
-        x_label_area: TOP_X_LABEL_AREA,
-        ..FULL_LAYOUT
-    };
-    let mut top_chart = build_chart(&top, x_range.clone(), 0.0..1.0, top_layout, metrics)?;
-    draw_axes(
-        &mut top_chart,
-        &Axes {
-            tick_font: TICK_FONT,
-            tick_labels: (usize::from(max_severity) + 1, HISTOGRAM_Y_TICK_LABELS),
-            tick_mark: TICK_MARK,
-            descriptions: (None, Some("share")),
-            x_format: &no_label,
-            y_format: &percent_label,
-            grid: (true, true),
+    let areas = stacked_areas(&rest, metrics);
+    let (top_chart, bottom_chart) = stacked_charts(
+        &areas,
+        &SharedXAxis {
+            range: x_range.clone(),
+            tick_labels: usize::from(max_severity) + 1,
+            description: "severity (0 = clean)",
+            format: &whole,
+        },
+        &PanelYAxis {
+            range: 0.0..1.0,
+            description: "share",
+            format: &percent_label,
+        },
+        &PanelYAxis {
+            range: size_range,
+            description: "avg set size",
+            format: &size_label,
         },
         metrics,
     )?;
@@ -138,27 +133,6 @@ pub fn severity_chart<DB: DrawingBackend>(
         top_pixels.point(x_range.end, target),
         DARK_GREY.stroke_width(metrics.stroke(REFERENCE_LINE_WIDTH)),
         true,
-        metrics,
-    )?;
-
-    let mut bottom_chart = build_chart(
-        &bottom,
-        x_range.clone(),
-        size_range.clone(),
-        FULL_LAYOUT,
-        metrics,
-    )?;
-    draw_axes(
-        &mut bottom_chart,
-        &Axes {
-            tick_font: TICK_FONT,
-            tick_labels: (usize::from(max_severity) + 1, HISTOGRAM_Y_TICK_LABELS),
-            tick_mark: TICK_MARK,
-            descriptions: (Some("severity (0 = clean)"), Some("avg set size")),
-            x_format: &whole,
-            y_format: &size_label,
-            grid: (true, true),
-        },
         metrics,
     )?;
     let bottom_pixels = PlotPixels::new(&bottom_chart);

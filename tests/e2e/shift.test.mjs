@@ -5,11 +5,14 @@
 // `calibra report --temperature <clean T>`; the verdict states the numbers shown and says on
 // which side of the guarantee band each coverage lies; a severity sweep fills the chart and
 // the severity table; the recalibrate switch redraws the diagram at the refitted T; inversion
-// has severities 0 and 1 only. UPDATE_SCREENSHOT=1 copies the lab's screenshot to
-// docs/shift.png.
+// has severities 0 and 1 only. Adaptive conformal inference over the rising-severity stream,
+// its γ set by a pointer and the keyboard, replays the stream in a frame under a second and
+// equals `calibra report --aci-gamma` on the stream the chart's CSV lists (1e-9).
+// UPDATE_SCREENSHOT=1 copies the lab's screenshot to docs/shift.png.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
@@ -182,7 +185,96 @@ test("3. the sweep: every severity of the corruption is evaluated, the chart and
   if (process.env.UPDATE_SCREENSHOT) copyFileSync(shot, path.join(REPO_ROOT, "docs/shift.png"));
 });
 
-test("4. inversion is on or off: its slider has two positions, and a link asking for more shows it on", { timeout: SHIFT_TIMEOUT_MS + 30_000 }, async () => {
+// The figure menu's CSV of figure `id`, as a reader downloads it: its rows, header first.
+async function figureCsv(id) {
+  const menu = page.locator("figure", { has: page.locator(`canvas#${id}`) }).locator("details.figure-menu");
+  await menu.scrollIntoViewIfNeeded();
+  if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
+  const title = await page.evaluate((figure) => window.calibra.limits.figures.find((f) => f.id === figure).title, id);
+  const [file] = await Promise.all([
+    page.waitForEvent("download"),
+    menu.getByRole("button", { name: `Download the ${title} as CSV` }).click(),
+  ]);
+  await menu.locator("summary").click();
+  return readFileSync(await file.path(), "utf8").trim().split(/\r?\n/).map((line) => line.split(","));
+}
+
+// Runs `action` and waits for the shift lab's next frame that shows γ = `gamma`; returns that
+// frame's time (ms: the shift lab's view, the stream's replay when γ changed, the drawing).
+async function afterGammaFrame(action, gamma) {
+  const before = await page.evaluate(() => window.calibra.timings.shiftDraws.length);
+  await action();
+  await page.waitForFunction(([n, shown]) => window.calibra.timings.shiftDraws.length > n && document.getElementById("aci-gamma-value").textContent === shown, [before, String(gamma)], { timeout: 60_000, polling: "raf" });
+  await nextFrames(page, 2);
+  return page.evaluate(() => window.calibra.timings.shiftDraws.at(-1));
+}
+
+test("4. adaptive conformal inference: γ set by a pointer and the keyboard, the stream replayed in under a second, equal to `calibra report --aci-gamma` on the page's stream", { timeout: 6 * SHIFT_TIMEOUT_MS }, async (t) => {
+  // LAC, so that no uniform draw differs between the page's rows and the CLI's files.
+  await page.selectOption("#score", "lac");
+  const gamma = page.locator("#aci-gamma");
+  await page.locator("#aci-stream").scrollIntoViewIfNeeded();
+  // The stream is complete once every severity of the rotation is classified (in the cache).
+  await page.waitForFunction(() => (document.getElementById("aci-sentence").textContent ?? "").startsWith("The stream: the 5,000 evaluation images, the rotation rising from severity 0 to 5 in"), null, { timeout: 5 * SHIFT_TIMEOUT_MS, polling: 500 });
+  await gamma.scrollIntoViewIfNeeded();
+  // A click at a third of the track (γ about 0.017), then Home (0.001) and nine steps up:
+  // γ = 0.01. (sliders.test.mjs taps every slider, this one too.)
+  const box = await gamma.boundingBox();
+  await page.mouse.click(box.x + box.width / 3, box.y + box.height / 2);
+  await nextFrames(page, 2);
+  const clicked = Number((await hashParams(page)).aci_gamma);
+  assert.ok(clicked > 0.01 && clicked < 0.03, `the click set γ = ${clicked}`);
+  await gamma.focus();
+  await afterGammaFrame(() => page.keyboard.press("Home"), 0.001);
+  for (let step = 2; step < 10; step++) await afterGammaFrame(() => page.keyboard.press("ArrowRight"), step / 1000);
+  const millis = await afterGammaFrame(() => page.keyboard.press("ArrowRight"), 0.01);
+  t.diagnostic(`the frame that replayed 5,000 images at γ = 0.01 took ${millis.toFixed(0)} ms`);
+  assert.ok(millis < 1000, `a γ change took ${millis} ms`);
+  assert.equal((await hashParams(page)).aci_gamma, "0.01");
+  const m = await readMetrics(page);
+  assert.equal(m.aci_images, 5000);
+
+  // The stream as the chart's CSV gives it, made into `calibra report`'s files.
+  const [header, ...steps] = await figureCsv("aci-stream");
+  const column = (name) => header.indexOf(name);
+  const labelsFile = path.join(native.dir, "labels.gz");
+  await download(site.url, LABELS_URL, labelsFile);
+  const labels = gunzipSync(readFileSync(labelsFile)).subarray(8);
+  const logits = { 0: await page.evaluate(() => window.calibra.logits(0, "test")) };
+  for (let s = 1; s <= 5; s++) logits[s] = await page.evaluate((name) => window.calibra.logits(0, name), `shift-rotation-${s}`);
+  const row = (values, r) => values.slice(r * 10, (r + 1) * 10).join(",");
+  const calibrationRows = await page.evaluate(() => window.calibra.calibrationRows());
+  const write = (name, lines) => { const file = path.join(native.dir, name); writeFileSync(file, `${lines.join("\n")}\n`); return file; };
+  const files = {
+    logits: write("aci-calibration.csv", calibrationRows.map((r) => row(logits[0], r))),
+    labels: write("aci-calibration-labels.txt", calibrationRows.map((r) => labels[r])),
+    testLogits: write("aci-stream.csv", steps.map((step) => row(logits[Number(step[column("severity")])], Number(step[column("test_row")])))),
+    testLabels: write("aci-stream-labels.txt", steps.map((step) => labels[Number(step[column("test_row")])])),
+  };
+  assert.deepEqual([...new Set(steps.map((step) => step[column("severity")]))], ["0", "1", "2", "3", "4", "5"]);
+  const temperature = steps[0][column("temperature")];
+  const binary = await buildCalibra();
+  const args = ["report", "--logits", files.logits, "--labels", files.labels, "--test-logits", files.testLogits, "--test-labels", files.testLabels,
+    "--temperature", temperature, "--score", "lac", "--alpha", String(ALPHA), "--aci-gamma", "0.01", "--json"];
+  const aci = JSON.parse((await run(binary, args, { maxBuffer: 64 << 20 })).stdout).aci;
+  for (const [shown, key] of [["aci_coverage", "coverage"], ["aci_set_size", "average_set_size"], ["aci_fixed_coverage", "fixed_coverage"], ["aci_fixed_set_size", "fixed_average_set_size"], ["aci_final_alpha", "final_alpha"], ["aci_bound", "miscoverage_bound"]]) {
+    close(shown, m[shown], aci[key]);
+  }
+  close("last step's α_t", Number(steps.at(-1)[column("alpha_t")]), aci.final_alpha);
+  // What the stream shows on this network: q̂ fixed loses coverage, ACI brings the long run
+  // back near 1 − α with larger sets, and the sentence says so with the numbers shown.
+  assert.ok(m.aci_fixed_coverage < 1 - ALPHA, `fixed ${m.aci_fixed_coverage}`);
+  assert.ok(m.aci_set_size > m.aci_fixed_set_size, `sizes ${m.aci_set_size}, ${m.aci_fixed_set_size}`);
+  assert.ok(Math.abs(1 - ALPHA - m.aci_coverage) <= m.aci_bound, `ACI ${m.aci_coverage} within ±${m.aci_bound}`);
+  const sentence = await page.textContent("#aci-sentence");
+  assert.ok(sentence.includes(`covers ${(100 * m.aci_fixed_coverage).toFixed(1)}%`), sentence);
+  assert.ok(sentence.includes(`at γ = 0.01, correcting α_t after each image, covers ${(100 * m.aci_coverage).toFixed(1)}% in the long run`), sentence);
+  assert.ok(sentence.includes(`The price is larger sets: ${m.aci_set_size.toFixed(2)} labels on average against ${m.aci_fixed_set_size.toFixed(2)}`), sentence);
+  t.diagnostic(sentence);
+  assert.match(await page.textContent("#aci-stream-summary"), /^After the last image, coverage since the start is /);
+});
+
+test("5. inversion is on or off: its slider has two positions, and a link asking for more shows it on", { timeout: SHIFT_TIMEOUT_MS + 30_000 }, async () => {
   await page.goto(`${site.url}#${HASH.replace("shift=rotation&severity=5", "shift=inversion&severity=4")}`);
   await waitForInference(page);
   assert.equal((await hashParams(page)).severity, "1");
