@@ -25,6 +25,15 @@
 //! (PRDS), and BH on them keeps the false discovery rate, the expected share of
 //! in-distribution inputs among the discoveries, at most `q` (Bates et al. 2023).
 //!
+//! # A batch with a chosen share of OOD inputs
+//!
+//! To show BH at a chosen share `s` of OOD inputs, [`mixed_rows`] draws
+//! `m₁ = min(n_out, max(1, round(s·m₀/(1 − s))))` of the `n_out` OOD rows (the first `m₁` of a
+//! seeded permutation, in row order) to join the `m₀` tested in-distribution inputs. Then
+//! `π₀ = m₀/(m₀ + m₁)` is the share of in-distribution inputs in the batch, and BH on
+//! conformal p-values keeps the false discovery rate at most `q·π₀` (Bates et al. 2023), below
+//! `q` by the share of OOD inputs.
+//!
 //! # Sources
 //!
 //! - S. Bates, E. Candès, L. Lei, Y. Romano, M. Sesia, "Testing for outliers with conformal
@@ -36,6 +45,7 @@
 
 use serde::Serialize;
 
+use crate::data::seeded_permutation;
 use crate::ood::{check_scores, OodError, ScoreSet};
 
 /// The conformal p-value of every `tested` score against the `calibration` scores (both higher
@@ -179,6 +189,33 @@ pub fn outlier_test(
         in_distribution_pvalues,
         out_of_distribution_pvalues,
     })
+}
+
+/// The OOD rows (of `out_of_distribution_rows`) that join `in_distribution_rows` tested
+/// inputs so that they make up `share` of the batch, as near as whole rows allow and at least
+/// one (module docs); all of them when there are too few. Sorted, seeded by `seed`.
+///
+/// # Errors
+/// [`OodError::InvalidOodShare`] unless `0 < share < 1`; [`OodError::EmptyScores`]
+/// ([`ScoreSet::OutOfDistribution`]) when there is no OOD row.
+pub fn mixed_rows(
+    out_of_distribution_rows: usize,
+    in_distribution_rows: usize,
+    share: f64,
+    seed: u64,
+) -> Result<Vec<usize>, OodError> {
+    if !(share > 0.0 && share < 1.0) {
+        return Err(OodError::InvalidOodShare(share));
+    }
+    if out_of_distribution_rows == 0 {
+        return Err(OodError::EmptyScores(ScoreSet::OutOfDistribution));
+    }
+    let wanted = (share * in_distribution_rows as f64 / (1.0 - share)).round() as usize;
+    let count = wanted.max(1).min(out_of_distribution_rows);
+    let mut rows = seeded_permutation(out_of_distribution_rows, seed);
+    rows.truncate(count);
+    rows.sort_unstable();
+    Ok(rows)
 }
 
 #[cfg(test)]
