@@ -29,6 +29,7 @@ mod ood_store;
 pub mod ood_view;
 mod own_image;
 mod pac_view;
+mod pvalues_view;
 mod rivals;
 mod selective_view;
 mod shift_store;
@@ -57,6 +58,9 @@ pub use conformal_view::{
 };
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
+pub use pvalues_view::{
+    PvalueRequest, PvalueView, SortedPvalue, DEFAULT_FDR_LEVEL, DEFAULT_OOD_SHARE,
+};
 pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};

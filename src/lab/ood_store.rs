@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::feature_store::{FeatureRequest, FeatureStore};
+use super::pvalues_view::{PvalueRequest, PvalueView};
 use super::{LabError, Streamed};
 use crate::bootstrap::BootstrapSettings;
 use crate::calibration::Logits;
@@ -168,6 +169,8 @@ pub struct OodStore {
     /// Each network's penultimate features and last layer, and the feature scores computed
     /// from them.
     features: FeatureStore,
+    /// The last conformal p-values the lab showed (`pvalues_view.rs`).
+    pub(super) pvalues: Option<(PvalueRequest, PvalueView)>,
 }
 
 impl OodStore {
@@ -195,6 +198,7 @@ impl OodStore {
             differences: Vec::new(),
             rankings: Vec::new(),
             features: FeatureStore::new(model_count, test_rows, set_rows),
+            pvalues: None,
         }
     }
 
