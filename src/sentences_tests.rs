@@ -1367,3 +1367,60 @@ fn the_anatomy_summary_states_every_least_point() {
         assert!(summary.contains(part), "{part}: {summary}");
     }
 }
+
+/// A batch of 5,000 test images (against 5,000 calibrating) and 556 digits at q = 10%:
+/// `π₀ = 5000/5556`, the bound `q·π₀ = 9.0%`.
+fn pvalue_figures(
+    discoveries: usize,
+    false_discoveries: usize,
+    power: f64,
+) -> PvalueFigures<'static> {
+    PvalueFigures {
+        score: "energy",
+        set: "MNIST digits",
+        fdr_level: 0.1,
+        n_in_distribution: 5000,
+        n_calibration: 5000,
+        n_out_of_distribution: 556,
+        discoveries,
+        false_discoveries,
+        power,
+    }
+}
+
+#[test]
+fn the_pvalue_sentence_says_what_bh_declared_in_each_state() {
+    let intro = "Each of the 5,000 test images and 556 MNIST digits gets a conformal p-value by \
+                 energy: one plus the number of the 5,000 held-out test images that score as low or \
+                 lower, over 5,001.";
+    let bound = " Over batches drawn like this one, the average of that proportion, the false \
+                 discovery rate, is at most q × 90.0% (the test images' share of the batch) = 9.0%.";
+    assert_eq!(
+        pvalue_sentence(&pvalue_figures(0, 0, 0.0)),
+        format!(
+            "{intro} At q = 10%, Benjamini–Hochberg declares none of the 5,556 images out of \
+             distribution: no p-value is small enough for its rank.{bound}"
+        )
+    );
+    assert_eq!(
+        pvalue_sentence(&pvalue_figures(550, 0, 550.0 / 556.0)),
+        format!(
+            "{intro} At q = 10%, Benjamini–Hochberg declares 550 of the 5,556 images out of \
+             distribution, none of them a test image: a false discovery proportion of 0.0%, and \
+             550 of the 556 MNIST digits found (power 98.9%).{bound}"
+        )
+    );
+    assert!(pvalue_sentence(&pvalue_figures(551, 1, 550.0 / 556.0))
+        .contains("551 of the 5,556 images out of distribution, 1 of them a test image: a false discovery proportion of 0.2%"));
+    // 60 of 600 = 10% is above the bound of 9.0%: said, and that only the average is bounded.
+    let above = pvalue_sentence(&pvalue_figures(600, 60, 540.0 / 556.0));
+    assert!(
+        above.contains("60 of them test images: a false discovery proportion of 10.0%"),
+        "{above}"
+    );
+    assert!(above.ends_with(
+        "= 9.0%. This batch's proportion is above it: one batch may be, their average may not."
+    ));
+    // 50 of 600 = 8.3% is below it: nothing more said.
+    assert!(pvalue_sentence(&pvalue_figures(600, 50, 550.0 / 556.0)).ends_with("= 9.0%."));
+}

@@ -59,7 +59,7 @@ pub use conformal_view::{
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
 pub use pvalues_view::{
-    PvalueRequest, PvalueView, SortedPvalue, DEFAULT_FDR_LEVEL, DEFAULT_OOD_SHARE,
+    ChartWindow, PvalueRequest, PvalueView, SortedPvalue, DEFAULT_FDR_LEVEL, DEFAULT_OOD_SHARE,
 };
 pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
 use temperature_view::FixedReports;

@@ -117,26 +117,54 @@ impl PvalueView {
         self.test.fdr_level * self.null_share()
     }
 
-    /// At most `max_points` of the sorted p-values for drawing, evenly spaced in rank and each
-    /// with its rank (1-based); the first and last always.
-    pub fn drawn(&self, max_points: usize) -> Vec<(usize, SortedPvalue)> {
+    /// What the chart draws: the smallest p-values, where BH decides. The x axis (rank ÷
+    /// batch size) runs to `x_high = clamp(2·max(discoveries, OOD images)/m, 5%, 100%)`, the y
+    /// axis to `y_high = min(2·q·x_high, 1)`, twice the BH line there; the p-values in that
+    /// window as `(rank/m, p, OOD)`, at most `max_points` evenly spaced in rank.
+    pub fn chart_window(&self, max_points: usize) -> ChartWindow {
         let count = self.sorted.len();
-        let max_points = max_points.max(2);
-        if count <= max_points {
-            return self
-                .sorted
-                .iter()
-                .copied()
-                .enumerate()
-                .map(|(i, p)| (i + 1, p))
-                .collect();
-        }
-        let mut ranks: Vec<usize> = (0..max_points)
-            .map(|j| j * (count - 1) / (max_points - 1))
+        let ranked = self.test.discoveries.max(self.test.n_out_of_distribution);
+        let x_high = (2.0 * ranked as f64 / count as f64).clamp(0.05, 1.0);
+        let y_high = (2.0 * self.test.fdr_level * x_high).min(1.0);
+        let inside: Vec<(f64, f64, bool)> = self
+            .sorted
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                (
+                    (i + 1) as f64 / count as f64,
+                    p.pvalue,
+                    p.out_of_distribution,
+                )
+            })
+            .take_while(|&(share, _, _)| share <= x_high)
+            .filter(|&(_, p, _)| p <= y_high)
             .collect();
-        ranks.dedup();
-        ranks.into_iter().map(|i| (i + 1, self.sorted[i])).collect()
+        let max_points = max_points.max(2);
+        let points = if inside.len() <= max_points {
+            inside
+        } else {
+            let mut picked: Vec<usize> = (0..max_points)
+                .map(|j| j * (inside.len() - 1) / (max_points - 1))
+                .collect();
+            picked.dedup();
+            picked.into_iter().map(|i| inside[i]).collect()
+        };
+        ChartWindow {
+            x_high,
+            y_high,
+            points,
+        }
     }
+}
+
+/// The window of the sorted p-values the chart draws ([`PvalueView::chart_window`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChartWindow {
+    pub x_high: f64,
+    pub y_high: f64,
+    /// `(rank/m, p-value, whether the image is OOD)`, increasing in rank.
+    pub points: Vec<(f64, f64, bool)>,
 }
 
 impl OodStore {

@@ -89,25 +89,49 @@ fn a_feature_score_splits_the_evaluation_half_again() {
 }
 
 #[test]
-fn the_chart_draws_evenly_spaced_ranks_with_both_ends() {
+fn the_chart_window_holds_the_smallest_pvalues_around_the_bh_line() {
     let mut rng = ChaCha8Rng::seed_from_u64(45);
-    let calibration = normal(&mut rng, 0.0, 300);
-    let tested = normal(&mut rng, 0.0, 900);
+    let calibration = normal(&mut rng, 0.0, 3000);
+    let tested = normal(&mut rng, 0.0, 9000);
     let view = PvalueView::new(
         ScoreKind::Msp,
         (&calibration, &tested),
-        &normal(&mut rng, -2.0, 500),
+        &normal(&mut rng, -8.0, 5000),
         (0.1, 0.2),
         1,
     )
     .unwrap();
-    assert_eq!(view.sorted.len(), 1000);
-    let drawn = view.drawn(100);
-    assert_eq!(drawn.len(), 100);
-    assert_eq!(drawn[0], (1, view.sorted[0]));
-    assert_eq!(drawn[99], (1000, view.sorted[999]));
-    assert!(drawn.windows(2).all(|w| w[0].0 < w[1].0));
-    assert_eq!(view.drawn(5000).len(), 1000);
+    // 1,000 OOD images of 10,000, all found with false discoveries beside them: the window
+    // runs to twice the discoveries' ranks, and to twice the BH line's height there.
+    assert_eq!(view.sorted.len(), 10_000);
+    assert!(view.test.discoveries > 1000 && view.test.power == 1.0);
+    let window = view.chart_window(300);
+    let x_high = 2.0 * view.test.discoveries as f64 / 10_000.0;
+    assert!((window.x_high - x_high).abs() < 1e-12);
+    assert!((window.y_high - 2.0 * 0.2 * x_high).abs() < 1e-12);
+    assert!(window.points.len() <= 300 && window.points.len() > 200);
+    assert!(window
+        .points
+        .windows(2)
+        .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    assert!(window
+        .points
+        .iter()
+        .all(|&(x, p, _)| x <= window.x_high && p <= window.y_high));
+    // The first is the smallest p-value there is; both kinds of image are drawn.
+    assert_eq!(
+        (window.points[0].0, window.points[0].1),
+        (1e-4, 1.0 / 3001.0)
+    );
+    assert!(window.points.iter().any(|&(_, _, ood)| ood));
+    assert!(window.points.iter().any(|&(_, _, ood)| !ood));
+    assert_eq!(view.chart_window(5000).points.len(), {
+        let last = (window.x_high * 10_000.0) as usize;
+        view.sorted[..last]
+            .iter()
+            .filter(|p| p.pvalue <= window.y_high)
+            .count()
+    });
 }
 
 #[test]

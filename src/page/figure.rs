@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{Frame, OodCharts};
+use super::{Frame, OodCharts, PvalueFrame};
 use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
 use crate::lab::ood_view::PairedHistogram;
@@ -38,6 +38,7 @@ pub enum Figure {
     OodRoc,
     OodNorms,
     TauChart,
+    OodPvalues,
 }
 
 /// What the page shows: the whole article, or one figure alone with its lab's controls (the
@@ -96,7 +97,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 18] = [
+pub const FIGURES: [FigureInfo; 19] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -200,6 +201,12 @@ pub const FIGURES: [FigureInfo; 18] = [
         FigureLab::Ood,
     ),
     info(Figure::TauChart, "calibra-tau", "τ chart", FigureLab::Ood),
+    info(
+        Figure::OodPvalues,
+        "calibra-ood-pvalues",
+        "conformal p-values against the Benjamini–Hochberg line",
+        FigureLab::Ood,
+    ),
 ];
 
 const fn info(
@@ -271,6 +278,7 @@ pub fn frame_figures(frame: &Frame, on_screen: &[Figure]) -> Vec<(Figure, FrameD
                     .as_ref()
                     .is_some_and(|view| view.current().is_none()),
                 Figure::TemperatureAnatomy => frame.anatomy.is_none(),
+                Figure::OodPvalues => frame.pvalues.is_none(),
                 _ => false,
             };
             let drawing = if waiting {
@@ -354,6 +362,14 @@ impl<'a> Sources<'a> {
     fn conformal(&self, figure: Figure) -> Result<&'a ConformalView, FigureError> {
         self.frame
             .conformal
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The LogitNorm lab's p-values, which `figure` needs.
+    fn pvalues(&self, figure: Figure) -> Result<&'a PvalueFrame, FigureError> {
+        self.frame
+            .pvalues
             .as_ref()
             .ok_or(FigureError::NotComputed(figure))
     }
@@ -540,6 +556,24 @@ pub fn draw<DB: DrawingBackend>(
             plot::logit_norm_histogram(area, &charts.norms, &charts.norm_means, &labels, style)?;
         }
         Figure::TauChart => plot::tau_chart(area, &sources.ood(figure)?.tau_points, style)?,
+        Figure::OodPvalues => {
+            let PvalueFrame { view, set } = sources.pvalues(figure)?;
+            let window = view.chart_window(super::pvalues::CHART_POINTS);
+            let discovered = (view.test.discoveries > 0)
+                .then(|| view.test.discoveries as f64 / view.sorted.len() as f64);
+            plot::pvalue_chart(
+                area,
+                &window.points,
+                (window.x_high, window.y_high),
+                view.test.fdr_level,
+                discovered,
+                plot::PvalueLabels {
+                    in_distribution: "test image",
+                    out_of_distribution: set.title(),
+                },
+                style,
+            )?;
+        }
         Figure::TemperatureAnatomy => {
             let view = sources.anatomy(figure)?;
             plot::anatomy_chart(
@@ -786,6 +820,27 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                     number(point.ece_fitted),
                     number(point.fpr95),
                     number(point.auroc),
+                ]);
+            }
+        }
+        Figure::OodPvalues => {
+            let PvalueFrame { view, .. } = sources.pvalues(figure)?;
+            table.header(&[
+                "rank",
+                "pvalue",
+                "out_of_distribution",
+                "bh_line",
+                "declared_ood",
+            ]);
+            let batch = view.sorted.len() as f64;
+            for (index, point) in view.sorted.iter().enumerate() {
+                let rank = index + 1;
+                table.row([
+                    rank.to_string(),
+                    number(point.pvalue),
+                    u8::from(point.out_of_distribution).to_string(),
+                    number(rank as f64 / batch * view.test.fdr_level),
+                    u8::from(point.rejected).to_string(),
                 ]);
             }
         }

@@ -13,6 +13,7 @@ pub mod own_image;
 pub mod own_logits;
 mod pac;
 mod paper_protocol;
+mod pvalues;
 mod readouts;
 mod selective;
 mod shift;
@@ -37,6 +38,7 @@ pub use ood::{
     difference_scores, ranking_scores, score_name as ood_score_name, Job, OodCharts, OodGallery,
     OodTile,
 };
+pub use pvalues::PvalueFrame;
 pub use readouts::{
     control_patches, experiment_readouts, BarRow, ExperimentReadouts, GallerySection, MetricItem,
     Patch, SentPatches, TableCell, TableRow,
@@ -239,6 +241,8 @@ pub struct Frame {
     pub readouts: Readouts,
     /// The conformal lab's selective classification block.
     pub selective: Option<SelectiveView>,
+    /// The LogitNorm lab's conformal p-values, once its logits and score are in.
+    pub pvalues: Option<PvalueFrame>,
 }
 
 /// The data the labs show.
@@ -292,6 +296,9 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             frame.readouts.drawn.push("ood");
         }
         frame.ood = ood.charts;
+        let (patches, pvalues) = pvalues::render(lab, store, state)?;
+        frame.readouts.patches.extend(patches);
+        frame.pvalues = pvalues;
         let paper = paper_protocol::render(lab, store, state)?;
         frame.readouts.patches.extend(paper.patches);
         for job in paper.needs {

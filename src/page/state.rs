@@ -297,6 +297,11 @@ pub struct PageState {
     pub mistake_probabilities: bool,
     /// The anatomy chart shows T fitted by the least ECE instead of the least NLL.
     pub mistake_minimise_ece: bool,
+
+    /// The LogitNorm lab's conformal p-values: Benjamini–Hochberg's false discovery rate level.
+    pub fdr: f64,
+    /// The share of OOD images mixed into the tested test images.
+    pub ood_share: f64,
 }
 
 impl Default for PageState {
@@ -329,6 +334,8 @@ impl Default for PageState {
             mistake_evaluation_half: false,
             mistake_probabilities: false,
             mistake_minimise_ece: false,
+            fdr: crate::lab::DEFAULT_FDR_LEVEL,
+            ood_share: crate::lab::DEFAULT_OOD_SHARE,
         }
     }
 }
@@ -408,7 +415,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 27] = [
+pub const FIELDS: [Field; 29] = [
     Field {
         key: "model",
         label: "model",
@@ -578,7 +585,23 @@ pub const FIELDS: [Field; 27] = [
         control: Some("mistake-minimise-ece"),
         kind: FieldKind::Flag,
     },
+    Field {
+        key: "fdr",
+        label: "FDR level",
+        control: Some("ood-fdr"),
+        kind: number(0.01, 0.5, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "ood_share",
+        label: "OOD share",
+        control: Some("ood-share"),
+        kind: number(0.01, 0.5, false, Slider::Linear { step: 0.01 }),
+    },
 ];
+
+/// The fields a hash leaves out while they hold their default, so that a link is no longer
+/// for a setting the reader never touched; a hash without them reads as their defaults.
+const OMITTED_AT_DEFAULT: [&str; 2] = ["fdr", "ood_share"];
 
 /// A hash entry or a control value that was not taken, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
@@ -649,11 +672,16 @@ impl PageState {
         (state, rejected)
     }
 
-    /// The hash that describes this state, every field written, in [`FIELDS`] order.
+    /// The hash that describes this state, every field written, in [`FIELDS`] order, but
+    /// those of [`OMITTED_AT_DEFAULT`] at their default.
     pub fn to_hash(&self) -> String {
         let fields = fields_of(self);
+        let defaults = fields_of(&Self::default());
         let mut out = form_urlencoded::Serializer::new(String::new());
         for field in &FIELDS {
+            if OMITTED_AT_DEFAULT.contains(&field.key) && fields[field.key] == defaults[field.key] {
+                continue;
+            }
             let text = match (&fields[field.key], field.kind) {
                 (Value::Bool(flag), _) => (if *flag { "1" } else { "0" }).to_string(),
                 (Value::String(s), _) => s.clone(),

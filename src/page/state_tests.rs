@@ -385,7 +385,7 @@ fn presentation_mode_steps_through_every_figure_and_back_out() {
     let listed: Vec<Figure> = crate::page::FIGURES.iter().map(|f| f.id).collect();
     assert_eq!(seen, listed);
     let last = shown.act("previous-figure", None).unwrap();
-    assert_eq!(last.embed, Embed::Figure(Figure::TauChart));
+    assert_eq!(last.embed, Embed::Figure(Figure::OodPvalues));
     let out = last.act("end-presentation", None).unwrap();
     assert_eq!((out.present, out.embed), (false, Embed::None));
     assert_eq!(out.t, 0.3);
@@ -494,4 +494,28 @@ fn every_sliders_position_is_read_back_from_the_field_table() {
         }
     }
     assert_eq!(PageState::default().slider_position("score"), None);
+}
+
+#[test]
+fn the_fdr_level_and_ood_share_enter_the_hash_only_when_moved() {
+    assert!(!PageState::default().to_hash().contains("fdr"));
+    assert!(!PageState::default().to_hash().contains("ood_share"));
+    let moved = PageState::default()
+        .set_control("ood-fdr", "0.2")
+        .unwrap()
+        .set_control("ood-share", "0.25")
+        .unwrap();
+    let hash = moved.to_hash();
+    assert!(hash.ends_with("&fdr=0.2&ood_share=0.25"), "{hash}");
+    let (read, rejected) = PageState::from_hash(&hash);
+    assert!(rejected.is_empty());
+    assert_eq!((read.fdr, read.ood_share), (0.2, 0.25));
+    let (_, rejected) = PageState::from_hash("fdr=0&ood_share=0.9");
+    assert_eq!(
+        messages(&rejected),
+        [
+            "FDR level \"0\" is not a number from 0.01 to 0.5",
+            "OOD share \"0.9\" is not a number from 0.01 to 0.5"
+        ]
+    );
 }

@@ -127,8 +127,10 @@ const SLIDERS = [
   { id: "tau", name: "Network", spoken: (shown) => shown["tau-value"] },
   { id: "pac-delta", name: "PAC δ", spoken: (shown) => `δ = ${shown["pac-delta-value"]}` },
   { id: "selective-risk", name: "Risk level", spoken: (shown) => `risk level ${shown["selective-risk-value"]}` },
+  { id: "ood-fdr", name: "FDR level", spoken: (shown) => `FDR level ${shown["ood-fdr-value"]}` },
+  { id: "ood-share", name: "OOD share", spoken: (shown) => `OOD share ${shown["ood-share-value"]}` },
 ];
-const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value", "pac-delta-value", "selective-risk-value"];
+const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value", "pac-delta-value", "selective-risk-value", "ood-fdr-value", "ood-share-value"];
 
 // What the page shows beside its sliders ({ output id: text }) and what each slider says.
 const sliderTexts = () => page.evaluate((outputs) => ({
