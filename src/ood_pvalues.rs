@@ -65,11 +65,18 @@ pub fn conformal_pvalues(calibration: &[f64], tested: &[f64]) -> Result<Vec<f64>
     }
     let mut sorted = calibration.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let denominator = (sorted.len() + 1) as f64;
     Ok(tested
         .iter()
-        .map(|&t| (1 + sorted.partition_point(|&c| c <= t)) as f64 / denominator)
+        .map(|&t| pvalue_among_sorted(&sorted, t))
         .collect())
+}
+
+/// The conformal p-value of one `tested` score against calibration scores already sorted in
+/// increasing order (no NaN), as [`conformal_pvalues`] computes each: `O(log n)`, for a caller
+/// that keeps the sorted scores (the "your own image" section).
+pub fn pvalue_among_sorted(sorted_calibration: &[f64], tested: f64) -> f64 {
+    let at_or_below = sorted_calibration.partition_point(|&c| c <= tested);
+    (1 + at_or_below) as f64 / (sorted_calibration.len() + 1) as f64
 }
 
 /// Which inputs Benjamini–Hochberg declares out of distribution.

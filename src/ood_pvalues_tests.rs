@@ -110,6 +110,12 @@ fn planted_batch(
     outlier_test(&calibration, &in_distribution, &out_of_distribution, level).unwrap()
 }
 
+/// How far a share of `draws` events of probability `level` may stray: [`STANDARD_ERRORS`]
+/// binomial standard errors.
+fn share_allowance(level: f64, draws: usize) -> f64 {
+    STANDARD_ERRORS * (level * (1.0 - level) / draws as f64).sqrt()
+}
+
 /// The mean of `values` and its standard error.
 fn mean_and_standard_error(values: &[f64]) -> (f64, f64) {
     let count = values.len() as f64;
@@ -160,7 +166,7 @@ fn with_only_nulls_any_discovery_is_rarer_than_the_level() {
         })
         .count() as f64
         / BATCHES as f64;
-    let allowance = STANDARD_ERRORS * (LEVEL * (1.0 - LEVEL) / BATCHES as f64).sqrt();
+    let allowance = share_allowance(LEVEL, BATCHES);
     assert!(
         any <= LEVEL + allowance,
         "{any} of batches with a false discovery"
@@ -220,4 +226,29 @@ fn the_false_discovery_rate_stays_below_the_level_times_the_null_share() {
         "FDR {mean} above q·π₀ = {bound} (standard error {standard_error})"
     );
     assert!(mean < 0.75 * LEVEL, "FDR {mean} not below q = {LEVEL}");
+}
+
+#[test]
+fn one_in_distribution_pvalue_is_at_most_five_percent_in_at_most_five_percent_of_draws() {
+    // The claim the "your own image" section makes of a single p-value at 5%.
+    const DRAWS: usize = 4000;
+    const LEVEL: f64 = 0.05;
+    let mut rng = ChaCha8Rng::seed_from_u64(2012);
+    let null = Normal::new(0.0, 1.0).unwrap();
+    let small = (0..DRAWS)
+        .filter(|_| {
+            let mut calibration: Vec<f64> = (0..199).map(|_| null.sample(&mut rng)).collect();
+            calibration.sort_by(f64::total_cmp);
+            pvalue_among_sorted(&calibration, null.sample(&mut rng)) <= LEVEL
+        })
+        .count() as f64
+        / DRAWS as f64;
+    let allowance = share_allowance(LEVEL, DRAWS);
+    assert!(
+        small <= LEVEL + allowance,
+        "{small} of draws at or below 5%"
+    );
+    // Not vacuous: with 199 calibration scores, p ≤ 5% exactly when at most 9 lie at or below,
+    // which happens with probability 10/200 = 5%.
+    assert!(small >= LEVEL - allowance, "{small}");
 }

@@ -1791,6 +1791,34 @@ pub fn pvalue_sentence(f: &PvalueFigures) -> String {
     format!("{intro}{declared}{guarantee}{this_batch}")
 }
 
+/// What a reader's picture's conformal p-value `pvalue` says, against `calibration` held-out
+/// test images: how few of them score as low, and whether a Benjamini–Hochberg test of the
+/// picture alone at q = 5% would declare it OOD (with one p-value, BH rejects when `p ≤ q`).
+pub fn own_image_pvalue(pvalue: f64, calibration: usize) -> String {
+    let rank = (pvalue * (calibration + 1) as f64).round() as usize - 1;
+    let among = match rank {
+        0 => format!(
+            "none of the {} calibration test images scores as low",
+            grouped(calibration)
+        ),
+        1 => format!(
+            "1 of the {} calibration test images scores as low or lower",
+            grouped(calibration)
+        ),
+        n => format!(
+            "{} of the {} calibration test images score as low or lower",
+            grouped(n),
+            grouped(calibration)
+        ),
+    };
+    let decision = if pvalue <= 0.05 {
+        "small enough to call it OOD at a 5% level, which a test image would be in at most 5% of cases"
+    } else {
+        "not small enough to call it OOD at a 5% level"
+    };
+    format!("Its conformal p-value is {pvalue:.4}: {among}, {decision}.")
+}
+
 #[cfg(test)]
 #[path = "sentences_tests.rs"]
 mod tests;

@@ -1424,3 +1424,24 @@ fn the_pvalue_sentence_says_what_bh_declared_in_each_state() {
     // 50 of 600 = 8.3% is below it: nothing more said.
     assert!(pvalue_sentence(&pvalue_figures(600, 50, 550.0 / 556.0)).ends_with("= 9.0%."));
 }
+
+#[test]
+fn the_own_image_pvalue_sentence_counts_the_images_as_low_and_decides_at_five_percent() {
+    // p = (1 + at or below) / 5,001.
+    assert_eq!(
+        own_image_pvalue(1.0 / 5001.0, 5000),
+        "Its conformal p-value is 0.0002: none of the 5,000 calibration test images scores as \
+         low, small enough to call it OOD at a 5% level, which a test image would be in at most \
+         5% of cases."
+    );
+    assert!(own_image_pvalue(2.0 / 5001.0, 5000)
+        .contains(": 1 of the 5,000 calibration test images scores as low or lower, small enough"));
+    let typical = own_image_pvalue(2501.0 / 5001.0, 5000);
+    assert!(typical.contains("2,500 of the 5,000 calibration test images score as low or lower"));
+    assert!(
+        typical.ends_with("not small enough to call it OOD at a 5% level."),
+        "{typical}"
+    );
+    // At exactly 5%: declared (p ≤ q).
+    assert!(own_image_pvalue(0.05, 19).contains(", small enough"));
+}
