@@ -78,6 +78,9 @@ pub enum OodError {
     /// A false discovery rate level outside (0, 1).
     #[error("the false discovery rate level must lie strictly between 0 and 1, got {0}")]
     InvalidFdrLevel(f64),
+    /// A share of OOD inputs in a batch outside (0, 1).
+    #[error("the share of out-of-distribution images must lie strictly between 0 and 1, got {0}")]
+    InvalidOodShare(f64),
 }
 
 fn check_temperature(temperature: f64) -> Result<(), OodError> {

@@ -25,6 +25,15 @@
 //! (PRDS), and BH on them keeps the false discovery rate, the expected share of
 //! in-distribution inputs among the discoveries, at most `q` (Bates et al. 2023).
 //!
+//! # A batch with a chosen share of OOD inputs
+//!
+//! To show BH at a chosen share `s` of OOD inputs, [`mixed_rows`] draws
+//! `m₁ = min(n_out, max(1, round(s·m₀/(1 − s))))` of the `n_out` OOD rows (the first `m₁` of a
+//! seeded permutation, in row order) to join the `m₀` tested in-distribution inputs. Then
+//! `π₀ = m₀/(m₀ + m₁)` is the share of in-distribution inputs in the batch, and BH on
+//! conformal p-values keeps the false discovery rate at most `q·π₀` (Bates et al. 2023), below
+//! `q` by the share of OOD inputs.
+//!
 //! # Sources
 //!
 //! - S. Bates, E. Candès, L. Lei, Y. Romano, M. Sesia, "Testing for outliers with conformal
@@ -36,6 +45,7 @@
 
 use serde::Serialize;
 
+use crate::data::seeded_permutation;
 use crate::ood::{check_scores, OodError, ScoreSet};
 
 /// The conformal p-value of every `tested` score against the `calibration` scores (both higher
@@ -55,11 +65,18 @@ pub fn conformal_pvalues(calibration: &[f64], tested: &[f64]) -> Result<Vec<f64>
     }
     let mut sorted = calibration.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let denominator = (sorted.len() + 1) as f64;
     Ok(tested
         .iter()
-        .map(|&t| (1 + sorted.partition_point(|&c| c <= t)) as f64 / denominator)
+        .map(|&t| pvalue_among_sorted(&sorted, t))
         .collect())
+}
+
+/// The conformal p-value of one `tested` score against calibration scores already sorted in
+/// increasing order (no NaN), as [`conformal_pvalues`] computes each: `O(log n)`, for a caller
+/// that keeps the sorted scores (the "your own image" section).
+pub fn pvalue_among_sorted(sorted_calibration: &[f64], tested: f64) -> f64 {
+    let at_or_below = sorted_calibration.partition_point(|&c| c <= tested);
+    (1 + at_or_below) as f64 / (sorted_calibration.len() + 1) as f64
 }
 
 /// Which inputs Benjamini–Hochberg declares out of distribution.
@@ -179,6 +196,33 @@ pub fn outlier_test(
         in_distribution_pvalues,
         out_of_distribution_pvalues,
     })
+}
+
+/// The OOD rows (of `out_of_distribution_rows`) that join `in_distribution_rows` tested
+/// inputs so that they make up `share` of the batch, as near as whole rows allow and at least
+/// one (module docs); all of them when there are too few. Sorted, seeded by `seed`.
+///
+/// # Errors
+/// [`OodError::InvalidOodShare`] unless `0 < share < 1`; [`OodError::EmptyScores`]
+/// ([`ScoreSet::OutOfDistribution`]) when there is no OOD row.
+pub fn mixed_rows(
+    out_of_distribution_rows: usize,
+    in_distribution_rows: usize,
+    share: f64,
+    seed: u64,
+) -> Result<Vec<usize>, OodError> {
+    if !(share > 0.0 && share < 1.0) {
+        return Err(OodError::InvalidOodShare(share));
+    }
+    if out_of_distribution_rows == 0 {
+        return Err(OodError::EmptyScores(ScoreSet::OutOfDistribution));
+    }
+    let wanted = (share * in_distribution_rows as f64 / (1.0 - share)).round() as usize;
+    let count = wanted.max(1).min(out_of_distribution_rows);
+    let mut rows = seeded_permutation(out_of_distribution_rows, seed);
+    rows.truncate(count);
+    rows.sort_unstable();
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -110,6 +110,20 @@ fn planted_batch(
     outlier_test(&calibration, &in_distribution, &out_of_distribution, level).unwrap()
 }
 
+/// How far a share of `draws` events of probability `level` may stray: [`STANDARD_ERRORS`]
+/// binomial standard errors.
+fn share_allowance(level: f64, draws: usize) -> f64 {
+    STANDARD_ERRORS * (level * (1.0 - level) / draws as f64).sqrt()
+}
+
+/// The mean of `values` and its standard error.
+fn mean_and_standard_error(values: &[f64]) -> (f64, f64) {
+    let count = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / count;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (count - 1.0);
+    (mean, (variance / count).sqrt())
+}
+
 #[test]
 fn the_false_discovery_rate_stays_below_the_level_on_planted_nulls() {
     const BATCHES: usize = 1000;
@@ -122,10 +136,7 @@ fn the_false_discovery_rate_stays_below_the_level_on_planted_nulls() {
             test.false_discovery_proportion
         })
         .collect();
-    let mean = proportions.iter().sum::<f64>() / BATCHES as f64;
-    let variance =
-        proportions.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (BATCHES - 1) as f64;
-    let standard_error = (variance / BATCHES as f64).sqrt();
+    let (mean, standard_error) = mean_and_standard_error(&proportions);
     assert!(
         mean <= LEVEL + STANDARD_ERRORS * standard_error,
         "FDR {mean} above q = {LEVEL} (standard error {standard_error})"
@@ -155,9 +166,89 @@ fn with_only_nulls_any_discovery_is_rarer_than_the_level() {
         })
         .count() as f64
         / BATCHES as f64;
-    let allowance = STANDARD_ERRORS * (LEVEL * (1.0 - LEVEL) / BATCHES as f64).sqrt();
+    let allowance = share_allowance(LEVEL, BATCHES);
     assert!(
         any <= LEVEL + allowance,
         "{any} of batches with a false discovery"
     );
+}
+
+#[test]
+fn mixed_rows_make_up_the_share_asked() {
+    // 0.2 · 4,000 / 0.8 = 1,000 of 2,000 OOD rows; sorted, distinct, seeded.
+    let rows = mixed_rows(2000, 4000, 0.2, 7).unwrap();
+    assert_eq!(rows.len(), 1000);
+    assert!(rows.windows(2).all(|pair| pair[0] < pair[1]));
+    assert!(rows.iter().all(|&row| row < 2000));
+    assert_eq!(rows, mixed_rows(2000, 4000, 0.2, 7).unwrap());
+    assert_ne!(rows, mixed_rows(2000, 4000, 0.2, 8).unwrap());
+    // Too few OOD rows: all of them; a share too small for one row: one.
+    assert_eq!(mixed_rows(300, 4000, 0.2, 7).unwrap().len(), 300);
+    assert_eq!(mixed_rows(300, 10, 0.001, 7).unwrap().len(), 1);
+    for share in [0.0, 1.0, f64::NAN, -0.5] {
+        assert!(matches!(
+            mixed_rows(300, 10, share, 7),
+            Err(OodError::InvalidOodShare(_))
+        ));
+    }
+    assert_eq!(
+        mixed_rows(0, 10, 0.5, 7),
+        Err(OodError::EmptyScores(ScoreSet::OutOfDistribution))
+    );
+}
+
+#[test]
+fn the_false_discovery_rate_stays_below_the_level_times_the_null_share() {
+    // Half the batch OOD, mixed as the page mixes it: the FDR bound is q·π₀ = q/2, and BH's
+    // FDR on conformal p-values sits near it, well below q itself.
+    const BATCHES: usize = 1000;
+    const LEVEL: f64 = 0.2;
+    const NULLS: usize = 100;
+    let mut rng = ChaCha8Rng::seed_from_u64(2019);
+    let null = Normal::new(0.0, 1.0).unwrap();
+    let shifted = Normal::new(-2.0, 1.0).unwrap();
+    let proportions: Vec<f64> = (0..BATCHES as u64)
+        .map(|seed| {
+            let calibration: Vec<f64> = (0..200).map(|_| null.sample(&mut rng)).collect();
+            let nulls: Vec<f64> = (0..NULLS).map(|_| null.sample(&mut rng)).collect();
+            let pool: Vec<f64> = (0..400).map(|_| shifted.sample(&mut rng)).collect();
+            let rows = mixed_rows(pool.len(), NULLS, 0.5, seed).unwrap();
+            let outliers: Vec<f64> = rows.iter().map(|&row| pool[row]).collect();
+            let test = outlier_test(&calibration, &nulls, &outliers, LEVEL).unwrap();
+            assert_eq!(test.n_out_of_distribution, NULLS);
+            test.false_discovery_proportion
+        })
+        .collect();
+    let (mean, standard_error) = mean_and_standard_error(&proportions);
+    let bound = LEVEL * 0.5;
+    assert!(
+        mean <= bound + STANDARD_ERRORS * standard_error,
+        "FDR {mean} above q·π₀ = {bound} (standard error {standard_error})"
+    );
+    assert!(mean < 0.75 * LEVEL, "FDR {mean} not below q = {LEVEL}");
+}
+
+#[test]
+fn one_in_distribution_pvalue_is_at_most_five_percent_in_at_most_five_percent_of_draws() {
+    // The claim the "your own image" section makes of a single p-value at 5%.
+    const DRAWS: usize = 4000;
+    const LEVEL: f64 = 0.05;
+    let mut rng = ChaCha8Rng::seed_from_u64(2012);
+    let null = Normal::new(0.0, 1.0).unwrap();
+    let small = (0..DRAWS)
+        .filter(|_| {
+            let mut calibration: Vec<f64> = (0..199).map(|_| null.sample(&mut rng)).collect();
+            calibration.sort_by(f64::total_cmp);
+            pvalue_among_sorted(&calibration, null.sample(&mut rng)) <= LEVEL
+        })
+        .count() as f64
+        / DRAWS as f64;
+    let allowance = share_allowance(LEVEL, DRAWS);
+    assert!(
+        small <= LEVEL + allowance,
+        "{small} of draws at or below 5%"
+    );
+    // Not vacuous: with 199 calibration scores, p ≤ 5% exactly when at most 9 lie at or below,
+    // which happens with probability 10/200 = 5%.
+    assert!(small >= LEVEL - allowance, "{small}");
 }

@@ -1987,6 +1987,112 @@ pub fn adaptive_chart_summary(
     )
 }
 
+/// The numbers behind the LogitNorm lab's conformal p-values sentence: one batch of test
+/// images with OOD images mixed in, Benjamini–Hochberg at `fdr_level`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PvalueFigures<'a> {
+    /// The OOD score's name ("energy").
+    pub score: &'a str,
+    /// The OOD set's title ("MNIST digits").
+    pub set: &'a str,
+    pub fdr_level: f64,
+    /// Test images in the batch, and how many calibrate their p-values.
+    pub n_in_distribution: usize,
+    pub n_calibration: usize,
+    /// OOD images in the batch.
+    pub n_out_of_distribution: usize,
+    pub discoveries: usize,
+    pub false_discoveries: usize,
+    pub power: f64,
+}
+
+/// What BH declares in one batch and how it did, beside the bound it keeps on average:
+/// the false discovery rate is at most `q·π₀`, `π₀` the test images' share of the batch
+/// (Bates et al. 2023, `ood_pvalues.rs`). One batch's proportion may exceed the bound; the
+/// sentence says so when it does.
+pub fn pvalue_sentence(f: &PvalueFigures) -> String {
+    let batch = f.n_in_distribution + f.n_out_of_distribution;
+    let null_share = f.n_in_distribution as f64 / batch as f64;
+    let bound = f.fdr_level * null_share;
+    let proportion = f.false_discoveries as f64 / f.discoveries.max(1) as f64;
+    let intro = format!(
+        "Each of the {} test images and {} {} gets a conformal p-value by {}: one plus the \
+         number of the {} held-out test images that score as low or lower, over {}.",
+        grouped(f.n_in_distribution),
+        grouped(f.n_out_of_distribution),
+        f.set,
+        f.score,
+        grouped(f.n_calibration),
+        grouped(f.n_calibration + 1)
+    );
+    let q = percent(f.fdr_level, 0);
+    let declared = if f.discoveries == 0 {
+        format!(
+            " At q = {q}, Benjamini–Hochberg declares none of the {} images out of \
+             distribution: no p-value is small enough for its rank.",
+            grouped(batch)
+        )
+    } else {
+        let wrong = match f.false_discoveries {
+            0 => "none of them a test image".to_string(),
+            1 => "1 of them a test image".to_string(),
+            n => format!("{} of them test images", grouped(n)),
+        };
+        format!(
+            " At q = {q}, Benjamini–Hochberg declares {} of the {} images out of distribution, \
+             {wrong}: a false discovery proportion of {}, and {} of the {} {} found (power \
+             {}).",
+            grouped(f.discoveries),
+            grouped(batch),
+            percent(proportion, 1),
+            grouped(f.discoveries - f.false_discoveries),
+            grouped(f.n_out_of_distribution),
+            f.set,
+            percent(f.power, 1)
+        )
+    };
+    let guarantee = format!(
+        " Over batches drawn like this one, the average of that proportion, the false \
+         discovery rate, is at most q × {} (the test images' share of the batch) = {}.",
+        percent(null_share, 1),
+        percent(bound, 1)
+    );
+    let this_batch = if proportion > bound {
+        " This batch's proportion is above it: one batch may be, their average may not."
+    } else {
+        ""
+    };
+    format!("{intro}{declared}{guarantee}{this_batch}")
+}
+
+/// What a reader's picture's conformal p-value `pvalue` says, against `calibration` held-out
+/// test images: how few of them score as low, and whether a Benjamini–Hochberg test of the
+/// picture alone at q = 5% would declare it OOD (with one p-value, BH rejects when `p ≤ q`).
+pub fn own_image_pvalue(pvalue: f64, calibration: usize) -> String {
+    let rank = (pvalue * (calibration + 1) as f64).round() as usize - 1;
+    let among = match rank {
+        0 => format!(
+            "none of the {} calibration test images scores as low",
+            grouped(calibration)
+        ),
+        1 => format!(
+            "1 of the {} calibration test images scores as low or lower",
+            grouped(calibration)
+        ),
+        n => format!(
+            "{} of the {} calibration test images score as low or lower",
+            grouped(n),
+            grouped(calibration)
+        ),
+    };
+    let decision = if pvalue <= 0.05 {
+        "small enough to call it OOD at a 5% level, which a test image would be in at most 5% of cases"
+    } else {
+        "not small enough to call it OOD at a 5% level"
+    };
+    format!("Its conformal p-value is {pvalue:.4}: {among}, {decision}.")
+}
+
 #[cfg(test)]
 #[path = "sentences_tests.rs"]
 mod tests;

@@ -1637,3 +1637,81 @@ fn the_aci_chart_summary_states_where_the_curves_end_and_the_levels_range() {
          fixed; over the last 250 images 88.0% and 60.0%. α_t ranged from -0.0123 to 0.1456."
     );
 }
+
+/// A batch of 5,000 test images (against 5,000 calibrating) and 556 digits at q = 10%:
+/// `π₀ = 5000/5556`, the bound `q·π₀ = 9.0%`.
+fn pvalue_figures(
+    discoveries: usize,
+    false_discoveries: usize,
+    power: f64,
+) -> PvalueFigures<'static> {
+    PvalueFigures {
+        score: "energy",
+        set: "MNIST digits",
+        fdr_level: 0.1,
+        n_in_distribution: 5000,
+        n_calibration: 5000,
+        n_out_of_distribution: 556,
+        discoveries,
+        false_discoveries,
+        power,
+    }
+}
+
+#[test]
+fn the_pvalue_sentence_says_what_bh_declared_in_each_state() {
+    let intro = "Each of the 5,000 test images and 556 MNIST digits gets a conformal p-value by \
+                 energy: one plus the number of the 5,000 held-out test images that score as low or \
+                 lower, over 5,001.";
+    let bound = " Over batches drawn like this one, the average of that proportion, the false \
+                 discovery rate, is at most q × 90.0% (the test images' share of the batch) = 9.0%.";
+    assert_eq!(
+        pvalue_sentence(&pvalue_figures(0, 0, 0.0)),
+        format!(
+            "{intro} At q = 10%, Benjamini–Hochberg declares none of the 5,556 images out of \
+             distribution: no p-value is small enough for its rank.{bound}"
+        )
+    );
+    assert_eq!(
+        pvalue_sentence(&pvalue_figures(550, 0, 550.0 / 556.0)),
+        format!(
+            "{intro} At q = 10%, Benjamini–Hochberg declares 550 of the 5,556 images out of \
+             distribution, none of them a test image: a false discovery proportion of 0.0%, and \
+             550 of the 556 MNIST digits found (power 98.9%).{bound}"
+        )
+    );
+    assert!(pvalue_sentence(&pvalue_figures(551, 1, 550.0 / 556.0))
+        .contains("551 of the 5,556 images out of distribution, 1 of them a test image: a false discovery proportion of 0.2%"));
+    // 60 of 600 = 10% is above the bound of 9.0%: said, and that only the average is bounded.
+    let above = pvalue_sentence(&pvalue_figures(600, 60, 540.0 / 556.0));
+    assert!(
+        above.contains("60 of them test images: a false discovery proportion of 10.0%"),
+        "{above}"
+    );
+    assert!(above.ends_with(
+        "= 9.0%. This batch's proportion is above it: one batch may be, their average may not."
+    ));
+    // 50 of 600 = 8.3% is below it: nothing more said.
+    assert!(pvalue_sentence(&pvalue_figures(600, 50, 550.0 / 556.0)).ends_with("= 9.0%."));
+}
+
+#[test]
+fn the_own_image_pvalue_sentence_counts_the_images_as_low_and_decides_at_five_percent() {
+    // p = (1 + at or below) / 5,001.
+    assert_eq!(
+        own_image_pvalue(1.0 / 5001.0, 5000),
+        "Its conformal p-value is 0.0002: none of the 5,000 calibration test images scores as \
+         low, small enough to call it OOD at a 5% level, which a test image would be in at most \
+         5% of cases."
+    );
+    assert!(own_image_pvalue(2.0 / 5001.0, 5000)
+        .contains(": 1 of the 5,000 calibration test images scores as low or lower, small enough"));
+    let typical = own_image_pvalue(2501.0 / 5001.0, 5000);
+    assert!(typical.contains("2,500 of the 5,000 calibration test images score as low or lower"));
+    assert!(
+        typical.ends_with("not small enough to call it OOD at a 5% level."),
+        "{typical}"
+    );
+    // At exactly 5%: declared (p ≤ q).
+    assert!(own_image_pvalue(0.05, 19).contains(", small enough"));
+}

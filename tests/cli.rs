@@ -15,6 +15,7 @@ use calibra::bootstrap;
 use calibra::calibration::{self, Binning, Logits};
 use calibra::conformal::{self, Score};
 use calibra::data::seeded_split;
+use calibra::input::LogitsTable;
 use calibra::lab::BOOTSTRAP;
 use calibra::recalibration;
 use calibra::smooth_calibration;
@@ -2898,6 +2899,18 @@ fn ood_metrics_match_scikit_learn() {
     }
 }
 
+/// The committed OOD fixtures' paths and their logits: in-distribution, then OOD.
+fn ood_fixtures() -> (PathBuf, PathBuf, LogitsTable, LogitsTable) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ood");
+    let (id_path, ood_path) = (
+        fixtures.join("id-logits.npy"),
+        fixtures.join("ood-logits.npy"),
+    );
+    let id_table = calibra::input::read_logits(&id_path).unwrap();
+    let ood_table = calibra::input::read_logits(&ood_path).unwrap();
+    (id_path, ood_path, id_table, ood_table)
+}
+
 /// `calibra ood --pvalues` equals the library's outlier test on the same halves: the
 /// in-distribution rows split as `seeded_split(n, 0.5, seed)`, every score at the temperature.
 #[test]
@@ -2906,11 +2919,7 @@ fn ood_pvalues_equal_the_librarys_outlier_test_on_the_same_halves() {
     use calibra::ood_pvalues;
     const SEED: u64 = 3;
     const LEVEL: f64 = 0.2;
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ood");
-    let (id_path, ood_path) = (
-        fixtures.join("id-logits.npy"),
-        fixtures.join("ood-logits.npy"),
-    );
+    let (id_path, ood_path, id_table, ood_table) = ood_fixtures();
     let json = ood_json(
         &id_path,
         &ood_path,
@@ -2924,8 +2933,6 @@ fn ood_pvalues_equal_the_librarys_outlier_test_on_the_same_halves() {
             &SEED.to_string(),
         ],
     );
-    let id_table = calibra::input::read_logits(&id_path).unwrap();
-    let ood_table = calibra::input::read_logits(&ood_path).unwrap();
     let id_view = Logits::new(&id_table.values, id_table.num_classes).unwrap();
     let ood_view = Logits::new(&ood_table.values, ood_table.num_classes).unwrap();
     let (calibration_rows, tested_rows) = seeded_split(id_view.len(), 0.5, SEED);
@@ -2965,6 +2972,47 @@ fn ood_pvalues_equal_the_librarys_outlier_test_on_the_same_halves() {
     );
 }
 
+/// `calibra ood --pvalues --ood-share S` tests the OOD rows `mixed_rows` draws with the seed,
+/// as the LogitNorm lab's share slider mixes them.
+#[test]
+fn ood_pvalues_at_a_share_test_the_mixed_rows() {
+    use calibra::ood;
+    use calibra::ood_pvalues;
+    const SEED: u64 = 5;
+    const SHARE: f64 = 0.25;
+    let (id_path, ood_path, id_table, ood_table) = ood_fixtures();
+    let share = SHARE.to_string();
+    let arguments = [
+        "--pvalues",
+        "--ood-share",
+        &share,
+        "--seed",
+        &SEED.to_string(),
+    ];
+    let json = ood_json(&id_path, &ood_path, &arguments);
+    let id_scores = ood::max_logit(&Logits::new(&id_table.values, id_table.num_classes).unwrap());
+    let ood_scores =
+        ood::max_logit(&Logits::new(&ood_table.values, ood_table.num_classes).unwrap());
+    let (calibration_rows, tested_rows) = seeded_split(id_scores.len(), 0.5, SEED);
+    let rows = ood_pvalues::mixed_rows(ood_scores.len(), tested_rows.len(), SHARE, SEED).unwrap();
+    let pick = |scores: &[f64], rows: &[usize]| rows.iter().map(|&i| scores[i]).collect::<Vec<_>>();
+    let expected = ood_pvalues::outlier_test(
+        &pick(&id_scores, &calibration_rows),
+        &pick(&id_scores, &tested_rows),
+        &pick(&ood_scores, &rows),
+        0.1,
+    )
+    .unwrap();
+    assert_eq!(json["pvalues"]["ood_share"], SHARE);
+    assert_json_close(
+        &json["pvalues"]["max_logit"],
+        &serde_json::to_value(&expected).unwrap(),
+        LIBRARY_TOLERANCE,
+        "max_logit",
+    );
+    assert!(expected.n_out_of_distribution < ood_scores.len());
+}
+
 #[test]
 fn ood_bad_fdr_levels_and_too_few_rows_for_pvalues_are_refused() {
     let dir = TempDir::new("ood-pvalues");
@@ -2979,6 +3027,16 @@ fn ood_bad_fdr_levels_and_too_few_rows_for_pvalues_are_refused() {
         &ood(&id_logits, &ood_logits, &["--fdr", "0.1"]),
         &["--pvalues"],
     );
+    for share in ["0", "1", "-0.1"] {
+        assert_refused(
+            &ood(
+                &id_logits,
+                &ood_logits,
+                &["--pvalues", "--ood-share", share],
+            ),
+            &["--ood-share", "between 0 and 1"],
+        );
+    }
     let single = dir.write("single.csv", "1,0,0\n");
     assert_refused(
         &ood(&single, &ood_logits, &["--pvalues"]),

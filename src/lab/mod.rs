@@ -31,6 +31,7 @@ mod ood_store;
 pub mod ood_view;
 mod own_image;
 mod pac_view;
+mod pvalues_view;
 mod rivals;
 mod selective_view;
 mod shift_store;
@@ -60,6 +61,9 @@ pub use conformal_view::{
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use normalized_view::{NormalizedRequest, TemperatureComparison};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
+pub use pvalues_view::{
+    ChartWindow, PvalueRequest, PvalueView, SortedPvalue, DEFAULT_FDR_LEVEL, DEFAULT_OOD_SHARE,
+};
 pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
 
 pub use adaptive_view::{AdaptiveView, StreamBlock, COVERAGE_WINDOW, DEFAULT_ACI_GAMMA};

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::feature_store::{FeatureRequest, FeatureStore};
 use super::normalized_view::{Comparisons, NormalizedRequest, TemperatureComparison};
+use super::pvalues_view::{PvalueRequest, PvalueView};
 use super::{LabError, Streamed};
 use crate::bootstrap::BootstrapSettings;
 use crate::calibration::Logits;
@@ -171,6 +172,8 @@ pub struct OodStore {
     features: FeatureStore,
     /// Each network's temperature scaling against normalised temperature scaling.
     comparisons: Comparisons,
+    /// The last conformal p-values the lab showed (`pvalues_view.rs`).
+    pub(super) pvalues: Option<(PvalueRequest, PvalueView)>,
 }
 
 impl OodStore {
@@ -199,6 +202,7 @@ impl OodStore {
             rankings: Vec::new(),
             features: FeatureStore::new(model_count, test_rows, set_rows),
             comparisons: Comparisons::default(),
+            pvalues: None,
         }
     }
 

@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{Frame, OodCharts};
+use super::{Frame, OodCharts, PvalueFrame};
 use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
 use crate::lab::ood_view::PairedHistogram;
@@ -41,6 +41,7 @@ pub enum Figure {
     TauChart,
     CumulativeDifferences,
     AciStream,
+    OodPvalues,
 }
 
 /// What the page shows: the whole article, or one figure alone with its lab's controls (the
@@ -99,7 +100,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 20] = [
+pub const FIGURES: [FigureInfo; 21] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -215,6 +216,12 @@ pub const FIGURES: [FigureInfo; 20] = [
         FigureLab::Ood,
     ),
     info(Figure::TauChart, "calibra-tau", "τ chart", FigureLab::Ood),
+    info(
+        Figure::OodPvalues,
+        "calibra-ood-pvalues",
+        "conformal p-values against the Benjamini–Hochberg line",
+        FigureLab::Ood,
+    ),
 ];
 
 const fn info(
@@ -287,6 +294,7 @@ pub fn frame_figures(frame: &Frame, on_screen: &[Figure]) -> Vec<(Figure, FrameD
                     .is_some_and(|view| view.current().is_none()),
                 Figure::TemperatureAnatomy => frame.anatomy.is_none(),
                 Figure::AciStream => frame.adaptive.is_none(),
+                Figure::OodPvalues => frame.pvalues.is_none(),
                 _ => false,
             };
             let drawing = if waiting {
@@ -370,6 +378,14 @@ impl<'a> Sources<'a> {
     fn conformal(&self, figure: Figure) -> Result<&'a ConformalView, FigureError> {
         self.frame
             .conformal
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The LogitNorm lab's p-values, which `figure` needs.
+    fn pvalues(&self, figure: Figure) -> Result<&'a PvalueFrame, FigureError> {
+        self.frame
+            .pvalues
             .as_ref()
             .ok_or(FigureError::NotComputed(figure))
     }
@@ -569,6 +585,24 @@ pub fn draw<DB: DrawingBackend>(
             &sources.temperature(figure)?.cumulative,
             style,
         )?,
+        Figure::OodPvalues => {
+            let PvalueFrame { view, set } = sources.pvalues(figure)?;
+            let window = view.chart_window(super::pvalues::CHART_POINTS);
+            let discovered = (view.test.discoveries > 0)
+                .then(|| view.test.discoveries as f64 / view.sorted.len() as f64);
+            plot::pvalue_chart(
+                area,
+                &window.points,
+                (window.x_high, window.y_high),
+                view.test.fdr_level,
+                discovered,
+                plot::PvalueLabels {
+                    in_distribution: "test image",
+                    out_of_distribution: set.title(),
+                },
+                style,
+            )?;
+        }
         Figure::TemperatureAnatomy => {
             let view = sources.anatomy(figure)?;
             plot::anatomy_chart(
@@ -848,6 +882,27 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                     number((k + 1) as f64 / n),
                     number(confidence),
                     number(difference),
+                ]);
+            }
+        }
+        Figure::OodPvalues => {
+            let PvalueFrame { view, .. } = sources.pvalues(figure)?;
+            table.header(&[
+                "rank",
+                "pvalue",
+                "out_of_distribution",
+                "bh_line",
+                "declared_ood",
+            ]);
+            let batch = view.sorted.len() as f64;
+            for (index, point) in view.sorted.iter().enumerate() {
+                let rank = index + 1;
+                table.row([
+                    rank.to_string(),
+                    number(point.pvalue),
+                    u8::from(point.out_of_distribution).to_string(),
+                    number(rank as f64 / batch * view.test.fdr_level),
+                    u8::from(point.rejected).to_string(),
                 ]);
             }
         }

@@ -15,6 +15,7 @@ pub mod own_image;
 pub mod own_logits;
 mod pac;
 mod paper_protocol;
+mod pvalues;
 mod readouts;
 mod selective;
 mod shift;
@@ -41,6 +42,7 @@ pub use ood::{
     difference_scores, ranking_scores, score_name as ood_score_name, Job, OodCharts, OodGallery,
     OodTile,
 };
+pub use pvalues::PvalueFrame;
 pub use readouts::{
     control_patches, experiment_readouts, BarRow, ExperimentReadouts, GallerySection, MetricItem,
     Patch, SentPatches, TableCell, TableRow,
@@ -248,6 +250,8 @@ pub struct Frame {
     pub selective: Option<SelectiveView>,
     /// The shift lab's ACI stream, when its chart is on screen and the clean logits are in.
     pub adaptive: Option<AdaptiveView>,
+    /// The LogitNorm lab's conformal p-values, once its logits and score are in.
+    pub pvalues: Option<PvalueFrame>,
 }
 
 /// The data the labs show.
@@ -304,6 +308,9 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         let normalized = normalized_temperature::render(lab, store, state)?;
         frame.readouts.patches.extend(normalized.patches);
         frame.readouts.normalized_requests = normalized.requests;
+        let (patches, pvalues) = pvalues::render(lab, store, state)?;
+        frame.readouts.patches.extend(patches);
+        frame.pvalues = pvalues;
         let paper = paper_protocol::render(lab, store, state)?;
         frame.readouts.patches.extend(paper.patches);
         for job in paper.needs {

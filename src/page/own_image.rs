@@ -19,8 +19,9 @@ use crate::data::{self, FASHION_MNIST_CLASSES};
 use crate::lab::ood_view::{self, ScoreKind as OodScore};
 use crate::lab::{Lab, LabError};
 use crate::ood;
+use crate::ood_pvalues;
 use crate::own_image::{self, Invert, Neighbour, OwnImageError, Prepared};
-use crate::sentences::{confidence_text, percent, score_against_threshold};
+use crate::sentences::{self, confidence_text, percent, score_against_threshold};
 use crate::text::serde_name;
 
 /// A reader's image and what the networks have answered so far.
@@ -47,10 +48,20 @@ pub enum OwnImageViewError {
     Ood(#[from] ood::OodError),
 }
 
-/// The OOD thresholds computed so far: `(model, score, T)` → threshold. They depend on the test
-/// images only, so a new picture reuses them.
+/// The OOD levels computed so far: `(model, score, T, split)` → threshold and sorted
+/// calibration scores. They depend on the test images only, so a new picture reuses them.
 #[derive(Debug, Clone, Default)]
-pub struct OodThresholds(Vec<((usize, OodScore, u64), f64)>);
+pub struct OodThresholds(Vec<((usize, OodScore, u64, u64), OodLevel)>);
+
+/// What a picture's OOD score is measured against.
+#[derive(Debug, Clone)]
+struct OodLevel {
+    /// The score that keeps 95% of the test images.
+    threshold: f64,
+    /// The calibration half's scores, increasing: the picture's conformal p-value counts them
+    /// (`ood_pvalues`), as `calibra ood --pvalues --seed <split>` does for an OOD row.
+    calibration: Vec<f64>,
+}
 
 /// One test image close to the reader's, for the section's strip of thumbnails.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -121,23 +132,42 @@ impl OwnImage {
 }
 
 impl OodThresholds {
-    /// The threshold that keeps 95% of `model`'s test images by `score` at `temperature`.
+    /// The threshold that keeps 95% of `model`'s test images by `score` at `temperature`, and
+    /// the scores of the calibration half (`lab`'s split) sorted.
     fn get(
         &mut self,
         model: usize,
         score: OodScore,
         temperature: f64,
-        test_logits: &Logits,
-    ) -> Result<f64, OwnImageViewError> {
-        let key = (model, score, temperature.to_bits());
-        if let Some((_, threshold)) = self.0.iter().find(|(k, _)| *k == key) {
-            return Ok(*threshold);
-        }
-        let threshold = ood_view::threshold_at_95_tpr(&scores(score, test_logits, temperature)?)?;
-        // Thresholds at other temperatures go stale as the slider moves.
-        self.0.retain(|((_, _, t), _)| *t == key.2);
-        self.0.push((key, threshold));
-        Ok(threshold)
+        lab: &Lab,
+    ) -> Result<&OodLevel, OwnImageViewError> {
+        let key = (model, score, temperature.to_bits(), lab.split_seed());
+        let found = self.0.iter().position(|(k, _)| *k == key);
+        let index = match found {
+            Some(index) => index,
+            None => {
+                let k = FASHION_MNIST_CLASSES.len();
+                let test_logits = Logits::new(lab.complete_logits(model)?.unwrap_or_default(), k)
+                    .map_err(LabError::from)?;
+                let test_scores = scores(score, &test_logits, temperature)?;
+                let mut calibration: Vec<f64> = test_scores
+                    .iter()
+                    .zip(lab.calibration_flags())
+                    .filter_map(|(&s, &flag)| flag.then_some(s))
+                    .collect();
+                calibration.sort_by(f64::total_cmp);
+                let level = OodLevel {
+                    threshold: ood_view::threshold_at_95_tpr(&test_scores)?,
+                    calibration,
+                };
+                // Levels at other temperatures or splits go stale as the sliders move.
+                self.0
+                    .retain(|((_, _, t, split), _)| (*t, *split) == (key.2, key.3));
+                self.0.push((key, level));
+                self.0.len() - 1
+            }
+        };
+        Ok(&self.0[index].1)
     }
 }
 
@@ -292,10 +322,11 @@ pub fn render(
         calibration::softmax_row(row, t, &mut scaled);
         let top = predicted_class(&raw);
         let set = lab.own_image_set(model, &settings, row)?;
-        let test_logits = Logits::new(lab.complete_logits(model)?.unwrap_or_default(), k)
-            .map_err(LabError::from)?;
-        let threshold = thresholds.get(model, ood_score, t, &test_logits)?;
+        let level = thresholds.get(model, ood_score, t, lab)?;
+        let threshold = level.threshold;
         let own_score = scores(ood_score, &Logits::new(row, k).map_err(LabError::from)?, t)?[0];
+        let pvalue = ood_pvalues::pvalue_among_sorted(&level.calibration, own_score);
+        let calibration_images = level.calibration.len();
         let in_distribution = own_score >= threshold;
         let (score_text, threshold_text) = score_against_threshold(own_score, threshold);
         let set_names: Vec<&str> = set
@@ -337,6 +368,7 @@ pub fn render(
                     f64::from(u8::from(in_distribution)),
                     verdict.to_string(),
                 ),
+                metric("ood_pvalue", pvalue, format!("{pvalue:.4}")),
             ],
         });
         if model == state.model.index() {
@@ -362,8 +394,8 @@ pub fn render(
                 "The {} network takes your image for a {} ({} at T = 1, {} at T = {t:.3}). Its {} set is {}: \
                  a promise about random test images (that share of their sets holds the label), not about \
                  this one picture. By its {} score it {}: {} is {} {}, the level that 95% of the test \
-                 images reach.{digits_passing} A drawing is itself a shift from the photographed \
-                 garments, so being flagged may only mean being drawn.",
+                 images reach. {}{digits_passing} A drawing is itself a shift from the \
+                 photographed garments, so being flagged may only mean being drawn.",
                 info.title,
                 FASHION_MNIST_CLASSES[top],
                 confidence_text(raw[top]),
@@ -379,6 +411,7 @@ pub fn render(
                 score_text,
                 if in_distribution { "at or above" } else { "below" },
                 threshold_text,
+                sentences::own_image_pvalue(pvalue, calibration_images),
             ));
             bars = Some((raw, scaled));
         }

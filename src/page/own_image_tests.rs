@@ -149,7 +149,20 @@ fn a_networks_answer_is_the_softmax_the_set_and_the_ood_threshold() {
         metric(&patches, "own_ood_in_ce").0,
         f64::from(u8::from(passes))
     );
+    // The p-value against the calibration half's energies: one plus those at or below, over
+    // their count plus one.
+    let calibration: Vec<f64> = (0..ROWS)
+        .filter(|&i| lab.calibration_flags()[i])
+        .map(|i| energy(&row_logits(i)))
+        .collect();
+    let at_or_below = calibration.iter().filter(|&&c| c <= own).count();
+    let pvalue = (1 + at_or_below) as f64 / (calibration.len() + 1) as f64;
+    assert_eq!(metric(&patches, "own_ood_pvalue_ce").0, pvalue);
     let sentence = text(&patches, "own-sentence");
+    assert!(
+        sentence.contains(&format!("Its conformal p-value is {pvalue:.4}: ")),
+        "{sentence}"
+    );
     assert!(sentence.starts_with("The cross-entropy network takes your image for a Coat"));
     assert_eq!(
         sentence.contains("passes for a Fashion-MNIST image"),

@@ -465,6 +465,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     patches.extend(super::pac::control_patches(state));
     patches.extend(super::selective::control_patches(state));
     patches.extend(super::adaptive::control_patches(state));
+    patches.extend(super::pvalues::control_patches(state));
     patches
 }
 

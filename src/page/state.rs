@@ -301,6 +301,11 @@ pub struct PageState {
     /// The shift lab's adaptive conformal inference: the step γ by which `α_t` moves after
     /// each image of the stream.
     pub aci_gamma: f64,
+
+    /// The LogitNorm lab's conformal p-values: Benjamini–Hochberg's false discovery rate level.
+    pub fdr: f64,
+    /// The share of OOD images mixed into the tested test images.
+    pub ood_share: f64,
 }
 
 impl Default for PageState {
@@ -334,6 +339,8 @@ impl Default for PageState {
             mistake_probabilities: false,
             mistake_minimise_ece: false,
             aci_gamma: crate::lab::DEFAULT_ACI_GAMMA,
+            fdr: crate::lab::DEFAULT_FDR_LEVEL,
+            ood_share: crate::lab::DEFAULT_OOD_SHARE,
         }
     }
 }
@@ -413,7 +420,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 28] = [
+pub const FIELDS: [Field; 30] = [
     Field {
         key: "model",
         label: "model",
@@ -588,6 +595,18 @@ pub const FIELDS: [Field; 28] = [
         label: "γ",
         control: Some("aci-gamma"),
         kind: number(0.001, 0.05, false, Slider::Linear { step: 0.001 }),
+    },
+    Field {
+        key: "fdr",
+        label: "FDR level",
+        control: Some("ood-fdr"),
+        kind: number(0.01, 0.5, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "ood_share",
+        label: "OOD share",
+        control: Some("ood-share"),
+        kind: number(0.01, 0.5, false, Slider::Linear { step: 0.01 }),
     },
 ];
 

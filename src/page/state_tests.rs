@@ -7,7 +7,7 @@ const DEFAULT_HASH: &str = "model=ce&t=1&bins=15&binning=width&split=0&alpha=0.1
 &randomized=1&raps_lambda=0.1&k_reg=1&saps_lambda=0.2&mondrian=0&gallery=all&tau=0.04&ood=mnist\
 &ood_score=energy&shift=rotation&severity=3&recalibrate=0&paper=0&embed=none&present=0\
 &delta=0.1&risk=0.03&mistake_evaluation_half=0&mistake_probabilities=0&mistake_minimise_ece=0\
-&aci_gamma=0.005";
+&aci_gamma=0.005&fdr=0.1&ood_share=0.1";
 
 fn messages(rejected: &[Rejected]) -> Vec<String> {
     rejected.iter().map(ToString::to_string).collect()
@@ -418,7 +418,7 @@ fn presentation_mode_steps_through_every_figure_and_back_out() {
     let listed: Vec<Figure> = crate::page::FIGURES.iter().map(|f| f.id).collect();
     assert_eq!(seen, listed);
     let last = shown.act("previous-figure", None).unwrap();
-    assert_eq!(last.embed, Embed::Figure(Figure::TauChart));
+    assert_eq!(last.embed, Embed::Figure(Figure::OodPvalues));
     let out = last.act("end-presentation", None).unwrap();
     assert_eq!((out.present, out.embed), (false, Embed::None));
     assert_eq!(out.t, 0.3);
@@ -554,5 +554,27 @@ fn the_aci_step_round_trips_its_link_and_its_slider_comes_from_the_table() {
         rejected[0].to_string().starts_with("γ \"0.5\""),
         "{}",
         rejected[0]
+    );
+}
+
+#[test]
+fn the_fdr_level_and_ood_share_round_trip_their_link_and_refuse_what_is_out_of_range() {
+    let moved = PageState::default()
+        .set_control("ood-fdr", "0.2")
+        .unwrap()
+        .set_control("ood-share", "0.25")
+        .unwrap();
+    let hash = moved.to_hash();
+    assert_eq!(hash, "fdr=0.2&ood_share=0.25");
+    let (read, rejected) = PageState::from_hash(&hash);
+    assert!(rejected.is_empty());
+    assert_eq!((read.fdr, read.ood_share), (0.2, 0.25));
+    let (_, rejected) = PageState::from_hash("fdr=0&ood_share=0.9");
+    assert_eq!(
+        messages(&rejected),
+        [
+            "FDR level \"0\" is not a number from 0.01 to 0.5",
+            "OOD share \"0.9\" is not a number from 0.01 to 0.5"
+        ]
     );
 }

@@ -1337,10 +1337,11 @@ fn every_choice_and_flag_control_shows_what_the_link_says() {
     let mut checked = 0;
     for field in &FIELDS {
         let Some(id) = field.control else { continue };
-        // A field the link writes only away from its default is a slider's, checked elsewhere.
-        let Some(written) = link.get(field.key) else {
+        // The sliders are checked elsewhere.
+        if !matches!(field.kind, FieldKind::Choice | FieldKind::Flag) {
             continue;
-        };
+        }
+        let written = &link[field.key];
         match field.kind {
             FieldKind::Choice => {
                 let shown = patches.iter().find_map(|p| match p {
@@ -1940,4 +1941,112 @@ fn the_aci_block_shows_the_labs_stream_at_the_states_gamma_once_its_chart_is_on_
         frame_figures(&frame, &[Figure::AciStream]),
         [(Figure::AciStream, FrameDrawing::Draw)]
     );
+}
+
+/// The p-values block of the τ lab: it waits, with "—", for the chosen network's logits, then
+/// shows the outlier test of the evaluation half and the digits `mixed_rows` draws against the
+/// calibration half, at the state's level and share; its sliders, its chart and its CSV.
+#[test]
+fn the_pvalues_block_waits_then_tests_the_evaluation_half_and_mixed_digits() {
+    use crate::lab::ood_view::ScoreKind as OodScore;
+    use crate::ood_pvalues;
+    let (mut lab, mut store) = tau_lab();
+    let state = PageState::default()
+        .set("fdr", "0.2")
+        .and_then(|s| s.set("ood_share", "0.05"))
+        .unwrap();
+    let visible = Visible {
+        figures: vec![Figure::OodPvalues],
+        ..TAU_LAB
+    };
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    let patches = &frame.readouts.patches;
+    assert!(frame.pvalues.is_none());
+    assert_eq!(
+        metric_patch(patches, "pvalue_discoveries"),
+        (&None, &"—".to_string())
+    );
+    assert!(text_patch(patches, "pvalue-sentence").starts_with("The p-values wait for LogitNorm"));
+    assert_eq!(frame_figures(&frame, &[Figure::OodPvalues]), []);
+
+    let chosen = state.tau.index().unwrap();
+    let ce = Network::Ce.index().unwrap();
+    let (test, digits) = complete_the_tau_lab(&mut lab, &mut store, chosen, ce);
+    let frame = ood_frame(&mut lab, &mut store, &state, &visible);
+    let patches = &frame.readouts.patches;
+    let PvalueFrame { view, set } = frame.pvalues.as_ref().unwrap();
+    assert_eq!((view.kind, *set), (OodScore::Energy, OodSet::Mnist));
+    // As `calibra ood --pvalues --ood-share 0.05 --fdr 0.2` computes it on the same logits.
+    let energy = |values: &[f32]| {
+        crate::ood::energy_score(
+            &crate::calibration::Logits::new(values, NUM_CLASSES).unwrap(),
+            1.0,
+        )
+        .unwrap()
+    };
+    let (scores, digit_scores) = (energy(&test), energy(&digits));
+    let (mut calibration, mut tested) = (Vec::new(), Vec::new());
+    for (&score, &flag) in scores.iter().zip(lab.calibration_flags()) {
+        if flag {
+            calibration.push(score)
+        } else {
+            tested.push(score)
+        }
+    }
+    let rows = ood_pvalues::mixed_rows(digits.len() / NUM_CLASSES, tested.len(), 0.05, 0).unwrap();
+    let mixed: Vec<f64> = rows.iter().map(|&row| digit_scores[row]).collect();
+    let expected = ood_pvalues::outlier_test(&calibration, &tested, &mixed, 0.2).unwrap();
+    assert_eq!(view.test, expected);
+    // 0.05 · 150 / 0.95 rounds to 8 digits.
+    assert_eq!(
+        (expected.n_in_distribution, expected.n_out_of_distribution),
+        (150, 8)
+    );
+    assert_eq!(
+        metric_patch(patches, "pvalue_discoveries").0,
+        &Some(expected.discoveries as f64)
+    );
+    assert_eq!(
+        metric_patch(patches, "pvalue_power").0,
+        &Some(expected.power)
+    );
+    assert_eq!(
+        metric_patch(patches, "pvalue_fdr_bound").0,
+        &Some(0.2 * 150.0 / 158.0)
+    );
+    let sentence = text_patch(patches, "pvalue-sentence");
+    assert!(
+        sentence.starts_with("Each of the 150 test images and 8 MNIST digits"),
+        "{sentence}"
+    );
+    assert!(text_patch(patches, "pvalue-chart-summary").contains("158 p-values by energy"));
+    assert_eq!(text_patch(patches, "ood-fdr-value"), "20%");
+    assert!(patches.iter().any(|p| matches!(p,
+        Patch::Control { id: "ood-share", value, valuetext: Some(spoken) }
+            if value == "0.05" && spoken == "OOD share 5%")));
+    assert_eq!(
+        frame_figures(&frame, &[Figure::OodPvalues]),
+        [(Figure::OodPvalues, FrameDrawing::Draw)]
+    );
+    let sources = Sources {
+        frame: &frame,
+        experiment: None,
+    };
+    assert!(svg(Figure::OodPvalues, &sources)
+        .unwrap()
+        .contains("BH line, q = 20%"));
+    let table = csv_rows(&figure::csv(Figure::OodPvalues, &sources).unwrap());
+    assert_eq!(
+        table[0],
+        [
+            "rank",
+            "pvalue",
+            "out_of_distribution",
+            "bh_line",
+            "declared_ood"
+        ]
+    );
+    assert_eq!(table.len(), 1 + 158);
+    let declared = table[1..].iter().filter(|row| row[4] == "1").count();
+    assert_eq!(declared, expected.discoveries);
 }

@@ -24,6 +24,7 @@ mod calibration;
 mod conformal;
 mod cumulative;
 mod ood;
+mod pvalues;
 mod selective;
 mod shift;
 #[cfg(test)]
@@ -44,6 +45,7 @@ pub use ood::{
     logit_norm_histogram, roc_curves, score_histogram, tau_chart, HistogramLabels, RocCurve,
     TauPoint,
 };
+pub use pvalues::{pvalue_chart, PvalueLabels};
 pub use selective::risk_coverage_chart;
 pub use shift::{severity_chart, SeverityPoint};
 
@@ -929,6 +931,26 @@ struct Axes<'a> {
     y_format: &'a dyn Fn(&f64) -> String,
     /// Whether grid lines are drawn at the x ticks and at the y ticks.
     grid: (bool, bool),
+}
+
+impl<'a> Axes<'a> {
+    /// The axes of a full-size chart with grid lines both ways, a histogram's few y ticks and
+    /// both axes described.
+    fn gridded(
+        descriptions: (&'a str, &'a str),
+        x_format: &'a dyn Fn(&f64) -> String,
+        y_format: &'a dyn Fn(&f64) -> String,
+    ) -> Self {
+        Self {
+            tick_font: TICK_FONT,
+            tick_labels: (TICK_LABELS, HISTOGRAM_Y_TICK_LABELS),
+            tick_mark: TICK_MARK,
+            descriptions: (Some(descriptions.0), Some(descriptions.1)),
+            x_format,
+            y_format,
+            grid: (true, true),
+        }
+    }
 }
 
 /// Draws grid, axes, tick labels and axis descriptions.

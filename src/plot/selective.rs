@@ -81,15 +81,11 @@ pub fn risk_coverage_chart<DB: DrawingBackend>(
     let format_coverage = |x: &f64| percent(*x, 0);
     draw_axes(
         &mut chart,
-        &Axes {
-            tick_font: TICK_FONT,
-            tick_labels: (TICK_LABELS, HISTOGRAM_Y_TICK_LABELS),
-            tick_mark: TICK_MARK,
-            descriptions: (Some("share of images kept"), Some("error among kept")),
-            x_format: &format_coverage,
-            y_format: &format_risk,
-            grid: (true, true),
-        },
+        &Axes::gridded(
+            ("share of images kept", "error among kept"),
+            &format_coverage,
+            &format_risk,
+        ),
         metrics,
     )?;
     let pixels = PlotPixels::new(&chart);

@@ -128,8 +128,10 @@ const SLIDERS = [
   { id: "pac-delta", name: "PAC δ", spoken: (shown) => `δ = ${shown["pac-delta-value"]}` },
   { id: "selective-risk", name: "Risk level", spoken: (shown) => `risk level ${shown["selective-risk-value"]}` },
   { id: "aci-gamma", name: "Step gamma", spoken: (shown) => `γ = ${shown["aci-gamma-value"]}: α_t moves by γ times (α − miss) after each image` },
+  { id: "ood-fdr", name: "FDR level", spoken: (shown) => `FDR level ${shown["ood-fdr-value"]}` },
+  { id: "ood-share", name: "OOD share", spoken: (shown) => `OOD share ${shown["ood-share-value"]}` },
 ];
-const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value", "pac-delta-value", "selective-risk-value", "aci-gamma-value"];
+const OUTPUTS = ["temperature-value", "bins-value", "alpha-value", "target-value", "raps-lambda-value", "k-reg-value", "saps-lambda-value", "severity-value", "tau-value", "pac-delta-value", "selective-risk-value", "aci-gamma-value", "ood-fdr-value", "ood-share-value"];
 
 // What the page shows beside its sliders ({ output id: text }) and what each slider says.
 const sliderTexts = () => page.evaluate((outputs) => ({
@@ -217,7 +219,7 @@ async function accessibleNames(selector) {
   }
 }
 
-const CHARTS = ["reliability", "histogram", "smooth-reliability", "cumulative-differences", "classwise", "rivals-reliability", "temperature-anatomy", "set-sizes", "per-class", "stratified", "sweep", "experiment", "risk-coverage", "shift-reliability", "shift-severity", "aci-stream", "ood-histogram", "ood-roc", "ood-norms", "tau-chart"];
+const CHARTS = ["reliability", "histogram", "smooth-reliability", "cumulative-differences", "classwise", "rivals-reliability", "temperature-anatomy", "set-sizes", "per-class", "stratified", "sweep", "experiment", "risk-coverage", "shift-reliability", "shift-severity", "aci-stream", "ood-histogram", "ood-roc", "ood-norms", "tau-chart", "ood-pvalues"];
 
 test("every chart has a name and a description that its figure's caption gives; the gallery is not a live region", { timeout: 30_000 }, async () => {
   const charts = await page.$$eval("figure canvas", (canvases) => canvases.map((canvas) => {

@@ -382,3 +382,51 @@ test("6. the paper's protocol: τ tuned on Gaussian noise by MSP at T = 1, then 
   await show({ paper: 0 });
   assert.equal(await page.isVisible("#paper-block"), false, "closed again");
 });
+
+test("7. conformal p-values: the FDR level set by a pointer and the keyboard and the OOD share by the keyboard give what `calibra ood --pvalues --fdr Q --ood-share S` computes on the page's own logits (1e-9), for energy and MSP; the sentence and the chart's text state those numbers", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
+  const binary = await buildCalibra();
+  const limits = await page.evaluate(() => window.calibra.limits);
+  const index = limits.models.findIndex((m) => m.network === "0.04");
+  await show({ tau: "0.04", ood: "mnist", ood_score: "energy", t: 1 });
+  assert.ok(!("fdr" in (await hashParams(page))) && !("ood_share" in (await hashParams(page))), "the defaults stay out of the link");
+  const fdr = page.locator("#ood-fdr");
+  await fdr.scrollIntoViewIfNeeded();
+  const box = await fdr.boundingBox();
+  await afterOodDraw(() => page.mouse.click(box.x + 0.9 * box.width, box.y + box.height / 2));
+  assert.ok(Number((await hashParams(page)).fdr) > 0.4, "a click near the track's end");
+  await fdr.focus();
+  await afterOodDraw(() => page.keyboard.press("Home"));
+  for (let step = 0; step < 19; step++) await afterOodDraw(() => page.keyboard.press("ArrowRight"));
+  const share = page.locator("#ood-share");
+  await share.focus();
+  await afterOodDraw(() => page.keyboard.press("Home"));
+  for (let step = 0; step < 4; step++) await afterOodDraw(() => page.keyboard.press("ArrowRight"));
+  const link = await hashParams(page);
+  assert.deepEqual([link.fdr, link.ood_share], ["0.2", "0.05"]);
+  assert.equal(await text("#ood-fdr-value"), "20%");
+  assert.equal(await page.getAttribute("#ood-share", "aria-valuetext"), "OOD share 5%");
+  const args = ["ood", "--id-logits", await logitsCsv(index, "test"), "--ood-logits", await logitsCsv(index, "mnist"), "--temperature", "1", "--pvalues", "--fdr", "0.2", "--ood-share", "0.05", "--seed", "0", "--json"];
+  const native = JSON.parse((await run(binary, args, { maxBuffer: 64 << 20 })).stdout).pvalues;
+  for (const score of ["energy", "msp"]) {
+    const m = await show({ ood_score: score });
+    const cli = native[score];
+    const where = `${score}, q = 0.2, share 0.05`;
+    assert.equal(m.pvalue_calibration, cli.n_calibration, `${where}: calibration images`);
+    assert.equal(m.pvalue_discoveries, cli.discoveries, `${where}: discoveries`);
+    assert.equal(m.pvalue_false_discoveries, cli.false_discoveries, `${where}: false discoveries`);
+    for (const [shown, key] of [["pvalue_fdp", "false_discovery_proportion"], ["pvalue_power", "power"], ["pvalue_largest_rejected", "largest_rejected_pvalue"]]) {
+      assert.ok(Math.abs(m[shown] - cli[key]) <= TOLERANCE_METRIC, `${where}: ${shown} page ${m[shown]}, CLI ${cli[key]}`);
+    }
+    const nullShare = cli.n_in_distribution / (cli.n_in_distribution + cli.n_out_of_distribution);
+    assert.ok(Math.abs(m.pvalue_fdr_bound - 0.2 * nullShare) <= TOLERANCE_METRIC, `${where}: bound ${m.pvalue_fdr_bound}`);
+    const batch = (cli.n_in_distribution + cli.n_out_of_distribution).toLocaleString("en-US");
+    const sentence = await text("#pvalue-sentence");
+    assert.ok(sentence.includes(`Each of the ${cli.n_in_distribution.toLocaleString("en-US")} test images and ${cli.n_out_of_distribution.toLocaleString("en-US")} MNIST digits`), `${where}: ${sentence}`);
+    assert.ok(sentence.includes(`declares ${cli.discoveries.toLocaleString("en-US")} of the ${batch} images`), `${where}: ${sentence}`);
+    assert.ok(sentence.includes(`= ${(100 * 0.2 * nullShare).toFixed(1)}%.`), `${where}: ${sentence}`);
+    assert.ok((await text("#pvalue-chart-summary")).includes(`${batch} p-values by ${score === "msp" ? "MSP" : "energy"}`));
+    t.diagnostic(`${where}: ${cli.discoveries} declared, ${cli.false_discoveries} false, power ${cli.power}`);
+  }
+  await show({ ood_score: "energy", fdr: 0.1, ood_share: 0.1 });
+  assert.ok(!("fdr" in (await hashParams(page))), "back at the default, out of the link again");
+});

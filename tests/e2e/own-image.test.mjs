@@ -24,6 +24,9 @@ const TOLERANCE_THRESHOLD = 1e-4;
 // A score this close to its threshold may fall on either side between browser and native.
 const TOO_CLOSE = 1e-4;
 const ALPHA = 0.1;
+// A p-value counts the 5,000 calibration energies at or below the picture's: browser and native
+// logits may put two of them on the other side, 1/5,001 each.
+const TOLERANCE_PVALUE = 2 / 5001 + 1e-12;
 
 let site;
 let browser;
@@ -142,6 +145,15 @@ async function checkAgainstNative(logits, label) {
   const sentence = await page.locator("#own-sentence").textContent();
   assert.ok(sentence.includes(`takes your image for a ${names[top]}`), sentence);
   assert.equal(sentence.includes("passes for a Fashion-MNIST image"), m.own_ood_in_ce === 1, sentence);
+  // Its conformal p-value: `calibra ood --pvalues` with the picture as the one OOD row, against
+  // the calibration half of the native test logits (split 0).
+  const picture = path.join(scratch, `${label.replace(/\W+/g, "-")}-logits.csv`);
+  writeFileSync(picture, `${logits.join(",")}\n`);
+  const args = ["ood", "--id-logits", await native.logitsFile("ce"), "--ood-logits", picture, "--temperature", String(t), "--pvalues", "--seed", "0", "--json"];
+  const { pvalues } = JSON.parse((await run(await buildCalibra(), args, { maxBuffer: 64 << 20 })).stdout);
+  const [expected] = pvalues.energy.out_of_distribution_pvalues;
+  assert.ok(Math.abs(m.own_ood_pvalue_ce - expected) <= TOLERANCE_PVALUE, `${label}: p-value page ${m.own_ood_pvalue_ce}, CLI ${expected}`);
+  assert.ok(sentence.includes(`Its conformal p-value is ${m.own_ood_pvalue_ce.toFixed(4)}: `), sentence);
 }
 
 test("1. a stroke drawn on the pad: the page's answer is the native tool's on the 28×28 it exports, and nothing is fetched", { timeout: 300_000 }, async () => {

@@ -204,6 +204,10 @@ pub struct OodArgs {
     /// Seed of the in-distribution rows' split into calibration and tested halves.
     #[arg(long, default_value_t = 0, requires = "pvalues")]
     pub seed: u64,
+    /// Test only as many OOD rows (drawn with --seed) as make up this share of the batch, as
+    /// the LogitNorm lab's share slider does; without it, every OOD row.
+    #[arg(long, requires = "pvalues", allow_negative_numbers = true)]
+    pub ood_share: Option<f64>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,

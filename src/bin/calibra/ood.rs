@@ -42,6 +42,9 @@ struct OodReport {
 #[derive(Debug, Serialize)]
 struct OutlierTests {
     seed: u64,
+    /// With `--ood-share`: the share of OOD rows the tested batch was mixed to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ood_share: Option<f64>,
     msp: OutlierTest,
     max_logit: OutlierTest,
     energy: OutlierTest,
@@ -156,19 +159,30 @@ pub fn run(args: &OodArgs) -> Result<(), String> {
                 id_path.display()
             ));
         }
+        let ood_rows = match args.ood_share {
+            Some(share) => {
+                ood_pvalues::mixed_rows(ood_view.len(), tested_rows.len(), share, args.seed)
+                    .map_err(|e| format!("--ood-share: {e}"))?
+            }
+            None => (0..ood_view.len()).collect(),
+        };
         let test = |name: &str, score: ScoreFn| -> Result<OutlierTest, String> {
             let id_scores = scored(name, score, &id_view)?;
-            let pick = |rows: &[usize]| rows.iter().map(|&i| id_scores[i]).collect::<Vec<f64>>();
+            let ood_scores = scored(name, score, &ood_view)?;
+            let pick = |scores: &[f64], rows: &[usize]| {
+                rows.iter().map(|&i| scores[i]).collect::<Vec<f64>>()
+            };
             ood_pvalues::outlier_test(
-                &pick(&calibration_rows),
-                &pick(&tested_rows),
-                &scored(name, score, &ood_view)?,
+                &pick(&id_scores, &calibration_rows),
+                &pick(&id_scores, &tested_rows),
+                &pick(&ood_scores, &ood_rows),
                 args.fdr,
             )
             .map_err(|e| format!("--pvalues: {name}: {e}"))
         };
         Some(OutlierTests {
             seed: args.seed,
+            ood_share: args.ood_share,
             msp: test("msp", msp)?,
             max_logit: test("max_logit", max_logit)?,
             energy: test("energy", energy)?,
