@@ -661,6 +661,26 @@ fn a_given_temperature_is_refused_with_another_method() {
 }
 
 #[test]
+fn dirichlet_calibration_reports_its_fit_and_refuses_too_many_classes() {
+    let dir = TempDir::new("dirichlet");
+    let (logits, labels) = synthetic_data(400, 4, 2.0, 22).write(&dir, "four", "npy");
+    let json = report_json(&logits, &labels, &["--method", "dirichlet"]);
+    let fit = &json["dirichlet"];
+    assert_eq!(fit["map"].as_array().map(Vec::len), Some(4 * 5), "{fit}");
+    assert_eq!(fit["converged"], true, "{fit}");
+    assert_eq!(fit["lambda"], 0.01);
+    assert_eq!(fit["mu"], 0.01);
+    assert!(report_json(&logits, &labels, NO_ARGS)
+        .get("dirichlet")
+        .is_none());
+    let (logits, labels) = synthetic_data(400, 21, 2.0, 23).write(&dir, "many", "npy");
+    assert_refused(
+        &report(&logits, &labels, &["--method", "dirichlet"]),
+        &["at most 20 classes, got 21"],
+    );
+}
+
+#[test]
 fn each_method_reports_what_the_library_computes() {
     let dir = TempDir::new("methods");
     let data = synthetic_data(400, 4, 2.0, 21);
@@ -689,6 +709,7 @@ fn each_method_reports_what_the_library_computes() {
         ("histogram", recalibration::Method::Histogram),
         ("isotonic", recalibration::Method::Isotonic),
         ("venn-abers", recalibration::Method::VennAbers),
+        ("dirichlet", recalibration::Method::Dirichlet),
     ] {
         let json = report_json(&logits, &labels, &["--method", name]);
         let expected = serde_json::to_value(

@@ -2,7 +2,8 @@
 //!
 //! `calibra report` fits a temperature on a calibration part, reports calibration metrics on a
 //! test part before and after scaling, with `--method` one of temperature scaling's rivals
-//! (vector scaling, histogram binning, isotonic regression) fitted and measured the same way,
+//! (vector scaling, histogram binning, isotonic regression, Venn–Abers, Dirichlet calibration)
+//! fitted and measured the same way,
 //! and runs split conformal prediction with the scaled
 //! probabilities (one threshold, or one per class with `--mondrian`); `calibra ood` compares
 //! in-distribution and out-of-distribution logits with the MSP, max-logit and energy scores
@@ -83,7 +84,9 @@ pub struct ReportArgs {
     /// The recalibration fitted on the calibration part and reported on the test part beside
     /// temperature scaling's metrics: temperature, normalized (one temperature for the logits
     /// divided by their length, LogitNorm's form), vector (a scale and bias per class),
-    /// histogram (binning of the top-label confidence) or isotonic (regression of it).
+    /// histogram (binning of the top-label confidence), isotonic (regression of it), venn-abers
+    /// (the Venn–Abers predictor of it) or dirichlet (Dirichlet calibration with ODIR, at most
+    /// 20 classes).
     #[arg(long, value_enum, default_value = "temperature")]
     pub method: Method,
     /// Miscoverage level of the prediction sets.

@@ -10,6 +10,7 @@ use calibra::calibration_estimators::{self, Estimators};
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
+use calibra::recalibration::dirichlet::DirichletCalibration;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
 use calibra::selective::{self, SelectiveReport};
 use calibra::sentences;
@@ -43,6 +44,10 @@ struct Report {
     /// With `--method vector`: the fit (scales, biases, Newton steps, whether it converged).
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_scaling: Option<VectorScaling>,
+    /// With `--method dirichlet`: the fit (`(W | b)` row by row, λ, μ, the regularised
+    /// objective, Newton steps, whether it converged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dirichlet: Option<DirichletCalibration>,
     conformal: ConformalSummary,
     /// With `--aci-gamma GAMMA`: adaptive conformal inference over the test rows in order.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -273,7 +278,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
-    let (recalibration, vector_scaling) = recalibrate(
+    let (recalibration, fitted) = recalibrate(
         args,
         temperature,
         &Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?,
@@ -420,7 +425,14 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         before,
         after,
         recalibration,
-        vector_scaling,
+        vector_scaling: match &fitted {
+            Recalibration::Vector(fit) => Some(fit.clone()),
+            _ => None,
+        },
+        dirichlet: match fitted {
+            Recalibration::Dirichlet(fit) => Some(fit),
+            _ => None,
+        },
         conformal: ConformalSummary {
             score: score.name(),
             alpha,
@@ -517,13 +529,13 @@ fn conditional_coverage(
 }
 
 /// The `--method` recalibration (temperature scaling at `temperature`, fitted or given),
-/// measured on both parts, with the vector-scaling fit when that is the method.
+/// measured on both parts, with the fit.
 fn recalibrate(
     args: &ReportArgs,
     temperature: f64,
     calibration: &Labelled,
     test: &Labelled,
-) -> Result<(MethodReport, Option<VectorScaling>), String> {
+) -> Result<(MethodReport, Recalibration), String> {
     let fitted = match args.method {
         Method::Temperature => Recalibration::Temperature(temperature),
         method => recalibration::fit(method, calibration).map_err(|e| e.to_string())?,
@@ -537,11 +549,7 @@ fn recalibrate(
         args.binning,
     )
     .map_err(|e| e.to_string())?;
-    let vector = match fitted {
-        Recalibration::Vector(fit) => Some(fit),
-        _ => None,
-    };
-    Ok((report, vector))
+    Ok((report, fitted))
 }
 
 /// Checks the option values that do not depend on the data, before any file is read.
