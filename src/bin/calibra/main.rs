@@ -31,6 +31,7 @@ use calibra::lab::ShiftedSet;
 use calibra::model::{Classifier, HIDDEN_UNITS};
 use calibra::recalibration::Method;
 use calibra::shift::Corruption;
+use calibra::temperature_anatomy::FitMistake;
 use calibra::{data, input, own_image};
 use clap::{Parser, Subcommand};
 
@@ -112,6 +113,12 @@ pub struct ReportArgs {
     /// part's AURC.
     #[arg(long, value_name = "RISK", allow_negative_numbers = true)]
     pub selective: Option<f64>,
+    /// What a mistaken fit of the temperature does to the test part's numbers, as the page's
+    /// anatomy switches show it: evaluation-half (fitted by NLL on the test part itself),
+    /// probabilities (fitted on softmax(z) read as logits) or minimise-ece (the T of least ECE
+    /// on the calibration part, over the anatomy chart's grid, with --bins and --binning).
+    #[arg(long, value_enum)]
+    pub mistake: Option<FitMistake>,
     /// Adaptive conformal inference with step GAMMA: the test rows, in their order, as a stream
     /// whose level α_t moves after each row (Gibbs & Candès 2021), beside fixed split conformal
     /// on the same stream; against the marginal calibration scores.

@@ -15,7 +15,9 @@ use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration
 use calibra::selective::{self, SelectiveReport};
 use calibra::sentences;
 use calibra::smooth_calibration;
-use calibra::temperature_anatomy::BrierDecomposition;
+use calibra::temperature_anatomy::{
+    mistaken_fit, temperature_grid, BrierDecomposition, MistakenFit, ANATOMY_POINTS,
+};
 use calibra::text::serde_name;
 use serde::Serialize;
 
@@ -59,6 +61,18 @@ struct Report {
     /// part and applied to the test part, at the scaled temperature.
     #[serde(skip_serializing_if = "Option::is_none")]
     selective: Option<SelectiveReport>,
+    /// With `--mistake M`: the temperature the mistaken fit lands on, the test part's metrics
+    /// under it, and the page's sentence on them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mistake: Option<MistakeReport>,
+}
+
+/// A mistaken fit of the temperature with what the page's anatomy block says of it.
+#[derive(Debug, Serialize)]
+struct MistakeReport {
+    #[serde(flatten)]
+    fit: MistakenFit,
+    sentence: String,
 }
 
 /// The test part's metrics at one temperature: those of `calibration::evaluate`, smECE with
@@ -278,12 +292,28 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
-    let (recalibration, fitted) = recalibrate(
-        args,
-        temperature,
-        &Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?,
-        &Labelled::new(test, &parts.test_labels).map_err(|e| e.to_string())?,
-    )?;
+    let calibration_part =
+        Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?;
+    let test_part = Labelled::new(test, &parts.test_labels).map_err(|e| e.to_string())?;
+    let (recalibration, fitted) = recalibrate(args, temperature, &calibration_part, &test_part)?;
+    let mistake = args
+        .mistake
+        .map(|mistake| -> Result<MistakeReport, String> {
+            let grid = temperature_grid(ANATOMY_POINTS).map_err(|e| e.to_string())?;
+            let fit = mistaken_fit(
+                mistake,
+                &calibration_part,
+                &test_part,
+                &grid,
+                args.bins,
+                args.binning,
+            )
+            .map_err(|e| format!("--mistake: {e}"))?;
+            let sentence =
+                sentences::fit_mistake_sentence(&fit, temperature, &after.binned, args.bins);
+            Ok(MistakeReport { fit, sentence })
+        })
+        .transpose()?;
 
     let calibration_probabilities =
         calibration::softmax(&calibration, temperature).map_err(|e| e.to_string())?;
@@ -433,6 +463,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             Recalibration::Dirichlet(fit) => Some(fit),
             _ => None,
         },
+        mistake,
         conformal: ConformalSummary {
             score: score.name(),
             alpha,
@@ -562,6 +593,13 @@ fn check_options(args: &ReportArgs) -> Result<(), String> {
     }
     if let Some(temperature) = args.temperature {
         crate::check_temperature(temperature)?;
+        if let Some(mistake) = args.mistake {
+            return Err(format!(
+                "--mistake {}: compares the mistaken fit with the fitted temperature; leave out \
+                 --temperature",
+                serde_name(mistake)
+            ));
+        }
         if args.method != Method::Temperature {
             return Err(format!(
                 "--temperature: applies to --method temperature, not to --method {}",
@@ -748,6 +786,9 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         report.vector_scaling.as_ref(),
         report.temperature_fitted,
     );
+    if let Some(mistake) = &report.mistake {
+        out += &mistake_table(mistake);
+    }
     let c = &report.conformal;
     out += &format!(
         "\nsplit conformal, score {}{}, alpha {}{}\n",
@@ -934,6 +975,22 @@ fn recalibration_table(
         out += &format!("{stop}\n");
     }
     out
+}
+
+/// The `--mistake` fit's temperature and test metrics, and the page's sentence on them.
+fn mistake_table(mistake: &MistakeReport) -> String {
+    let (fit, metrics) = (&mistake.fit, &mistake.fit.evaluation);
+    let mut out = format!("\nmistaken fit: {}\n", serde_name(fit.mistake));
+    for (name, value) in [
+        ("temperature", fit.temperature),
+        ("accuracy", metrics.accuracy),
+        ("nll", metrics.nll),
+        ("brier", metrics.brier),
+        ("ece", metrics.ece),
+    ] {
+        out += &format!("{name:<24}{value:>12.4}\n");
+    }
+    out + &mistake.sentence + "\n"
 }
 
 /// Mondrian thresholds and coverage, one line per class; `inf` for `q̂_y = +∞`, `-` for a class
