@@ -118,6 +118,13 @@ pub enum CalibrationError {
     /// points.
     #[error("a curve needs between 2 and 10000 points, got {0}")]
     InvalidPointCount(usize),
+    /// Dirichlet calibration is fitted for at most
+    /// [`crate::recalibration::dirichlet::MAX_DIRICHLET_CLASSES`] classes.
+    #[error(
+        "Dirichlet calibration fits K(K + 1) parameters by Newton's method: at most 20 classes, \
+         got {0}"
+    )]
+    TooManyClassesForDirichlet(usize),
 }
 
 /// A validated row-major `[n, K]` view of logits: `K ≥ 2`, `n ≥ 1`, every value finite.

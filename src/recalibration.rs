@@ -68,8 +68,10 @@ use crate::calibration::{
     CalibrationError, Logits,
 };
 use crate::smooth_calibration::smooth_ece;
+use dirichlet::{fit_dirichlet, DirichletCalibration, ODIR_LAMBDA, ODIR_MU};
 use venn_abers::fit_venn_abers;
 
+pub mod dirichlet;
 pub mod venn_abers;
 
 /// Equal-mass bins of histogram binning (Guo et al. use 15 bins for their comparison).
@@ -85,7 +87,7 @@ const DECREMENT_TOLERANCE: f64 = 1e-14;
 /// Calibration rows the vector-scaling Hessian is summed over, at most (see
 /// [`hessian_rows`]): at K = 100 a row adds 20,100 products to it, against 200 exponentials
 /// to the NLL and gradient, which stay exact over every row.
-const HESSIAN_ROWS: usize = 4096;
+pub(crate) const HESSIAN_ROWS: usize = 4096;
 /// Newton steps after which the vector-scaling fit stops, not converged. Where the NLL has a
 /// minimum the fit converges in a few steps (quadratically with every row in the Hessian,
 /// linearly with a subsample); where it has none, the diverging scales keep growing step
@@ -130,18 +132,21 @@ pub enum Method {
     /// merged (`venn_abers`); the CLI's, not yet the page's.
     #[serde(rename = "venn-abers")]
     VennAbers,
+    /// Dirichlet calibration with ODIR regularisation: `softmax(W ln q + b)` (`dirichlet`).
+    Dirichlet,
 }
 
 impl Method {
     /// The methods of the page's table, in its order: every method but Venn–Abers, which only
     /// the CLI offers so far.
-    pub const ALL: [Method; 6] = [
+    pub const ALL: [Method; 7] = [
         Method::Uncalibrated,
         Method::Temperature,
         Method::Normalized,
         Method::Vector,
         Method::Histogram,
         Method::Isotonic,
+        Method::Dirichlet,
     ];
 
     /// The method's name in a sentence.
@@ -154,6 +159,7 @@ impl Method {
             Method::Histogram => "histogram binning",
             Method::Isotonic => "isotonic regression",
             Method::VennAbers => "Venn–Abers",
+            Method::Dirichlet => "Dirichlet calibration",
         }
     }
 }
@@ -246,6 +252,7 @@ pub enum Recalibration {
     Vector(VectorScaling),
     /// Histogram binning or isotonic regression of the top-label confidence.
     TopLabel(StepFunction),
+    Dirichlet(DirichletCalibration),
 }
 
 /// Fits `method` on the calibration part (temperature: [`fit_temperature`]).
@@ -260,6 +267,9 @@ pub fn fit(method: Method, calibration: &Labelled) -> Result<Recalibration, Cali
         ),
         Method::Normalized => Recalibration::Normalized(fit_normalized_temperature(calibration)?),
         Method::Vector => Recalibration::Vector(fit_vector_scaling(calibration)),
+        Method::Dirichlet => {
+            Recalibration::Dirichlet(fit_dirichlet(calibration, ODIR_LAMBDA, ODIR_MU)?)
+        }
         Method::Histogram | Method::Isotonic | Method::VennAbers => {
             let (confidence, correct) =
                 calibration::confidences(&calibration.logits, calibration.labels, 1.0)?;
@@ -305,11 +315,12 @@ pub fn fit_normalized_temperature(calibration: &Labelled) -> Result<f64, Calibra
     Ok(fit.temperature / NORMALIZED_LOGIT_SCALE)
 }
 
-/// Mean NLL and gradient of vector scaling at `θ = (w, b)`, over every calibration row.
-struct Objective {
-    nll: f64,
-    /// `2K` entries: `∂/∂w_k`, then `∂/∂b_k`.
-    gradient: Vec<f64>,
+/// An objective and its gradient at one point: vector scaling's mean NLL at `θ = (w, b)`
+/// over every calibration row (`2K` entries: `∂/∂w_k`, then `∂/∂b_k`), or Dirichlet
+/// calibration's regularised one.
+pub(crate) struct Objective {
+    pub nll: f64,
+    pub gradient: Vec<f64>,
 }
 
 /// Writes `log softmax(w ⊙ z + b)` of one row into `out` (stable, in `f64`).
@@ -355,7 +366,7 @@ fn vector_objective(data: &Labelled, scales: &[f64], biases: &[f64]) -> Objectiv
 
 /// The rows the vector-scaling Hessian is summed over: all `n` up to `at_most`, else
 /// `at_most` evenly spaced (the calibration half is already in a seeded random order).
-fn hessian_rows(n: usize, at_most: usize) -> impl Iterator<Item = usize> {
+pub(crate) fn hessian_rows(n: usize, at_most: usize) -> impl Iterator<Item = usize> {
     let m = n.min(at_most);
     (0..m).map(move |i| i * n / m)
 }
@@ -391,24 +402,11 @@ fn vector_hessian(
             v[i] = p * z;
             v[k + i] = p;
         }
-        for i in 0..size {
-            let vi = v[i];
-            let upper = &mut outer[i * size + i..(i + 1) * size];
-            for (entry, &vj) in upper.iter_mut().zip(&v[i..]) {
-                *entry += vi * vj;
-            }
-        }
+        add_outer_upper(&mut outer, &v);
         count += 1;
     }
     let n = count as f64;
-    let mut hessian = vec![0.0; size * size];
-    for i in 0..size {
-        for j in i..size {
-            let value = -outer[i * size + j] / n;
-            hessian[i * size + j] = value;
-            hessian[j * size + i] = value;
-        }
-    }
+    let mut hessian = negated_mean_mirrored(&outer, size, n);
     for i in 0..k {
         hessian[i * size + i] += pzz[i] / n;
         hessian[i * size + k + i] += pz[i] / n;
@@ -416,6 +414,31 @@ fn vector_hessian(
         hessian[(k + i) * size + k + i] += ps[i] / n;
     }
     hessian
+}
+
+/// Adds `v vᵀ` to the upper triangle of `outer` (`v.len()` square, row-major): one contiguous
+/// multiply-add per entry.
+pub(crate) fn add_outer_upper(outer: &mut [f64], v: &[f64]) {
+    let size = v.len();
+    for (i, &vi) in v.iter().enumerate() {
+        let upper = &mut outer[i * size + i..(i + 1) * size];
+        for (entry, &vj) in upper.iter_mut().zip(&v[i..]) {
+            *entry += vi * vj;
+        }
+    }
+}
+
+/// `−outer/n`, its upper triangle mirrored onto the lower one (`size` square, row-major).
+pub(crate) fn negated_mean_mirrored(outer: &[f64], size: usize, n: f64) -> Vec<f64> {
+    let mut matrix = vec![0.0; size * size];
+    for i in 0..size {
+        for j in i..size {
+            let value = -outer[i * size + j] / n;
+            matrix[i * size + j] = value;
+            matrix[j * size + i] = value;
+        }
+    }
+    matrix
 }
 
 /// Solves `(A + ridge·I) x = rhs` for a symmetric positive semi-definite `A` (`size × size`,
@@ -462,19 +485,68 @@ pub fn fit_vector_scaling(calibration: &Labelled) -> VectorScaling {
 fn fit_vector_scaling_with(calibration: &Labelled, hessian_rows_at_most: usize) -> VectorScaling {
     let k = calibration.logits.num_classes();
     let n = calibration.logits.len();
-    let (mut scales, mut biases) = (vec![1.0; k], vec![0.0; k]);
+    let start: Vec<f64> = std::iter::repeat_n(1.0, k)
+        .chain(std::iter::repeat_n(0.0, k))
+        .collect();
+    let fit = minimise_by_newton(
+        start,
+        |theta| vector_objective(calibration, &theta[..k], &theta[k..]),
+        |theta| {
+            vector_hessian(
+                calibration,
+                hessian_rows(n, hessian_rows_at_most),
+                &theta[..k],
+                &theta[k..],
+            )
+        },
+        |theta| {
+            // The step has no component along "every bias + c" but for rounding, which the
+            // ridge would magnify: keep the biases' mean at exactly 0 (the NLL is unchanged).
+            let biases = &mut theta[k..];
+            let mean = biases.iter().sum::<f64>() / k as f64;
+            biases.iter_mut().for_each(|b| *b -= mean);
+        },
+    );
+    let (scales, biases) = fit.parameters.split_at(k);
+    VectorScaling {
+        converged: fit.converged,
+        scales: scales.to_vec(),
+        biases: biases.to_vec(),
+        nll: fit.value,
+        steps: fit.steps,
+    }
+}
+
+/// Where [`minimise_by_newton`] stopped.
+pub(crate) struct NewtonFit {
+    pub parameters: Vec<f64>,
+    /// The objective there.
+    pub value: f64,
+    pub steps: usize,
+    /// Whether the Newton decrement reached [`DECREMENT_TOLERANCE`].
+    pub converged: bool,
+}
+
+/// Minimises a convex objective by Newton's method from `start`: each step solves the Newton
+/// system by Cholesky with a ridge of [`RELATIVE_RIDGE`] times the Hessian's largest diagonal
+/// entry (tenfold larger while a pivot is not positive), searches back from the full step
+/// (Armijo), and passes the trial point through `normalise` (a move along a direction the
+/// objective ignores) before evaluating it. It stops when the Newton decrement is below
+/// [`DECREMENT_TOLERANCE`] (converged, after that last step taken whole), or after [`MAX_NEWTON_STEPS`] steps, or when the line
+/// search or the factorisation fails (not converged).
+pub(crate) fn minimise_by_newton(
+    start: Vec<f64>,
+    objective: impl Fn(&[f64]) -> Objective,
+    hessian: impl Fn(&[f64]) -> Vec<f64>,
+    normalise: impl Fn(&mut [f64]),
+) -> NewtonFit {
+    let size = start.len();
+    let mut parameters = start;
     let (mut steps, mut converged) = (0, false);
-    let mut at = vector_objective(calibration, &scales, &biases);
+    let mut at = objective(&parameters);
     while steps < MAX_NEWTON_STEPS {
-        let hessian = vector_hessian(
-            calibration,
-            hessian_rows(n, hessian_rows_at_most),
-            &scales,
-            &biases,
-        );
-        let diagonal = (0..2 * k)
-            .map(|i| hessian[i * 2 * k + i])
-            .fold(0.0, f64::max);
+        let hessian = hessian(&parameters);
+        let diagonal = (0..size).map(|i| hessian[i * size + i]).fold(0.0, f64::max);
         let ridge = RELATIVE_RIDGE * diagonal.max(f64::MIN_POSITIVE);
         let negative: Vec<f64> = at.gradient.iter().map(|g| -g).collect();
         // A larger ridge when rounding leaves a pivot non-positive; none helps a Hessian that
@@ -486,41 +558,46 @@ fn fit_vector_scaling_with(calibration: &Labelled, hessian_rows_at_most: usize) 
         };
         let slope: f64 = direction.iter().zip(&at.gradient).map(|(d, g)| d * g).sum();
         if -slope <= DECREMENT_TOLERANCE {
+            // The last step, too small for the objective to show its decrease, is taken
+            // whole: the parameters then lie within rounding of the minimum, not within
+            // `√DECREMENT_TOLERANCE` of it.
+            parameters
+                .iter_mut()
+                .zip(&direction)
+                .for_each(|(p, d)| *p += d);
+            normalise(&mut parameters);
+            at = objective(&parameters);
             converged = true;
             break;
         }
         let mut step = 1.0;
         let accepted = (0..MAX_STEP_HALVINGS).find_map(|_| {
-            let trial_scales: Vec<f64> = (0..k).map(|i| scales[i] + step * direction[i]).collect();
-            let mut trial_biases: Vec<f64> = (0..k)
-                .map(|i| biases[i] + step * direction[k + i])
+            let mut trial: Vec<f64> = parameters
+                .iter()
+                .zip(&direction)
+                .map(|(p, d)| p + step * d)
                 .collect();
-            // The step has no component along "every bias + c" but for rounding, which the
-            // ridge would magnify: keep the biases' mean at exactly 0 (the NLL is unchanged).
-            let mean = trial_biases.iter().sum::<f64>() / k as f64;
-            trial_biases.iter_mut().for_each(|b| *b -= mean);
-            let trial = vector_objective(calibration, &trial_scales, &trial_biases);
-            if trial.nll <= at.nll + SUFFICIENT_DECREASE * step * slope {
-                Some((trial_scales, trial_biases, trial))
+            normalise(&mut trial);
+            let value = objective(&trial);
+            if value.nll <= at.nll + SUFFICIENT_DECREASE * step * slope {
+                Some((trial, value))
             } else {
                 step *= 0.5;
                 None
             }
         });
-        let Some((next_scales, next_biases, next)) = accepted else {
+        let Some((next_parameters, next)) = accepted else {
             break;
         };
-        scales = next_scales;
-        biases = next_biases;
+        parameters = next_parameters;
         at = next;
         steps += 1;
     }
-    VectorScaling {
-        converged,
-        scales,
-        biases,
-        nll: at.nll,
+    NewtonFit {
+        parameters,
+        value: at.nll,
         steps,
+        converged,
     }
 }
 
@@ -686,7 +763,8 @@ impl Recalibration {
         for (row, &label) in data.logits.rows().zip(data.labels) {
             let label = label as usize;
             let original = predicted_class(row);
-            // Only vector scaling can move the arg-max; the others keep the logits' own. The
+            // Only vector scaling and Dirichlet calibration can move the arg-max; the others
+            // keep the logits' own. The
             // others' probabilities are `calibration::softmax_row`'s, so that temperature
             // scaling here gives `calibration::evaluate`'s numbers to the last digit.
             let temperature = match self {
@@ -695,9 +773,10 @@ impl Recalibration {
                 Recalibration::Normalized(t) => Some(t * logit_length(row)),
                 Recalibration::Vector(fit) => {
                     scaled_log_softmax(row, &fit.scales, &fit.biases, &mut log_p);
-                    for (p, &lp) in p.iter_mut().zip(&log_p) {
-                        *p = lp.exp();
-                    }
+                    None
+                }
+                Recalibration::Dirichlet(map) => {
+                    map.log_probabilities(row, &mut log_p);
                     None
                 }
             };
@@ -706,9 +785,13 @@ impl Recalibration {
                 for (lp, &z) in log_p.iter_mut().zip(row) {
                     *lp = normaliser.log_probability(z);
                 }
+            } else {
+                for (p, &lp) in p.iter_mut().zip(&log_p) {
+                    *p = lp.exp();
+                }
             }
             let predicted = match self {
-                Recalibration::Vector(_) => predicted_class(&log_p),
+                Recalibration::Vector(_) | Recalibration::Dirichlet(_) => predicted_class(&log_p),
                 _ => original,
             };
             let (top, label_log_p, row_brier) = match self {

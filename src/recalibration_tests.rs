@@ -59,8 +59,9 @@ struct HistogramReference {
     evaluation: Metrics,
 }
 
+/// A method's metrics on the evaluation rows, as a reference script computes them.
 #[derive(serde::Deserialize)]
-struct Metrics {
+pub(super) struct Metrics {
     accuracy: f64,
     nll: f64,
     brier: f64,
@@ -73,11 +74,11 @@ fn fixture() -> Fixture {
         .expect("the committed fixture parses")
 }
 
-fn labelled<'a>(logits: &'a [f32], labels: &'a [u32], k: usize) -> Labelled<'a> {
+pub(super) fn labelled<'a>(logits: &'a [f32], labels: &'a [u32], k: usize) -> Labelled<'a> {
     Labelled::new(Logits::new(logits, k).unwrap(), labels).unwrap()
 }
 
-fn assert_close(actual: f64, expected: f64, tolerance: f64, what: &str) {
+pub(super) fn assert_close(actual: f64, expected: f64, tolerance: f64, what: &str) {
     assert!(
         (actual - expected).abs() <= tolerance,
         "{what}: {actual} vs {expected}, tolerance {tolerance}"
@@ -91,7 +92,7 @@ fn assert_all_close(actual: &[f64], expected: &[f64], what: &str) {
     }
 }
 
-fn assert_metrics(report: &MethodReport, expected: &Metrics, what: &str) {
+pub(super) fn assert_metrics(report: &MethodReport, expected: &Metrics, what: &str) {
     assert_close(report.accuracy, expected.accuracy, EXACT_TOLERANCE, what);
     assert_close(report.nll, expected.nll, REFERENCE_METRIC_TOLERANCE, what);
     assert_close(

@@ -14,6 +14,7 @@ use crate::calibration_null::{
     CalibrationTest, ConfidenceVerdict, GAP_STANDARD_ERRORS, NULL_DRAWS, VERDICT_RATES,
 };
 use crate::ood_difference::PairedDifference;
+use crate::recalibration::dirichlet::MAX_DIRICHLET_CLASSES;
 use crate::recalibration::VectorScaling;
 use crate::selective::SelectiveReport;
 use crate::temperature_anatomy::{BrierDecomposition, CurveMinimum, FitMistake, MistakenFit};
@@ -900,33 +901,61 @@ pub fn rivals_pending(fitting: bool) -> String {
 }
 
 /// What the rivals table says about accuracy: temperature scaling and the two top-label
-/// methods keep every prediction, vector scaling may not. `accuracy` is theirs, `vector` vector
-/// scaling's accuracy with the number of predictions it changed, out of `images`.
-pub fn rivals_accuracy_sentence(accuracy: f64, vector: (f64, usize), images: usize) -> String {
-    let (vector_accuracy, changed) = vector;
+/// methods keep every prediction, vector scaling and Dirichlet calibration may not. `accuracy`
+/// is theirs, `vector` vector scaling's accuracy with the number of predictions it changed, out
+/// of `images`, and `dirichlet` the same of Dirichlet calibration (`None`: not fitted, for more
+/// than [`MAX_DIRICHLET_CLASSES`] classes).
+pub fn rivals_accuracy_sentence(
+    accuracy: f64,
+    vector: (f64, usize),
+    dirichlet: Option<(f64, usize)>,
+    images: usize,
+) -> String {
     let kept = format!(
         "Temperature scaling, histogram binning and isotonic regression keep every \
          prediction, so the accuracy stays at {}",
         percent(accuracy, 2)
     );
+    let vector_clause = moved_predictions(
+        "vector scaling's per-class scales and biases",
+        accuracy,
+        vector,
+        images,
+    );
+    let dirichlet_sentence = match dirichlet {
+        Some(moved) => moved_predictions(
+            "Dirichlet calibration's weights on the log-probabilities",
+            accuracy,
+            moved,
+            images,
+        ),
+        None => format!(
+            "Dirichlet calibration is not fitted for more than {MAX_DIRICHLET_CLASSES} classes \
+             (its matrix has K(K + 1) entries)"
+        ),
+    };
+    format!("{kept}; {vector_clause}. {dirichlet_sentence}.")
+}
+
+/// What a method that may move predictions (`subject`, plural) did: its accuracy and the
+/// predictions it changed (`moved`), against the kept `accuracy`, out of `images`.
+fn moved_predictions(subject: &str, accuracy: f64, moved: (f64, usize), images: usize) -> String {
+    let (moved_accuracy, changed) = moved;
     if changed == 0 {
-        return format!(
-            "{kept}; vector scaling's per-class scales and biases could move predictions, but \
-             here they move none."
-        );
+        return format!("{subject} could move predictions, but here they move none");
     }
     let changes = format!(
-        "vector scaling's per-class scales and biases change {} of the {} predictions",
+        "{subject} change {} of the {} predictions",
         grouped(changed),
         grouped(images)
     );
-    if vector_accuracy == accuracy {
-        format!("{kept}; {changes}, as many to right as to wrong, and the accuracy stays the same.")
+    if moved_accuracy == accuracy {
+        format!("{changes}, as many to right as to wrong, and the accuracy stays the same")
     } else {
         format!(
-            "{kept}; {changes}, and the accuracy to {} ({:+.2} points).",
-            percent(vector_accuracy, 2),
-            100.0 * (vector_accuracy - accuracy)
+            "{changes}, and the accuracy to {} ({:+.2} points)",
+            percent(moved_accuracy, 2),
+            100.0 * (moved_accuracy - accuracy)
         )
     }
 }

@@ -384,24 +384,57 @@ fn a_confidence_never_rounds_up_to_certainty() {
 
 #[test]
 fn rivals_accuracy_sentence_says_what_vector_scaling_did() {
-    let none = rivals_accuracy_sentence(0.914, (0.914, 0), 5000);
+    let none = rivals_accuracy_sentence(0.914, (0.914, 0), Some((0.914, 0)), 5000);
     assert!(
         none.contains("91.40%") && none.contains("move none"),
         "{none}"
     );
-    let changed = rivals_accuracy_sentence(0.914, (0.9162, 37), 5000);
+    let changed = rivals_accuracy_sentence(0.914, (0.9162, 37), Some((0.914, 0)), 5000);
     assert!(
         changed.contains("change 37 of the 5,000 predictions")
             && changed.contains("91.62%")
             && changed.contains("(+0.22 points)"),
         "{changed}"
     );
-    let worse = rivals_accuracy_sentence(0.914, (0.912, 12), 5000);
+    let worse = rivals_accuracy_sentence(0.914, (0.912, 12), Some((0.914, 0)), 5000);
     assert!(worse.contains("(-0.20 points)"), "{worse}");
-    let even = rivals_accuracy_sentence(0.914, (0.914, 4), 5000);
+    let even = rivals_accuracy_sentence(0.914, (0.914, 4), Some((0.914, 0)), 5000);
     assert!(
         even.contains("change 4 of") && even.contains("stays the same"),
         "{even}"
+    );
+}
+
+#[test]
+fn rivals_accuracy_sentence_says_what_dirichlet_calibration_did() {
+    let none = rivals_accuracy_sentence(0.914, (0.914, 0), Some((0.914, 0)), 5000);
+    assert!(
+        none.ends_with(
+            "Dirichlet calibration's weights on the log-probabilities could move predictions, \
+             but here they move none."
+        ),
+        "{none}"
+    );
+    let changed = rivals_accuracy_sentence(0.914, (0.914, 0), Some((0.9172, 41)), 5000);
+    assert!(
+        changed.ends_with(
+            "Dirichlet calibration's weights on the log-probabilities change 41 of the 5,000 \
+             predictions, and the accuracy to 91.72% (+0.32 points)."
+        ),
+        "{changed}"
+    );
+    let even = rivals_accuracy_sentence(0.914, (0.914, 0), Some((0.914, 6)), 5000);
+    assert!(
+        even.ends_with("change 6 of the 5,000 predictions, as many to right as to wrong, and the accuracy stays the same."),
+        "{even}"
+    );
+    let not_fitted = rivals_accuracy_sentence(0.914, (0.914, 0), None, 5000);
+    assert!(
+        not_fitted.ends_with(
+            "Dirichlet calibration is not fitted for more than 20 classes (its matrix has \
+             K(K + 1) entries)."
+        ),
+        "{not_fitted}"
     );
 }
 

@@ -172,8 +172,9 @@ pub fn anatomy(
     })
 }
 
-/// A mistaken way to fit the temperature.
+/// A mistaken way to fit the temperature (the page's switches and `calibra report --mistake`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum FitMistake {
     /// Fit `T` by NLL on the evaluation half, the half whose metrics are then reported.

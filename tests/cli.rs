@@ -225,6 +225,25 @@ impl Data {
         (logits, labels)
     }
 
+    /// The calibration and the test part of `calibra report`'s default split (half each, seed 0).
+    fn halves(&self) -> [Data; 2] {
+        let (calibration_rows, test_rows) = seeded_split(self.len(), 0.5, 0);
+        [calibration_rows, test_rows].map(|rows| {
+            let (logits, labels) = self.rows(&rows);
+            Data {
+                logits,
+                labels,
+                k: self.k,
+            }
+        })
+    }
+
+    /// The rows as the library's checked logits and labels.
+    fn labelled(&self) -> recalibration::Labelled<'_> {
+        recalibration::Labelled::new(Logits::new(&self.logits, self.k).unwrap(), &self.labels)
+            .unwrap()
+    }
+
     /// Writes `<stem>-logits.<ext>` and `<stem>-labels.<ext>` (ext `csv` or `npy`).
     fn write(&self, dir: &TempDir, stem: &str, ext: &str) -> (PathBuf, PathBuf) {
         let (logits, labels) = match ext {
@@ -662,6 +681,83 @@ fn a_given_temperature_is_refused_with_another_method() {
 }
 
 #[test]
+fn dirichlet_calibration_reports_its_fit_and_refuses_too_many_classes() {
+    let dir = TempDir::new("dirichlet");
+    let (logits, labels) = synthetic_data(400, 4, 2.0, 22).write(&dir, "four", "npy");
+    let json = report_json(&logits, &labels, &["--method", "dirichlet"]);
+    let fit = &json["dirichlet"];
+    assert_eq!(fit["map"].as_array().map(Vec::len), Some(4 * 5), "{fit}");
+    assert_eq!(fit["converged"], true, "{fit}");
+    assert_eq!(fit["lambda"], 0.01);
+    assert_eq!(fit["mu"], 0.01);
+    assert!(report_json(&logits, &labels, NO_ARGS)
+        .get("dirichlet")
+        .is_none());
+    let (logits, labels) = synthetic_data(400, 21, 2.0, 23).write(&dir, "many", "npy");
+    assert_refused(
+        &report(&logits, &labels, &["--method", "dirichlet"]),
+        &["at most 20 classes, got 21"],
+    );
+}
+
+#[test]
+fn each_mistaken_fit_reports_what_the_library_computes() {
+    use calibra::temperature_anatomy::{self, FitMistake, ANATOMY_POINTS};
+    let dir = TempDir::new("mistakes");
+    let data = synthetic_data(600, 4, 2.0, 24);
+    let (logits, labels) = data.write(&dir, "data", "npy");
+    let [calibration_part, test_part] = data.halves();
+    let (calibration, test) = (calibration_part.labelled(), test_part.labelled());
+    let grid = temperature_anatomy::temperature_grid(ANATOMY_POINTS).unwrap();
+    for (name, mistake) in [
+        ("evaluation-half", FitMistake::EvaluationHalf),
+        ("probabilities", FitMistake::Probabilities),
+        ("minimise-ece", FitMistake::MinimiseEce),
+    ] {
+        let json = report_json(&logits, &labels, &["--mistake", name, "--bins", "10"]);
+        let fit = temperature_anatomy::mistaken_fit(
+            mistake,
+            &calibration,
+            &test,
+            &grid,
+            10,
+            Binning::Width,
+        )
+        .unwrap();
+        let sentence = calibra::sentences::fit_mistake_sentence(
+            &fit,
+            json["temperature"].as_f64().unwrap(),
+            &serde_json::from_value(json["after"].clone()).unwrap(),
+            10,
+        );
+        let mut expected = serde_json::to_value(&fit).unwrap();
+        expected["sentence"] = Value::from(sentence.clone());
+        assert_json_close(&json["mistake"], &expected, PARSED_FLOAT_TOLERANCE, name);
+        assert_eq!(json["mistake"]["mistake"], name);
+        // Truth by construction: fitted on the test part itself, T minimises the test NLL, so
+        // the mistaken NLL can only flatter the honest fit's.
+        if mistake == FitMistake::EvaluationHalf {
+            assert!(fit.evaluation.nll <= json["after"]["nll"].as_f64().unwrap() + 1e-12);
+        }
+        let text = report(&logits, &labels, &["--mistake", name, "--bins", "10"]);
+        assert_success(&text);
+        let stdout = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            stdout.contains(&format!("mistaken fit: {name}\n")) && stdout.contains(&sentence),
+            "{stdout}"
+        );
+    }
+    assert_refused(
+        &report(
+            &logits,
+            &labels,
+            &["--mistake", "probabilities", "--temperature", "2"],
+        ),
+        &["--mistake probabilities", "leave out --temperature"],
+    );
+}
+
+#[test]
 fn each_method_reports_what_the_library_computes() {
     let dir = TempDir::new("methods");
     let data = synthetic_data(400, 4, 2.0, 21);
@@ -675,21 +771,14 @@ fn each_method_reports_what_the_library_computes() {
         default["recalibration"]["accuracy"],
         default["after"]["accuracy"]
     );
-    let (calibration_rows, test_rows) = seeded_split(data.len(), 0.5, 0);
-    let (calibration_logits, calibration_labels) = data.rows(&calibration_rows);
-    let (test_logits, test_labels) = data.rows(&test_rows);
-    let calibration = recalibration::Labelled::new(
-        Logits::new(&calibration_logits, 4).unwrap(),
-        &calibration_labels,
-    )
-    .unwrap();
-    let test =
-        recalibration::Labelled::new(Logits::new(&test_logits, 4).unwrap(), &test_labels).unwrap();
+    let [calibration_part, test_part] = data.halves();
+    let (calibration, test) = (calibration_part.labelled(), test_part.labelled());
     for (name, method) in [
         ("vector", recalibration::Method::Vector),
         ("histogram", recalibration::Method::Histogram),
         ("isotonic", recalibration::Method::Isotonic),
         ("venn-abers", recalibration::Method::VennAbers),
+        ("dirichlet", recalibration::Method::Dirichlet),
     ] {
         let json = report_json(&logits, &labels, &["--method", name]);
         let expected = serde_json::to_value(

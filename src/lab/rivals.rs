@@ -1,5 +1,5 @@
 //! Temperature scaling against its rivals (vector scaling, histogram binning, isotonic
-//! regression; `crate::recalibration`): each fitted on the calibration half, measured on the
+//! regression, Dirichlet calibration up to its 20 classes; `crate::recalibration`): each fitted on the calibration half, measured on the
 //! evaluation half, and the two sentences on what the numbers show. Nothing here depends on
 //! the temperature slider.
 //!
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::answers::WorkerRequest;
 use super::{halves, Halves, Lab, LabError};
 use crate::calibration::Binning;
+use crate::recalibration::dirichlet::MAX_DIRICHLET_CLASSES;
 use crate::recalibration::{self, Method, MethodReport, Recalibration, VectorScaling};
 use crate::sentences::{self, BinningFigures};
 
@@ -74,6 +75,9 @@ impl Halves {
                 temperature: request.temperature,
                 fits: Method::ALL
                     .into_iter()
+                    .filter(|&method| {
+                        method != Method::Dirichlet || *classes <= MAX_DIRICHLET_CLASSES
+                    })
                     .map(|method| {
                         let fitted = match method {
                             Method::Temperature => Recalibration::Temperature(request.temperature),
@@ -156,9 +160,14 @@ fn with_sentences(
         calibration_ece: report.calibration_ece,
         nll: report.nll,
     };
+    let dirichlet = reports
+        .iter()
+        .find(|report| report.method == Method::Dirichlet)
+        .map(|report| (report.accuracy, report.changed_predictions));
     let mut accuracy_sentence = sentences::rivals_accuracy_sentence(
         temperature.accuracy,
         (vector.accuracy, vector.changed_predictions),
+        dirichlet,
         images,
     );
     if let Some(stop) = vector_fit.and_then(sentences::vector_scaling_stop_sentence) {

@@ -266,8 +266,38 @@ fn every_figure_of_both_labs_draws_for_a_hundred_classes() {
     let frame = render(LabData::Own(&mut own), &PageState::default(), &visible).unwrap();
     let request = frame.readouts.rivals_request.unwrap();
     let rivals = own.worker_halves().unwrap().rivals(&request).unwrap();
+    // Dirichlet calibration's K(K + 1) = 10,100 parameters are not fitted: its row says so.
+    assert!(rivals
+        .reports
+        .iter()
+        .all(|report| report.method != crate::recalibration::Method::Dirichlet));
+    assert!(
+        rivals
+            .accuracy_sentence
+            .contains("Dirichlet calibration is not fitted for more than 20 classes (its matrix has K(K + 1) entries)."),
+        "{}",
+        rivals.accuracy_sentence
+    );
     own.add_rivals(request, rivals);
     let frame = render(LabData::Own(&mut own), &PageState::default(), &visible).unwrap();
+    let dirichlet_cells: Vec<&str> = frame
+        .readouts
+        .patches
+        .iter()
+        .find_map(|patch| match patch {
+            Patch::Rows { id: "rivals", rows } => rows.last(),
+            _ => None,
+        })
+        .expect("the rivals table")
+        .cells
+        .iter()
+        .skip(1)
+        .map(|cell| cell.text.as_str())
+        .collect();
+    assert!(
+        dirichlet_cells.iter().all(|&text| text == "—"),
+        "{dirichlet_cells:?}"
+    );
     let sources = Sources {
         frame: &frame,
         experiment: None,

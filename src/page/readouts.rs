@@ -822,11 +822,14 @@ fn rivals_rows(rivals: Option<&RivalsView>) -> Patch {
         .map(|method| {
             let name = serde_name(method);
             let report = rivals.and_then(|r| r.reports.iter().find(|r| r.method == method));
+            // Waiting for the worker, or (a method the view left out: Dirichlet calibration
+            // above its most classes) not fitted.
+            let missing = if rivals.is_some() { "—" } else { "…" };
             let cell = |metric: &str, figure: Option<(f64, String)>| match figure {
                 Some((value, text)) => {
                     metric_cell(format!("rival_{name}_{metric}"), Some(value), text)
                 }
-                None => metric_cell(format!("rival_{name}_{metric}"), None, "…".to_string()),
+                None => metric_cell(format!("rival_{name}_{metric}"), None, missing.to_string()),
             };
             let four = |value: f64| Some((value, format!("{value:.4}")));
             let mut cells = vec![TableCell {

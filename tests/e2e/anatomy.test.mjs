@@ -2,7 +2,8 @@
 // in, its three mistake switches work by pointer, keyboard and touch (each puts its entry in the
 // link, its T on the chart and its sentence beside it), and the Brier decomposition's table
 // equals `calibra report --json`'s `brier_decomposition` on the page's own logits (1e-9: the
-// same f64 code on the same f32 logits) at T = 1, at the fitted T and at the slider's T.
+// same f64 code on the same f32 logits) at T = 1, at the fitted T and at the slider's T, and
+// each mistaken fit's T and sentence equal `calibra report --mistake`'s.
 //
 // Run after bash scripts/build-site: node --test tests/e2e/anatomy.test.mjs
 import assert from "node:assert/strict";
@@ -145,4 +146,19 @@ test("3. the Brier decomposition equals calibra report's at T = 1, at the fitted
     assert.ok(sentence.includes(text), `${sentence} states ${metric} ${text}`);
   }
   assert.match(sentence, /nearly untouched/, "on the cross-entropy network the fit moves reliability, not resolution");
+});
+
+test("4. each mistaken fit's T and sentence equal `calibra report --mistake`'s on the page's logits (1e-9)", { timeout: 900_000 }, async () => {
+  await showAnatomy();
+  for (const mistake of MISTAKES) {
+    if (!(await page.locator(`#mistake-${mistake}`).isChecked())) await page.locator(`#mistake-${mistake}`).click();
+  }
+  await nextFrames(page, 3);
+  const metrics = await readMetrics(page);
+  for (const mistake of MISTAKES) {
+    const native = (await nativeReport(["--mistake", mistake])).mistake;
+    assert.equal(native.mistake, mistake);
+    close(`${mistake}'s T`, metrics[`mistake_${mistake.replace(/-/g, "_")}_temperature`], native.temperature);
+    assert.equal(await page.textContent(`#mistake-${mistake}-sentence`), native.sentence, `${mistake}: the page's sentence is the CLI's`);
+  }
 });

@@ -91,7 +91,7 @@ function assertColumn(metrics, suffix, report, context) {
 }
 
 // The rivals table's methods and readouts (`rival_<method>_<metric>`).
-const RIVALS = ["uncalibrated", "temperature", "normalized", "vector", "histogram", "isotonic"];
+const RIVALS = ["uncalibrated", "temperature", "normalized", "vector", "histogram", "isotonic", "dirichlet"];
 const RIVAL_METRICS = ["accuracy", "ece", "smece", "nll", "brier", "calibration_ece"];
 
 // `calibra report --method <method> --json` on the page's own logits of `model` (uncalibrated:
@@ -151,20 +151,23 @@ async function checkRivals(page, model, t) {
 
   const accuracySentence = await page.locator("#rivals-accuracy-sentence").textContent();
   assert.ok(accuracySentence.includes(`accuracy stays at ${await shown(page, "rival_temperature_accuracy")}`), accuracySentence);
-  const changed = expected.vector.changed_predictions;
-  const vectorAccuracy = metrics.rival_vector_accuracy;
-  const keptAccuracy = metrics.rival_temperature_accuracy;
-  if (changed === 0) {
-    assert.ok(accuracySentence.includes("here they move none"), accuracySentence);
-    assert.equal(vectorAccuracy, keptAccuracy, accuracySentence);
-  } else {
-    assert.ok(accuracySentence.includes(`change ${changed.toLocaleString("en-US")} of the 5,000 predictions`), accuracySentence);
-    if (vectorAccuracy === keptAccuracy) {
-      assert.ok(accuracySentence.includes("the accuracy stays the same"), accuracySentence);
+  // What the sentence says of each method that may move predictions, against the CLI's count.
+  for (const [method, subject] of [["vector", "vector scaling's per-class scales and biases"], ["dirichlet", "Dirichlet calibration's weights on the log-probabilities"]]) {
+    const changed = expected[method].changed_predictions;
+    const movedAccuracy = metrics[`rival_${method}_accuracy`];
+    const keptAccuracy = metrics.rival_temperature_accuracy;
+    if (changed === 0) {
+      assert.ok(accuracySentence.includes(`${subject} could move predictions, but here they move none`), accuracySentence);
+      assert.equal(movedAccuracy, keptAccuracy, accuracySentence);
     } else {
-      const points = (100 * (vectorAccuracy - keptAccuracy)).toFixed(2);
-      const signed = points.startsWith("-") ? points : `+${points}`;
-      assert.ok(accuracySentence.includes(`the accuracy to ${await shown(page, "rival_vector_accuracy")} (${signed} points)`), accuracySentence);
+      const changes = `${subject} change ${changed.toLocaleString("en-US")} of the 5,000 predictions`;
+      if (movedAccuracy === keptAccuracy) {
+        assert.ok(accuracySentence.includes(`${changes}, as many to right as to wrong, and the accuracy stays the same`), accuracySentence);
+      } else {
+        const points = (100 * (movedAccuracy - keptAccuracy)).toFixed(2);
+        const signed = points.startsWith("-") ? points : `+${points}`;
+        assert.ok(accuracySentence.includes(`${changes}, and the accuracy to ${await shown(page, `rival_${method}_accuracy`)} (${signed} points)`), accuracySentence);
+      }
     }
   }
 

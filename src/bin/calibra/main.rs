@@ -2,7 +2,8 @@
 //!
 //! `calibra report` fits a temperature on a calibration part, reports calibration metrics on a
 //! test part before and after scaling, with `--method` one of temperature scaling's rivals
-//! (vector scaling, histogram binning, isotonic regression) fitted and measured the same way,
+//! (vector scaling, histogram binning, isotonic regression, Venn–Abers, Dirichlet calibration)
+//! fitted and measured the same way,
 //! and runs split conformal prediction with the scaled
 //! probabilities (one threshold, or one per class with `--mondrian`); `calibra ood` compares
 //! in-distribution and out-of-distribution logits with the MSP, max-logit and energy scores
@@ -30,6 +31,7 @@ use calibra::lab::ShiftedSet;
 use calibra::model::{Classifier, HIDDEN_UNITS};
 use calibra::recalibration::Method;
 use calibra::shift::Corruption;
+use calibra::temperature_anatomy::FitMistake;
 use calibra::{data, input, own_image};
 use clap::{Parser, Subcommand};
 
@@ -83,7 +85,9 @@ pub struct ReportArgs {
     /// The recalibration fitted on the calibration part and reported on the test part beside
     /// temperature scaling's metrics: temperature, normalized (one temperature for the logits
     /// divided by their length, LogitNorm's form), vector (a scale and bias per class),
-    /// histogram (binning of the top-label confidence) or isotonic (regression of it).
+    /// histogram (binning of the top-label confidence), isotonic (regression of it), venn-abers
+    /// (the Venn–Abers predictor of it) or dirichlet (Dirichlet calibration with ODIR, at most
+    /// 20 classes).
     #[arg(long, value_enum, default_value = "temperature")]
     pub method: Method,
     /// Miscoverage level of the prediction sets.
@@ -109,6 +113,12 @@ pub struct ReportArgs {
     /// part's AURC.
     #[arg(long, value_name = "RISK", allow_negative_numbers = true)]
     pub selective: Option<f64>,
+    /// What a mistaken fit of the temperature does to the test part's numbers, as the page's
+    /// anatomy switches show it: evaluation-half (fitted by NLL on the test part itself),
+    /// probabilities (fitted on softmax(z) read as logits) or minimise-ece (the T of least ECE
+    /// on the calibration part, over the anatomy chart's grid, with --bins and --binning).
+    #[arg(long, value_enum)]
+    pub mistake: Option<FitMistake>,
     /// Adaptive conformal inference with step GAMMA: the test rows, in their order, as a stream
     /// whose level α_t moves after each row (Gibbs & Candès 2021), beside fixed split conformal
     /// on the same stream; against the marginal calibration scores.

@@ -12,11 +12,14 @@ use calibra::calibration_estimators::{self, Estimators};
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::lab::BOOTSTRAP;
+use calibra::recalibration::dirichlet::DirichletCalibration;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
 use calibra::selective::{self, SelectiveReport};
 use calibra::sentences;
 use calibra::smooth_calibration;
-use calibra::temperature_anatomy::BrierDecomposition;
+use calibra::temperature_anatomy::{
+    mistaken_fit, temperature_grid, BrierDecomposition, MistakenFit, ANATOMY_POINTS,
+};
 use calibra::text::serde_name;
 use serde::Serialize;
 
@@ -49,6 +52,10 @@ struct Report {
     /// `{estimate, lower, upper}`, the fit held fixed (the LogitNorm lab's table).
     #[serde(skip_serializing_if = "Option::is_none")]
     recalibration_intervals: Option<EceNllIntervals>,
+    /// With `--method dirichlet`: the fit (`(W | b)` row by row, λ, μ, the regularised
+    /// objective, Newton steps, whether it converged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dirichlet: Option<DirichletCalibration>,
     conformal: ConformalSummary,
     /// With `--aci-gamma GAMMA`: adaptive conformal inference over the test rows in order.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -60,6 +67,18 @@ struct Report {
     /// part and applied to the test part, at the scaled temperature.
     #[serde(skip_serializing_if = "Option::is_none")]
     selective: Option<SelectiveReport>,
+    /// With `--mistake M`: the temperature the mistaken fit lands on, the test part's metrics
+    /// under it, and the page's sentence on them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mistake: Option<MistakeReport>,
+}
+
+/// A mistaken fit of the temperature with what the page's anatomy block says of it.
+#[derive(Debug, Serialize)]
+struct MistakeReport {
+    #[serde(flatten)]
+    fit: MistakenFit,
+    sentence: String,
 }
 
 /// The test part's metrics at one temperature: those of `calibration::evaluate`, smECE with
@@ -275,12 +294,29 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     let before = evaluate(1.0)?;
     let after = evaluate(temperature)?;
-    let (recalibration, vector_scaling, recalibration_intervals) = recalibrate(
-        args,
-        temperature,
-        &Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?,
-        &Labelled::new(test, &parts.test_labels).map_err(|e| e.to_string())?,
-    )?;
+    let calibration_part =
+        Labelled::new(calibration, &parts.calibration_labels).map_err(|e| e.to_string())?;
+    let test_part = Labelled::new(test, &parts.test_labels).map_err(|e| e.to_string())?;
+    let (recalibration, fitted, recalibration_intervals) =
+        recalibrate(args, temperature, &calibration_part, &test_part)?;
+    let mistake = args
+        .mistake
+        .map(|mistake| -> Result<MistakeReport, String> {
+            let grid = temperature_grid(ANATOMY_POINTS).map_err(|e| e.to_string())?;
+            let fit = mistaken_fit(
+                mistake,
+                &calibration_part,
+                &test_part,
+                &grid,
+                args.bins,
+                args.binning,
+            )
+            .map_err(|e| format!("--mistake: {e}"))?;
+            let sentence =
+                sentences::fit_mistake_sentence(&fit, temperature, &after.binned, args.bins);
+            Ok(MistakeReport { fit, sentence })
+        })
+        .transpose()?;
 
     let calibration_probabilities =
         calibration::softmax(&calibration, temperature).map_err(|e| e.to_string())?;
@@ -422,7 +458,15 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         before,
         after,
         recalibration,
-        vector_scaling,
+        vector_scaling: match &fitted {
+            Recalibration::Vector(fit) => Some(fit.clone()),
+            _ => None,
+        },
+        dirichlet: match fitted {
+            Recalibration::Dirichlet(fit) => Some(fit),
+            _ => None,
+        },
+        mistake,
         recalibration_intervals,
         conformal: ConformalSummary {
             score: score.name(),
@@ -520,14 +564,14 @@ fn conditional_coverage(
 }
 
 /// The `--method` recalibration (temperature scaling at `temperature`, fitted or given),
-/// measured on both parts, with the vector-scaling fit when that is the method, and with
-/// `--bootstrap` its ECE and NLL intervals on the test part.
+/// measured on both parts, with the fit, and with `--bootstrap` its ECE and NLL intervals on
+/// the test part.
 fn recalibrate(
     args: &ReportArgs,
     temperature: f64,
     calibration: &Labelled,
     test: &Labelled,
-) -> Result<(MethodReport, Option<VectorScaling>, Option<EceNllIntervals>), String> {
+) -> Result<(MethodReport, Recalibration, Option<EceNllIntervals>), String> {
     let fitted = match args.method {
         Method::Temperature => Recalibration::Temperature(temperature),
         method => recalibration::fit(method, calibration).map_err(|e| e.to_string())?,
@@ -547,11 +591,7 @@ fn recalibrate(
         })
         .transpose()
         .map_err(|e| format!("--bootstrap: {e}"))?;
-    let vector = match fitted {
-        Recalibration::Vector(fit) => Some(fit),
-        _ => None,
-    };
-    Ok((report, vector, intervals))
+    Ok((report, fitted, intervals))
 }
 
 /// With `--bootstrap RESAMPLES`: the page's bootstrap settings with that many resamples.
@@ -572,6 +612,13 @@ fn check_options(args: &ReportArgs) -> Result<(), String> {
     }
     if let Some(temperature) = args.temperature {
         crate::check_temperature(temperature)?;
+        if let Some(mistake) = args.mistake {
+            return Err(format!(
+                "--mistake {}: compares the mistaken fit with the fitted temperature; leave out \
+                 --temperature",
+                serde_name(mistake)
+            ));
+        }
         if args.method != Method::Temperature {
             return Err(format!(
                 "--temperature: applies to --method temperature, not to --method {}",
@@ -770,6 +817,9 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
             );
         }
     }
+    if let Some(mistake) = &report.mistake {
+        out += &mistake_table(mistake);
+    }
     let c = &report.conformal;
     out += &format!(
         "\nsplit conformal, score {}{}, alpha {}{}\n",
@@ -956,6 +1006,22 @@ fn recalibration_table(
         out += &format!("{stop}\n");
     }
     out
+}
+
+/// The `--mistake` fit's temperature and test metrics, and the page's sentence on them.
+fn mistake_table(mistake: &MistakeReport) -> String {
+    let (fit, metrics) = (&mistake.fit, &mistake.fit.evaluation);
+    let mut out = format!("\nmistaken fit: {}\n", serde_name(fit.mistake));
+    for (name, value) in [
+        ("temperature", fit.temperature),
+        ("accuracy", metrics.accuracy),
+        ("nll", metrics.nll),
+        ("brier", metrics.brier),
+        ("ece", metrics.ece),
+    ] {
+        out += &format!("{name:<24}{value:>12.4}\n");
+    }
+    out + &mistake.sentence + "\n"
 }
 
 /// Mondrian thresholds and coverage, one line per class; `inf` for `q̂_y = +∞`, `-` for a class
