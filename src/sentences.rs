@@ -1239,6 +1239,56 @@ pub fn selective_sentence(f: &SelectiveFigures) -> String {
     format!("{ranking}{operating}")
 }
 
+/// The numbers the coverage experiment's risk control caption talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RiskControlExperimentFigures {
+    pub repetitions: usize,
+    pub risk_level: f64,
+    /// Mean and standard deviation over the splits of the share of each evaluation part
+    /// answered wrongly.
+    pub mean: f64,
+    pub standard_deviation: f64,
+    /// Splits whose share answered wrongly exceeded the risk level.
+    pub above: usize,
+}
+
+/// The coverage experiment's risk control caption: how often the threshold of one
+/// calibration set answered more than the risk level wrongly, and its mean over the splits
+/// against the level, which conformal risk control bounds (on average over calibration sets,
+/// not for each); a mean above the level is called more than chance beyond
+/// [`CHANCE_DEVIATIONS`] standard errors of the mean.
+pub fn risk_control_experiment_caption(f: &RiskControlExperimentFigures) -> String {
+    let r = f.repetitions.max(1) as f64;
+    let level = percent(f.risk_level, 0);
+    let standard_error = f.standard_deviation / r.sqrt();
+    let verdict = if f.mean <= f.risk_level {
+        "The mean is at most the level, as guaranteed.".to_string()
+    } else if f.mean - f.risk_level <= CHANCE_DEVIATIONS * standard_error {
+        format!(
+            "The mean is above the level by less than {CHANCE_DEVIATIONS:.0} standard errors of \
+             the experiment ({}), which chance explains.",
+            percent(standard_error, 2)
+        )
+    } else {
+        format!(
+            "The mean is above the level by more than {CHANCE_DEVIATIONS:.0} standard errors of \
+             the experiment ({}): more than chance explains.",
+            percent(standard_error, 2)
+        )
+    };
+    format!(
+        "Conformal risk control at a risk level of {level}: over {} splits, the threshold \
+         fitted on each calibration part answered {} of its evaluation part wrongly on average \
+         (spread (sd) {}), and more than {level} in {} of them ({}). It guarantees the average \
+         over calibration sets, not each one. {verdict}",
+        grouped(f.repetitions),
+        percent(f.mean, 2),
+        percent(f.standard_deviation, 2),
+        grouped(f.above),
+        percent(f.above as f64 / r, 1),
+    )
+}
+
 // The charts' text alternatives: each chart's main numbers in a sentence at the end of its
 // caption, formatted as the page's readouts format them, and empty while the chart has none.
 

@@ -906,6 +906,50 @@ fn the_pac_experiment_caption_calls_a_share_off_its_law_beyond_three_standard_er
     );
 }
 
+#[test]
+fn the_risk_control_caption_reads_the_mean_against_the_level_and_its_noise() {
+    let figures = RiskControlExperimentFigures {
+        repetitions: 1_000,
+        risk_level: 0.03,
+        mean: 0.0291,
+        standard_deviation: 0.0032,
+        above: 380,
+    };
+    let caption = risk_control_experiment_caption(&figures);
+    assert_eq!(
+        caption,
+        "Conformal risk control at a risk level of 3%: over 1,000 splits, the threshold fitted \
+         on each calibration part answered 2.91% of its evaluation part wrongly on average \
+         (spread (sd) 0.32%), and more than 3% in 380 of them (38.0%). It guarantees the \
+         average over calibration sets, not each one. The mean is at most the level, as \
+         guaranteed."
+    );
+    // One standard error of the mean is 0.32%/√1,000 = 0.0101%: 3.02% is 2 of them above,
+    // 3.05% 5 of them.
+    let near = risk_control_experiment_caption(&RiskControlExperimentFigures {
+        mean: 0.0302,
+        ..figures
+    });
+    assert!(
+        near.ends_with(
+            "The mean is above the level by less than 3 standard errors of the experiment \
+             (0.01%), which chance explains."
+        ),
+        "{near}"
+    );
+    let far = risk_control_experiment_caption(&RiskControlExperimentFigures {
+        mean: 0.0305,
+        ..figures
+    });
+    assert!(
+        far.ends_with(
+            "The mean is above the level by more than 3 standard errors of the experiment \
+             (0.01%): more than chance explains."
+        ),
+        "{far}"
+    );
+}
+
 /// The selective sentence's figures at T = 1 with the fitted T = 1.25, risk level 3%.
 fn selective_figures(
     aurc_fitted: f64,

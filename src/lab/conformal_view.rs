@@ -3,6 +3,7 @@
 
 use super::intervals::BOOTSTRAP;
 use super::pac_view::{self, PacExperiment};
+use super::selective_view::{self, RiskControlExperiment};
 use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
 use crate::bootstrap::{self, MetricInterval};
 use crate::calibration::{self, predicted_class, Logits};
@@ -105,6 +106,9 @@ pub struct CoverageExperiment {
     /// The training-conditional (PAC) rank on the same splits; `None` when the calibration
     /// half is too small for one at `(α, δ)`.
     pub pac: Option<PacExperiment>,
+    /// Conformal risk control at the risk level slider on the same splits; `None` when the
+    /// calibration half is too small to answer anything at that level.
+    pub risk_control: Option<RiskControlExperiment>,
 }
 
 /// Which evaluation images the gallery shows.
@@ -515,20 +519,31 @@ impl Lab {
 
     /// Draws `repetitions` random splits of the arrived rows (as many calibration rows as the
     /// current split has) and returns each evaluation coverage with the theory to compare, and
-    /// on the same splits the coverage of the training-conditional threshold at `(α, pac_delta)`.
+    /// on the same splits the coverage of the training-conditional threshold at `(α, pac_delta)`
+    /// and the share answered wrongly under conformal risk control at `risk_level`.
     ///
     /// # Errors
     /// As [`Lab::conformal_view`], and the experiment's errors (fewer than 2 rows);
-    /// [`conformal::ConformalError::InvalidParameter`] for a δ outside (0, 1).
+    /// [`conformal::ConformalError::InvalidParameter`] for a δ outside (0, 1); the selective
+    /// module's errors for a risk level outside (0, 1).
     pub fn coverage_experiment(
         &mut self,
         settings: &ConformalSettings,
         pac_delta: f64,
+        risk_level: f64,
         repetitions: usize,
         seed: u64,
     ) -> Result<CoverageExperiment, LabError> {
         let k = self.num_classes;
         let (cache, table, _) = self.chosen_score(settings)?;
+        let risk_control = selective_view::risk_control_experiment(
+            cache,
+            k,
+            settings.temperature,
+            risk_level,
+            repetitions,
+            seed,
+        )?;
         let mut pool = table.calibration.clone();
         pool.extend(true_label(&table.evaluation, &cache.evaluation.labels, k));
         let n_calibration = cache.calibration.labels.len();
@@ -599,6 +614,7 @@ impl Lab {
             summary,
             beta_density,
             pac,
+            risk_control,
         })
     }
 

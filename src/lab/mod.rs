@@ -57,7 +57,7 @@ pub use conformal_view::{
 };
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
-pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
+pub use selective_view::{RiskControlExperiment, SelectiveView, DEFAULT_RISK_LEVEL};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
 

@@ -417,7 +417,7 @@ fn moving_alpha_or_temperature_changes_the_sets() {
 fn coverage_experiment_centres_on_the_beta_law() {
     let (mut lab, _, _) = full_lab(4_000);
     let experiment = lab
-        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 400, 11)
+        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 0.1, 400, 11)
         .unwrap();
     assert_eq!(experiment.coverages.len(), 400);
     let summary = &experiment.summary;
@@ -427,7 +427,7 @@ fn coverage_experiment_centres_on_the_beta_law() {
     assert!((summary.mean - summary.beta_mean).abs() < 4.0 * standard_error);
     assert!(summary.standard_deviation > summary.beta_standard_deviation);
     let again = lab
-        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 400, 11)
+        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 0.1, 400, 11)
         .unwrap();
     assert_eq!(again.coverages, experiment.coverages);
 }

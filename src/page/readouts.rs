@@ -1021,6 +1021,9 @@ pub fn experiment_readouts(
         ]
         .into_iter()
         .chain(super::pac::experiment_patches(experiment.pac.as_ref()))
+        .chain(super::selective::experiment_patches(
+            experiment.risk_control.as_ref(),
+        ))
         .collect(),
     }
 }

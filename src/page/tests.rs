@@ -1406,7 +1406,7 @@ fn the_pac_block_shows_the_labs_pac_view_at_the_states_delta_and_its_slider() {
     );
     // The experiment's PAC line: the share of its splits below 1 − α, and its caption.
     let experiment = lab
-        .coverage_experiment(&state.conformal_settings(), 0.2, 50, 1)
+        .coverage_experiment(&state.conformal_settings(), 0.2, state.risk, 50, 1)
         .unwrap();
     let readouts = experiment_readouts(&state, &experiment);
     let pac_run = experiment.pac.as_ref().unwrap();
@@ -1418,6 +1418,27 @@ fn the_pac_block_shows_the_labs_pac_view_at_the_states_delta_and_its_slider() {
         metric_patch(&readouts.patches, "pac_experiment_below").0,
         &Some(pac_run.figures.pac_below as f64 / 50.0)
     );
+    // Its risk control line at the state's risk level, on the same splits.
+    let risk_run = experiment.risk_control.as_ref().unwrap();
+    assert_eq!(
+        text_patch(&readouts.patches, "risk-experiment-caption"),
+        risk_run.caption
+    );
+    assert_eq!(
+        metric_patch(&readouts.patches, "risk_experiment_mean").0,
+        &Some(risk_run.figures.mean)
+    );
+    assert_eq!(
+        metric_patch(&readouts.patches, "risk_experiment_above").0,
+        &Some(risk_run.figures.above as f64 / 50.0)
+    );
+    // A risk level too low for the calibration half: the caption says the check is off.
+    let strict = lab
+        .coverage_experiment(&state.conformal_settings(), 0.2, 0.0001, 50, 1)
+        .unwrap();
+    let readouts = experiment_readouts(&state, &strict);
+    assert!(text_patch(&readouts.patches, "risk-experiment-caption")
+        .starts_with("The calibration half is too small for conformal risk control"));
 }
 
 #[test]

@@ -874,7 +874,13 @@ impl Page {
             .as_mut()
             .ok_or_else(no_labels)?
             .shown_lab()
-            .coverage_experiment(&settings, state.delta, repetitions, u64::from(state.split))?;
+            .coverage_experiment(
+                &settings,
+                state.delta,
+                state.risk,
+                repetitions,
+                u64::from(state.split),
+            )?;
         let target = 1.0 - settings.alpha;
         let readouts = page::experiment_readouts(state, &experiment);
         let run = self.experiment.insert(page::ExperimentRun {

@@ -214,6 +214,15 @@ test("5. the coverage experiment completes and draws its histogram", { timeout: 
   assert.ok(m.pac_experiment_below < m.marginal_experiment_below / 2, `PAC ${m.pac_experiment_below}, marginal ${m.marginal_experiment_below}`);
   const caption = await page.textContent("#pac-experiment-caption");
   assert.ok(caption.includes(`(${(100 * m.pac_experiment_below).toFixed(1)}%)`), caption);
+  // Conformal risk control at the default risk level of 3% on the same splits: the mean share
+  // answered wrongly at most the level (within 3 standard errors of 1,000 splits of sd ≲ 0.5%),
+  // some splits above it, and the caption states the numbers shown.
+  assert.ok(m.risk_experiment_mean <= 0.03 + 3 * 0.005 / Math.sqrt(1000), `mean answered and wrong ${m.risk_experiment_mean}`);
+  assert.ok(m.risk_experiment_above > 0 && m.risk_experiment_above < 1, `splits above ${m.risk_experiment_above}`);
+  const riskCaption = await page.textContent("#risk-experiment-caption");
+  assert.ok(riskCaption.startsWith("Conformal risk control at a risk level of 3%: over 1,000 splits"), riskCaption);
+  assert.ok(riskCaption.includes(`answered ${(100 * m.risk_experiment_mean).toFixed(2)}% of its evaluation part wrongly`), riskCaption);
+  assert.ok(riskCaption.includes(`(${(100 * m.risk_experiment_above).toFixed(1)}%)`), riskCaption);
   assert.match(caption, /^PAC at δ = 10%: over 1,000 splits/);
   t.diagnostic(`1,000 splits in ${await page.evaluate(() => window.calibra.timings.experiment)} ms`);
 });
