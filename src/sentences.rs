@@ -1289,6 +1289,63 @@ pub fn risk_control_experiment_caption(f: &RiskControlExperimentFigures) -> Stri
     )
 }
 
+/// The numbers the worst-slab sentence talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorstSlabFigures {
+    /// `1 − α`.
+    pub target: f64,
+    /// Slabs hold at least this share of the images; this many directions are searched.
+    pub delta: f64,
+    pub directions: usize,
+    /// Evaluation images, and those in the worst slab.
+    pub n: usize,
+    pub rows: usize,
+    pub coverage: f64,
+    /// The noise floor (the mean worst-slab coverage of exact conditional coverage) and the
+    /// standard deviation of its draws.
+    pub floor: f64,
+    pub floor_spread: f64,
+}
+
+/// The worst-slab sentence: the worst slab's coverage against `1 − α` and against its noise
+/// floor, called a real gap when below the floor by more than [`CHANCE_DEVIATIONS`] standard
+/// deviations of the floor's draws (how far chance alone moves the measured value).
+pub fn worst_slab_sentence(f: &WorstSlabFigures) -> String {
+    let shortfall = f.floor - f.coverage;
+    let verdict = if shortfall <= 0.0 {
+        "These sets are at or above it: no region is covered worse than chance explains."
+            .to_string()
+    } else if shortfall <= CHANCE_DEVIATIONS * f.floor_spread {
+        format!(
+            "These sets are below it by less than {CHANCE_DEVIATIONS:.0} standard deviations, \
+             which chance explains: no sign of a region covered less than {}.",
+            percent(f.target, 0)
+        )
+    } else {
+        format!(
+            "These sets are below it by more than {CHANCE_DEVIATIONS:.0} standard deviations: \
+             a region of the logits is covered less than {}, a real gap in conditional \
+             coverage.",
+            percent(f.target, 0)
+        )
+    };
+    format!(
+        "Of the slabs of the logit space holding at least {} of the {} evaluation images \
+         (along {} random directions), the worst covers {} of its {} images, against 1 − α = \
+         {}. Even sets with exact conditional coverage show a worst slab below 1 − α, as the \
+         search picks the worst of many: {} on average here (the noise floor; standard \
+         deviation {} over draws). {verdict}",
+        percent(f.delta, 0),
+        grouped(f.n),
+        grouped(f.directions),
+        percent(f.coverage, 1),
+        grouped(f.rows),
+        percent(f.target, 0),
+        percent(f.floor, 1),
+        percent(f.floor_spread, 1),
+    )
+}
+
 // The charts' text alternatives: each chart's main numbers in a sentence at the end of its
 // caption, formatted as the page's readouts format them, and empty while the chart has none.
 

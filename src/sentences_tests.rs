@@ -950,6 +950,103 @@ fn the_risk_control_caption_reads_the_mean_against_the_level_and_its_noise() {
     );
 }
 
+/// The worst-slab sentence on `n` examples of three standard normal features whose coverage
+/// flags are drawn with probability `level(x)`, against the floor of 10 draws at α = 0.1 over
+/// 50 directions, as the page computes it.
+fn worst_slab_sentence_of_planted(n: usize, seed: u64, level: impl Fn(&[f32]) -> f64) -> String {
+    use crate::conformal::worst_slab::{random_directions, SlabOrders};
+    use rand::{Rng, SeedableRng};
+    use rand_distr::{Distribution, StandardNormal};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let features: Vec<f32> = (0..n * 3)
+        .map(|_| StandardNormal.sample(&mut rng))
+        .map(|z: f64| z as f32)
+        .collect();
+    let covered: Vec<bool> = features
+        .chunks_exact(3)
+        .map(|x| rng.random::<f64>() < level(x))
+        .collect();
+    let orders = SlabOrders::new(&features, 3, &random_directions(50, 3, seed)).unwrap();
+    let worst = orders.worst_slab(&covered, 0.1).unwrap();
+    let draws = orders.noise_floor_draws(0.1, 0.1, 10, seed).unwrap();
+    let floor = draws.iter().sum::<f64>() / 10.0;
+    let spread = (draws.iter().map(|d| (d - floor).powi(2)).sum::<f64>() / 9.0).sqrt();
+    worst_slab_sentence(&WorstSlabFigures {
+        target: 0.9,
+        delta: 0.1,
+        directions: 50,
+        n,
+        rows: worst.count,
+        coverage: worst.coverage,
+        floor,
+        floor_spread: spread,
+    })
+}
+
+#[test]
+fn the_worst_slab_sentence_calls_a_planted_gap_real_and_exact_coverage_chance() {
+    const REAL: &str = "a real gap in conditional coverage";
+    // Exact conditional coverage 1 − α: called a real gap rarely (a 3-deviation rule).
+    let false_alarms = (0..20)
+        .filter(|&seed| worst_slab_sentence_of_planted(2_000, seed, |_| 0.9).contains(REAL))
+        .count();
+    assert!(
+        false_alarms <= 2,
+        "{false_alarms} of 20 exact runs called a gap"
+    );
+    // Coverage 0.5 where x₀ > 1 (16% of the mass): called a real gap every time.
+    for seed in 0..5 {
+        let sentence =
+            worst_slab_sentence_of_planted(
+                2_000,
+                50 + seed,
+                |x| if x[0] > 1.0 { 0.5 } else { 0.9 },
+            );
+        assert!(sentence.contains(REAL), "{sentence}");
+    }
+}
+
+#[test]
+fn the_worst_slab_sentence_states_its_numbers_in_each_verdict() {
+    let figures = WorstSlabFigures {
+        target: 0.9,
+        delta: 0.1,
+        directions: 100,
+        n: 5_000,
+        rows: 501,
+        coverage: 0.851,
+        floor: 0.86,
+        floor_spread: 0.005,
+    };
+    let sentence = worst_slab_sentence(&figures);
+    assert!(
+        sentence.starts_with(
+            "Of the slabs of the logit space holding at least 10% of the 5,000 evaluation \
+             images (along 100 random directions), the worst covers 85.1% of its 501 images, \
+             against 1 − α = 90%."
+        ),
+        "{sentence}"
+    );
+    assert!(sentence.contains("86.0% on average here (the noise floor; standard deviation 0.5%"));
+    assert!(sentence.ends_with("which chance explains: no sign of a region covered less than 90%."));
+    let above = worst_slab_sentence(&WorstSlabFigures {
+        coverage: 0.87,
+        ..figures
+    });
+    assert!(
+        above.ends_with("no region is covered worse than chance explains."),
+        "{above}"
+    );
+    let gap = worst_slab_sentence(&WorstSlabFigures {
+        coverage: 0.84,
+        ..figures
+    });
+    assert!(
+        gap.ends_with("a real gap in conditional coverage."),
+        "{gap}"
+    );
+}
+
 /// The selective sentence's figures at T = 1 with the fitted T = 1.25, risk level 3%.
 fn selective_figures(
     aurc_fitted: f64,

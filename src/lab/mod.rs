@@ -21,6 +21,7 @@ use crate::smooth_calibration::SmoothEce;
 
 mod anatomy_view;
 mod answers;
+mod conditional_view;
 mod conformal_view;
 mod feature_store;
 mod halves;
@@ -51,6 +52,7 @@ pub use streamed::Streamed;
 
 pub use anatomy_view::{AnatomyCurves, AnatomyRequest, AnatomyView, MISTAKES};
 use answers::Answers;
+pub use conditional_view::WorstSlabView;
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
@@ -165,6 +167,8 @@ struct Cache {
     selective_fixed: Option<selective_view::SelectiveFixed>,
     /// The anatomy of the fit a worker computed for this network and split.
     anatomy: Answers<AnatomyRequest, AnatomyCurves>,
+    /// The evaluation images' order along each worst-slab direction.
+    slab_orders: Option<crate::conformal::worst_slab::SlabOrders>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -424,6 +428,7 @@ impl Lab {
                 score_tables: Vec::new(),
                 selective_fixed: None,
                 anatomy: Answers::default(),
+                slab_orders: None,
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

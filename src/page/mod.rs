@@ -17,6 +17,7 @@ mod readouts;
 mod selective;
 mod shift;
 mod state;
+mod worst_slab;
 
 use serde::Serialize;
 
@@ -46,6 +47,7 @@ pub use state::{
     Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange, PageState,
     Rejected, Slider, SliderRange, FIELDS, MODELS,
 };
+pub use worst_slab::worst_slab_readouts;
 
 /// Images per inference batch: small enough for progress to move every few hundred
 /// milliseconds, large enough for the matrix kernels.

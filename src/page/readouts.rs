@@ -187,7 +187,7 @@ pub struct GallerySection {
     pub items: Vec<GalleryItem>,
 }
 
-/// What the coverage experiment writes.
+/// What the coverage experiment, or another measurement the reader asks for, writes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExperimentReadouts {
     pub patches: Vec<Patch>,

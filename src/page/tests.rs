@@ -1696,3 +1696,37 @@ fn each_charts_text_alternative_carries_the_frames_numbers() {
         "{tau}"
     );
 }
+
+#[test]
+fn the_worst_slab_measurement_writes_the_labs_numbers_and_the_settings_measured() {
+    let mut lab = lab_with_logits(1_000, 1_000);
+    let state = PageState::default()
+        .set("mondrian", "1")
+        .and_then(|s| s.set("alpha", "0.2"))
+        .unwrap();
+    let view = lab.worst_slab_view(&state.conformal_settings()).unwrap();
+    let patches = worst_slab_readouts(&view).patches;
+    let f = view.figures;
+    assert_eq!(
+        metric_patch(&patches, "worst_slab_coverage").0,
+        &Some(f.coverage)
+    );
+    assert_eq!(metric_patch(&patches, "worst_slab_floor").0, &Some(f.floor));
+    assert_eq!(
+        metric_patch(&patches, "worst_slab_floor_spread").0,
+        &Some(f.floor_spread)
+    );
+    assert_eq!(
+        metric_patch(&patches, "worst_slab_rows").0,
+        &Some(f.rows as f64)
+    );
+    assert_eq!(text_patch(&patches, "worst-slab-sentence"), view.sentence);
+    assert_eq!(
+        text_patch(&patches, "worst-slab-summary"),
+        format!(
+            "Measured at α = 0.20, {}, T = {:.3}, Mondrian thresholds.",
+            readouts::score_name(state.score),
+            state.t
+        )
+    );
+}

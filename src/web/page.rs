@@ -933,6 +933,14 @@ impl Page {
         };
         Ok(page::figure::csv(figure, &sources)?)
     }
+
+    /// Measures the worst-slab coverage of the conformal lab's sets at the state's settings,
+    /// with its noise floor, and returns its patches.
+    pub fn measure_worst_slab(&mut self) -> Result<JsValue, JsError> {
+        let settings = self.state.conformal_settings();
+        let view = self.data()?.shown_lab().worst_slab_view(&settings)?;
+        to_js(&page::worst_slab_readouts(&view))
+    }
 }
 
 impl Page {

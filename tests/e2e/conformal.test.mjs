@@ -339,3 +339,33 @@ test("9. selective classification at a risk level set by a pointer and the keybo
   assert.ok(m.selective_answered_error_rate <= 0.05 + 3 * Math.sqrt((0.05 * 0.95) / 5000), `answered and wrong ${m.selective_answered_error_rate}`);
   t.diagnostic(`risk 5%: threshold ${m.selective_threshold}, answered ${m.selective_coverage}, AURC ${m.selective_aurc} (fitted T: ${m.selective_aurc_fitted})`);
 });
+
+test("10. worst-slab coverage, measured by a pointer and again by the keyboard, equals `calibra report --worst-slab` on the page's own logits to 1e-9, with its noise floor", { timeout: 120_000 }, async (t) => {
+  await configure({ score: "aps" });
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
+  const button = page.locator("#measure-worst-slab");
+  await button.scrollIntoViewIfNeeded();
+  await button.click();
+  await page.waitForFunction(() => window.calibra.timings.worstSlab !== undefined, null, { timeout: 30_000 });
+  const byPointer = await readMetrics(page);
+  // The keyboard presses it again: the same numbers.
+  await page.evaluate(() => { window.calibra.timings.worstSlab = undefined; });
+  await button.focus();
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => window.calibra.timings.worstSlab !== undefined, null, { timeout: 30_000 });
+  const m = await readMetrics(page);
+  assert.equal(m.worst_slab_coverage, byPointer.worst_slab_coverage);
+  const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", "aps", "--randomized", "true", "--worst-slab", "--bootstrap", "2", "--json"];
+  const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options], { maxBuffer: 16 << 20 })).stdout).conditional_coverage;
+  for (const [shown, key] of [["worst_slab_coverage", "worst_slab_coverage"], ["worst_slab_floor", "worst_slab_noise_floor"], ["worst_slab_rows", "worst_slab_rows"], ["covgap", "covgap"], ["covgap_floor", "covgap_noise_floor"]]) {
+    assert.ok(Math.abs(m[shown] - cli[key]) <= TOLERANCE_SAME_LOGITS, `${shown}: page ${m[shown]}, CLI ${cli[key]}`);
+  }
+  // Below 1 − α, as the search picks the worst slab; the sentence states the numbers shown.
+  assert.ok(m.worst_slab_floor < 0.9 && m.worst_slab_floor_spread > 0, `floor ${m.worst_slab_floor}`);
+  const sentence = await page.textContent("#worst-slab-sentence");
+  assert.ok(sentence.includes(`the worst covers ${(100 * m.worst_slab_coverage).toFixed(1)}% of its ${m.worst_slab_rows.toLocaleString("en-US")} images`), sentence);
+  assert.ok(sentence.includes(`${(100 * m.worst_slab_floor).toFixed(1)}% on average here`), sentence);
+  assert.match(await page.textContent("#worst-slab-summary"), /^Measured at α = 0\.10, APS, T = 1\.000, one threshold for all\.$/);
+  t.diagnostic(`worst slab ${m.worst_slab_coverage} (${m.worst_slab_rows} images), floor ${m.worst_slab_floor} ± ${m.worst_slab_floor_spread}, in ${await page.evaluate(() => window.calibra.timings.worstSlab)} ms`);
+});
