@@ -1346,6 +1346,85 @@ pub fn worst_slab_sentence(f: &WorstSlabFigures) -> String {
     )
 }
 
+/// The numbers the threshold methods' sentence talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThresholdMethodsFigures {
+    /// CovGap of marginal, Mondrian and clustered thresholds on the evaluation half.
+    pub covgaps: [f64; 3],
+    /// Clusters asked for, and whether the clustering formed any (otherwise every class is in
+    /// the null cluster and clustered is the marginal threshold of the images left).
+    pub clusters: usize,
+    pub clustered_any: bool,
+    /// Calibration images the clustering set aside.
+    pub clustering_rows: usize,
+    /// The noise floor of CovGap (an exact class-conditional method's mean at these sizes)
+    /// and its standard deviation.
+    pub floor: f64,
+    pub floor_spread: f64,
+}
+
+/// The threshold methods' sentence: each method's CovGap against the noise floor, called a
+/// real gap when above the floor by more than [`CHANCE_DEVIATIONS`] standard deviations of an
+/// exact method's CovGap.
+pub fn threshold_methods_sentence(f: &ThresholdMethodsFigures) -> String {
+    const NAMES: [&str; 3] = ["marginal", "Mondrian", "clustered"];
+    let bound = f.floor + CHANCE_DEVIATIONS * f.floor_spread;
+    let (noise, real): (Vec<usize>, Vec<usize>) = (0..3).partition(|&i| f.covgaps[i] <= bound);
+    let list = |methods: &[usize]| -> String {
+        let names: Vec<&str> = methods.iter().map(|&i| NAMES[i]).collect();
+        match names.as_slice() {
+            [one] => one.to_string(),
+            [first, second] => format!("{first} and {second}"),
+            _ => format!("{}, {} and {}", names[0], names[1], names[2]),
+        }
+    };
+    let verdict = match (noise.is_empty(), real.is_empty()) {
+        (true, _) => format!(
+            "All three are above it by more than {CHANCE_DEVIATIONS:.0} standard deviations: \
+             real gaps between the classes."
+        ),
+        (_, true) => format!(
+            "All three are within {CHANCE_DEVIATIONS:.0} standard deviations of it: what chance \
+             gives an exact method."
+        ),
+        _ => {
+            let verb = |methods: &[usize]| if methods.len() == 1 { "is" } else { "are" };
+            let mut within = list(&noise);
+            within[..1].make_ascii_uppercase();
+            format!(
+                "{within} {} within {CHANCE_DEVIATIONS:.0} standard deviations of it, what \
+                 chance gives an exact method; {} {} above, a real gap between the classes.",
+                verb(&noise),
+                list(&real),
+                verb(&real)
+            )
+        }
+    };
+    let clustering = if f.clustered_any {
+        format!(
+            "{} clusters of classes found on {} calibration images set aside",
+            f.clusters,
+            grouped(f.clustering_rows)
+        )
+    } else {
+        format!(
+            "no cluster formed from {} calibration images set aside, so every class shares the \
+             marginal threshold of the rest",
+            grouped(f.clustering_rows)
+        )
+    };
+    format!(
+        "CovGap, the mean gap between a class's coverage and 1 − α: marginal {}, Mondrian {}, \
+         clustered {} ({clustering}). An exact class-conditional method shows {} on average at \
+         these class sizes (the noise floor; standard deviation {}). {verdict}",
+        percent(f.covgaps[0], 2),
+        percent(f.covgaps[1], 2),
+        percent(f.covgaps[2], 2),
+        percent(f.floor, 2),
+        percent(f.floor_spread, 2),
+    )
+}
+
 // The charts' text alternatives: each chart's main numbers in a sentence at the end of its
 // caption, formatted as the page's readouts format them, and empty while the chart has none.
 

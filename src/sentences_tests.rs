@@ -1047,6 +1047,60 @@ fn the_worst_slab_sentence_states_its_numbers_in_each_verdict() {
     );
 }
 
+#[test]
+fn the_threshold_methods_sentence_reads_each_covgap_against_the_floor_in_each_state() {
+    let figures = ThresholdMethodsFigures {
+        covgaps: [0.052, 0.014, 0.021],
+        clusters: 3,
+        clustered_any: true,
+        clustering_rows: 575,
+        floor: 0.0125,
+        floor_spread: 0.002,
+    };
+    // Bound: 1.25% + 3 × 0.2% = 1.85%.
+    assert_eq!(
+        threshold_methods_sentence(&figures),
+        "CovGap, the mean gap between a class's coverage and 1 − α: marginal 5.20%, Mondrian \
+         1.40%, clustered 2.10% (3 clusters of classes found on 575 calibration images set \
+         aside). An exact class-conditional method shows 1.25% on average at these class sizes \
+         (the noise floor; standard deviation 0.20%). Mondrian is within 3 standard deviations \
+         of it, what chance gives an exact method; marginal and clustered are above, a real gap \
+         between the classes."
+    );
+    let all_within = threshold_methods_sentence(&ThresholdMethodsFigures {
+        covgaps: [0.015, 0.014, 0.013],
+        ..figures
+    });
+    assert!(
+        all_within.ends_with(
+            "All three are within 3 standard deviations of it: what chance gives an exact method."
+        ),
+        "{all_within}"
+    );
+    let all_above = threshold_methods_sentence(&ThresholdMethodsFigures {
+        covgaps: [0.05, 0.03, 0.04],
+        ..figures
+    });
+    assert!(
+        all_above.ends_with("real gaps between the classes."),
+        "{all_above}"
+    );
+    let two_within = threshold_methods_sentence(&ThresholdMethodsFigures {
+        covgaps: [0.05, 0.014, 0.015],
+        clustered_any: false,
+        ..figures
+    });
+    assert!(
+        two_within.contains("Mondrian and clustered are within 3 standard deviations")
+            && two_within.contains("marginal is above"),
+        "{two_within}"
+    );
+    assert!(two_within.contains(
+        "(no cluster formed from 575 calibration images set aside, so every class shares the \
+         marginal threshold of the rest)"
+    ));
+}
+
 /// The selective sentence's figures at T = 1 with the fitted T = 1.25, risk level 3%.
 fn selective_figures(
     aurc_fitted: f64,

@@ -57,6 +57,7 @@ pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
+pub use conformal_view::{ThresholdMethod, CLUSTERS};
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
 pub use selective_view::{RiskControlExperiment, SelectiveView, DEFAULT_RISK_LEVEL};
@@ -169,6 +170,8 @@ struct Cache {
     anatomy: Answers<AnatomyRequest, AnatomyCurves>,
     /// The evaluation images' order along each worst-slab direction.
     slab_orders: Option<crate::conformal::worst_slab::SlabOrders>,
+    /// The standard deviation of CovGap's noise floor, and the α it is for.
+    covgap_floor_spread: Option<(f64, f64)>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -429,6 +432,7 @@ impl Lab {
                 selective_fixed: None,
                 anatomy: Answers::default(),
                 slab_orders: None,
+                covgap_floor_spread: None,
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

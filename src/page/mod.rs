@@ -7,6 +7,7 @@
 //! The web facade draws the charts from the same views ([`figure`]); JavaScript applies the
 //! patches.
 
+mod clustered;
 pub mod figure;
 mod ood;
 pub mod own_image;
@@ -356,6 +357,10 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             .readouts
             .patches
             .extend(readouts::conformal(&view, state.score, &frame.class_names));
+        frame
+            .readouts
+            .patches
+            .extend(clustered::readouts(&view, &frame.class_names));
         frame.readouts.drawn.push("conformal");
         frame.conformal = Some(view);
         let pac = lab.pac_view(&settings, state.delta)?;

@@ -1730,3 +1730,45 @@ fn the_worst_slab_measurement_writes_the_labs_numbers_and_the_settings_measured(
         )
     );
 }
+
+#[test]
+fn the_threshold_methods_table_shows_the_views_three_methods_and_its_clusters() {
+    let mut lab = lab_with_logits(2_000, 2_000);
+    let state = PageState::default();
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let patches = &frame.readouts.patches;
+    let view = lab.conformal_view(&state.conformal_settings()).unwrap();
+    for (name, method) in ["marginal", "mondrian", "clustered"]
+        .iter()
+        .zip(&view.methods)
+    {
+        for (column, value) in [
+            ("coverage", method.coverage),
+            ("average_set_size", method.average_set_size),
+            ("covgap", method.covgap),
+            ("lowest_class", method.lowest_class_coverage),
+        ] {
+            assert_eq!(
+                metric_patch(patches, &format!("method_{name}_{column}")).0,
+                &Some(value),
+                "{name} {column}"
+            );
+        }
+    }
+    // The marginal row is the lab's own sets without the Mondrian switch.
+    assert_eq!(view.methods[0].coverage, view.metrics.coverage);
+    assert_eq!(
+        metric_patch(patches, "covgap_floor_spread").0,
+        &Some(view.covgap_floor_spread)
+    );
+    assert_eq!(
+        text_patch(patches, "threshold-methods-sentence"),
+        view.methods_sentence
+    );
+    let clusters = text_patch(patches, "clustered-clusters");
+    assert!(
+        clusters.starts_with("Cluster 1: ") || clusters.starts_with("In no cluster"),
+        "{clusters}"
+    );
+    assert!(clusters.ends_with('.'));
+}

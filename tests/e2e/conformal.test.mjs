@@ -369,3 +369,35 @@ test("10. worst-slab coverage, measured by a pointer and again by the keyboard, 
   assert.match(await page.textContent("#worst-slab-summary"), /^Measured at α = 0\.10, APS, T = 1\.000, one threshold for all\.$/);
   t.diagnostic(`worst slab ${m.worst_slab_coverage} (${m.worst_slab_rows} images), floor ${m.worst_slab_floor} ± ${m.worst_slab_floor_spread}, in ${await page.evaluate(() => window.calibra.timings.worstSlab)} ms`);
 });
+
+test("11. marginal, Mondrian and clustered thresholds side by side equal `calibra report`, `--mondrian` and `--clustered 3` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+  await configure({ score: "aps" });
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
+  const m = await readMetrics(page);
+  const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", "aps", "--randomized", "true", "--bootstrap", "2", "--json"];
+  for (const [name, extra] of [["marginal", []], ["mondrian", ["--mondrian"]], ["clustered", ["--clustered", "3"]]]) {
+    const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options, ...extra], { maxBuffer: 16 << 20 })).stdout).conformal;
+    const lowest = Math.min(...cli.per_class_coverage.filter((c) => c !== null));
+    for (const [column, value] of [["coverage", cli.coverage], ["average_set_size", cli.average_set_size], ["covgap", cli.covgap], ["lowest_class", lowest]]) {
+      const shown = m[`method_${name}_${column}`];
+      assert.ok(Math.abs(shown - value) <= TOLERANCE_SAME_LOGITS, `${name} ${column}: page ${shown}, CLI ${value}`);
+    }
+    if (name === "clustered") {
+      // The clusters named on the page are the CLI's, numbered from 1.
+      const clusters = await page.textContent("#clustered-clusters");
+      const found = cli.clusters.cluster_of_class.filter((c) => c !== null);
+      if (found.length > 0) assert.ok(clusters.startsWith("Cluster 1: "), clusters);
+      const count = found.length === 0 ? 0 : Math.max(...found) + 1;
+      assert.equal((clusters.match(/[Cc]luster \d+:/g) ?? []).length, count, `${clusters} against ${JSON.stringify(cli.clusters)}`);
+      t.diagnostic(`clusters: ${clusters} (${cli.clusters.clustering_rows} rows set aside)`);
+    }
+  }
+  // The sentence states the three CovGaps and the floor shown.
+  const sentence = await page.textContent("#threshold-methods-sentence");
+  for (const name of ["marginal", "mondrian", "clustered"]) {
+    assert.ok(sentence.includes(`${(100 * m[`method_${name}_covgap`]).toFixed(2)}%`), `${name}: ${sentence}`);
+  }
+  assert.ok(sentence.includes(`shows ${(100 * m.covgap_floor).toFixed(2)}% on average`), sentence);
+  t.diagnostic(sentence);
+});
