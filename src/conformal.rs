@@ -1361,6 +1361,70 @@ pub fn covgap_of_exact_mondrian(
     Ok(total / shown as f64)
 }
 
+/// The standard deviation of the CovGap a perfect Mondrian predictor shows at these class
+/// sizes, by simulation: how far chance alone moves a measured CovGap around
+/// [`covgap_of_exact_mondrian`]. Each of `draws` draws (ChaCha8 seeded with `seed`) takes
+/// each class's coverage of unlimited data from `Beta(k_y, n_y + 1 − k_y)` and its measured
+/// coverage from `Binomial(m_y, ·)/m_y`, the law [`covgap_of_exact_mondrian`] sums exactly;
+/// classes are left out or covered always as there.
+///
+/// # Errors
+/// As [`covgap_of_exact_mondrian`]; [`ConformalError::InvalidParameter`] (`"draws"`) for
+/// fewer than 2.
+pub fn covgap_spread_of_exact_mondrian(
+    calibration_counts: &[usize],
+    evaluation_counts: &[usize],
+    alpha: f64,
+    draws: usize,
+    seed: u64,
+) -> Result<f64, ConformalError> {
+    use rand_distr::{Beta, Binomial, Distribution};
+    covgap_of_exact_mondrian(calibration_counts, evaluation_counts, alpha)?;
+    if draws < 2 {
+        return Err(ConformalError::InvalidParameter {
+            name: "draws",
+            value: draws as f64,
+        });
+    }
+    let target = 1.0 - alpha;
+    // Each shown class's law: `None` for one covered always.
+    let laws: Vec<(Option<Beta<f64>>, u64)> = calibration_counts
+        .iter()
+        .zip(evaluation_counts)
+        .filter(|&(_, &m)| m > 0)
+        .map(|(&n, &m)| {
+            let k = quantile_rank(n, alpha)?;
+            let beta = (k <= n)
+                .then(|| Beta::new(k as f64, (n + 1 - k) as f64))
+                .transpose()
+                .map_err(|_| ConformalError::InvalidParameter {
+                    name: "classes",
+                    value: n as f64,
+                })?;
+            Ok((beta, m as u64))
+        })
+        .collect::<Result<_, ConformalError>>()?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let gaps: Vec<f64> = (0..draws)
+        .map(|_| {
+            laws.iter()
+                .map(|(beta, m)| match beta {
+                    None => alpha,
+                    Some(beta) => {
+                        let p = beta.sample(&mut rng);
+                        let covered = Binomial::new(*m, p).map_or(0, |b| b.sample(&mut rng));
+                        (covered as f64 / *m as f64 - target).abs()
+                    }
+                })
+                .sum::<f64>()
+                / laws.len() as f64
+        })
+        .collect();
+    let mean = gaps.iter().sum::<f64>() / draws as f64;
+    let variance = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (draws - 1) as f64;
+    Ok(variance.sqrt())
+}
+
 /// Density at `x` of `Beta(k, n + 1 − k)`, `k = ⌈(n + 1)(1 − α)⌉`: the distribution of the
 /// coverage of a large test set over random calibration sets of size `n` (statrs's Beta).
 /// Zero outside `[0, 1]`.

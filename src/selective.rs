@@ -55,7 +55,7 @@
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::conformal::{quantile_rank, ConformalError};
+use crate::conformal::{experiment_split, quantile_rank, ConformalError};
 
 /// Why a selective classification computation was refused.
 #[derive(Debug, Error, PartialEq)]
@@ -72,6 +72,9 @@ pub enum SelectiveError {
     /// The risk level is not in (0, 1) (read, as α, to 9 decimal places).
     #[error("risk level: {0}")]
     InvalidRiskLevel(ConformalError),
+    /// The experiment's pool cannot be split as asked.
+    #[error("risk control experiment: {0}")]
+    Experiment(ConformalError),
 }
 
 fn check(confidence: &[f64], correct: &[bool]) -> Result<(), SelectiveError> {
@@ -226,6 +229,48 @@ pub fn selective_report(
         answered_error_rate: wrong as f64 / n,
         aurc,
     })
+}
+
+/// Conformal risk control over the coverage experiment's random splits of one pool: split `r`
+/// is [`experiment_split`]`(n, n_calibration, seed, r)`, the coverage experiment's split `r` of
+/// a pool in the same order; the threshold is fitted on its first `n_calibration` examples and
+/// the share of the rest answered wrongly is returned, one per split. Conformal risk control
+/// bounds their expectation by `α` (the examples of a random split are exchangeable), not each
+/// of them.
+///
+/// # Errors
+/// As [`risk_control_threshold`]; [`SelectiveError::Experiment`] unless
+/// `1 ≤ n_calibration < n`.
+pub fn risk_control_experiment(
+    confidence: &[f64],
+    correct: &[bool],
+    n_calibration: usize,
+    risk_level: f64,
+    repetitions: usize,
+    seed: u64,
+) -> Result<Vec<f64>, SelectiveError> {
+    check(confidence, correct)?;
+    let n = confidence.len();
+    let mut calibration_confidence = Vec::with_capacity(n_calibration);
+    let mut calibration_correct = Vec::with_capacity(n_calibration);
+    (0..repetitions)
+        .map(|repetition| {
+            let order = experiment_split(n, n_calibration, seed, repetition)
+                .map_err(SelectiveError::Experiment)?;
+            let (calibration, test) = order.split_at(n_calibration);
+            calibration_confidence.clear();
+            calibration_correct.clear();
+            calibration_confidence.extend(calibration.iter().map(|&i| confidence[i]));
+            calibration_correct.extend(calibration.iter().map(|&i| correct[i]));
+            let threshold =
+                risk_control_threshold(&calibration_confidence, &calibration_correct, risk_level)?;
+            let wrong = test
+                .iter()
+                .filter(|&&i| confidence[i] > threshold && !correct[i])
+                .count();
+            Ok(wrong as f64 / test.len() as f64)
+        })
+        .collect()
 }
 
 #[cfg(test)]

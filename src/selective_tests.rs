@@ -115,6 +115,20 @@ impl AnsweredErrorRate {
     }
 }
 
+/// Top-label confidences and correctness of `n` images of a calibrated synthetic classifier of
+/// ten classes.
+fn calibrated_confidences(n: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<bool>) {
+    let (probabilities, labels) = calibrated_rows(n, 10, rng);
+    probabilities
+        .chunks(10)
+        .zip(&labels)
+        .map(|(p, &label)| {
+            let top = (0..10).fold(0, |best, k| if p[k] > p[best] { k } else { best });
+            (p[top], top == label as usize)
+        })
+        .unzip()
+}
+
 #[test]
 fn the_answered_error_rate_is_at_most_the_risk_level_over_calibration_sets() {
     const SPLITS: usize = 1000;
@@ -124,15 +138,7 @@ fn the_answered_error_rate_is_at_most_the_risk_level_over_calibration_sets() {
     let truth = AnsweredErrorRate::new(100_000, &mut rng);
     let losses: Vec<f64> = (0..SPLITS)
         .map(|_| {
-            let (probabilities, labels) = calibrated_rows(N, 10, &mut rng);
-            let (confidence, correct): (Vec<f64>, Vec<bool>) = probabilities
-                .chunks(10)
-                .zip(&labels)
-                .map(|(p, &label)| {
-                    let top = (0..10).fold(0, |best, k| if p[k] > p[best] { k } else { best });
-                    (p[top], top == label as usize)
-                })
-                .unzip();
+            let (confidence, correct) = calibrated_confidences(N, &mut rng);
             truth.at(risk_control_threshold(&confidence, &correct, LEVEL).unwrap())
         })
         .collect();
@@ -231,4 +237,40 @@ fn with_ten_classes_temperature_scaling_moves_the_curve_only_a_little() {
             "T = {temperature}: AURC {moved} against {reference}"
         );
     }
+}
+
+#[test]
+fn over_the_experiments_splits_the_mean_answered_error_rate_is_at_most_the_risk_level() {
+    // One pool of a calibrated synthetic classifier, split at random as the coverage
+    // experiment splits it: the splits' examples are exchangeable, so the guarantee holds for
+    // the mean over splits, and without ties it is tight (at least α − 2/(n + 1)).
+    const SPLITS: usize = 1000;
+    const POOL: usize = 1000;
+    const N: usize = 500;
+    const LEVEL: f64 = 0.1;
+    let mut rng = ChaCha8Rng::seed_from_u64(2024);
+    let (confidence, correct) = calibrated_confidences(POOL, &mut rng);
+    let risks = risk_control_experiment(&confidence, &correct, N, LEVEL, SPLITS, 9).unwrap();
+    assert_eq!(risks.len(), SPLITS);
+    let mean = risks.iter().sum::<f64>() / SPLITS as f64;
+    let variance = risks.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (SPLITS - 1) as f64;
+    let standard_error = (variance / SPLITS as f64).sqrt();
+    let lower = LEVEL - 2.0 / (N as f64 + 1.0);
+    assert!(
+        mean <= LEVEL + STANDARD_ERRORS * standard_error
+            && mean >= lower - STANDARD_ERRORS * standard_error,
+        "mean answered error rate {mean} outside [{lower}, {LEVEL}] ± {STANDARD_ERRORS} × \
+         {standard_error}"
+    );
+    // Not for each split: one calibration set's threshold answers too many wrongly about half
+    // the time.
+    let above = risks.iter().filter(|&&r| r > LEVEL).count();
+    assert!(
+        above > SPLITS / 10 && above < SPLITS * 9 / 10,
+        "{above} splits above"
+    );
+    assert!(matches!(
+        risk_control_experiment(&confidence, &correct, POOL, LEVEL, 1, 0),
+        Err(SelectiveError::Experiment(_))
+    ));
 }

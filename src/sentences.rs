@@ -1269,6 +1269,192 @@ pub fn selective_sentence(f: &SelectiveFigures) -> String {
     format!("{ranking}{operating}")
 }
 
+/// The numbers the coverage experiment's risk control caption talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RiskControlExperimentFigures {
+    pub repetitions: usize,
+    pub risk_level: f64,
+    /// Mean and standard deviation over the splits of the share of each evaluation part
+    /// answered wrongly.
+    pub mean: f64,
+    pub standard_deviation: f64,
+    /// Splits whose share answered wrongly exceeded the risk level.
+    pub above: usize,
+}
+
+/// The coverage experiment's risk control caption: how often the threshold of one
+/// calibration set answered more than the risk level wrongly, and its mean over the splits
+/// against the level, which conformal risk control bounds (on average over calibration sets,
+/// not for each); a mean above the level is called more than chance beyond
+/// [`CHANCE_DEVIATIONS`] standard errors of the mean.
+pub fn risk_control_experiment_caption(f: &RiskControlExperimentFigures) -> String {
+    let r = f.repetitions.max(1) as f64;
+    let level = percent(f.risk_level, 0);
+    let standard_error = f.standard_deviation / r.sqrt();
+    let verdict = if f.mean <= f.risk_level {
+        "The mean is at most the level, as guaranteed.".to_string()
+    } else if f.mean - f.risk_level <= CHANCE_DEVIATIONS * standard_error {
+        format!(
+            "The mean is above the level by less than {CHANCE_DEVIATIONS:.0} standard errors of \
+             the experiment ({}), which chance explains.",
+            percent(standard_error, 2)
+        )
+    } else {
+        format!(
+            "The mean is above the level by more than {CHANCE_DEVIATIONS:.0} standard errors of \
+             the experiment ({}): more than chance explains.",
+            percent(standard_error, 2)
+        )
+    };
+    format!(
+        "Conformal risk control at a risk level of {level}: over {} splits, the threshold \
+         fitted on each calibration part answered {} of its evaluation part wrongly on average \
+         (spread (sd) {}), and more than {level} in {} of them ({}). It guarantees the average \
+         over calibration sets, not each one. {verdict}",
+        grouped(f.repetitions),
+        percent(f.mean, 2),
+        percent(f.standard_deviation, 2),
+        grouped(f.above),
+        percent(f.above as f64 / r, 1),
+    )
+}
+
+/// The numbers the worst-slab sentence talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorstSlabFigures {
+    /// `1 − α`.
+    pub target: f64,
+    /// Slabs hold at least this share of the images; this many directions are searched.
+    pub delta: f64,
+    pub directions: usize,
+    /// Evaluation images, and those in the worst slab.
+    pub n: usize,
+    pub rows: usize,
+    pub coverage: f64,
+    /// The noise floor (the mean worst-slab coverage of exact conditional coverage) and the
+    /// standard deviation of its draws.
+    pub floor: f64,
+    pub floor_spread: f64,
+}
+
+/// The worst-slab sentence: the worst slab's coverage against `1 − α` and against its noise
+/// floor, called a real gap when below the floor by more than [`CHANCE_DEVIATIONS`] standard
+/// deviations of the floor's draws (how far chance alone moves the measured value).
+pub fn worst_slab_sentence(f: &WorstSlabFigures) -> String {
+    let shortfall = f.floor - f.coverage;
+    let verdict = if shortfall <= 0.0 {
+        "These sets are at or above it: no region is covered worse than chance explains."
+            .to_string()
+    } else if shortfall <= CHANCE_DEVIATIONS * f.floor_spread {
+        format!(
+            "These sets are below it by less than {CHANCE_DEVIATIONS:.0} standard deviations, \
+             which chance explains: no sign of a region covered less than {}.",
+            percent(f.target, 0)
+        )
+    } else {
+        format!(
+            "These sets are below it by more than {CHANCE_DEVIATIONS:.0} standard deviations: \
+             a region of the logits is covered less than {}, a real gap in conditional \
+             coverage.",
+            percent(f.target, 0)
+        )
+    };
+    format!(
+        "Of the slabs of the logit space holding at least {} of the {} evaluation images \
+         (along {} random directions), the worst covers {} of its {} images, against 1 − α = \
+         {}. Even sets with exact conditional coverage show a worst slab below 1 − α, as the \
+         search picks the worst of many: {} on average here (the noise floor; standard \
+         deviation {} over draws). {verdict}",
+        percent(f.delta, 0),
+        grouped(f.n),
+        grouped(f.directions),
+        percent(f.coverage, 1),
+        grouped(f.rows),
+        percent(f.target, 0),
+        percent(f.floor, 1),
+        percent(f.floor_spread, 1),
+    )
+}
+
+/// The numbers the threshold methods' sentence talks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThresholdMethodsFigures {
+    /// CovGap of marginal, Mondrian and clustered thresholds on the evaluation half.
+    pub covgaps: [f64; 3],
+    /// Clusters asked for, and whether the clustering formed any (otherwise every class is in
+    /// the null cluster and clustered is the marginal threshold of the images left).
+    pub clusters: usize,
+    pub clustered_any: bool,
+    /// Calibration images the clustering set aside.
+    pub clustering_rows: usize,
+    /// The noise floor of CovGap (an exact class-conditional method's mean at these sizes)
+    /// and its standard deviation.
+    pub floor: f64,
+    pub floor_spread: f64,
+}
+
+/// The threshold methods' sentence: each method's CovGap against the noise floor, called a
+/// real gap when above the floor by more than [`CHANCE_DEVIATIONS`] standard deviations of an
+/// exact method's CovGap.
+pub fn threshold_methods_sentence(f: &ThresholdMethodsFigures) -> String {
+    const NAMES: [&str; 3] = ["marginal", "Mondrian", "clustered"];
+    let bound = f.floor + CHANCE_DEVIATIONS * f.floor_spread;
+    let (noise, real): (Vec<usize>, Vec<usize>) = (0..3).partition(|&i| f.covgaps[i] <= bound);
+    let list = |methods: &[usize]| -> String {
+        let names: Vec<&str> = methods.iter().map(|&i| NAMES[i]).collect();
+        match names.as_slice() {
+            [one] => one.to_string(),
+            [first, second] => format!("{first} and {second}"),
+            _ => format!("{}, {} and {}", names[0], names[1], names[2]),
+        }
+    };
+    let verdict = match (noise.is_empty(), real.is_empty()) {
+        (true, _) => format!(
+            "All three are above it by more than {CHANCE_DEVIATIONS:.0} standard deviations: \
+             real gaps between the classes."
+        ),
+        (_, true) => format!(
+            "All three are within {CHANCE_DEVIATIONS:.0} standard deviations of it: what chance \
+             gives an exact method."
+        ),
+        _ => {
+            let verb = |methods: &[usize]| if methods.len() == 1 { "is" } else { "are" };
+            let mut within = list(&noise);
+            within[..1].make_ascii_uppercase();
+            format!(
+                "{within} {} within {CHANCE_DEVIATIONS:.0} standard deviations of it, what \
+                 chance gives an exact method; {} {} above, a real gap between the classes.",
+                verb(&noise),
+                list(&real),
+                verb(&real)
+            )
+        }
+    };
+    let clustering = if f.clustered_any {
+        format!(
+            "{} clusters of classes found on {} calibration images set aside",
+            f.clusters,
+            grouped(f.clustering_rows)
+        )
+    } else {
+        format!(
+            "no cluster formed from {} calibration images set aside, so every class shares the \
+             marginal threshold of the rest",
+            grouped(f.clustering_rows)
+        )
+    };
+    format!(
+        "CovGap, the mean gap between a class's coverage and 1 − α: marginal {}, Mondrian {}, \
+         clustered {} ({clustering}). An exact class-conditional method shows {} on average at \
+         these class sizes (the noise floor; standard deviation {}). {verdict}",
+        percent(f.covgaps[0], 2),
+        percent(f.covgaps[1], 2),
+        percent(f.covgaps[2], 2),
+        percent(f.floor, 2),
+        percent(f.floor_spread, 2),
+    )
+}
+
 // The charts' text alternatives: each chart's main numbers in a sentence at the end of its
 // caption, formatted as the page's readouts format them, and empty while the chart has none.
 

@@ -939,6 +939,201 @@ fn the_pac_experiment_caption_calls_a_share_off_its_law_beyond_three_standard_er
     );
 }
 
+#[test]
+fn the_risk_control_caption_reads_the_mean_against_the_level_and_its_noise() {
+    let figures = RiskControlExperimentFigures {
+        repetitions: 1_000,
+        risk_level: 0.03,
+        mean: 0.0291,
+        standard_deviation: 0.0032,
+        above: 380,
+    };
+    let caption = risk_control_experiment_caption(&figures);
+    assert_eq!(
+        caption,
+        "Conformal risk control at a risk level of 3%: over 1,000 splits, the threshold fitted \
+         on each calibration part answered 2.91% of its evaluation part wrongly on average \
+         (spread (sd) 0.32%), and more than 3% in 380 of them (38.0%). It guarantees the \
+         average over calibration sets, not each one. The mean is at most the level, as \
+         guaranteed."
+    );
+    // One standard error of the mean is 0.32%/√1,000 = 0.0101%: 3.02% is 2 of them above,
+    // 3.05% 5 of them.
+    let near = risk_control_experiment_caption(&RiskControlExperimentFigures {
+        mean: 0.0302,
+        ..figures
+    });
+    assert!(
+        near.ends_with(
+            "The mean is above the level by less than 3 standard errors of the experiment \
+             (0.01%), which chance explains."
+        ),
+        "{near}"
+    );
+    let far = risk_control_experiment_caption(&RiskControlExperimentFigures {
+        mean: 0.0305,
+        ..figures
+    });
+    assert!(
+        far.ends_with(
+            "The mean is above the level by more than 3 standard errors of the experiment \
+             (0.01%): more than chance explains."
+        ),
+        "{far}"
+    );
+}
+
+/// The worst-slab sentence on `n` examples of three standard normal features whose coverage
+/// flags are drawn with probability `level(x)`, against the floor of 10 draws at α = 0.1 over
+/// 50 directions, as the page computes it.
+fn worst_slab_sentence_of_planted(n: usize, seed: u64, level: impl Fn(&[f32]) -> f64) -> String {
+    use crate::conformal::worst_slab::{random_directions, SlabOrders};
+    use rand::{Rng, SeedableRng};
+    use rand_distr::{Distribution, StandardNormal};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let features: Vec<f32> = (0..n * 3)
+        .map(|_| StandardNormal.sample(&mut rng))
+        .map(|z: f64| z as f32)
+        .collect();
+    let covered: Vec<bool> = features
+        .chunks_exact(3)
+        .map(|x| rng.random::<f64>() < level(x))
+        .collect();
+    let orders = SlabOrders::new(&features, 3, &random_directions(50, 3, seed)).unwrap();
+    let worst = orders.worst_slab(&covered, 0.1).unwrap();
+    let draws = orders.noise_floor_draws(0.1, 0.1, 10, seed).unwrap();
+    let floor = draws.iter().sum::<f64>() / 10.0;
+    let spread = (draws.iter().map(|d| (d - floor).powi(2)).sum::<f64>() / 9.0).sqrt();
+    worst_slab_sentence(&WorstSlabFigures {
+        target: 0.9,
+        delta: 0.1,
+        directions: 50,
+        n,
+        rows: worst.count,
+        coverage: worst.coverage,
+        floor,
+        floor_spread: spread,
+    })
+}
+
+#[test]
+fn the_worst_slab_sentence_calls_a_planted_gap_real_and_exact_coverage_chance() {
+    const REAL: &str = "a real gap in conditional coverage";
+    // Exact conditional coverage 1 − α: called a real gap rarely (a 3-deviation rule).
+    let false_alarms = (0..20)
+        .filter(|&seed| worst_slab_sentence_of_planted(2_000, seed, |_| 0.9).contains(REAL))
+        .count();
+    assert!(
+        false_alarms <= 2,
+        "{false_alarms} of 20 exact runs called a gap"
+    );
+    // Coverage 0.5 where x₀ > 1 (16% of the mass): called a real gap every time.
+    for seed in 0..5 {
+        let sentence =
+            worst_slab_sentence_of_planted(
+                2_000,
+                50 + seed,
+                |x| if x[0] > 1.0 { 0.5 } else { 0.9 },
+            );
+        assert!(sentence.contains(REAL), "{sentence}");
+    }
+}
+
+#[test]
+fn the_worst_slab_sentence_states_its_numbers_in_each_verdict() {
+    let figures = WorstSlabFigures {
+        target: 0.9,
+        delta: 0.1,
+        directions: 100,
+        n: 5_000,
+        rows: 501,
+        coverage: 0.851,
+        floor: 0.86,
+        floor_spread: 0.005,
+    };
+    let sentence = worst_slab_sentence(&figures);
+    assert!(
+        sentence.starts_with(
+            "Of the slabs of the logit space holding at least 10% of the 5,000 evaluation \
+             images (along 100 random directions), the worst covers 85.1% of its 501 images, \
+             against 1 − α = 90%."
+        ),
+        "{sentence}"
+    );
+    assert!(sentence.contains("86.0% on average here (the noise floor; standard deviation 0.5%"));
+    assert!(sentence.ends_with("which chance explains: no sign of a region covered less than 90%."));
+    let above = worst_slab_sentence(&WorstSlabFigures {
+        coverage: 0.87,
+        ..figures
+    });
+    assert!(
+        above.ends_with("no region is covered worse than chance explains."),
+        "{above}"
+    );
+    let gap = worst_slab_sentence(&WorstSlabFigures {
+        coverage: 0.84,
+        ..figures
+    });
+    assert!(
+        gap.ends_with("a real gap in conditional coverage."),
+        "{gap}"
+    );
+}
+
+#[test]
+fn the_threshold_methods_sentence_reads_each_covgap_against_the_floor_in_each_state() {
+    let figures = ThresholdMethodsFigures {
+        covgaps: [0.052, 0.014, 0.021],
+        clusters: 3,
+        clustered_any: true,
+        clustering_rows: 575,
+        floor: 0.0125,
+        floor_spread: 0.002,
+    };
+    // Bound: 1.25% + 3 × 0.2% = 1.85%.
+    assert_eq!(
+        threshold_methods_sentence(&figures),
+        "CovGap, the mean gap between a class's coverage and 1 − α: marginal 5.20%, Mondrian \
+         1.40%, clustered 2.10% (3 clusters of classes found on 575 calibration images set \
+         aside). An exact class-conditional method shows 1.25% on average at these class sizes \
+         (the noise floor; standard deviation 0.20%). Mondrian is within 3 standard deviations \
+         of it, what chance gives an exact method; marginal and clustered are above, a real gap \
+         between the classes."
+    );
+    let all_within = threshold_methods_sentence(&ThresholdMethodsFigures {
+        covgaps: [0.015, 0.014, 0.013],
+        ..figures
+    });
+    assert!(
+        all_within.ends_with(
+            "All three are within 3 standard deviations of it: what chance gives an exact method."
+        ),
+        "{all_within}"
+    );
+    let all_above = threshold_methods_sentence(&ThresholdMethodsFigures {
+        covgaps: [0.05, 0.03, 0.04],
+        ..figures
+    });
+    assert!(
+        all_above.ends_with("real gaps between the classes."),
+        "{all_above}"
+    );
+    let two_within = threshold_methods_sentence(&ThresholdMethodsFigures {
+        covgaps: [0.05, 0.014, 0.015],
+        clustered_any: false,
+        ..figures
+    });
+    assert!(
+        two_within.contains("Mondrian and clustered are within 3 standard deviations")
+            && two_within.contains("marginal is above"),
+        "{two_within}"
+    );
+    assert!(two_within.contains(
+        "(no cluster formed from 575 calibration images set aside, so every class shares the \
+         marginal threshold of the rest)"
+    ));
+}
+
 /// The selective sentence's figures at T = 1 with the fitted T = 1.25, risk level 3%.
 fn selective_figures(
     aurc_fitted: f64,

@@ -139,3 +139,24 @@ export function wireExperiment(page, limits, timings) {
     $("experiment-time").textContent = `(computed and drawn in ${timings.experiment.toFixed(0)} ms)`;
   });
 }
+
+/**
+ * The worst-slab button: the conformal lab's sets measured region by region against their
+ * noise floor when the reader asks (a fraction of a second), never per frame.
+ * @param {{ measure_worst_slab(): { patches: object[] } }} page
+ * @param {{ [key: string]: any }} timings where the measurement's time goes
+ */
+export function wireWorstSlab(page, timings) {
+  $("measure-worst-slab").addEventListener("click", () => {
+    const started = performance.now();
+    let result;
+    try {
+      result = page.measure_worst_slab();
+    } catch (error) {
+      showError(`The worst-slab measurement failed: ${error.message}`);
+      return;
+    }
+    timings.worstSlab = performance.now() - started;
+    applyPatches(result.patches);
+  });
+}

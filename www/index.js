@@ -13,6 +13,7 @@ import { Bootstrap } from "./bootstrap-client.js";
 import { Arrivals } from "./arrivals.js";
 import { CachedLogits } from "./cached-logits.js";
 import { trackSliderBars, wireControls, wireExperiment, wirePresentationKeys } from "./controls.js";
+import { wireWorstSlab } from "./controls.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
 import { addFigureMenus } from "./figure-menu.js";
@@ -406,6 +407,7 @@ async function main() {
   gallery = new Gallery({ pixels: images.get("test"), limits, onSelect: () => frames.schedule() });
   wireControls(page, limits, apply);
   wireExperiment(page, limits, timings);
+  wireWorstSlab(page, timings);
   wireInferenceButtons();
   addFigureMenus({ figures: limits.figures, page, embedHash: (figure) => page.view_hash(figure), link: () => hash.link(), onError: showError });
   ownPicture = new OwnPicture({ page, images, pool, onChange: () => frames.schedule() });

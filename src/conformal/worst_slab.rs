@@ -69,14 +69,13 @@ pub fn random_directions(count: usize, dimension: usize, seed: u64) -> Vec<f64> 
     directions
 }
 
-/// Checks the shapes and δ; returns `n`.
+/// Checks the shapes of `n` examples' features and of the directions.
 fn check(
     features: &[f32],
     dimension: usize,
-    covered: &[bool],
+    n: usize,
     directions: &[f64],
-    delta: f64,
-) -> Result<usize, ConformalError> {
+) -> Result<(), ConformalError> {
     if dimension == 0 || directions.is_empty() || !directions.len().is_multiple_of(dimension) {
         return Err(ConformalError::InvalidParameter {
             name: "directions",
@@ -85,19 +84,24 @@ fn check(
     }
     super::check_length(
         "features (examples × dimension)",
-        covered.len() * dimension,
+        n * dimension,
         features.len(),
     )?;
-    if covered.is_empty() {
+    if n == 0 {
         return Err(ConformalError::Empty);
     }
-    if !(delta > 0.0 && delta < 1.0) {
-        return Err(ConformalError::InvalidParameter {
+    Ok(())
+}
+
+fn check_delta(delta: f64) -> Result<(), ConformalError> {
+    if delta > 0.0 && delta < 1.0 {
+        Ok(())
+    } else {
+        Err(ConformalError::InvalidParameter {
             name: "delta",
             value: delta,
-        });
+        })
     }
-    Ok(covered.len())
 }
 
 /// The point `(index, covered count before it)` of the prefix path.
@@ -148,6 +152,132 @@ fn worst_run(prefix: &[i64], minimum: usize) -> Option<(i64, i64)> {
     worst
 }
 
+/// The examples' order along each direction, sorted by `vᵀx` (ties in example order): all the
+/// search needs of the features, and independent of the coverage flags, so a page computes it
+/// once per set of features and measures many sets of flags against it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlabOrders {
+    /// Examples.
+    n: usize,
+    /// One order of the example indices per direction.
+    orders: Vec<Vec<u32>>,
+}
+
+impl SlabOrders {
+    /// The orders of `features` (row-major `[n, dimension]`) along each of `directions`
+    /// (row-major `[M, dimension]`, unit vectors).
+    ///
+    /// # Errors
+    /// [`ConformalError::InvalidParameter`] (`"directions"`) for directions that are not whole
+    /// rows; [`ConformalError::ShapeMismatch`] for features that are not whole rows;
+    /// [`ConformalError::Empty`] for no examples.
+    pub fn new(
+        features: &[f32],
+        dimension: usize,
+        directions: &[f64],
+    ) -> Result<SlabOrders, ConformalError> {
+        let n = features.len() / dimension.max(1);
+        check(features, dimension, n, directions)?;
+        let mut projected: Vec<(f64, u32)> = Vec::with_capacity(n);
+        let orders = directions
+            .chunks_exact(dimension)
+            .map(|v| {
+                projected.clear();
+                projected.extend(features.chunks_exact(dimension).zip(0..).map(|(x, index)| {
+                    let z: f64 = x.iter().zip(v).map(|(&x, &v)| f64::from(x) * v).sum();
+                    (z, index)
+                }));
+                projected.sort_by(|a, b| a.0.total_cmp(&b.0));
+                projected.iter().map(|&(_, index)| index).collect()
+            })
+            .collect();
+        Ok(SlabOrders { n, orders })
+    }
+
+    /// Worst-slab coverage of `covered` (one flag per example) over the slabs holding at least
+    /// a share `delta` of the examples.
+    ///
+    /// # Errors
+    /// [`ConformalError::ShapeMismatch`] for flags that are not one per example;
+    /// [`ConformalError::InvalidParameter`] (`"delta"`) for a δ outside (0, 1).
+    pub fn worst_slab(&self, covered: &[bool], delta: f64) -> Result<WorstSlab, ConformalError> {
+        let n = self.n;
+        super::check_length("coverage flags (one per example)", n, covered.len())?;
+        check_delta(delta)?;
+        let minimum = (delta * n as f64).round() as usize + 1;
+        let mut worst = WorstSlab {
+            coverage: 1.0,
+            direction: 0,
+            count: n,
+        };
+        let mut prefix = vec![0_i64; n + 1];
+        for (index, order) in self.orders.iter().enumerate() {
+            for (i, &example) in order.iter().enumerate() {
+                prefix[i + 1] = prefix[i] + i64::from(covered[example as usize]);
+            }
+            if let Some((hits, length)) = worst_run(&prefix, minimum) {
+                let coverage = hits as f64 / length as f64;
+                if coverage < worst.coverage {
+                    worst = WorstSlab {
+                        coverage,
+                        direction: index,
+                        count: length as usize,
+                    };
+                }
+            }
+        }
+        Ok(worst)
+    }
+
+    /// The noise floor of [`SlabOrders::worst_slab`]: its mean over `repetitions` draws
+    /// ([`SlabOrders::noise_floor_draws`]).
+    ///
+    /// # Errors
+    /// As [`SlabOrders::noise_floor_draws`].
+    pub fn noise_floor(
+        &self,
+        delta: f64,
+        alpha: f64,
+        repetitions: usize,
+        seed: u64,
+    ) -> Result<f64, ConformalError> {
+        let draws = self.noise_floor_draws(delta, alpha, repetitions, seed)?;
+        Ok(draws.iter().sum::<f64>() / draws.len() as f64)
+    }
+
+    /// [`SlabOrders::worst_slab`]'s coverage for each of `repetitions` draws of coverage flags,
+    /// each Bernoulli(`1 − alpha`) independently of the features (a method with exact
+    /// conditional coverage), ChaCha8 seeded with `seed`: their mean is the noise floor, their
+    /// spread how far chance alone moves a measured value.
+    ///
+    /// # Errors
+    /// As [`SlabOrders::worst_slab`]; [`ConformalError::InvalidAlpha`] unless `0 < alpha < 1`;
+    /// [`ConformalError::InvalidParameter`] (`"repetitions"`) for none.
+    pub fn noise_floor_draws(
+        &self,
+        delta: f64,
+        alpha: f64,
+        repetitions: usize,
+        seed: u64,
+    ) -> Result<Vec<f64>, ConformalError> {
+        super::alpha_numerator(alpha)?;
+        if repetitions == 0 {
+            return Err(ConformalError::InvalidParameter {
+                name: "repetitions",
+                value: 0.0,
+            });
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..repetitions)
+            .map(|_| {
+                let covered: Vec<bool> =
+                    (0..self.n).map(|_| rng.random::<f64>() >= alpha).collect();
+                Ok(self.worst_slab(&covered, delta)?.coverage)
+            })
+            .collect()
+    }
+}
+
 /// Worst-slab coverage of `covered` (one flag per example) over slabs of `features`
 /// (row-major `[n, dimension]`) along each of `directions` (row-major `[M, dimension]`, unit
 /// vectors) holding at least a share `delta` of the examples.
@@ -163,47 +293,12 @@ pub fn worst_slab_coverage(
     directions: &[f64],
     delta: f64,
 ) -> Result<WorstSlab, ConformalError> {
-    let n = check(features, dimension, covered, directions, delta)?;
-    let minimum = (delta * n as f64).round() as usize + 1;
-    let mut worst = WorstSlab {
-        coverage: 1.0,
-        direction: 0,
-        count: n,
-    };
-    let mut projected: Vec<(f64, bool)> = Vec::with_capacity(n);
-    let mut prefix = vec![0_i64; n + 1];
-    for (index, v) in directions.chunks_exact(dimension).enumerate() {
-        projected.clear();
-        projected.extend(
-            features
-                .chunks_exact(dimension)
-                .zip(covered)
-                .map(|(x, &c)| {
-                    let z: f64 = x.iter().zip(v).map(|(&x, &v)| f64::from(x) * v).sum();
-                    (z, c)
-                }),
-        );
-        projected.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (i, &(_, c)) in projected.iter().enumerate() {
-            prefix[i + 1] = prefix[i] + i64::from(c);
-        }
-        if let Some((hits, length)) = worst_run(&prefix, minimum) {
-            let coverage = hits as f64 / length as f64;
-            if coverage < worst.coverage {
-                worst = WorstSlab {
-                    coverage,
-                    direction: index,
-                    count: length as usize,
-                };
-            }
-        }
-    }
-    Ok(worst)
+    check(features, dimension, covered.len(), directions)?;
+    check_delta(delta)?;
+    SlabOrders::new(features, dimension, directions)?.worst_slab(covered, delta)
 }
 
-/// The noise floor of [`worst_slab_coverage`]: its mean over `repetitions` draws of coverage
-/// flags, each Bernoulli(`1 − alpha`) independently of the features (a method with exact
-/// conditional coverage), ChaCha8 seeded with `seed`.
+/// The noise floor of [`worst_slab_coverage`] ([`SlabOrders::noise_floor`]).
 ///
 /// # Errors
 /// As [`worst_slab_coverage`]; [`ConformalError::InvalidAlpha`] unless `0 < alpha < 1`;
@@ -217,21 +312,7 @@ pub fn worst_slab_noise_floor(
     repetitions: usize,
     seed: u64,
 ) -> Result<f64, ConformalError> {
-    super::alpha_numerator(alpha)?;
-    if repetitions == 0 {
-        return Err(ConformalError::InvalidParameter {
-            name: "repetitions",
-            value: 0.0,
-        });
-    }
-    let n = features.len() / dimension.max(1);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut total = 0.0;
-    for _ in 0..repetitions {
-        let covered: Vec<bool> = (0..n).map(|_| rng.random::<f64>() >= alpha).collect();
-        total += worst_slab_coverage(features, dimension, &covered, directions, delta)?.coverage;
-    }
-    Ok(total / repetitions as f64)
+    SlabOrders::new(features, dimension, directions)?.noise_floor(delta, alpha, repetitions, seed)
 }
 
 #[cfg(test)]

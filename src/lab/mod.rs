@@ -22,6 +22,7 @@ use crate::smooth_calibration::SmoothEce;
 mod adaptive_view;
 mod anatomy_view;
 mod answers;
+mod conditional_view;
 mod conformal_view;
 mod feature_store;
 mod halves;
@@ -54,17 +55,19 @@ pub use streamed::Streamed;
 
 pub use anatomy_view::{AnatomyCurves, AnatomyRequest, AnatomyView, MISTAKES};
 use answers::Answers;
+pub use conditional_view::WorstSlabView;
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
+pub use conformal_view::{ThresholdMethod, CLUSTERS};
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use normalized_view::{NormalizedRequest, TemperatureComparison};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
 pub use pvalues_view::{
     ChartWindow, PvalueRequest, PvalueView, SortedPvalue, DEFAULT_FDR_LEVEL, DEFAULT_OOD_SHARE,
 };
-pub use selective_view::{SelectiveView, DEFAULT_RISK_LEVEL};
+pub use selective_view::{RiskControlExperiment, SelectiveView, DEFAULT_RISK_LEVEL};
 
 pub use adaptive_view::{AdaptiveView, StreamBlock, COVERAGE_WINDOW, DEFAULT_ACI_GAMMA};
 use temperature_view::FixedReports;
@@ -176,6 +179,10 @@ struct Cache {
     selective: Option<SelectiveView>,
     /// The anatomy of the fit a worker computed for this network and split.
     anatomy: Answers<AnatomyRequest, AnatomyCurves>,
+    /// The evaluation images' order along each worst-slab direction.
+    slab_orders: Option<crate::conformal::worst_slab::SlabOrders>,
+    /// The standard deviation of CovGap's noise floor, and the α it is for.
+    covgap_floor_spread: Option<(f64, f64)>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -436,6 +443,8 @@ impl Lab {
                 selective_fixed: None,
                 selective: None,
                 anatomy: Answers::default(),
+                slab_orders: None,
+                covgap_floor_spread: None,
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

@@ -61,7 +61,9 @@ fn too_small_a_calibration_half_has_no_pac_threshold_and_says_how_many_it_needs(
     let view = lab.pac_view(&settings(0.1), 0.1).unwrap();
     assert_eq!((view.n_calibration, view.pac, view.needed), (15, None, 22));
     assert!(view.sentence.contains("at least 22"), "{}", view.sentence);
-    let experiment = lab.coverage_experiment(&settings(0.1), 0.1, 10, 3).unwrap();
+    let experiment = lab
+        .coverage_experiment(&settings(0.1), 0.1, 0.1, 10, 3)
+        .unwrap();
     assert!(experiment.pac.is_none());
 }
 
@@ -70,7 +72,7 @@ fn the_experiment_measures_each_ranks_shortfall_at_the_rate_its_law_predicts() {
     const SPLITS: usize = 1_000;
     let mut lab = calibrated_lab(4_000, 3);
     let experiment = lab
-        .coverage_experiment(&settings(0.1), 0.1, SPLITS, 5)
+        .coverage_experiment(&settings(0.1), 0.1, 0.1, SPLITS, 5)
         .unwrap();
     let pac = experiment.pac.expect("a PAC rank");
     assert_eq!(pac.coverages.len(), SPLITS);

@@ -12,7 +12,7 @@ use super::{Cache, Lab, LabError, Part};
 use crate::calibration::{self, Logits};
 use crate::conformal;
 use crate::selective::{self, RiskCoveragePoint, SelectiveReport};
-use crate::sentences::{self, SelectiveFigures, SelectiveLesson};
+use crate::sentences::{self, RiskControlExperimentFigures, SelectiveFigures, SelectiveLesson};
 
 /// The risk level slider's value until the reader moves it: at most 3% of the images answered
 /// wrongly.
@@ -50,6 +50,60 @@ pub struct SelectiveView {
     pub needed: usize,
     pub n_calibration: usize,
     pub sentence: String,
+}
+
+/// Conformal risk control checked by the coverage experiment, on the same splits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RiskControlExperiment {
+    /// Each split's share of its evaluation part answered wrongly.
+    pub answered_error_rates: Vec<f64>,
+    pub figures: RiskControlExperimentFigures,
+    pub caption: String,
+}
+
+/// Conformal risk control at `temperature` and `risk_level` over the coverage experiment's
+/// splits of the two halves' images (calibration half first, as the experiment's pool);
+/// `None` when a calibration part of the half's size cannot answer anything at this level.
+pub(super) fn risk_control_experiment(
+    cache: &Cache,
+    k: usize,
+    temperature: f64,
+    risk_level: f64,
+    repetitions: usize,
+    seed: u64,
+) -> Result<Option<RiskControlExperiment>, LabError> {
+    let n_calibration = cache.calibration.labels.len();
+    if n_calibration < conformal::minimum_calibration_rows(risk_level)? {
+        return Ok(None);
+    }
+    let (mut confidence, mut correct) = confidences_of(&cache.calibration, k, temperature)?;
+    let (evaluation_confidence, evaluation_correct) =
+        confidences_of(&cache.evaluation, k, temperature)?;
+    confidence.extend(evaluation_confidence);
+    correct.extend(evaluation_correct);
+    let rates = selective::risk_control_experiment(
+        &confidence,
+        &correct,
+        n_calibration,
+        risk_level,
+        repetitions,
+        seed,
+    )?;
+    let count = rates.len() as f64;
+    let mean = rates.iter().sum::<f64>() / count;
+    let variance = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (count - 1.0).max(1.0);
+    let figures = RiskControlExperimentFigures {
+        repetitions: rates.len(),
+        risk_level,
+        mean,
+        standard_deviation: variance.sqrt(),
+        above: rates.iter().filter(|&&r| r > risk_level).count(),
+    };
+    Ok(Some(RiskControlExperiment {
+        answered_error_rates: rates,
+        caption: sentences::risk_control_experiment_caption(&figures),
+        figures,
+    }))
 }
 
 /// Top-label confidences and correctness of `part` at `temperature`.

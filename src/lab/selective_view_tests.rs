@@ -114,3 +114,49 @@ fn a_block_kept_while_t_and_the_risk_level_stay_is_the_one_computed_afresh() {
         fresh.selective_view(2.5, 0.2).unwrap()
     );
 }
+
+#[test]
+fn the_experiment_checks_risk_control_on_the_coverage_experiments_splits() {
+    // Calibrated logits scaled by 3: at T = 3 the confidences are calibrated, at any T the
+    // guarantee holds on average over the splits, and the caption never calls the mean above
+    // the level more than chance on pools of several seeds.
+    let settings = crate::lab::ConformalSettings {
+        temperature: 2.0,
+        alpha: 0.1,
+        score: crate::conformal::ScoreKind::Lac,
+        randomized: false,
+        raps_lambda: conformal::DEFAULT_RAPS_LAMBDA,
+        raps_k_reg: conformal::DEFAULT_RAPS_K_REG,
+        saps_lambda: conformal::DEFAULT_SAPS_LAMBDA,
+        class_conditional: false,
+    };
+    for seed in 0..5 {
+        let mut lab = overconfident_lab(2_000, 10 + seed);
+        let experiment = lab
+            .coverage_experiment(&settings, 0.1, 0.15, 200, seed)
+            .unwrap();
+        let run = experiment.risk_control.expect("1,000 calibration rows");
+        assert_eq!(run.answered_error_rates.len(), experiment.coverages.len());
+        let f = run.figures;
+        assert!(
+            f.mean <= 0.15 + 3.0 * f.standard_deviation / (200.0_f64).sqrt(),
+            "seed {seed}: mean {}",
+            f.mean
+        );
+        assert!(
+            f.above > 0 && f.above < 200,
+            "seed {seed}: {} above",
+            f.above
+        );
+        assert!(!run.caption.contains("more than chance"), "{}", run.caption);
+        assert!(run
+            .caption
+            .starts_with("Conformal risk control at a risk level of 15%: over 200 splits"));
+    }
+    // Too few calibration rows to answer anything at 1%: no check.
+    let mut small = overconfident_lab(100, 3);
+    let experiment = small
+        .coverage_experiment(&settings, 0.1, 0.01, 20, 0)
+        .unwrap();
+    assert!(experiment.risk_control.is_none());
+}

@@ -417,7 +417,7 @@ fn moving_alpha_or_temperature_changes_the_sets() {
 fn coverage_experiment_centres_on_the_beta_law() {
     let (mut lab, _, _) = full_lab(4_000);
     let experiment = lab
-        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 400, 11)
+        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 0.1, 400, 11)
         .unwrap();
     assert_eq!(experiment.coverages.len(), 400);
     let summary = &experiment.summary;
@@ -427,7 +427,7 @@ fn coverage_experiment_centres_on_the_beta_law() {
     assert!((summary.mean - summary.beta_mean).abs() < 4.0 * standard_error);
     assert!(summary.standard_deviation > summary.beta_standard_deviation);
     let again = lab
-        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 400, 11)
+        .coverage_experiment(&settings(ScoreKind::Aps), 0.1, 0.1, 400, 11)
         .unwrap();
     assert_eq!(again.coverages, experiment.coverages);
 }
@@ -677,4 +677,61 @@ fn the_anatomy_of_a_planted_network_shows_what_each_mistake_does() {
         fitted,
     );
     assert!(sentence.contains("nearly untouched"), "{sentence}");
+}
+
+/// Ten classes of calibrated logits (`ln p`, labels drawn from `p`), the rows of class 0 with
+/// their true label's logit lowered by 3: marginal thresholds under-cover class 0 by
+/// construction, while Mondrian thresholds are exact within each class.
+fn lab_with_a_hard_class(n: usize, seed: u64) -> Lab {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (probabilities, labels) = crate::test_support::calibrated_rows(n, 10, &mut rng);
+    let logits: Vec<f32> = probabilities
+        .chunks(10)
+        .zip(&labels)
+        .flat_map(|(row, &label)| {
+            row.iter().enumerate().map(move |(class, p)| {
+                let lowered = if label == 0 && class == 0 { 3.0 } else { 0.0 };
+                (p.ln() - lowered) as f32
+            })
+        })
+        .collect();
+    let mut lab = Lab::new(labels, 10, 1).unwrap();
+    lab.add_logits(0, 0, &logits).unwrap();
+    lab
+}
+
+#[test]
+fn the_methods_sentence_calls_a_planted_class_gap_real_and_exact_mondrian_chance() {
+    let settings = ConformalSettings {
+        temperature: 1.0,
+        score: ScoreKind::Lac,
+        ..settings(ScoreKind::Lac)
+    };
+    // The part of the verdict before "within" names the methods called chance.
+    let within = |sentence: &str, name: &str| {
+        let verdict = sentence.rsplit("). ").next().unwrap_or_default();
+        verdict.starts_with("All three are within")
+            || verdict
+                .split(" within ")
+                .next()
+                .unwrap_or_default()
+                .contains(name)
+    };
+    let mut mondrian_chance = 0;
+    for seed in 0..10 {
+        let view = lab_with_a_hard_class(4_000, 60 + seed)
+            .conformal_view(&settings)
+            .unwrap();
+        let sentence = &view.methods_sentence;
+        assert!(!within(sentence, "arginal"), "seed {seed}: {sentence}");
+        mondrian_chance += usize::from(within(sentence, "Mondrian"));
+        // Mondrian lifts the hard class; marginal leaves it far below 1 − α.
+        assert!(view.methods[0].lowest_class_coverage < 0.8, "seed {seed}");
+        assert!(view.methods[1].lowest_class_coverage > 0.8, "seed {seed}");
+        assert_eq!(view.clustered.clusters, CLUSTERS);
+    }
+    assert!(
+        mondrian_chance >= 9,
+        "Mondrian called chance in {mondrian_chance} of 10"
+    );
 }

@@ -810,6 +810,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
         Figure::Experiment => {
             let run = sources.experiment(figure)?;
             let pac = run.experiment.pac.as_ref();
+            let risk_control = run.experiment.risk_control.as_ref();
             table.header(&[
                 "split",
                 "coverage",
@@ -818,9 +819,13 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                 "pac_coverage",
                 "pac_k",
                 "pac_delta",
+                "risk_control_answered_error_rate",
+                "risk_level",
             ]);
             for (split, &coverage) in run.experiment.coverages.iter().enumerate() {
                 let pac_coverage = pac.and_then(|pac| pac.coverages.get(split));
+                let answered_error_rate =
+                    risk_control.and_then(|run| run.answered_error_rates.get(split));
                 table.row([
                     split.to_string(),
                     number(coverage),
@@ -829,6 +834,8 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                     pac_coverage.map_or(String::new(), |&c| number(c)),
                     pac.map_or(String::new(), |pac| pac.k.to_string()),
                     pac.map_or(String::new(), |pac| number(pac.delta)),
+                    answered_error_rate.map_or(String::new(), |&rate| number(rate)),
+                    risk_control.map_or(String::new(), |run| number(run.figures.risk_level)),
                 ]);
             }
         }

@@ -8,6 +8,7 @@
 //! patches.
 
 mod adaptive;
+mod clustered;
 pub mod figure;
 mod normalized_temperature;
 mod ood;
@@ -20,6 +21,7 @@ mod readouts;
 mod selective;
 mod shift;
 mod state;
+mod worst_slab;
 
 use serde::Serialize;
 
@@ -52,6 +54,7 @@ pub use state::{
     Field, FieldKind, GalleryChoice, ModelInfo, ModelKey, Network, NumberRange, PageState,
     Rejected, Slider, SliderRange, FIELDS, MODELS,
 };
+pub use worst_slab::worst_slab_readouts;
 
 /// Images per inference batch: small enough for progress to move every few hundred
 /// milliseconds, large enough for the matrix kernels.
@@ -392,6 +395,10 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
             .readouts
             .patches
             .extend(readouts::conformal(&view, state.score, &frame.class_names));
+        frame
+            .readouts
+            .patches
+            .extend(clustered::readouts(&view, &frame.class_names));
         frame.readouts.drawn.push("conformal");
         frame.conformal = Some(view);
         let pac = lab.pac_view(&settings, state.delta)?;

@@ -188,7 +188,7 @@ pub struct GallerySection {
     pub items: Vec<GalleryItem>,
 }
 
-/// What the coverage experiment writes.
+/// What the coverage experiment, or another measurement the reader asks for, writes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExperimentReadouts {
     pub patches: Vec<Patch>,
@@ -1056,6 +1056,9 @@ pub fn experiment_readouts(
         ]
         .into_iter()
         .chain(super::pac::experiment_patches(experiment.pac.as_ref()))
+        .chain(super::selective::experiment_patches(
+            experiment.risk_control.as_ref(),
+        ))
         .collect(),
     }
 }

@@ -3,7 +3,7 @@
 
 use super::readouts::{metric, slider, text, Patch};
 use super::state::PageState;
-use crate::lab::SelectiveView;
+use crate::lab::{RiskControlExperiment, SelectiveView};
 use crate::sentences::percent;
 
 /// The risk level slider and its label: from the state alone.
@@ -79,4 +79,26 @@ pub(super) fn readouts(view: &SelectiveView) -> Vec<Patch> {
         ),
     }
     patches
+}
+
+/// The coverage experiment's risk control line: the mean share answered wrongly over its
+/// splits, the share of splits above the risk level, and the caption; without a threshold
+/// (too few calibration images for the level), the caption says so.
+pub(super) fn experiment_patches(risk_control: Option<&RiskControlExperiment>) -> Vec<Patch> {
+    match risk_control {
+        Some(run) => {
+            let f = &run.figures;
+            let above = f.above as f64 / f.repetitions.max(1) as f64;
+            vec![
+                metric("risk_experiment_mean", f.mean, percent(f.mean, 2)),
+                metric("risk_experiment_above", above, percent(above, 1)),
+                text("risk-experiment-caption", run.caption.clone()),
+            ]
+        }
+        None => vec![text(
+            "risk-experiment-caption",
+            "The calibration half is too small for conformal risk control at this risk level: \
+             the experiment checks the coverage alone.",
+        )],
+    }
 }

@@ -1477,7 +1477,7 @@ fn the_pac_block_shows_the_labs_pac_view_at_the_states_delta_and_its_slider() {
     );
     // The experiment's PAC line: the share of its splits below 1 − α, and its caption.
     let experiment = lab
-        .coverage_experiment(&state.conformal_settings(), 0.2, 50, 1)
+        .coverage_experiment(&state.conformal_settings(), 0.2, state.risk, 50, 1)
         .unwrap();
     let readouts = experiment_readouts(&state, &experiment);
     let pac_run = experiment.pac.as_ref().unwrap();
@@ -1489,6 +1489,27 @@ fn the_pac_block_shows_the_labs_pac_view_at_the_states_delta_and_its_slider() {
         metric_patch(&readouts.patches, "pac_experiment_below").0,
         &Some(pac_run.figures.pac_below as f64 / 50.0)
     );
+    // Its risk control line at the state's risk level, on the same splits.
+    let risk_run = experiment.risk_control.as_ref().unwrap();
+    assert_eq!(
+        text_patch(&readouts.patches, "risk-experiment-caption"),
+        risk_run.caption
+    );
+    assert_eq!(
+        metric_patch(&readouts.patches, "risk_experiment_mean").0,
+        &Some(risk_run.figures.mean)
+    );
+    assert_eq!(
+        metric_patch(&readouts.patches, "risk_experiment_above").0,
+        &Some(risk_run.figures.above as f64 / 50.0)
+    );
+    // A risk level too low for the calibration half: the caption says the check is off.
+    let strict = lab
+        .coverage_experiment(&state.conformal_settings(), 0.2, 0.0001, 50, 1)
+        .unwrap();
+    let readouts = experiment_readouts(&state, &strict);
+    assert!(text_patch(&readouts.patches, "risk-experiment-caption")
+        .starts_with("The calibration half is too small for conformal risk control"));
 }
 
 #[test]
@@ -2049,4 +2070,80 @@ fn the_pvalues_block_waits_then_tests_the_evaluation_half_and_mixed_digits() {
     assert_eq!(table.len(), 1 + 158);
     let declared = table[1..].iter().filter(|row| row[4] == "1").count();
     assert_eq!(declared, expected.discoveries);
+}
+
+#[test]
+fn the_worst_slab_measurement_writes_the_labs_numbers_and_the_settings_measured() {
+    let mut lab = lab_with_logits(1_000, 1_000);
+    let state = PageState::default()
+        .set("mondrian", "1")
+        .and_then(|s| s.set("alpha", "0.2"))
+        .unwrap();
+    let view = lab.worst_slab_view(&state.conformal_settings()).unwrap();
+    let patches = worst_slab_readouts(&view).patches;
+    let f = view.figures;
+    assert_eq!(
+        metric_patch(&patches, "worst_slab_coverage").0,
+        &Some(f.coverage)
+    );
+    assert_eq!(metric_patch(&patches, "worst_slab_floor").0, &Some(f.floor));
+    assert_eq!(
+        metric_patch(&patches, "worst_slab_floor_spread").0,
+        &Some(f.floor_spread)
+    );
+    assert_eq!(
+        metric_patch(&patches, "worst_slab_rows").0,
+        &Some(f.rows as f64)
+    );
+    assert_eq!(text_patch(&patches, "worst-slab-sentence"), view.sentence);
+    assert_eq!(
+        text_patch(&patches, "worst-slab-summary"),
+        format!(
+            "Measured at α = 0.20, {}, T = {:.3}, Mondrian thresholds.",
+            readouts::score_name(state.score),
+            state.t
+        )
+    );
+}
+
+#[test]
+fn the_threshold_methods_table_shows_the_views_three_methods_and_its_clusters() {
+    let mut lab = lab_with_logits(2_000, 2_000);
+    let state = PageState::default();
+    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let patches = &frame.readouts.patches;
+    let view = lab.conformal_view(&state.conformal_settings()).unwrap();
+    for (name, method) in ["marginal", "mondrian", "clustered"]
+        .iter()
+        .zip(&view.methods)
+    {
+        for (column, value) in [
+            ("coverage", method.coverage),
+            ("average_set_size", method.average_set_size),
+            ("covgap", method.covgap),
+            ("lowest_class", method.lowest_class_coverage),
+        ] {
+            assert_eq!(
+                metric_patch(patches, &format!("method_{name}_{column}")).0,
+                &Some(value),
+                "{name} {column}"
+            );
+        }
+    }
+    // The marginal row is the lab's own sets without the Mondrian switch.
+    assert_eq!(view.methods[0].coverage, view.metrics.coverage);
+    assert_eq!(
+        metric_patch(patches, "covgap_floor_spread").0,
+        &Some(view.covgap_floor_spread)
+    );
+    assert_eq!(
+        text_patch(patches, "threshold-methods-sentence"),
+        view.methods_sentence
+    );
+    let clusters = text_patch(patches, "clustered-clusters");
+    assert!(
+        clusters.starts_with("Cluster 1: ") || clusters.starts_with("In no cluster"),
+        "{clusters}"
+    );
+    assert!(clusters.ends_with('.'));
 }

@@ -883,7 +883,13 @@ impl Page {
             .as_mut()
             .ok_or_else(no_labels)?
             .shown_lab()
-            .coverage_experiment(&settings, state.delta, repetitions, u64::from(state.split))?;
+            .coverage_experiment(
+                &settings,
+                state.delta,
+                state.risk,
+                repetitions,
+                u64::from(state.split),
+            )?;
         let target = 1.0 - settings.alpha;
         let readouts = page::experiment_readouts(state, &experiment);
         let run = self.experiment.insert(page::ExperimentRun {
@@ -935,6 +941,14 @@ impl Page {
             experiment: self.experiment.as_ref(),
         };
         Ok(page::figure::csv(figure, &sources)?)
+    }
+
+    /// Measures the worst-slab coverage of the conformal lab's sets at the state's settings,
+    /// with its noise floor, and returns its patches.
+    pub fn measure_worst_slab(&mut self) -> Result<JsValue, JsError> {
+        let settings = self.state.conformal_settings();
+        let view = self.data()?.shown_lab().worst_slab_view(&settings)?;
+        to_js(&page::worst_slab_readouts(&view))
     }
 }
 

@@ -214,6 +214,15 @@ test("5. the coverage experiment completes and draws its histogram", { timeout: 
   assert.ok(m.pac_experiment_below < m.marginal_experiment_below / 2, `PAC ${m.pac_experiment_below}, marginal ${m.marginal_experiment_below}`);
   const caption = await page.textContent("#pac-experiment-caption");
   assert.ok(caption.includes(`(${(100 * m.pac_experiment_below).toFixed(1)}%)`), caption);
+  // Conformal risk control at the default risk level of 3% on the same splits: the mean share
+  // answered wrongly at most the level (within 3 standard errors of 1,000 splits of sd ≲ 0.5%),
+  // some splits above it, and the caption states the numbers shown.
+  assert.ok(m.risk_experiment_mean <= 0.03 + 3 * 0.005 / Math.sqrt(1000), `mean answered and wrong ${m.risk_experiment_mean}`);
+  assert.ok(m.risk_experiment_above > 0 && m.risk_experiment_above < 1, `splits above ${m.risk_experiment_above}`);
+  const riskCaption = await page.textContent("#risk-experiment-caption");
+  assert.ok(riskCaption.startsWith("Conformal risk control at a risk level of 3%: over 1,000 splits"), riskCaption);
+  assert.ok(riskCaption.includes(`answered ${(100 * m.risk_experiment_mean).toFixed(2)}% of its evaluation part wrongly`), riskCaption);
+  assert.ok(riskCaption.includes(`(${(100 * m.risk_experiment_above).toFixed(1)}%)`), riskCaption);
   assert.match(caption, /^PAC at δ = 10%: over 1,000 splits/);
   t.diagnostic(`1,000 splits in ${await page.evaluate(() => window.calibra.timings.experiment)} ms`);
 });
@@ -329,4 +338,66 @@ test("9. selective classification at a risk level set by a pointer and the keybo
   assert.ok(sentence.includes(`a confidence above ${m.selective_threshold.toFixed(4)} at T = 1.000`), sentence);
   assert.ok(m.selective_answered_error_rate <= 0.05 + 3 * Math.sqrt((0.05 * 0.95) / 5000), `answered and wrong ${m.selective_answered_error_rate}`);
   t.diagnostic(`risk 5%: threshold ${m.selective_threshold}, answered ${m.selective_coverage}, AURC ${m.selective_aurc} (fitted T: ${m.selective_aurc_fitted})`);
+});
+
+test("10. worst-slab coverage, measured by a pointer and again by the keyboard, equals `calibra report --worst-slab` on the page's own logits to 1e-9, with its noise floor", { timeout: 120_000 }, async (t) => {
+  await configure({ score: "aps" });
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
+  const button = page.locator("#measure-worst-slab");
+  await button.scrollIntoViewIfNeeded();
+  await button.click();
+  await page.waitForFunction(() => window.calibra.timings.worstSlab !== undefined, null, { timeout: 30_000 });
+  const byPointer = await readMetrics(page);
+  // The keyboard presses it again: the same numbers.
+  await page.evaluate(() => { window.calibra.timings.worstSlab = undefined; });
+  await button.focus();
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => window.calibra.timings.worstSlab !== undefined, null, { timeout: 30_000 });
+  const m = await readMetrics(page);
+  assert.equal(m.worst_slab_coverage, byPointer.worst_slab_coverage);
+  const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", "aps", "--randomized", "true", "--worst-slab", "--bootstrap", "2", "--json"];
+  const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options], { maxBuffer: 16 << 20 })).stdout).conditional_coverage;
+  for (const [shown, key] of [["worst_slab_coverage", "worst_slab_coverage"], ["worst_slab_floor", "worst_slab_noise_floor"], ["worst_slab_rows", "worst_slab_rows"], ["covgap", "covgap"], ["covgap_floor", "covgap_noise_floor"]]) {
+    assert.ok(Math.abs(m[shown] - cli[key]) <= TOLERANCE_SAME_LOGITS, `${shown}: page ${m[shown]}, CLI ${cli[key]}`);
+  }
+  // Below 1 − α, as the search picks the worst slab; the sentence states the numbers shown.
+  assert.ok(m.worst_slab_floor < 0.9 && m.worst_slab_floor_spread > 0, `floor ${m.worst_slab_floor}`);
+  const sentence = await page.textContent("#worst-slab-sentence");
+  assert.ok(sentence.includes(`the worst covers ${(100 * m.worst_slab_coverage).toFixed(1)}% of its ${m.worst_slab_rows.toLocaleString("en-US")} images`), sentence);
+  assert.ok(sentence.includes(`${(100 * m.worst_slab_floor).toFixed(1)}% on average here`), sentence);
+  assert.match(await page.textContent("#worst-slab-summary"), /^Measured at α = 0\.10, APS, T = 1\.000, one threshold for all\.$/);
+  t.diagnostic(`worst slab ${m.worst_slab_coverage} (${m.worst_slab_rows} images), floor ${m.worst_slab_floor} ± ${m.worst_slab_floor_spread}, in ${await page.evaluate(() => window.calibra.timings.worstSlab)} ms`);
+});
+
+test("11. marginal, Mondrian and clustered thresholds side by side equal `calibra report`, `--mondrian` and `--clustered 3` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+  await configure({ score: "aps" });
+  const binary = await buildCalibra();
+  const { pageLogits, labels } = await pageFiles();
+  const m = await readMetrics(page);
+  const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", "aps", "--randomized", "true", "--bootstrap", "2", "--json"];
+  for (const [name, extra] of [["marginal", []], ["mondrian", ["--mondrian"]], ["clustered", ["--clustered", "3"]]]) {
+    const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options, ...extra], { maxBuffer: 16 << 20 })).stdout).conformal;
+    const lowest = Math.min(...cli.per_class_coverage.filter((c) => c !== null));
+    for (const [column, value] of [["coverage", cli.coverage], ["average_set_size", cli.average_set_size], ["covgap", cli.covgap], ["lowest_class", lowest]]) {
+      const shown = m[`method_${name}_${column}`];
+      assert.ok(Math.abs(shown - value) <= TOLERANCE_SAME_LOGITS, `${name} ${column}: page ${shown}, CLI ${value}`);
+    }
+    if (name === "clustered") {
+      // The clusters named on the page are the CLI's, numbered from 1.
+      const clusters = await page.textContent("#clustered-clusters");
+      const found = cli.clusters.cluster_of_class.filter((c) => c !== null);
+      if (found.length > 0) assert.ok(clusters.startsWith("Cluster 1: "), clusters);
+      const count = found.length === 0 ? 0 : Math.max(...found) + 1;
+      assert.equal((clusters.match(/[Cc]luster \d+:/g) ?? []).length, count, `${clusters} against ${JSON.stringify(cli.clusters)}`);
+      t.diagnostic(`clusters: ${clusters} (${cli.clusters.clustering_rows} rows set aside)`);
+    }
+  }
+  // The sentence states the three CovGaps and the floor shown.
+  const sentence = await page.textContent("#threshold-methods-sentence");
+  for (const name of ["marginal", "mondrian", "clustered"]) {
+    assert.ok(sentence.includes(`${(100 * m[`method_${name}_covgap`]).toFixed(2)}%`), `${name}: ${sentence}`);
+  }
+  assert.ok(sentence.includes(`shows ${(100 * m.covgap_floor).toFixed(2)}% on average`), sentence);
+  t.diagnostic(sentence);
 });
