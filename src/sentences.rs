@@ -2244,7 +2244,8 @@ pub fn pvalue_sentence(f: &PvalueFigures) -> String {
     let declared = if f.discoveries == 0 {
         format!(
             " At q = {q}, Benjamini–Hochberg declares none of the {} images out of \
-             distribution: no p-value is small enough for its rank.",
+             distribution: no p-value is small enough for its rank, so this batch's false discovery \
+             proportion is 0.",
             grouped(batch)
         )
     } else {

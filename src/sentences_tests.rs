@@ -1897,7 +1897,8 @@ fn the_pvalue_sentence_says_what_bh_declared_in_each_state() {
         pvalue_sentence(&pvalue_figures(0, 0, 0.0)),
         format!(
             "{intro} At q = 10%, Benjamini–Hochberg declares none of the 5,556 images out of \
-             distribution: no p-value is small enough for its rank.{bound}"
+             distribution: no p-value is small enough for its rank, so this batch's false discovery \
+             proportion is 0.{bound}"
         )
     );
     assert_eq!(

@@ -34,15 +34,16 @@ function splitStandardDeviation(alpha, n = N, m = M) {
   return Math.sqrt((variance * (a + b + m)) / m);
 }
 
-// Shows `state` (hash keys) and waits until both labs have redrawn for it.
+// Shows `state` (hash keys) and waits until both labs have redrawn for it. A link names only
+// what differs from the defaults, so the hash the page writes is not the one set here: whether
+// the labs redraw is told by the page's state, read once the hash change has been handled.
 async function show(state) {
   const counts = await page.evaluate(() => [window.calibra.timings.draws.length, window.calibra.timings.conformalDraws.length]);
+  const before = await page.evaluate(() => JSON.stringify(window.calibra.state));
   const hash = new URLSearchParams(Object.entries(state).map(([k, v]) => [k, String(v)])).toString();
-  const changed = await page.evaluate((h) => {
-    const before = location.hash;
-    location.hash = h;
-    return location.hash !== before;
-  }, hash);
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await nextFrames(page, 2);
+  const changed = await page.evaluate((previous) => JSON.stringify(window.calibra.state) !== previous, before);
   if (changed) {
     await page.waitForFunction(
       ([t, c]) => window.calibra.timings.draws.length > t && window.calibra.timings.conformalDraws.length > c,
@@ -60,7 +61,9 @@ const pct = (value, decimals) => `${(100 * value).toFixed(decimals)}%`;
 
 before(async () => {
   site = await openSite();
-  browser = await launchBrowser({ viewport: { width: 1280, height: 9000 } });
+  // Tall enough for the first two labs at once (about 9,200 and 7,900 px at this width): a lab
+  // draws only while it is in view, and every claim here reads both.
+  browser = await launchBrowser({ viewport: { width: 1280, height: 20000 } });
   problems = collectProblems(browser.context);
   page = browser.context.pages()[0] ?? (await browser.context.newPage());
   await page.goto(site.url);
