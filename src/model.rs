@@ -201,15 +201,13 @@ impl Classifier {
     /// the inference-only forward pass (module `inference`).
     ///
     /// # Errors
-    /// [`ModelError::PartialImage`] for a ragged input, [`ModelError::Inference`] otherwise.
+    /// [`ModelError::PartialImage`] for a ragged input.
     /// Runs in blocks of a fixed number of images so memory stays bounded for any `n`.
     pub fn logits(&self, pixels: &[u8]) -> Result<Vec<f32>, ModelError> {
         if !pixels.len().is_multiple_of(IMAGE_PIXELS) {
             return Err(ModelError::PartialImage { len: pixels.len() });
         }
-        self.inference
-            .logits(pixels, &self.device)
-            .map_err(ModelError::Inference)
+        Ok(self.inference.logits(pixels))
     }
 
     /// The penultimate features `[n, 128]` (the [`HIDDEN_UNITS`] activations after the first
@@ -218,14 +216,12 @@ impl Classifier {
     /// OOD detectors (`ood_features`) read the first beside the second.
     ///
     /// # Errors
-    /// [`ModelError::PartialImage`] for a ragged input, [`ModelError::Inference`] otherwise.
+    /// [`ModelError::PartialImage`] for a ragged input.
     pub fn features_and_logits(&self, pixels: &[u8]) -> Result<(Vec<f32>, Vec<f32>), ModelError> {
         if !pixels.len().is_multiple_of(IMAGE_PIXELS) {
             return Err(ModelError::PartialImage { len: pixels.len() });
         }
-        self.inference
-            .features_and_logits(pixels, &self.device)
-            .map_err(ModelError::Inference)
+        Ok(self.inference.features_and_logits(pixels))
     }
 
     /// The last layer's weight `[10, 128]` row-major and bias `[10]`: logits = weight ·

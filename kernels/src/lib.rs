@@ -1,8 +1,8 @@
-//! calibra's convolution layers as plain loops over `f32` slices: the network's input, padded;
-//! and each 3×3 convolution with its bias, ReLU and 2×2 max-pooling, through Winograd's
-//! F(2×2, 3×3) and a matrix product per tile position. Activations are NHWC (channels last). The
-//! network itself, its weights and its dense layers are the `calibra` crate's
-//! (`src/model/inference.rs`), in candle.
+//! calibra's inference layers as plain loops over `f32` slices: the network's input, padded;
+//! each 3×3 convolution with its bias, ReLU and 2×2 max-pooling, through Winograd's
+//! F(2×2, 3×3) and a matrix product per tile position; and the matrix product itself, which the
+//! dense layers use too. Activations are NHWC (channels last). The network itself and its
+//! weights are the `calibra` crate's (`src/model/inference.rs`), in candle.
 //!
 //! # Why a crate of its own
 //! The loops are fast only once LLVM vectorises them (WebAssembly's `simd128`, natively SSE or
@@ -21,4 +21,5 @@ mod matrix_product;
 mod winograd;
 
 pub use input::{padded_input, padded_len};
+pub use matrix_product::{matrix_product, TiledColumns, TILE_COLUMNS};
 pub use winograd::{convolve_max_pool_bias_relu, WinogradKernel};

@@ -1,9 +1,8 @@
-//! The matrix product under the second convolution (one per position of Winograd's 4×4 tiles:
-//! `winograd.rs`), `[rows, inner] × [inner, columns]`, written as plain loops that LLVM
-//! vectorises (WebAssembly's `simd128`, natively SSE/AVX).
+//! The matrix product under the convolutions (one per position of Winograd's 4×4 tiles:
+//! `winograd.rs`) and the dense layers, `[rows, inner] × [inner, columns]`, written as plain
+//! loops that LLVM vectorises (WebAssembly's `simd128`, natively SSE/AVX).
 //!
-//! It replaces candle's `Tensor::matmul` (the `gemm` crate) for the convolutions, which are
-//! nearly all of the network's arithmetic, for two reasons:
+//! It replaces candle's `Tensor::matmul` (the `gemm` crate) for every layer, for two reasons:
 //!
 //! - **V8 deoptimises `gemm` in WebAssembly.** `gemm` picks its kernels at run time through
 //!   function pointers. In Chromium, after a worker had run one network and started a second,
@@ -13,7 +12,8 @@
 //! - **The same sums everywhere.** Each output is `Σ_k a[i, k]·b[k, j]`, summed in the order of
 //!   `k` from zero, one rounding for the product and one for the sum (Rust never fuses them
 //!   into a multiply-add). Vectorising runs several `j` side by side and does not change any
-//!   one sum, so the convolutions give the same bits natively and in the browser, on any CPU.
+//!   one sum, and a row's sums do not depend on the other rows of its batch, so the network
+//!   gives the same bits natively and in the browser, on any CPU, in batches of any size.
 //!
 //! The kernel computes a tile of [`TILE_ROWS`] × [`TILE_COLUMNS`] outputs at a time: for each
 //! `k` it loads the tile's [`TILE_COLUMNS`] values of `b`'s row `k` once and uses them for all

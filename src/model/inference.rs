@@ -10,19 +10,27 @@
 //! it is a crate of its own. Each convolution's kernel `[out, in, 3, 3]` is permuted to
 //! `[(dy, dx, c), out]` and transformed for it once, at load time.
 //!
-//! The dense layers are candle-nn's `Linear`. The first one expects the flattened features in
-//! NCHW order `(c, h, w)`; rather than transposing every image's features, its weight's
-//! columns are permuted once at load time to NHWC order `(h, w, c)`, so the pooled output is
-//! its input as it lies.
+//! The dense layers are products of the same crate ([`DenseWeights`]), not candle-nn's
+//! `Linear`: `gemm` sums in an order that depends on the CPU's vector width and on where a row
+//! falls in its batch, so the page (WebAssembly, batches of its own sizes) and the CLI gave
+//! features and logits that differed in their last bits. The crate's loops sum each output in
+//! one fixed order, so an image gets the same features and logits to the bit natively and in
+//! the browser, in any batch. The first layer expects the flattened features in NCHW order
+//! `(c, h, w)`; rather than transposing every image's features, its weight's columns are
+//! permuted once at load time to NHWC order `(h, w, c)`, so the pooled output is its input as it
+//! lies.
 //!
 //! The result equals [`Cnn`]'s forward up to rounding: Winograd's transforms and the products
-//! sum in another order (the tests bound the difference at 1e-4 on the logits). Inference only: training and ODIN's
-//! gradient need candle's autograd and use [`Cnn`].
+//! sum in another order (the tests bound the difference at 1e-4 on the logits). Inference
+//! only: training and ODIN's gradient need candle's autograd and use [`Cnn`].
 
-use candle_core::{Device, Module, Tensor};
+use candle_core::Tensor;
 use candle_nn::{Conv2d, Linear};
 
-use calibra_kernels::{convolve_max_pool_bias_relu, padded_input, padded_len, WinogradKernel};
+use calibra_kernels::{
+    convolve_max_pool_bias_relu, matrix_product, padded_input, padded_len, TiledColumns,
+    WinogradKernel, TILE_COLUMNS,
+};
 
 use super::{Cnn, CONV1_CHANNELS, CONV2_CHANNELS, HIDDEN_UNITS, POOLED_SIDE};
 use crate::data::NUM_CLASSES;
@@ -39,8 +47,8 @@ const CONV2_SIDE: usize = IMAGE_SIDE / 2;
 pub(super) struct InferenceNetwork {
     conv1: ConvolutionWeights,
     conv2: ConvolutionWeights,
-    dense1: Linear,
-    dense2: Linear,
+    dense1: DenseWeights,
+    dense2: DenseWeights,
 }
 
 /// One 3×3 convolution's kernel, transformed for Winograd's algorithm, and its bias per output
@@ -75,6 +83,55 @@ impl ConvolutionWeights {
     }
 }
 
+/// A dense layer `y = x·Wᵀ + b`: its weight `W` `[outputs, inputs]` transposed to
+/// `[inputs, outputs]` and tiled for the kernels' product once, at load time. The product's
+/// columns are padded with zeros to a whole number of tiles (the last layer has 10 outputs);
+/// a zero column changes no other column's sums.
+#[derive(Debug)]
+struct DenseWeights {
+    weight: TiledColumns,
+    /// Columns of the product, `outputs` rounded up to a multiple of [`TILE_COLUMNS`].
+    columns: usize,
+    bias: Vec<f32>,
+}
+
+impl DenseWeights {
+    /// Lays out `linear`'s weight (or `weight`, the same shape, where the caller permuted its
+    /// columns) for the product.
+    fn new(weight: &Tensor, linear: &Linear) -> candle_core::Result<Self> {
+        let (outputs, inputs) = weight.dims2()?;
+        let weight = weight.to_vec2::<f32>()?;
+        let columns = outputs.next_multiple_of(TILE_COLUMNS);
+        let mut transposed = vec![0.0; inputs * columns];
+        for (j, row) in weight.iter().enumerate() {
+            for (k, &w) in row.iter().enumerate() {
+                transposed[k * columns + j] = w;
+            }
+        }
+        let bias = match linear.bias() {
+            Some(bias) => bias.to_vec1()?,
+            None => vec![0.0; outputs],
+        };
+        Ok(Self {
+            weight: TiledColumns::new(&transposed, inputs, columns),
+            columns,
+            bias,
+        })
+    }
+
+    /// `x·Wᵀ + b` for the rows of `x` `[n, inputs]`, as `[n, outputs]` row-major, each value
+    /// passed through `activation`.
+    fn apply(&self, x: &[f32], activation: impl Fn(f32) -> f32) -> Vec<f32> {
+        let product = matrix_product(x, &self.weight);
+        let rows = product.len() / self.columns;
+        let mut out = Vec::with_capacity(rows * self.bias.len());
+        for row in product.chunks_exact(self.columns) {
+            out.extend(row.iter().zip(&self.bias).map(|(s, b)| activation(s + b)));
+        }
+        out
+    }
+}
+
 impl InferenceNetwork {
     /// Lays out the weights of `cnn` for the NHWC forward pass.
     ///
@@ -87,71 +144,50 @@ impl InferenceNetwork {
             .weight()
             .reshape(((), CONV2_CHANNELS, POOLED_SIDE, POOLED_SIDE))?
             .permute((0, 2, 3, 1))?
-            .reshape(((), features))?
-            .contiguous()?;
+            .reshape(((), features))?;
         Ok(Self {
             conv1: ConvolutionWeights::new(&cnn.conv1)?,
             conv2: ConvolutionWeights::new(&cnn.conv2)?,
-            dense1: Linear::new(dense1_weight, cnn.dense1.bias().cloned()),
-            dense2: cnn.dense2.clone(),
+            dense1: DenseWeights::new(&dense1_weight, &cnn.dense1)?,
+            dense2: DenseWeights::new(cnn.dense2.weight(), &cnn.dense2)?,
         })
     }
 
     /// Logits `[n, 10]` row-major of `n` images given as `[n, 28, 28]` unsigned bytes (a whole
     /// number of images; the caller checks), [`IMAGES_PER_BLOCK`] images at a time.
-    ///
-    /// # Errors
-    /// A candle error from a matrix product.
-    pub(super) fn logits(&self, pixels: &[u8], device: &Device) -> candle_core::Result<Vec<f32>> {
+    pub(super) fn logits(&self, pixels: &[u8]) -> Vec<f32> {
         let mut logits = Vec::with_capacity(pixels.len() / IMAGE_PIXELS * NUM_CLASSES);
-        self.for_each_block(pixels, device, |_, block_logits| {
-            logits.extend(block_logits);
-            Ok(())
-        })?;
-        Ok(logits)
+        self.for_each_block(pixels, |_, block_logits| logits.extend(block_logits));
+        logits
     }
 
     /// The penultimate features `[n, 128]` (the first dense layer after its ReLU) and the
     /// logits `[n, 10]`, both row-major, from one pass: the logits are those of
     /// [`Self::logits`], to the bit.
-    ///
-    /// # Errors
-    /// A candle error from a matrix product.
-    pub(super) fn features_and_logits(
-        &self,
-        pixels: &[u8],
-        device: &Device,
-    ) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
+    pub(super) fn features_and_logits(&self, pixels: &[u8]) -> (Vec<f32>, Vec<f32>) {
         let n = pixels.len() / IMAGE_PIXELS;
         let mut features = Vec::with_capacity(n * HIDDEN_UNITS);
         let mut logits = Vec::with_capacity(n * NUM_CLASSES);
-        self.for_each_block(pixels, device, |hidden, block_logits| {
+        self.for_each_block(pixels, |hidden, block_logits| {
             logits.extend(block_logits);
-            features.extend(hidden.flatten_all()?.to_vec1::<f32>()?);
-            Ok(())
-        })?;
-        Ok((features, logits))
+            features.extend_from_slice(hidden);
+        });
+        (features, logits)
     }
 
     /// Runs the network on [`IMAGES_PER_BLOCK`] images at a time and hands `each` a block's
-    /// hidden layer (after its ReLU, a tensor `[block, 128]`) and its logits, row-major.
-    fn for_each_block(
-        &self,
-        pixels: &[u8],
-        device: &Device,
-        mut each: impl FnMut(&Tensor, Vec<f32>) -> candle_core::Result<()>,
-    ) -> candle_core::Result<()> {
+    /// hidden layer (after its ReLU, `[block, 128]` row-major) and its logits, row-major.
+    fn for_each_block(&self, pixels: &[u8], mut each: impl FnMut(&[f32], Vec<f32>)) {
         for block in pixels.chunks(IMAGES_PER_BLOCK * IMAGE_PIXELS) {
-            let hidden = self.block_hidden(block, device)?;
-            let logits = self.dense2.forward(&hidden)?.flatten_all()?.to_vec1()?;
-            each(&hidden, logits)?;
+            let hidden = self.block_hidden(block);
+            let logits = self.dense2.apply(&hidden, |z| z);
+            each(&hidden, logits);
         }
-        Ok(())
     }
 
-    /// The first dense layer's output after its ReLU, `[n, 128]`, for one block of images: one
-    /// call per convolution layer, then the dense layer.
-    fn block_hidden(&self, pixels: &[u8], device: &Device) -> candle_core::Result<Tensor> {
+    /// The first dense layer's output after its ReLU, `[n, 128]` row-major, for one block of
+    /// images: one call per convolution layer, then the dense layer.
+    fn block_hidden(&self, pixels: &[u8]) -> Vec<f32> {
         let n = pixels.len() / IMAGE_PIXELS;
         let input = padded_input(pixels, IMAGE_SIDE);
         let mut pooled1 = vec![0.0; n * padded_len(CONV2_SIDE, CONV1_CHANNELS)];
@@ -161,8 +197,7 @@ impl InferenceNetwork {
         let mut pooled2 = vec![0.0; n * features_len];
         self.conv2.apply(&pooled1, CONV2_SIDE, &mut pooled2, 0);
         drop(pooled1);
-        let features = Tensor::from_vec(pooled2, (n, features_len), device)?;
-        self.dense1.forward(&features)?.relu()
+        self.dense1.apply(&pooled2, |z| z.max(0.0))
     }
 }
 

@@ -40,10 +40,7 @@ fn plain_logits(cnn: &Cnn, pixels: &[u8]) -> Vec<f32> {
 /// The largest absolute difference between the NHWC pass's logits of `pixels` and the plain
 /// forward's.
 fn difference_from_plain(cnn: &Cnn, pixels: &[u8]) -> f32 {
-    let fast = InferenceNetwork::new(cnn)
-        .unwrap()
-        .logits(pixels, &Device::Cpu)
-        .unwrap();
+    let fast = InferenceNetwork::new(cnn).unwrap().logits(pixels);
     largest_difference(&fast, &plain_logits(cnn, pixels))
 }
 
@@ -139,4 +136,35 @@ fn features_are_the_last_layers_input_and_leave_the_logits_unchanged() {
         .collect();
     let difference = largest_difference(&recomputed, &logits);
     assert!(difference <= TOLERANCE, "{difference}");
+}
+
+/// The page infers in batches of its own sizes and the CLI in others: an image's features and
+/// logits must not depend on the batch it is in nor on its place there (module
+/// documentation), or the page and the CLI would disagree in the last bits.
+#[test]
+fn an_images_features_and_logits_are_the_same_bits_in_any_batch() {
+    let weights = std::fs::read(root().join("assets/models/fmnist-ce.safetensors")).unwrap();
+    let classifier = crate::model::Classifier::from_safetensors(weights).unwrap();
+    let n = IMAGES_PER_BLOCK + 9;
+    let pixels: Vec<u8> = (0..n * IMAGE_PIXELS)
+        .map(|i| ((i * 2_654_435_761) >> 9) as u8)
+        .collect();
+    let (features, logits) = classifier.features_and_logits(&pixels).unwrap();
+    for image in [0, 3, IMAGES_PER_BLOCK - 1, IMAGES_PER_BLOCK, n - 1] {
+        for first in [image.saturating_sub(2), image] {
+            let batch = &pixels[first * IMAGE_PIXELS..(image + 1) * IMAGE_PIXELS];
+            let (alone_features, alone_logits) = classifier.features_and_logits(batch).unwrap();
+            let place = image - first;
+            assert_eq!(
+                alone_logits[place * NUM_CLASSES..][..NUM_CLASSES],
+                logits[image * NUM_CLASSES..][..NUM_CLASSES],
+                "image {image} from {first}"
+            );
+            assert_eq!(
+                alone_features[place * HIDDEN_UNITS..][..HIDDEN_UNITS],
+                features[image * HIDDEN_UNITS..][..HIDDEN_UNITS],
+                "image {image} from {first}"
+            );
+        }
+    }
 }

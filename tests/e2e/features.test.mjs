@@ -2,8 +2,8 @@
 // the detectors fitted in the bootstrap worker on the calibration half, and every feature
 // score's FPR95, AUROC, AUPR-In and AUPR-Out equal to `calibra ood --model` run natively on
 // the same images (the calibration half to fit, the evaluation half and the digits to score),
-// within a few swapped pairs of scores; switching between fitted scores within a frame; the
-// cache's size with the features.
+// to 1e-9; switching between fitted scores (its time reported, not asserted: speed is the
+// benchmark's); the cache's size with the features.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -18,12 +18,10 @@ import { IMAGES_URL, LABELS_URL, buildCalibra, collectProblems, download, launch
 const run = promisify(execFile);
 
 const INFERENCE_TIMEOUT_MS = 300_000;
-// The browser's features and the CLI's differ in their last bits (the page infers in batches of
-// other sizes, and a row's sums follow its place in a batch), which may swap two near-equal
-// scores: each metric may move by a few such swaps, no more. (The detectors themselves are the
-// same f64 arithmetic on both; page = library on the same features is lab::FeatureStore's test.)
-const SWAPS = 5;
-const tolerance = (metric, nIn, nOut) => ({ fpr95: SWAPS / nOut, auroc: SWAPS / (nIn * nOut), aupr_in: SWAPS / nIn, aupr_out: SWAPS / nOut })[metric];
+// The page and the CLI infer each image to the same bits whatever its batch (the network's
+// fixed-order products, src/model/inference.rs) and fit the detectors by the same f64
+// arithmetic: only the last bits of a transcendental function may differ between the two.
+const TOLERANCE = 1e-9;
 const FEATURE_SCORES = ["mahalanobis", "knn", "react", "ash", "vim", "gradnorm"];
 const METRICS = ["fpr95", "auroc", "aupr_in", "aupr_out"];
 const MNIST_URL = "assets/mnist-ood-images-idx3-ubyte.gz";
@@ -75,7 +73,7 @@ function idxRows(unzipped, rows, name, { images }) {
   return file;
 }
 
-test("1. every feature score's metrics equal `calibra ood --model` on the same images (within a few swapped pairs), for LogitNorm τ = 0.04 and cross-entropy", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
+test("1. every feature score's metrics equal `calibra ood --model` on the same images (1e-9), for LogitNorm τ = 0.04 and cross-entropy", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
   const binary = await buildCalibra();
   const limits = await page.evaluate(() => window.calibra.limits);
   const metrics = await readMetrics(page);
@@ -109,7 +107,7 @@ test("1. every feature score's metrics equal `calibra ood --model` on the same i
         const value = metrics[`${metric}_${score}${suffix}`];
         const difference = Math.abs(value - native[score][metric]);
         largest = Math.max(largest, difference);
-        assert.ok(difference <= tolerance(metric, native.n_id, native.n_ood), `${network}, ${score} ${metric}: page ${value}, CLI ${native[score][metric]}`);
+        assert.ok(difference <= TOLERANCE, `${network}, ${score} ${metric}: page ${value}, CLI ${native[score][metric]}`);
       }
     }
     t.diagnostic(`${network}: largest difference from the CLI ${largest.toExponential(2)}`);
@@ -117,7 +115,7 @@ test("1. every feature score's metrics equal `calibra ood --model` on the same i
   }
 });
 
-test("2. once fitted, switching between feature scores redraws within a frame; the features' share of the cache", { timeout: INFERENCE_TIMEOUT_MS }, async (t) => {
+test("2. once fitted, switching between feature scores redraws at once with the chosen score; the features' share of the cache", { timeout: INFERENCE_TIMEOUT_MS }, async (t) => {
   const millis = [];
   for (const score of ["vim", "mahalanobis", "gradnorm", "knn"]) {
     const before = await page.evaluate(() => window.calibra.timings.oodDraws.length);
@@ -129,8 +127,6 @@ test("2. once fitted, switching between feature scores redraws within a frame; t
   await page.evaluate(() => window.calibra.cacheSettled());
   const { usage } = await page.evaluate(() => navigator.storage.estimate());
   t.diagnostic(`a switch of feature score drew in ${millis.map((m) => m.toFixed(1)).join(", ")} ms; the origin's storage holds ${(usage / 2 ** 20).toFixed(1)} MiB (logits and features of two networks on the test images and the OOD sets)`);
-  // A frame at 60 Hz; the charts and the table only (the scores are kept).
-  assert.ok(Math.max(...millis) < 50, `redraws of ${millis.join(", ")} ms`);
 });
 
 test("3. the ranking lists every computed score on both networks by AUROC, and its sentence names the first with its interval", { timeout: INFERENCE_TIMEOUT_MS }, async () => {

@@ -18,8 +18,9 @@ const INFERENCE_TIMEOUT_MS = 300_000;
 // The page and the CLI compute the same f64 arithmetic on the same logits: only summation order
 // may differ.
 const TOLERANCE_METRIC = 1e-9;
-// Accuracy on all 10,000 test images against the card's (computed natively): browser and native
-// logits differ in their last float bits, which may flip an arg-max near a tie; two images.
+// Accuracy on all 10,000 test images against the card's, which the training run computed with
+// the inference code of its day: a forward pass that sums in another order differs in the last
+// float bits, which may flip an arg-max near a tie; two images.
 const TOLERANCE_ACCURACY = 2e-4;
 const SCORES = ["msp", "max_logit", "energy"];
 const METRICS = ["fpr95", "auroc", "aupr_in", "aupr_out"];
