@@ -1174,7 +1174,8 @@ fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
     assert!(!pending_cells(&frame));
     // Vector scaling's ECE and Venn–Abers' NLL, cells of the same answer.
     use crate::recalibration::{Method, MethodReport};
-    let cells: [(&str, Method, fn(&MethodReport) -> f64); 2] = [
+    type Reading = fn(&MethodReport) -> f64;
+    let cells: [(&str, Method, Reading); 2] = [
         ("rival_vector_ece", Method::Vector, |report| report.ece),
         ("rival_venn-abers_nll", Method::VennAbers, |report| {
             report.nll
