@@ -129,7 +129,7 @@ pub enum Method {
     /// Isotonic regression of the top-label confidence.
     Isotonic,
     /// The inductive Venn–Abers predictor of the top-label confidence, its two probabilities
-    /// merged (`venn_abers`); the CLI's, not yet the page's.
+    /// merged (`venn_abers`).
     #[serde(rename = "venn-abers")]
     VennAbers,
     /// Dirichlet calibration with ODIR regularisation: `softmax(W ln q + b)` (`dirichlet`).
@@ -137,15 +137,15 @@ pub enum Method {
 }
 
 impl Method {
-    /// The methods of the page's table, in its order: every method but Venn–Abers, which only
-    /// the CLI offers so far.
-    pub const ALL: [Method; 7] = [
+    /// The methods of the page's table, in its order.
+    pub const ALL: [Method; 8] = [
         Method::Uncalibrated,
         Method::Temperature,
         Method::Normalized,
         Method::Vector,
         Method::Histogram,
         Method::Isotonic,
+        Method::VennAbers,
         Method::Dirichlet,
     ];
 

@@ -892,15 +892,15 @@ pub fn calibration_lesson(chosen: &NetworkFigures, cross_entropy: &NetworkFigure
 /// they will be once every row's logits are in.
 pub fn rivals_pending(fitting: bool) -> String {
     if fitting {
-        "Fitting normalised temperature scaling, vector scaling, histogram binning and isotonic \
-         regression on the calibration half…"
+        "Fitting normalised temperature scaling, vector scaling, histogram binning, isotonic \
+         regression and Venn–Abers on the calibration half…"
             .to_string()
     } else {
         "The rivals are fitted once the logits of every row are in.".to_string()
     }
 }
 
-/// What the rivals table says about accuracy: temperature scaling and the two top-label
+/// What the rivals table says about accuracy: temperature scaling and the three top-label
 /// methods keep every prediction, vector scaling and Dirichlet calibration may not. `accuracy`
 /// is theirs, `vector` vector scaling's accuracy with the number of predictions it changed, out
 /// of `images`, and `dirichlet` the same of Dirichlet calibration (`None`: not fitted, for more
@@ -912,7 +912,7 @@ pub fn rivals_accuracy_sentence(
     images: usize,
 ) -> String {
     let kept = format!(
-        "Temperature scaling, histogram binning and isotonic regression keep every \
+        "Temperature scaling, histogram binning, isotonic regression and Venn–Abers keep every \
          prediction, so the accuracy stays at {}",
         percent(accuracy, 2)
     );
@@ -1021,6 +1021,46 @@ pub fn rivals_binning_sentence(
         histogram.nll,
         isotonic.nll,
         temperature.nll,
+    )
+}
+
+/// What the rivals table says about Venn–Abers against isotonic regression, which it fits
+/// twice for each image: what the table measures (the merge of `p0` and `p1`, never 0 or 1,
+/// so that no miss costs NLL's 36 nats), and its NLL and ECE on the evaluation half against
+/// isotonic regression's, lower or higher as the printed numbers are.
+pub fn rivals_venn_abers_sentence(venn_abers: BinningFigures, isotonic: BinningFigures) -> String {
+    let compared = |ours: f64, theirs: f64| {
+        let (ours_text, theirs_text) = (format!("{ours:.4}"), format!("{theirs:.4}"));
+        let relation = if ours_text == theirs_text {
+            "the same as"
+        } else if ours < theirs {
+            "below"
+        } else {
+            "above"
+        };
+        format!("{ours_text}, {relation} isotonic regression's {theirs_text}")
+    };
+    format!(
+        "Venn–Abers fits isotonic regression twice for each image, with the image counted wrong \
+         (p0) and counted right (p1), and the table measures the merge p1 / (1 − p0 + p1): a \
+         single probability between the two that is never 0 or 1, so a miss never costs the 36 \
+         nats of a step that says 1. On the evaluation half its NLL is {}, and its ECE {}.",
+        compared(venn_abers.nll, isotonic.nll),
+        compared(venn_abers.ece, isotonic.ece),
+    )
+}
+
+/// A Venn–Abers interval `[p0, p1]` as a gallery card shows it ("Venn–Abers: 0.91–0.97") and
+/// as a screen reader says it ("Venn–Abers interval 0.91 to 0.97"): two decimals, or as many
+/// more (up to four) as the two ends need to differ.
+pub fn venn_abers_interval_text(p0: f64, p1: f64) -> (String, String) {
+    let (low, high) = (2..=4)
+        .map(|decimals| (format!("{p0:.decimals$}"), format!("{p1:.decimals$}")))
+        .find(|(low, high)| low != high)
+        .unwrap_or_else(|| (format!("{p0:.4}"), format!("{p1:.4}")));
+    (
+        format!("Venn–Abers: {low}–{high}"),
+        format!("Venn–Abers interval {low} to {high}"),
     )
 }
 

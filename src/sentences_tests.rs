@@ -470,6 +470,68 @@ fn rivals_binning_sentence_puts_overfitting_where_it_is_measured() {
 }
 
 #[test]
+fn rivals_venn_abers_sentence_compares_the_printed_numbers_with_isotonic_regression() {
+    let figures = |ece, nll| BinningFigures {
+        distinct: 100,
+        ece,
+        calibration_ece: 0.0,
+        nll,
+    };
+    let isotonic = figures(0.013, 0.35);
+    // Venn–Abers' (ECE, NLL), and the end of the sentence: equal to the four decimals shown is
+    // neither below nor above.
+    let cases = [
+        (
+            (0.012, 0.30),
+            "its NLL is 0.3000, below isotonic regression's 0.3500, and its ECE 0.0120, below \
+             isotonic regression's 0.0130.",
+        ),
+        (
+            (0.02, 0.36),
+            "its NLL is 0.3600, above isotonic regression's 0.3500, and its ECE 0.0200, above \
+             isotonic regression's 0.0130.",
+        ),
+        (
+            (0.013_01, 0.350_02),
+            "its NLL is 0.3500, the same as isotonic regression's 0.3500, and its ECE 0.0130, \
+             the same as isotonic regression's 0.0130.",
+        ),
+    ];
+    for ((ece, nll), ending) in cases {
+        let text = rivals_venn_abers_sentence(figures(ece, nll), isotonic);
+        assert!(
+            text.contains("the table measures the merge p1 / (1 − p0 + p1)")
+                && text.contains("never 0 or 1")
+                && text.ends_with(ending),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_venn_abers_interval_shows_as_many_decimals_as_its_ends_need() {
+    assert_eq!(
+        venn_abers_interval_text(0.912, 0.968),
+        (
+            "Venn–Abers: 0.91–0.97".to_string(),
+            "Venn–Abers interval 0.91 to 0.97".to_string()
+        )
+    );
+    assert_eq!(
+        venn_abers_interval_text(0.9912, 0.9934).0,
+        "Venn–Abers: 0.991–0.993"
+    );
+    assert_eq!(
+        venn_abers_interval_text(0.99912, 0.99934).1,
+        "Venn–Abers interval 0.9991 to 0.9993"
+    );
+    assert_eq!(
+        venn_abers_interval_text(0.999_912, 0.999_934).0,
+        "Venn–Abers: 0.9999–0.9999"
+    );
+}
+
+#[test]
 fn shift_verdicts_say_where_coverage_lies_and_whether_the_guarantee_applies() {
     // sd 0.006, band [0.9, 0.9002].
     assert_eq!(

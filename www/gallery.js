@@ -116,7 +116,8 @@ export class Gallery {
     }
   }
 
-  // One image as a button: its thumbnail, its true label, and its set as chips.
+  // One image as a button: its thumbnail, its true label, its set as chips, and (an evaluation
+  // image) its Venn–Abers interval.
   tile(item) {
     const button = document.createElement("button");
     button.type = "button";
@@ -138,6 +139,14 @@ export class Gallery {
     const chips = this.chips(item);
     chips.setAttribute("aria-hidden", "true");
     button.append(truth, chips);
+    if (item.venn_abers) {
+      const interval = document.createElement("div");
+      interval.className = "venn-abers";
+      interval.textContent = item.venn_abers.text;
+      interval.setAttribute("aria-hidden", "true");
+      set.textContent += `; ${item.venn_abers.spoken}`;
+      button.append(interval);
+    }
     button.addEventListener("click", () => {
       this.selectedRow = item.row;
       this.scrollToExplanation = true;

@@ -4,7 +4,7 @@
 use super::intervals::BOOTSTRAP;
 use super::pac_view::{self, PacExperiment};
 use super::selective_view::{self, RiskControlExperiment};
-use super::{Cache, Lab, LabError, Part, Probabilities, ScoreTable};
+use super::{Cache, GalleryInterval, Lab, LabError, Part, Probabilities, ScoreTable};
 use crate::bootstrap::{self, MetricInterval};
 use crate::calibration::{self, predicted_class, Logits};
 use crate::conformal::clustered::{self, ClusteredThresholds};
@@ -162,6 +162,9 @@ pub struct GalleryItem {
     pub covered: bool,
     /// The true label's score `s(x, y)`.
     pub true_label_score: f64,
+    /// The Venn–Abers interval of its top-label confidence at the lab's T (`venn_abers_view`);
+    /// `None` for a calibration image, one of the rows it is fitted on.
+    pub venn_abers: Option<GalleryInterval>,
 }
 
 /// Why each label of one image is in its set or not.
@@ -715,7 +718,8 @@ impl Lab {
         })
     }
 
-    /// Up to `limit` evaluation images passing `filter`, in test-set order, with their sets.
+    /// Up to `limit` evaluation images passing `filter`, in test-set order, with their sets
+    /// and their Venn–Abers intervals.
     ///
     /// # Errors
     /// As [`Lab::conformal_view`].
@@ -739,16 +743,21 @@ impl Lab {
                 GalleryFilter::Large => size >= LARGE_SET_SIZE,
                 GalleryFilter::Empty => size == 0,
             };
-            keep.then(|| GalleryItem {
-                row: evaluation.rows[i],
-                label,
-                predicted: predicted_class(&evaluation.logits[i * k..(i + 1) * k]) as u32,
-                set: sets.set(i).collect(),
-                covered,
-                true_label_score: table.evaluation[i * k + label as usize],
+            keep.then(|| {
+                let item = GalleryItem {
+                    row: evaluation.rows[i],
+                    label,
+                    predicted: predicted_class(&evaluation.logits[i * k..(i + 1) * k]) as u32,
+                    set: sets.set(i).collect(),
+                    covered,
+                    true_label_score: table.evaluation[i * k + label as usize],
+                    venn_abers: None,
+                };
+                (i, item)
             })
         });
-        Ok(items.take(limit).collect())
+        let items = items.take(limit).collect();
+        self.with_venn_abers(settings.temperature, items)
     }
 
     /// The `count` most conformal (lowest true-label score) and least conformal (highest)
@@ -780,6 +789,7 @@ impl Lab {
                 set: sets.set(0).collect(),
                 covered: sets.contains(0, calibration.labels[i]),
                 true_label_score: scores[i],
+                venn_abers: None,
             })
         };
         let most = order

@@ -39,6 +39,7 @@ mod shift_store;
 mod shift_view;
 mod streamed;
 mod temperature_view;
+mod venn_abers_view;
 
 pub use feature_store::{
     FeatureInputs, FeatureRequest, FeatureStore, NetworkFeatureScores, FEATURE_WIDTH,
@@ -68,6 +69,7 @@ pub use pvalues_view::{
     ChartWindow, PvalueRequest, PvalueView, SortedPvalue, DEFAULT_FDR_LEVEL, DEFAULT_OOD_SHARE,
 };
 pub use selective_view::{RiskControlExperiment, SelectiveView, DEFAULT_RISK_LEVEL};
+pub use venn_abers_view::GalleryInterval;
 
 pub use adaptive_view::{AdaptiveView, StreamBlock, COVERAGE_WINDOW, DEFAULT_ACI_GAMMA};
 use temperature_view::FixedReports;
@@ -183,6 +185,8 @@ struct Cache {
     slab_orders: Option<crate::conformal::worst_slab::SlabOrders>,
     /// The standard deviation of CovGap's noise floor, and the α it is for.
     covgap_floor_spread: Option<(f64, f64)>,
+    /// The Venn–Abers predictor of the gallery's intervals, at the last gallery's T.
+    venn_abers: Option<venn_abers_view::KeptVennAbers>,
 }
 
 /// Softmax probabilities of both halves at one temperature.
@@ -445,6 +449,7 @@ impl Lab {
                 anatomy: Answers::default(),
                 slab_orders: None,
                 covgap_floor_spread: None,
+                venn_abers: None,
             });
         }
         self.cache.as_mut().ok_or(LabError::NotReady)

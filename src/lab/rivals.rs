@@ -1,7 +1,7 @@
 //! Temperature scaling against its rivals (vector scaling, histogram binning, isotonic
-//! regression, Dirichlet calibration up to its 20 classes; `crate::recalibration`): each fitted on the calibration half, measured on the
-//! evaluation half, and the two sentences on what the numbers show. Nothing here depends on
-//! the temperature slider.
+//! regression, Venn–Abers, Dirichlet calibration up to its 20 classes; `crate::recalibration`):
+//! each fitted on the calibration half, measured on the evaluation half, and the three
+//! sentences on what the numbers show. Nothing here depends on the temperature slider.
 //!
 //! Vector scaling's Newton fit costs about 20 ms on the test images but seconds on a reader's
 //! 200,000 rows of 100 classes, far more than a frame: the page asks a worker for the rivals
@@ -26,6 +26,9 @@ pub struct RivalsView {
     /// How few confidences the binning methods give, and whether they fit the calibration
     /// half better.
     pub binning_sentence: String,
+    /// What Venn–Abers' merged probability is, and its NLL and ECE against isotonic
+    /// regression's.
+    pub venn_abers_sentence: String,
 }
 
 /// Which rivals: the network and split whose halves they are fitted and measured on, the
@@ -173,15 +176,19 @@ fn with_sentences(
     if let Some(stop) = vector_fit.and_then(sentences::vector_scaling_stop_sentence) {
         accuracy_sentence = format!("{accuracy_sentence} {stop}");
     }
+    let isotonic = binning(find(Method::Isotonic)?);
     let binning_sentence = sentences::rivals_binning_sentence(
         binning(find(Method::Histogram)?),
-        binning(find(Method::Isotonic)?),
+        isotonic,
         binning(temperature),
         images,
     );
+    let venn_abers_sentence =
+        sentences::rivals_venn_abers_sentence(binning(find(Method::VennAbers)?), isotonic);
     Ok(RivalsView {
         reports,
         accuracy_sentence,
         binning_sentence,
+        venn_abers_sentence,
     })
 }

@@ -735,3 +735,59 @@ fn the_methods_sentence_calls_a_planted_class_gap_real_and_exact_mondrian_chance
         "Mondrian called chance in {mondrian_chance} of 10"
     );
 }
+
+#[test]
+fn each_gallery_image_gets_the_venn_abers_interval_of_the_core_predictor_at_the_labs_t() {
+    use crate::calibration::confidences;
+    use crate::recalibration::venn_abers::fit_venn_abers;
+    let (mut lab, _, _) = full_lab(1_200);
+    for temperature in [0.7, 2.5, 0.7] {
+        let settings = ConformalSettings {
+            temperature,
+            ..settings(ScoreKind::Lac)
+        };
+        let items = lab
+            .gallery(&settings, GalleryFilter::All, usize::MAX)
+            .unwrap();
+        let cache = lab.prepared().unwrap();
+        let at_temperature = |part: &Part| {
+            confidences(
+                &Logits::new(&part.logits, K).unwrap(),
+                &part.labels,
+                temperature,
+            )
+            .unwrap()
+        };
+        let (confidence, correct) = at_temperature(&cache.calibration);
+        let fitted = fit_venn_abers(&confidence, &correct).unwrap();
+        let (evaluation_confidence, _) = at_temperature(&cache.evaluation);
+        assert_eq!(items.len(), cache.evaluation.rows.len());
+        for item in &items {
+            let index = cache.evaluation.rows.binary_search(&item.row).unwrap();
+            let expected = fitted.interval(evaluation_confidence[index]);
+            let shown = item
+                .venn_abers
+                .as_ref()
+                .expect("an evaluation image's interval");
+            assert_eq!(
+                (shown.p0, shown.p1),
+                (expected.p0, expected.p1),
+                "row {}",
+                item.row
+            );
+            assert!(shown.p0 < shown.p1, "row {}", item.row);
+            let (text, spoken) = crate::sentences::venn_abers_interval_text(shown.p0, shown.p1);
+            assert_eq!((&shown.text, &shown.spoken), (&text, &spoken));
+        }
+        let width = |item: &GalleryItem| item.venn_abers.as_ref().map(|i| i.p1 - i.p0);
+        assert!(items.iter().any(|item| width(item) != width(&items[0])));
+    }
+    // The calibration images of the extremes are the evidence: no interval.
+    let (most, least) = lab
+        .conformity_extremes(&settings(ScoreKind::Lac), 5)
+        .unwrap();
+    assert!(most
+        .iter()
+        .chain(&least)
+        .all(|item| item.venn_abers.is_none()));
+}

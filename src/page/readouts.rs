@@ -588,6 +588,12 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
                 .map_or_else(String::new, |rivals| rivals.binning_sentence.clone()),
         ),
         text(
+            "rivals-venn-abers-sentence",
+            view.rivals
+                .as_ref()
+                .map_or_else(String::new, |rivals| rivals.venn_abers_sentence.clone()),
+        ),
+        text(
             "split-sizes",
             format!(
                 "{} calibration / {} evaluation images",

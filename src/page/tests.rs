@@ -1155,6 +1155,10 @@ fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
         text_patch(&frame.readouts.patches, "rivals-accuracy-sentence"),
         crate::sentences::rivals_pending(true)
     );
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "rivals-venn-abers-sentence"),
+        ""
+    );
     let sources = Sources {
         frame: &frame,
         experiment: None,
@@ -1168,18 +1172,31 @@ fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
     let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
     assert_eq!(frame.readouts.rivals_request, None);
     assert!(!pending_cells(&frame));
-    let (value, text) = metric_patch_in_rows(&frame, "rival_vector_ece");
-    let vector = answer
-        .reports
-        .iter()
-        .find(|report| report.method == crate::recalibration::Method::Vector)
-        .unwrap();
-    assert_eq!(value, Some(vector.ece));
-    assert_eq!(text, format!("{:.4}", vector.ece));
+    // Vector scaling's ECE and Venn–Abers' NLL, cells of the same answer.
+    use crate::recalibration::{Method, MethodReport};
+    type Reading = fn(&MethodReport) -> f64;
+    let cells: [(&str, Method, Reading); 2] = [
+        ("rival_vector_ece", Method::Vector, |report| report.ece),
+        ("rival_venn-abers_nll", Method::VennAbers, |report| {
+            report.nll
+        }),
+    ];
+    for (metric, method, figure) in cells {
+        let (value, text) = metric_patch_in_rows(&frame, metric);
+        let report = answer.reports.iter().find(|r| r.method == method).unwrap();
+        assert_eq!(value, Some(figure(report)));
+        assert_eq!(text, format!("{:.4}", figure(report)));
+    }
     assert_eq!(
         text_patch(&frame.readouts.patches, "rivals-accuracy-sentence"),
         answer.accuracy_sentence
     );
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "rivals-venn-abers-sentence"),
+        answer.venn_abers_sentence
+    );
+    let (_, venn_abers_nll) = metric_patch_in_rows(&frame, "rival_venn-abers_nll");
+    assert!(answer.venn_abers_sentence.contains(&venn_abers_nll));
     // Other bins: asked for again, and no number of the old bins is shown meanwhile.
     let rebinned = PageState {
         bins: 10,

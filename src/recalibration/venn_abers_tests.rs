@@ -152,3 +152,80 @@ fn the_interval_narrows_as_the_calibration_rows_grow() {
     let (small, large) = (width(250), width(4000));
     assert!(small > 4.0 * large, "{small} against {large}");
 }
+
+/// The definition, slowly: pool-adjacent-violators on the calibration rows with the row
+/// `(s, outcome)` added, read at `s`.
+fn isotonic_with_the_row(confidence: &[f64], correct: &[bool], s: f64, outcome: bool) -> f64 {
+    let mut confidence = confidence.to_vec();
+    let mut correct = correct.to_vec();
+    confidence.push(s);
+    correct.push(outcome);
+    crate::recalibration::fit_isotonic(&confidence, &correct)
+        .unwrap()
+        .at(s)
+}
+
+#[test]
+fn each_interval_is_the_isotonic_fit_with_the_row_added() {
+    // The prefix and suffix blocks give, bit for bit, the PAV fit of every calibration row and
+    // the new one: on ties, on the calibration confidences themselves, in every gap, and
+    // beyond both ends.
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    for n in [1, 2, 7, 60, 400] {
+        let (confidence, correct): (Vec<f64>, Vec<bool>) = (0..n)
+            .map(|_| {
+                let c = (rng.random_range(0.1..1.0_f64) * 30.0).round() / 30.0;
+                (c, rng.random::<f64>() < c)
+            })
+            .unzip();
+        let fitted = fit_venn_abers(&confidence, &correct).unwrap();
+        let queries = confidence
+            .iter()
+            .copied()
+            .chain((0..120).map(|i| f64::from(i) / 120.0 + 0.0005))
+            .chain([0.0, 1.0]);
+        for s in queries {
+            let interval = fitted.interval(s);
+            assert_eq!(
+                interval.p0,
+                isotonic_with_the_row(&confidence, &correct, s, false),
+                "p0 at {s}, n = {n}"
+            );
+            assert_eq!(
+                interval.p1,
+                isotonic_with_the_row(&confidence, &correct, s, true),
+                "p1 at {s}, n = {n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_merged_probability_is_never_zero_or_one() {
+    // Every calibration row above 0.8 is right and every one below 0.3 wrong: isotonic
+    // regression says 1 and 0 there, but the row counted wrong keeps p0 below 1 and the row
+    // counted right keeps p1 above 0, so the merge p1 / (1 − p0 + p1) stays inside (0, 1).
+    let confidence: Vec<f64> = (0..100).map(|i| f64::from(i) / 100.0).collect();
+    let correct: Vec<bool> = confidence.iter().map(|&c| c > 0.5).collect();
+    let isotonic = crate::recalibration::fit_isotonic(&confidence, &correct).unwrap();
+    assert_eq!((isotonic.at(0.95), isotonic.at(0.1)), (1.0, 0.0));
+    let merged = fit_venn_abers(&confidence, &correct).unwrap().merged();
+    for &value in merged.values() {
+        assert!(value > 0.0 && value < 1.0, "{value}");
+    }
+}
+
+#[test]
+fn the_interval_is_narrow_where_the_calibration_rows_are_many() {
+    // 900 calibration rows at confidence 0.9 (810 right), 9 at 0.6 (5 right): one added row
+    // moves the fit at 0.9 by about 1/901, at 0.6 by about 1/10.
+    let mut confidence = vec![0.9; 900];
+    let mut correct: Vec<bool> = (0..900).map(|i| i < 810).collect();
+    confidence.extend([0.6; 9]);
+    correct.extend((0..9).map(|i| i < 5));
+    let fitted = fit_venn_abers(&confidence, &correct).unwrap();
+    let dense = fitted.interval(0.9);
+    let sparse = fitted.interval(0.6);
+    assert_eq!((dense.p0, dense.p1), (810.0 / 901.0, 811.0 / 901.0));
+    assert_eq!((sparse.p0, sparse.p1), (5.0 / 10.0, 6.0 / 10.0));
+}

@@ -253,14 +253,22 @@ test("every chart has a name and a description that its figure's caption gives; 
   const tiles = await page.$$eval("#gallery .tile", (buttons) => buttons.map((button) => ({
     shown: button.querySelector(".truth").firstChild.textContent,
     chipsHidden: button.querySelector(".chips").getAttribute("aria-hidden"),
+    interval: button.querySelector(".venn-abers")?.textContent ?? "",
+    intervalHidden: button.querySelector(".venn-abers")?.getAttribute("aria-hidden"),
   })));
+  const shownInterval = tiles.map(({ interval }) => interval);
   assert.ok(tiles.length > 0, "the gallery has tiles");
   const names = (await accessibleNames("#gallery .tile")).map((name) => name.replace(/\s+;/g, ";"));
   tiles.forEach(({ shown, chipsHidden }, i) => {
     assert.ok(names[i].startsWith(`${shown}; set: `), `tile ${i} is named "${names[i]}", which starts with its visible text "${shown}"`);
-    assert.match(names[i], /^#\d+: [^;]+; set: [^;]+; (covered|missed: [^;]+)$/);
+    // The gallery shows evaluation images here (its default filter): each says its Venn–Abers
+    // interval, as the card shows it. (Chromium adds a missed chip's title at the end.)
+    const match = /^#\d+: [^;]+; set: [^;]+; (covered|missed: [^;]+); Venn–Abers interval ([01]\.\d+) to ([01]\.\d+)( true label, not in the set)?$/.exec(names[i]);
+    assert.ok(match, `tile ${i} is named "${names[i]}"`);
+    assert.equal(`Venn–Abers: ${match[2]}–${match[3]}`, shownInterval[i], `tile ${i} says the interval it shows`);
     assert.equal(chipsHidden, "true");
   });
+  assert.ok(tiles.every(({ intervalHidden }) => intervalHidden === "true"), "the shown interval is hidden from screen readers, which read it in the name");
 });
 
 // The parts of a chart's description that state its numbers: the sentences at the end of its

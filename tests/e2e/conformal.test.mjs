@@ -245,6 +245,18 @@ test("6. gallery filters show only matching images", { timeout: 60_000 }, async 
     if (filter === "misses") assert.ok(shown.length > 0, "LAC at α = 0.2 misses some images");
     if (filter === "empty") assert.equal(shown.length > 0, m.empty_rate > 0, "empty sets shown exactly when there are some");
   }
+  // Each evaluation image shows its Venn–Abers interval, its ends in order (the native test
+  // checks them against the core's predictor); the calibration images of the extremes, none.
+  await configure({ score: "lac", alpha: 0.2, gallery: "all" });
+  const intervals = () => page.$$eval("#gallery .tile", (nodes) => nodes.map((n) => n.querySelector(".venn-abers")?.textContent ?? null));
+  const shownIntervals = await intervals();
+  assert.ok(shownIntervals.length > 0, "the gallery has tiles");
+  for (const text of shownIntervals) {
+    const match = /^Venn–Abers: ([01]\.\d+)–([01]\.\d+)$/.exec(text ?? "");
+    assert.ok(match && Number(match[1]) < Number(match[2]), `"${text}" is an interval`);
+  }
+  await configure({ score: "lac", alpha: 0.2, gallery: "extremes" });
+  assert.ok((await intervals()).every((text) => text === null), "calibration images show no interval");
   await configure({ score: "lac", alpha: 0.2, gallery: "misses" });
   await page.click("#gallery .tile >> nth=0");
   // The explanation is drawn on the next animation frame, not by the click itself.

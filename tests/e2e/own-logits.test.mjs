@@ -299,7 +299,7 @@ test("6. the rivals table fills from the bootstrap worker with `calibra report -
   }, null, { timeout: 60_000, polling: 100 });
   await nextFrames(page, 2);
   const metrics = await readMetrics(page);
-  for (const method of ["vector", "isotonic", "dirichlet"]) {
+  for (const method of ["vector", "isotonic", "venn-abers", "dirichlet"]) {
     const { recalibration } = await report(files.npyLogits, files.npyLabels, ["--method", method]);
     for (const name of ["accuracy", "ece", "nll", "brier", "calibration_ece"]) {
       assert.ok(Math.abs(metrics[`rival_${method}_${name}`] - recalibration[name]) <= TOLERANCE, `${method} ${name}: page ${metrics[`rival_${method}_${name}`]}, CLI ${recalibration[name]}`);

@@ -68,7 +68,7 @@ function assertColumn(metrics, suffix, report, context) {
 }
 
 // The rivals table's methods and readouts (`rival_<method>_<metric>`).
-const RIVALS = ["uncalibrated", "temperature", "normalized", "vector", "histogram", "isotonic", "dirichlet"];
+const RIVALS = ["uncalibrated", "temperature", "normalized", "vector", "histogram", "isotonic", "venn-abers", "dirichlet"];
 const RIVAL_METRICS = ["accuracy", "ece", "smece", "nll", "brier", "calibration_ece"];
 
 // `calibra report --method <method> --json` on the page's own logits of `model` (uncalibrated:
@@ -122,7 +122,7 @@ async function checkRivals(page, model, t) {
     }
     assert.equal(metrics[`rival_${method}_distinct_confidences`], expected[method].distinct_confidences, `${model} rivals: ${method} distinct confidences`);
   }
-  for (const method of ["temperature", "histogram", "isotonic"]) {
+  for (const method of ["temperature", "histogram", "isotonic", "venn-abers"]) {
     assert.equal(metrics[`rival_${method}_accuracy`], metrics.rival_uncalibrated_accuracy, `${model}: ${method} keeps the accuracy`);
   }
 
@@ -160,7 +160,17 @@ async function checkRivals(page, model, t) {
   // In-sample ECE cannot show overfitting: the sentence says so rather than comparing it.
   assert.ok(binningSentence.includes("near zero by construction") && !binningSentence.includes("fits the calibration half better"), binningSentence);
   assert.ok(Number(distinct[0].replace(/,/g, "")) <= 15, "histogram binning gives at most 15 distinct confidences");
-  t.diagnostic(`${model}: ${accuracySentence} ${binningSentence}`);
+  // Venn–Abers against isotonic regression: the numbers shown, and "below", "above" or "the same
+  // as" as the CLI's numbers are, to the four decimals shown.
+  const vennAbersSentence = await page.locator("#rivals-venn-abers-sentence").textContent();
+  assert.ok(vennAbersSentence.includes("the table measures the merge p1 / (1 − p0 + p1)"), vennAbersSentence);
+  for (const name of ["nll", "ece"]) {
+    const [ours, theirs] = [expected["venn-abers"][name], expected.isotonic[name]];
+    const relation = ours.toFixed(4) === theirs.toFixed(4) ? "the same as" : ours < theirs ? "below" : "above";
+    const [oursShown, theirsShown] = await Promise.all([shown(page, `rival_venn-abers_${name}`), shown(page, `rival_isotonic_${name}`)]);
+    assert.ok(vennAbersSentence.includes(`${oursShown}, ${relation} isotonic regression's ${theirsShown}`), `${vennAbersSentence} (${name})`);
+  }
+  t.diagnostic(`${model}: ${accuracySentence} ${binningSentence} ${vennAbersSentence}`);
   t.diagnostic(`${model} rivals: ${JSON.stringify(Object.fromEntries(Object.entries(metrics).filter(([name]) => name.startsWith("rival_"))))}`);
 }
 
