@@ -3578,3 +3578,27 @@ fn report_decomposes_the_brier_score() {
         json["after"]
     );
 }
+
+#[test]
+fn an_incomplete_model_run_of_ood_is_told_what_it_lacks() {
+    // --fit-images alone: the network is missing, and nothing of the logits-file way is asked for.
+    let output = calibra(&["ood", "--fit-images", "fit.idx"]);
+    assert_refused(&output, &["--model"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("--id-logits"), "{stderr}");
+    // --model alone: the four image options it needs.
+    let output = calibra(&["ood", "--model", "m.safetensors"]);
+    assert_refused(
+        &output,
+        &[
+            "--fit-images",
+            "--fit-labels",
+            "--id-images",
+            "--ood-images",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("--id-logits"), "{stderr}");
+    // Nothing at all: the logits files.
+    assert_refused(&calibra(&["ood"]), &["--id-logits", "--ood-logits"]);
+}

@@ -157,13 +157,24 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
+/// The options of `calibra ood --model`, which replace the logits files.
+const MODEL_OPTIONS: [&str; 5] = [
+    "model",
+    "fit_images",
+    "fit_labels",
+    "id_images",
+    "ood_images",
+];
+
 #[derive(Debug, clap::Args)]
 pub struct OodArgs {
-    /// In-distribution logits (.npy [n, K] float, or .csv/.txt rows of K numbers).
-    #[arg(long, required_unless_present = "model")]
+    /// In-distribution logits (.npy [n, K] float, or .csv/.txt rows of K numbers). Not asked
+    /// for once any of --model's options is given, so that an incomplete --model run is told
+    /// what it lacks, not every option of both ways.
+    #[arg(long, required_unless_present_any = MODEL_OPTIONS)]
     pub id_logits: Option<PathBuf>,
     /// Out-of-distribution logits, in the same formats and with the same K.
-    #[arg(long, required_unless_present = "model")]
+    #[arg(long, required_unless_present_any = MODEL_OPTIONS)]
     pub ood_logits: Option<PathBuf>,
     /// Instead of logits files: this network (.safetensors) run on --fit-images (with
     /// --fit-labels), --id-images and --ood-images, and every logit score and every score of
