@@ -75,12 +75,13 @@ async function nativeCase(kase, temperature) {
   return JSON.parse((await run(binary, args, { maxBuffer: 64 << 20 })).stdout).after;
 }
 
-// The table once the case's intervals are in and the agreement sentence says which agree.
+// The table once the case's intervals and the network's at this T are in, and the agreement
+// sentence says which agree.
 async function settledTable() {
-  await page.waitForFunction(() => {
-    const value = document.querySelector('[data-metric="estimator_ece_lo"]')?.dataset.value;
-    return value !== undefined && value !== "" && !document.getElementById("estimators-agreement").textContent.startsWith("Which");
-  }, null, { timeout: 120_000 });
+  await page.waitForFunction(() => ["estimator_ece_lo", "ece_lo"].every((name) => {
+    const value = document.querySelector(`[data-metric="${name}"]`)?.dataset.value;
+    return value !== undefined && value !== "";
+  }) && !document.getElementById("estimators-agreement").textContent.startsWith("Which"), null, { timeout: 120_000 });
   await nextFrames(page, 2);
   return readMetrics(page);
 }
