@@ -110,7 +110,7 @@ function checkAgreement(sentence, metrics) {
 async function choose(kase, way) {
   const radio = page.locator(`#estimator-case input[value="${kase}"]`);
   if (way === "pointer") {
-    await page.locator("#estimator-case label", { has: radio }).click();
+    await page.locator("#estimator-case label").filter({ has: page.locator(`input[value="${kase}"]`) }).click();
   } else {
     // From the radio before it with ArrowDown, or for the first from the second with ArrowUp.
     const radios = await page.locator("#estimator-case input").evaluateAll((inputs) => inputs.map((input) => input.value));
@@ -147,7 +147,9 @@ test("1. each case, by pointer and by keyboard, enters the link, equals calibra 
         assert.match(await page.textContent("#estimators-agreement"), /have a confidence of exactly 1\.0/);
       } else if (kase === "empty_bins") {
         assert.ok(lesson.includes(`(ECE ${ece}, MCE ${metrics.estimator_mce.toFixed(4)}`), lesson);
-        assert.match(lesson, /4 distinct confidences in 15 bins leave \d+ bins empty/);
+        // At most four confidences by construction, each filling at most one equal-width bin.
+        const [, distinct, empty] = lesson.match(/(\d+) distinct confidences? in 15 bins leave (\d+) bins empty/).map(Number);
+        assert.ok(distinct <= 4 && empty >= 15 - distinct, lesson);
       } else if (kase === "base_rate") {
         assert.ok(lesson.includes(`ECE is ${ece}, near 0`), lesson);
         assert.ok(metrics.estimator_ece < 0.05, `a constant base rate is nearly calibrated: ECE ${ece}`);
