@@ -90,29 +90,15 @@ fn the_interval_holds_the_estimate_and_the_estimates_are_the_metrics() {
 /// population are all exactly this.
 const PLANTED_GAP: f64 = 0.05;
 
-/// `n` rows of 10 logits whose top-label confidence `c` is uniform on `[0.3, 0.95]` (a top
-/// logit `ln(9c/(1 − c))`, the others 0) and whose label is the predicted class with
-/// probability `c − PLANTED_GAP`, another class otherwise.
+/// `n` rows of 10 logits overconfident by [`PLANTED_GAP`] at every confidence
+/// (`test_support::planted_gap_rows`).
 fn planted_gap(n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut values = vec![0.0_f32; n * CLASSES];
-    let mut labels = Vec::with_capacity(n);
-    for row in values.chunks_exact_mut(CLASSES) {
-        let predicted = rng.random_range(0..CLASSES);
-        let wanted: f64 = rng.random_range(0.3..0.95);
-        let top = (9.0 * wanted / (1.0 - wanted)).ln() as f32;
-        row[predicted] = top;
-        // The confidence the f32 logit gives, which the metrics see.
-        let confidence = f64::from(top).exp() / (f64::from(top).exp() + 9.0);
-        let right = rng.random::<f64>() < confidence - PLANTED_GAP;
-        let label = if right {
-            predicted
-        } else {
-            (predicted + rng.random_range(1..CLASSES)) % CLASSES
-        };
-        labels.push(label as u32);
-    }
-    (values, labels)
+    crate::test_support::planted_gap_rows(
+        n,
+        CLASSES,
+        PLANTED_GAP,
+        &mut ChaCha8Rng::seed_from_u64(seed),
+    )
 }
 
 /// Over `sets` seeded sets of 2,000 rows overconfident by [`PLANTED_GAP`]: how many of the

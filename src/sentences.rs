@@ -2349,6 +2349,10 @@ pub fn own_image_pvalue(pvalue: f64, calibration: usize) -> String {
     format!("Its conformal p-value is {pvalue:.4}: {among}, {decision}.")
 }
 
+#[path = "sentences_estimators.rs"]
+mod estimators;
+pub use estimators::{estimator_case_lesson, estimators_agreement, CaseFacts, EstimatorsTable};
+
 #[cfg(test)]
 #[path = "sentences_tests.rs"]
 mod tests;

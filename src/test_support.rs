@@ -70,3 +70,33 @@ pub fn planted_rows(
     }
     (logits, labels)
 }
+
+/// `n` rows of `num_classes` logits whose top-label confidence `c` is uniform on `[0.3, 0.95]`
+/// (a top logit `ln((K − 1)c/(1 − c))` for a class drawn at random, the others 0) and whose
+/// label is the predicted class with probability `c − gap` (`c` as the `f32` logit gives it),
+/// another class otherwise: every top-label calibration error of the population is `gap`.
+pub fn planted_gap_rows(
+    n: usize,
+    num_classes: usize,
+    gap: f64,
+    rng: &mut impl Rng,
+) -> (Vec<f32>, Vec<u32>) {
+    let others = (num_classes - 1) as f64;
+    let mut values = vec![0.0_f32; n * num_classes];
+    let mut labels = Vec::with_capacity(n);
+    for row in values.chunks_exact_mut(num_classes) {
+        let predicted = rng.random_range(0..num_classes);
+        let wanted: f64 = rng.random_range(0.3..0.95);
+        let top = (others * wanted / (1.0 - wanted)).ln() as f32;
+        row[predicted] = top;
+        let confidence = f64::from(top).exp() / (f64::from(top).exp() + others);
+        let right = rng.random::<f64>() < confidence - gap;
+        let label = if right {
+            predicted
+        } else {
+            (predicted + rng.random_range(1..num_classes)) % num_classes
+        };
+        labels.push(label as u32);
+    }
+    (values, labels)
+}

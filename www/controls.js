@@ -34,7 +34,7 @@ export function wireControls(page, limits, apply) {
     const element = /** @type {HTMLInputElement} */ ($(field.control));
     const event = element.type === "range" ? "input" : "change";
     element.addEventListener(event, () => {
-      const value = element.type === "checkbox" ? String(element.checked) : element.value;
+      const value = element.type === "checkbox" ? String(element.checked) : controlValue(element);
       try {
         apply(page.control(field.control, value));
         clearControlError(element);
@@ -54,6 +54,18 @@ export function wireControls(page, limits, apply) {
       if (button.dataset.shows) showFigure($(button.dataset.shows));
     });
   }
+}
+
+/**
+ * A select's or a slider's value, or the checked radio button's in a group (a fieldset, whose
+ * radios' change events bubble to it).
+ * @param {HTMLElement} element
+ */
+function controlValue(element) {
+  if (element instanceof HTMLFieldSetElement) {
+    return /** @type {HTMLInputElement | null} */ (element.querySelector('input[type="radio"]:checked'))?.value ?? "";
+  }
+  return /** @type {HTMLInputElement} */ (element).value;
 }
 
 /**

@@ -43,7 +43,8 @@ function applyPatch(element, p) {
       else if (element.hasAttribute("title")) element.removeAttribute("title");
       break;
     case "control":
-      setProperty(element, "value", p.value);
+      if (element instanceof HTMLFieldSetElement) checkRadio(element, p.value);
+      else setProperty(element, "value", p.value);
       if (p.valuetext && element.getAttribute("aria-valuetext") !== p.valuetext) element.setAttribute("aria-valuetext", p.valuetext);
       break;
     case "checked": setProperty(element, "checked", p.checked); break;
@@ -57,6 +58,11 @@ function applyPatch(element, p) {
     case "bars": element.tBodies[0].replaceChildren(...p.rows.map(barRow)); break;
     default: throw new Error(`unknown patch kind ${p.kind}`);
   }
+}
+
+// Checks the radio button of a group (a fieldset) whose value is `value`.
+function checkRadio(group, value) {
+  for (const radio of group.querySelectorAll('input[type="radio"]')) setProperty(radio, "checked", radio.value === value);
 }
 
 // A readout as a span of its own.

@@ -12,6 +12,7 @@ use super::answers::WorkerRequest;
 use super::{Halves, Lab, LabError};
 use crate::bootstrap::{self, BootstrapSettings, MetricIntervals};
 use crate::calibration::{Binning, Logits};
+use crate::estimator_cases::{case_rows, EstimatorCase};
 
 /// The resamples, level and seed of every bootstrap the page and `calibra report --bootstrap`
 /// draw: the metric intervals and the band around the smooth reliability curve.
@@ -21,7 +22,8 @@ pub const BOOTSTRAP: BootstrapSettings = BootstrapSettings {
     seed: 0,
 };
 
-/// Which intervals: the network, split, temperature and bins they are computed for.
+/// Which intervals: the network, split, temperature and bins they are computed for, and the
+/// rows (the evaluation half, or an edge case of the estimators table built from it).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IntervalRequest {
@@ -30,18 +32,28 @@ pub struct IntervalRequest {
     pub temperature: f64,
     pub bins: usize,
     pub binning: Binning,
+    #[serde(default)]
+    pub case: EstimatorCase,
 }
 
 impl Halves {
-    /// The bootstrap intervals of `request` on the evaluation half.
+    /// The bootstrap intervals of `request` on the evaluation half, or on the rows of its
+    /// edge case.
     ///
     /// # Errors
     /// The errors of [`bootstrap::bootstrap_intervals`], as [`LabError::Bootstrap`].
     pub fn intervals(&self, request: &IntervalRequest) -> Result<MetricIntervals, LabError> {
-        let logits = Logits::new(&self.evaluation_logits, self.classes)?;
+        let rows = case_rows(
+            request.case,
+            self.classes,
+            &self.calibration_labels,
+            &self.evaluation_logits,
+            &self.evaluation_labels,
+        )?;
+        let logits = Logits::new(&rows.logits, self.classes)?;
         Ok(bootstrap::bootstrap_intervals(
             &logits,
-            &self.evaluation_labels,
+            &rows.labels,
             request.temperature,
             request.bins,
             request.binning,
@@ -57,13 +69,15 @@ impl Lab {
         self.keep_answer(|cache| &mut cache.intervals, request, intervals);
     }
 
-    /// The intervals at `temperature` with these bins, or the request for them when all rows
-    /// have arrived and none are kept (before that, the metrics themselves are provisional).
+    /// The intervals at `temperature` with these bins on the rows of `case`, or the request for
+    /// them when all rows have arrived and none are kept (before that, the metrics themselves
+    /// are provisional).
     pub(super) fn intervals_at(
         &mut self,
         temperature: f64,
         bins: usize,
         binning: Binning,
+        case: EstimatorCase,
     ) -> Result<Result<MetricIntervals, Option<IntervalRequest>>, LabError> {
         let request = IntervalRequest {
             model: self.active,
@@ -71,6 +85,7 @@ impl Lab {
             temperature,
             bins,
             binning,
+            case,
         };
         self.kept_answer(|cache| &mut cache.intervals, request)
     }

@@ -24,6 +24,7 @@ mod anatomy_view;
 mod answers;
 mod conditional_view;
 mod conformal_view;
+mod estimators_view;
 mod feature_store;
 mod halves;
 mod intervals;
@@ -62,6 +63,7 @@ pub use conformal_view::{
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
 pub use conformal_view::{ThresholdMethod, CLUSTERS};
+pub use estimators_view::EstimatorsView;
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use normalized_view::{NormalizedRequest, TemperatureComparison};
 pub use pac_view::{PacExperiment, PacThreshold, PacView};
@@ -167,6 +169,8 @@ struct Cache {
     null_outcomes: Option<NullOutcomes>,
     /// Each evaluation row's predicted class, for the top-label ECE (independent of T).
     predicted: Option<Vec<u32>>,
+    /// The rows of the estimators table's last edge case.
+    case_rows: Option<estimators_view::KeptCase>,
     /// Bootstrap intervals a worker computed for this network and split.
     intervals: Answers<IntervalRequest, MetricIntervals>,
     /// Temperature scaling's rivals a worker computed for this network and split.
@@ -440,6 +444,7 @@ impl Lab {
                 band_resamples: None,
                 null_outcomes: None,
                 predicted: None,
+                case_rows: None,
                 intervals: Answers::default(),
                 rivals: Answers::default(),
                 probabilities: None,

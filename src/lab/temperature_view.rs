@@ -3,6 +3,7 @@
 //! underconfidence, and temperature scaling against its rivals (from a worker, see
 //! `rivals.rs`).
 
+use super::estimators_view::{case_view, EstimatorsView};
 use super::intervals::{IntervalRequest, BOOTSTRAP};
 use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
@@ -10,6 +11,7 @@ use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
 use crate::calibration_estimators::{self, CumulativeDifferences, Estimators};
 use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
+use crate::estimator_cases::EstimatorCase;
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
 use crate::temperature_anatomy::BrierDecomposition;
@@ -43,11 +45,14 @@ pub struct TemperatureView {
     /// Reliability bins of each class (binned on p_k) at the slider's T.
     pub classwise_bins: Vec<Vec<Bin>>,
     /// The other estimators and the three tests of calibration at the slider's T, on the lab's
-    /// bins (`calibration_estimators`, as `calibra report` computes them).
+    /// bins (`calibration_estimators`, as `calibra report` computes them), on the rows of the
+    /// estimators table's case.
     pub estimators: Estimators,
     /// The cumulative differences behind the KS error, Kuiper and Kolmogorov–Smirnov at the
-    /// slider's T (Tygert's chart draws them).
+    /// slider's T on the same rows (Tygert's chart draws them).
     pub cumulative: CumulativeDifferences,
+    /// The estimators table's case and its other numbers.
+    pub estimator_case: EstimatorsView,
     /// Murphy's decomposition of the Brier score on the classwise bins, at the slider's T, at
     /// T = 1 and at the fitted T.
     pub brier_decomposition: [BrierDecomposition; 3],
@@ -78,19 +83,43 @@ pub(super) struct FixedReports {
 }
 
 impl Lab {
-    /// Everything the temperature lab shows at `temperature` with `bins` bins; the smooth
-    /// diagram's bootstrap band only with `smooth_band` (the page asks for it when the diagram
-    /// is on screen: it is a third of the view's arithmetic).
+    /// Everything the temperature lab shows at `temperature` with `bins` bins, the estimators
+    /// table on the network's own logits: [`Lab::temperature_view_of_case`] with
+    /// [`EstimatorCase::Network`].
     ///
     /// # Errors
-    /// [`LabError::TemperatureOutOfRange`] outside `[0.05, 20]`, [`LabError::NotReady`], and
-    /// the bin-count error of the calibration module.
+    /// Those of [`Lab::temperature_view_of_case`].
     pub fn temperature_view(
         &mut self,
         temperature: f64,
         bins: usize,
         binning: Binning,
         smooth_band: bool,
+    ) -> Result<TemperatureView, LabError> {
+        self.temperature_view_of_case(
+            temperature,
+            bins,
+            binning,
+            smooth_band,
+            EstimatorCase::Network,
+        )
+    }
+
+    /// Everything the temperature lab shows at `temperature` with `bins` bins, the estimators
+    /// table and the cumulative differences on the rows of `case`; the smooth diagram's
+    /// bootstrap band only with `smooth_band` (the page asks for it when the diagram is on
+    /// screen: it is a third of the view's arithmetic).
+    ///
+    /// # Errors
+    /// [`LabError::TemperatureOutOfRange`] outside `[0.05, 20]`, [`LabError::NotReady`], and
+    /// the bin-count error of the calibration module.
+    pub fn temperature_view_of_case(
+        &mut self,
+        temperature: f64,
+        bins: usize,
+        binning: Binning,
+        smooth_band: bool,
+        case: EstimatorCase,
     ) -> Result<TemperatureView, LabError> {
         if !(calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
             return Err(LabError::TemperatureOutOfRange(temperature));
@@ -170,18 +199,46 @@ impl Lab {
             calibration_null::test_calibration(&confidences, &correct, bins, binning, outcomes)?;
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
-        let cumulative = CumulativeDifferences::new(&confidences, &correct)?;
-        let estimators = calibration_estimators::estimators_of(
-            &confidences,
-            &correct,
-            cache
-                .predicted
-                .get_or_insert_with(|| calibration_estimators::predicted_classes(&logits)),
-            k,
-            bins,
-            binning,
-            &cumulative,
-        )?;
+        let (estimators, cumulative, estimator_case) = if case == EstimatorCase::Network {
+            let cumulative = CumulativeDifferences::new(&confidences, &correct)?;
+            let estimators = calibration_estimators::estimators_of(
+                &confidences,
+                &correct,
+                cache
+                    .predicted
+                    .get_or_insert_with(|| calibration_estimators::predicted_classes(&logits)),
+                k,
+                bins,
+                binning,
+                &cumulative,
+            )?;
+            let view = EstimatorsView::of_network(
+                temperature,
+                &at_temperature,
+                smooth.ece.smece,
+                &estimators,
+                &confidences,
+                &correct,
+                bins,
+                binning,
+            )?;
+            (estimators, cumulative, view)
+        } else {
+            let (view, cumulative) = case_view(
+                &mut cache.case_rows,
+                (
+                    &cache.calibration.labels,
+                    &cache.evaluation.logits,
+                    &cache.evaluation.labels,
+                ),
+                k,
+                case,
+                temperature,
+                bins,
+                binning,
+            )?;
+            (view.estimators.clone(), cumulative, view)
+        };
         let mut view = TemperatureView {
             temperature,
             fitted_temperature: cache.fit.temperature,
@@ -195,6 +252,7 @@ impl Lab {
             classwise_bins,
             estimators,
             cumulative,
+            estimator_case,
             brier_decomposition,
             at_one,
             at_fitted,
@@ -211,7 +269,7 @@ impl Lab {
             .into_iter()
             .enumerate()
         {
-            match self.intervals_at(t, bins, binning)? {
+            match self.intervals_at(t, bins, binning, EstimatorCase::Network)? {
                 Ok(kept) => view.intervals[slot] = Some(kept),
                 Err(Some(request)) if !view.interval_requests.contains(&request) => {
                     view.interval_requests.push(request);
@@ -219,6 +277,21 @@ impl Lab {
                 Err(_) => {}
             }
         }
+        view.estimator_case.intervals = if case == EstimatorCase::Network {
+            view.intervals[0]
+        } else {
+            match self.intervals_at(view.estimator_case.temperature, bins, binning, case)? {
+                Ok(kept) => Some(kept),
+                Err(request) => {
+                    // The case's intervals before the other columns': they are what the
+                    // reader just asked for.
+                    view.interval_requests.extend(request);
+                    view.interval_requests
+                        .rotate_right(usize::from(request.is_some()));
+                    None
+                }
+            }
+        };
         Ok(view)
     }
 }

@@ -791,3 +791,59 @@ fn each_gallery_image_gets_the_venn_abers_interval_of_the_core_predictor_at_the_
         .chain(&least)
         .all(|item| item.venn_abers.is_none()));
 }
+
+#[test]
+fn the_estimators_table_on_a_case_is_the_library_on_the_case_rows() {
+    use crate::estimator_cases::{case_rows, EstimatorCase};
+    let (mut lab, _, _) = full_lab(600);
+    let network = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
+    let (calibration_labels, evaluation_logits, evaluation_labels) = {
+        let (calibration, evaluation) = lab.complete_halves().unwrap();
+        (
+            calibration.labels.clone(),
+            evaluation.logits.clone(),
+            evaluation.labels.clone(),
+        )
+    };
+    for case in EstimatorCase::ALL {
+        let view = lab
+            .temperature_view_of_case(0.7, 10, Binning::Width, true, case)
+            .unwrap();
+        let rows = case_rows(
+            case,
+            K,
+            &calibration_labels,
+            &evaluation_logits,
+            &evaluation_labels,
+        )
+        .unwrap();
+        let logits = Logits::new(&rows.logits, K).unwrap();
+        let t = case.temperature(0.7);
+        let expected =
+            crate::calibration_estimators::estimators(&logits, &rows.labels, t, 10, Binning::Width)
+                .unwrap();
+        let report = calibration::evaluate(&logits, &rows.labels, t, 10, Binning::Width).unwrap();
+        assert_eq!(view.estimators, expected, "{case:?}");
+        assert_eq!(view.estimator_case.estimators, expected, "{case:?}");
+        assert_eq!(view.estimator_case.report.ece, report.ece, "{case:?}");
+        assert_eq!(view.estimator_case.report.rmsce, report.rmsce, "{case:?}");
+        assert_eq!(view.estimator_case.images, rows.labels.len(), "{case:?}");
+        assert_eq!(view.cumulative.curve.len(), rows.labels.len(), "{case:?}");
+        // The rest of the lab is the network's whatever the case.
+        assert_eq!(view.at_temperature, network.at_temperature, "{case:?}");
+        if case == EstimatorCase::Network {
+            assert_eq!(view.estimator_case.intervals, view.intervals[0]);
+            continue;
+        }
+        // The case's intervals are asked for first, and shown once the worker answers.
+        let request = view.interval_requests[0];
+        assert_eq!((request.case, request.temperature), (case, t));
+        let answer = lab.worker_halves().unwrap().intervals(&request).unwrap();
+        assert_eq!(answer.ece_debiased.estimate, expected.ece_debiased);
+        lab.add_intervals(request, answer);
+        let view = lab
+            .temperature_view_of_case(0.7, 10, Binning::Width, true, case)
+            .unwrap();
+        assert_eq!(view.estimator_case.intervals, Some(answer));
+    }
+}

@@ -9,6 +9,7 @@
 
 mod adaptive;
 mod clustered;
+mod estimator_cases;
 pub mod figure;
 mod normalized_temperature;
 mod ood;
@@ -362,8 +363,19 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
     }
     if visible.temperature {
         let smooth_band = visible.figures.contains(&Figure::SmoothReliability);
-        let view = lab.temperature_view(state.t, state.bins, state.binning, smooth_band)?;
+        let view = lab.temperature_view_of_case(
+            state.t,
+            state.bins,
+            state.binning,
+            smooth_band,
+            state.case,
+        )?;
         frame.readouts.patches.extend(readouts::temperature(&view));
+        frame.readouts.patches.extend(estimator_cases::readouts(
+            &view,
+            &frame.class_names,
+            state.binning,
+        ));
         frame
             .readouts
             .patches

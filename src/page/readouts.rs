@@ -505,7 +505,10 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             ));
         }
     }
-    patches.extend(estimator_readouts(&view.estimators, view.intervals[0]));
+    patches.extend(estimator_readouts(
+        &view.estimators,
+        view.estimator_case.intervals,
+    ));
     patches.extend(brier_decomposition_readouts(view));
     let fitted = view.fitted_temperature;
     let bound = if view.fitted_bound_hit {
@@ -664,7 +667,7 @@ pub(super) fn temperature_chart_summaries(
 
 /// The two ends `{name}_lo` and `{name}_hi` of a bootstrap interval, to 4 decimals, or "…"
 /// and no value while the worker computes it.
-fn interval_ends(name: &str, interval: Option<MetricInterval>) -> [Patch; 2] {
+pub(super) fn interval_ends(name: &str, interval: Option<MetricInterval>) -> [Patch; 2] {
     [
         ("lo", interval.map(|i| i.lower)),
         ("hi", interval.map(|i| i.upper)),

@@ -13,6 +13,7 @@ use super::figure::{Embed, FIGURES};
 use crate::calibration::{Binning, DEFAULT_NUM_BINS, MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::conformal;
 use crate::data::DEFAULT_SPLIT_SEED;
+use crate::estimator_cases::EstimatorCase;
 use crate::lab::ood_view::ScoreKind as OodScore;
 use crate::lab::{ConformalSettings, GalleryFilter, OodSet, ScoreKind, MISTAKES};
 use crate::shift::{Corruption, MAX_SEVERITY};
@@ -306,6 +307,10 @@ pub struct PageState {
     pub fdr: f64,
     /// The share of OOD images mixed into the tested test images.
     pub ood_share: f64,
+
+    /// What the first lab's estimators table is computed on: the network's own logits, or
+    /// one of its edge cases.
+    pub case: EstimatorCase,
 }
 
 impl Default for PageState {
@@ -341,6 +346,7 @@ impl Default for PageState {
             aci_gamma: crate::lab::DEFAULT_ACI_GAMMA,
             fdr: crate::lab::DEFAULT_FDR_LEVEL,
             ood_share: crate::lab::DEFAULT_OOD_SHARE,
+            case: EstimatorCase::Network,
         }
     }
 }
@@ -420,7 +426,7 @@ const TEMPERATURE_POSITIONS: u32 = 1000;
 const TEMPERATURE_DIGITS: usize = 6;
 
 /// The fields in the hash's order.
-pub const FIELDS: [Field; 30] = [
+pub const FIELDS: [Field; 31] = [
     Field {
         key: "model",
         label: "model",
@@ -607,6 +613,12 @@ pub const FIELDS: [Field; 30] = [
         label: "OOD share",
         control: Some("ood-share"),
         kind: number(0.01, 0.5, false, Slider::Linear { step: 0.01 }),
+    },
+    Field {
+        key: "case",
+        label: "estimators' case",
+        control: Some("estimator-case"),
+        kind: FieldKind::Choice,
     },
 ];
 
@@ -1130,6 +1142,7 @@ fn check_choice(key: &str, raw: &str) -> Result<(), String> {
         "ood_score" => names::<OodScore>(raw),
         "shift" => names::<Corruption>(raw),
         "embed" => names::<Embed>(raw),
+        "case" => names::<EstimatorCase>(raw),
         // Every choice field is listed above (a test reads each field's refusal).
         _ => Ok(()),
     }

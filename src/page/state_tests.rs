@@ -43,6 +43,7 @@ fn a_link_carries_only_the_fields_that_differ_from_the_defaults() {
                 "ood_score" => "msp",
                 "shift" => "blur",
                 "embed" => "reliability",
+                "case" => "base_rate",
                 key => panic!("no other value of {key} in this test"),
             }
             .to_string(),
@@ -347,6 +348,13 @@ fn a_thousand_random_states_survive_their_link() {
                 "contrast",
                 "translation",
                 "inversion",
+            ],
+            "case" => &[
+                "network",
+                "confidence_one",
+                "empty_bins",
+                "base_rate",
+                "hundred_images",
             ],
             _ => &["all", "misses", "large", "empty", "extremes"],
         }

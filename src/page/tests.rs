@@ -1342,7 +1342,7 @@ fn a_figure_alone_computes_its_own_lab_only() {
 fn every_choice_and_flag_control_shows_what_the_link_says() {
     let (state, rejected) = PageState::from_hash(
         "model=logitnorm&binning=mass&score=raps&randomized=0&mondrian=1&ood=uniform\
-         &ood_score=msp&shift=blur&recalibrate=1&paper=1",
+         &ood_score=msp&shift=blur&recalibrate=1&paper=1&case=empty_bins",
     );
     assert!(rejected.is_empty(), "{rejected:?}");
     let link: std::collections::HashMap<String, String> = state
@@ -1378,7 +1378,10 @@ fn every_choice_and_flag_control_shows_what_the_link_says() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 14, "the page's selects and check boxes");
+    assert_eq!(
+        checked, 15,
+        "the page's selects, check boxes and radio groups"
+    );
 }
 
 #[test]

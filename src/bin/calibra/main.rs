@@ -27,6 +27,7 @@ use std::process::ExitCode;
 use calibra::calibration::{Binning, DEFAULT_NUM_BINS};
 use calibra::conformal::{self, ScoreKind};
 use calibra::data::NUM_CLASSES;
+use calibra::estimator_cases::EstimatorCase;
 use calibra::lab::ShiftedSet;
 use calibra::model::{Classifier, HIDDEN_UNITS};
 use calibra::recalibration::Method;
@@ -155,6 +156,12 @@ pub struct ReportArgs {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Replace the test part by one of the page's edge cases of its estimators table, built
+    /// from the split's parts as the page builds them: a fifth of the rows at a confidence
+    /// of exactly 1, four distinct confidences, the calibration part's base rates for every
+    /// row, or the first 100 rows (docs/definitions.md).
+    #[arg(long, value_enum, default_value_t = EstimatorCase::Network)]
+    pub case: EstimatorCase,
 }
 
 /// The options of `calibra ood --model`, which replace the logits files.

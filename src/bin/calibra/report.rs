@@ -11,6 +11,7 @@ use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::calibration_estimators::{self, Estimators};
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
+use calibra::estimator_cases::{self, EstimatorCase};
 use calibra::lab::BOOTSTRAP;
 use calibra::recalibration::dirichlet::DirichletCalibration;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
@@ -206,7 +207,7 @@ struct Parts {
 pub fn run(args: &ReportArgs) -> Result<(), String> {
     let score = score(args)?;
     check_options(args)?;
-    let parts = read_parts(args)?;
+    let parts = with_case(read_parts(args)?, args.case)?;
     // `--pac EPS,DELTA` sets α = EPS.
     let alpha = args.pac.map_or(args.alpha, |levels| levels.epsilon);
     let rule = match args.pac {
@@ -703,6 +704,26 @@ fn read_parts(args: &ReportArgs) -> Result<Parts, String> {
             })
         }
     }
+}
+
+/// The parts with the test part replaced by the rows of `case` (the page's edge cases of its
+/// estimators table), each row keeping its uniform draw.
+fn with_case(mut parts: Parts, case: EstimatorCase) -> Result<Parts, String> {
+    if case == EstimatorCase::Network {
+        return Ok(parts);
+    }
+    let rows = estimator_cases::case_rows(
+        case,
+        parts.test.num_classes,
+        &parts.calibration_labels,
+        &parts.test.values,
+        &parts.test_labels,
+    )
+    .map_err(|e| format!("--case: {e}"))?;
+    parts.test_uniforms.truncate(rows.labels.len());
+    parts.test.values = rows.logits;
+    parts.test_labels = rows.labels;
+    Ok(parts)
 }
 
 /// Reads one logits file and its labels; labels must match in number and lie in `[0, K)`.

@@ -1,0 +1,146 @@
+//! The estimators table on its edge case (`estimator_cases`): the case's rows built once per
+//! network, split and case and kept, and its estimators at the slider's T (at T = 1 for the
+//! base rates) on every frame, as `calibra report --case` computes them.
+
+use super::LabError;
+use crate::bootstrap::MetricIntervals;
+use crate::calibration::{self, Binning, CalibrationReport, Logits};
+use crate::calibration_estimators::{self, CumulativeDifferences, Estimators};
+use crate::estimator_cases::{
+    case_rows, distinct_and_empty, extra_bin_errors, CaseRows, EstimatorCase, ExtraBin,
+};
+use crate::smooth_calibration;
+
+/// The estimators table's numbers on the rows of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimatorsView {
+    pub case: EstimatorCase,
+    /// The temperature they are taken at: the slider's, or 1 for the base rates.
+    pub temperature: f64,
+    /// Rows of the case.
+    pub images: usize,
+    /// ECE, RMSCE, MCE, class-wise ECE and accuracy on the lab's bins.
+    pub report: CalibrationReport,
+    pub smece: f64,
+    pub estimators: Estimators,
+    /// Bootstrap intervals of the errors, once the worker has them.
+    pub intervals: Option<MetricIntervals>,
+    /// The rows at a confidence of exactly 1, and the binned errors with them in a bin of
+    /// their own.
+    pub extra_bin: Option<ExtraBin>,
+    /// Distinct confidences (counted for the empty-bins case only, 0 otherwise) and empty
+    /// bins.
+    pub distinct_confidences: usize,
+    pub empty_bins: usize,
+    /// The constant answer of the base rates: its class and confidence.
+    pub constant_answer: Option<(usize, f64)>,
+}
+
+impl EstimatorsView {
+    /// The table on the network's own rows, from what the temperature view computed.
+    ///
+    /// # Errors
+    /// The errors of [`extra_bin_errors`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn of_network(
+        temperature: f64,
+        report: &CalibrationReport,
+        smece: f64,
+        estimators: &Estimators,
+        confidence: &[f64],
+        correct: &[bool],
+        bins: usize,
+        binning: Binning,
+    ) -> Result<Self, LabError> {
+        Ok(Self {
+            case: EstimatorCase::Network,
+            temperature,
+            images: confidence.len(),
+            report: report.clone(),
+            smece,
+            estimators: estimators.clone(),
+            intervals: None,
+            extra_bin: extra_bin_errors(confidence, correct, bins, binning)?,
+            distinct_confidences: 0,
+            empty_bins: report.bins.iter().filter(|bin| bin.count == 0).count(),
+            constant_answer: None,
+        })
+    }
+}
+
+/// The rows of one case, kept per network and split while the case stays.
+#[derive(Debug, Clone)]
+pub(super) struct KeptCase {
+    case: EstimatorCase,
+    rows: CaseRows,
+}
+
+/// The table and the cumulative differences on the rows of `case` (not the network's own) at
+/// the slider's `temperature`, the rows built from the split's calibration labels and
+/// evaluation logits and labels (`halves`) once and kept in `kept`.
+///
+/// # Errors
+/// The calibration module's errors for a bad bin count.
+pub(super) fn case_view(
+    kept: &mut Option<KeptCase>,
+    (calibration_labels, evaluation_logits, evaluation_labels): (&[u32], &[f32], &[u32]),
+    classes: usize,
+    case: EstimatorCase,
+    temperature: f64,
+    bins: usize,
+    binning: Binning,
+) -> Result<(EstimatorsView, CumulativeDifferences), LabError> {
+    if kept.as_ref().is_none_or(|kept| kept.case != case) {
+        let rows = case_rows(
+            case,
+            classes,
+            calibration_labels,
+            evaluation_logits,
+            evaluation_labels,
+        )?;
+        *kept = Some(KeptCase { case, rows });
+    }
+    let rows = &kept.as_ref().ok_or(LabError::NotReady)?.rows;
+    let temperature = case.temperature(temperature);
+    let logits = Logits::new(&rows.logits, classes)?;
+    let full = calibration::evaluate_in_full(&logits, &rows.labels, temperature, bins, binning)?;
+    let smooth = smooth_calibration::smooth_ece(&full.confidence, &full.correct)?;
+    let cumulative = CumulativeDifferences::new(&full.confidence, &full.correct)?;
+    let predicted = calibration_estimators::predicted_classes(&logits);
+    let estimators = calibration_estimators::estimators_of(
+        &full.confidence,
+        &full.correct,
+        &predicted,
+        classes,
+        bins,
+        binning,
+        &cumulative,
+    )?;
+    let (distinct_confidences, empty_bins) = if case == EstimatorCase::EmptyBins {
+        distinct_and_empty(&full.confidence, &full.report.bins)
+    } else {
+        (
+            0,
+            full.report.bins.iter().filter(|bin| bin.count == 0).count(),
+        )
+    };
+    let constant_answer = predicted
+        .first()
+        .zip(full.confidence.first())
+        .filter(|_| case == EstimatorCase::BaseRate)
+        .map(|(&class, &confidence)| (class as usize, confidence));
+    let view = EstimatorsView {
+        case,
+        temperature,
+        images: rows.labels.len(),
+        extra_bin: extra_bin_errors(&full.confidence, &full.correct, bins, binning)?,
+        report: full.report,
+        smece: smooth.smece,
+        estimators,
+        intervals: None,
+        distinct_confidences,
+        empty_bins,
+        constant_answer,
+    };
+    Ok((view, cumulative))
+}
