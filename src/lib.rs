@@ -11,6 +11,7 @@ pub mod calibration_estimators;
 pub mod calibration_null;
 pub mod conformal;
 pub mod data;
+pub mod domain_classifier;
 pub mod input;
 pub mod lab;
 #[cfg(feature = "inference")]
