@@ -91,7 +91,7 @@ pub struct DomainClassifier {
 
 /// Checks that `values` are whole finite rows of `dimension` features; returns the row count.
 fn check_rows(what: &'static str, values: &[f64], dimension: usize) -> Result<usize, DomainError> {
-    if dimension == 0 || values.len() % dimension != 0 {
+    if dimension == 0 || !values.len().is_multiple_of(dimension) {
         return Err(DomainError::ShapeMismatch {
             what,
             length: values.len(),
