@@ -34,7 +34,7 @@ fn a_planted_gaussian_shift_gives_its_known_likelihood_ratio() {
     let fit = fit_domain_classifier(&clean, &shifted, 2).unwrap();
     assert!(fit.converged);
     assert!((fit.log_count_ratio - 2f64.ln()).abs() < 1e-15);
-    // Tolerance: the estimate's sampling error at these sizes is about 0.02 near the origin.
+    // Tolerance: several times the estimate's sampling error at these sizes.
     let tolerance = 0.08;
     for point in [
         [0.0, 0.0],
