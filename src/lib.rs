@@ -12,6 +12,7 @@ pub mod calibration_null;
 pub mod conformal;
 pub mod data;
 pub mod estimator_cases;
+pub mod domain_classifier;
 pub mod input;
 pub mod lab;
 #[cfg(feature = "inference")]

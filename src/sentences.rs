@@ -2353,6 +2353,120 @@ pub fn own_image_pvalue(pvalue: f64, calibration: usize) -> String {
 mod estimators;
 pub use estimators::{estimator_case_lesson, estimators_agreement, CaseFacts, EstimatorsTable};
 
+/// The numbers the shift lab's weighted conformal sentence talks about, at one severity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WeightedFigures {
+    pub alpha: f64,
+    /// One split's coverage's standard deviation (Beta-Binomial law), when `q̂` is finite.
+    pub split_standard_deviation: Option<f64>,
+    /// Coverage and mean set size with `q̂` kept from the clean calibration half, weighted by
+    /// the domain classifier, and refitted on the labelled corrupted calibration half.
+    pub kept: (f64, f64),
+    pub weighted: (f64, f64),
+    pub refit: (f64, f64),
+    /// Kish's effective sample size of the calibration weights, of `n_calibration` rows.
+    pub effective_sample_size: f64,
+    pub n_calibration: usize,
+    /// The share of the evaluation images whose weighted `q̂(x)` is `+∞`.
+    pub infinite_share: f64,
+}
+
+/// Below this share of the calibration rows, the weights' effective sample size makes them
+/// too extreme to trust.
+pub const EXTREME_EFFECTIVE_SHARE: f64 = 0.1;
+
+/// At this share of `α` or more of the evaluation images with `q̂(x) = +∞`, the weights are
+/// too extreme to trust: that much of the coverage comes from sets holding every label.
+pub const EXTREME_INFINITE_SHARE_OF_ALPHA: f64 = 0.5;
+
+/// Whether weights with effective sample size `ess` of `n` rows and a share `infinite` of
+/// `+∞` thresholds at level `alpha` are too extreme to trust (the two constants above).
+pub fn weights_too_extreme(ess: f64, n: usize, infinite: f64, alpha: f64) -> bool {
+    ess < EXTREME_EFFECTIVE_SHARE * n as f64 || infinite >= EXTREME_INFINITE_SHARE_OF_ALPHA * alpha
+}
+
+/// The shift lab's lesson of weighted conformal prediction (Tibshirani et al. 2019): whether
+/// the kept sets fall short of `1 − α` by more than chance ([`CHANCE_DEVIATIONS`] standard
+/// deviations of one split's coverage), and if so whether the weighted sets repair it, repair
+/// it only with weights too extreme to trust, repair part of it, or do not help; then the
+/// weights' effective sample size and share of `+∞` thresholds, called too extreme by
+/// [`weights_too_extreme`].
+pub fn weighted_sentence(f: &WeightedFigures) -> String {
+    let target = 1.0 - f.alpha;
+    let allowance = f
+        .split_standard_deviation
+        .map_or(0.0, |sd| CHANCE_DEVIATIONS * sd);
+    let short = |coverage: f64| coverage < target - allowance;
+    let extreme = weights_too_extreme(
+        f.effective_sample_size,
+        f.n_calibration,
+        f.infinite_share,
+        f.alpha,
+    );
+    let sizes = format!(
+        "sets of {:.3} labels on average (kept: {:.3}; refitted: {:.3})",
+        f.weighted.1, f.kept.1, f.refit.1
+    );
+    let (kept, weighted, refit) = (
+        percent(f.kept.0, 2),
+        percent(f.weighted.0, 2),
+        percent(f.refit.0, 2),
+    );
+    let goal = percent(target, 0);
+    let head = if !short(f.kept.0) {
+        format!(
+            "With q̂ kept, coverage is {kept}, not short of {goal} by more than chance: there is \
+             nothing for the weights to repair, and weighted it is {weighted}, with {sizes}."
+        )
+    } else if !short(f.weighted.0) && !extreme {
+        format!(
+            "Weighted by the domain classifier, without a label of the corrupted images, \
+             coverage is back to {weighted} (kept: {kept}; refitted with labels: {refit}), with \
+             {sizes}: here the weights repair what the shift broke."
+        )
+    } else if !short(f.weighted.0) {
+        format!(
+            "Weighted, coverage reaches {weighted} (kept: {kept}; refitted with labels: {refit}), \
+             with {sizes}, but not by a trustworthy correction:"
+        )
+    } else if f.weighted.0 > f.kept.0 {
+        format!(
+            "Weighted, coverage rises from {kept} to {weighted}, still short of {goal} by more \
+             than chance (refitted with labels: {refit}), with {sizes}: the classifier's \
+             weights correct part of the shift."
+        )
+    } else {
+        format!(
+            "Weighted, coverage is {weighted} against {kept} kept (refitted with labels: \
+             {refit}), with {sizes}: the weights do not help here, as the corruption changes \
+             what the labels are given the logits, which no reweighting of the clean images \
+             can repair."
+        )
+    };
+    let ess = grouped(f.effective_sample_size.round() as usize);
+    let n = grouped(f.n_calibration);
+    let infinite = percent(f.infinite_share, 2);
+    let weights = if extreme {
+        format!(
+            "the estimated weights are too extreme to trust: their effective sample size is \
+             {ess} of {n} calibration images, and {infinite} of the evaluation images get \
+             q̂ = +∞ (every label)."
+        )
+    } else {
+        format!(
+            "the weights' effective sample size is {ess} of {n} calibration images, and \
+             {infinite} of the evaluation images get q̂ = +∞ (every label)."
+        )
+    };
+    if head.ends_with(':') {
+        format!("{head} {weights}")
+    } else {
+        let mut chars = weights.chars();
+        let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
+        format!("{head} {}{}", first.unwrap_or_default(), chars.as_str())
+    }
+}
+
 #[cfg(test)]
 #[path = "sentences_tests.rs"]
 mod tests;

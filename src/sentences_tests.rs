@@ -2006,3 +2006,103 @@ fn the_own_image_pvalue_sentence_counts_the_images_as_low_and_decides_at_five_pe
     // At exactly 5%: declared (p ≤ q).
     assert!(own_image_pvalue(0.05, 19).contains(", small enough"));
 }
+
+/// Weighted figures at α = 0.1 with one split's standard deviation 0.005 (so "short" is below
+/// 0.885), 5,000 calibration rows, an effective sample size of 2,000 and no `+∞` threshold.
+fn weighted_figures(kept: f64, weighted: f64) -> WeightedFigures {
+    WeightedFigures {
+        alpha: 0.1,
+        split_standard_deviation: Some(0.005),
+        kept: (kept, 1.5),
+        weighted: (weighted, 2.25),
+        refit: (0.9, 2.5),
+        effective_sample_size: 2000.0,
+        n_calibration: 5000,
+        infinite_share: 0.0,
+    }
+}
+
+#[test]
+fn the_weighted_sentence_in_every_state() {
+    let calm =
+        "The weights' effective sample size is 2,000 of 5,000 calibration images, and 0.00% \
+                of the evaluation images get q̂ = +∞ (every label).";
+    let sizes = "sets of 2.250 labels on average (kept: 1.500; refitted: 2.500)";
+    // Kept within chance of 90% (0.885 is exactly three standard deviations below): nothing
+    // to repair.
+    assert_eq!(
+        weighted_sentence(&weighted_figures(0.885, 0.9)),
+        format!(
+            "With q̂ kept, coverage is 88.50%, not short of 90% by more than chance: there is \
+             nothing for the weights to repair, and weighted it is 90.00%, with {sizes}. {calm}"
+        )
+    );
+    // Kept short, weighted back within chance: it helps.
+    let helps = weighted_sentence(&weighted_figures(0.8, 0.886));
+    assert_eq!(
+        helps,
+        format!(
+            "Weighted by the domain classifier, without a label of the corrupted images, \
+             coverage is back to 88.60% (kept: 80.00%; refitted with labels: 90.00%), with \
+             {sizes}: here the weights repair what the shift broke. {calm}"
+        )
+    );
+    // Kept short, weighted short but higher: part of it.
+    let part = weighted_sentence(&weighted_figures(0.8, 0.884));
+    assert!(
+        part.starts_with("Weighted, coverage rises from 80.00% to 88.40%, still short of 90% by more than chance"),
+        "{part}"
+    );
+    assert!(
+        part.contains("correct part of the shift. The weights'"),
+        "{part}"
+    );
+    // Kept short, weighted no higher: no help.
+    let none = weighted_sentence(&weighted_figures(0.8, 0.8));
+    assert!(
+        none.starts_with("Weighted, coverage is 80.00% against 80.00% kept"),
+        "{none}"
+    );
+    assert!(none.contains("the weights do not help here"), "{none}");
+    assert!(none.ends_with(calm), "{none}");
+}
+
+#[test]
+fn the_weighted_sentence_calls_weights_too_extreme_at_its_two_thresholds() {
+    let extreme_tail = "the estimated weights are too extreme to trust: their effective sample \
+                        size is";
+    // An effective sample size of 10% of the rows is not extreme; below it is.
+    let mut f = weighted_figures(0.8, 0.9);
+    f.effective_sample_size = 500.0;
+    assert!(weighted_sentence(&f).contains("here the weights repair"));
+    f.effective_sample_size = 499.0;
+    let few = weighted_sentence(&f);
+    assert_eq!(
+        few,
+        "Weighted, coverage reaches 90.00% (kept: 80.00%; refitted with labels: 90.00%), with \
+         sets of 2.250 labels on average (kept: 1.500; refitted: 2.500), but not by a \
+         trustworthy correction: the estimated weights are too extreme to trust: their \
+         effective sample size is 499 of 5,000 calibration images, and 0.00% of the evaluation \
+         images get q̂ = +∞ (every label)."
+    );
+    // α/2 = 5% of the images at +∞ is extreme; just under it is not.
+    let mut f = weighted_figures(0.8, 0.9);
+    f.infinite_share = 0.0499;
+    assert!(weighted_sentence(&f).contains("here the weights repair"));
+    f.infinite_share = 0.05;
+    let infinite = weighted_sentence(&f);
+    assert!(infinite.contains(extreme_tail), "{infinite}");
+    assert!(infinite.ends_with("and 5.00% of the evaluation images get q̂ = +∞ (every label)."));
+    // Extreme weights are named in the other states too, capitalised after a full stop.
+    let mut f = weighted_figures(0.8, 0.8);
+    f.effective_sample_size = 3.0;
+    let none = weighted_sentence(&f);
+    assert!(
+        none.contains("can repair. The estimated weights are too extreme to trust: their effective sample size is 3 of 5,000"),
+        "{none}"
+    );
+    // Without a standard deviation (q̂ infinite) "short" is below 1 − α itself.
+    let mut f = weighted_figures(0.899, 0.9);
+    f.split_standard_deviation = None;
+    assert!(weighted_sentence(&f).contains("here the weights repair"));
+}

@@ -2277,6 +2277,94 @@ fn adaptive_conformal_inference_matches_the_library_on_a_drifting_stream() {
     }
 }
 
+/// `--covariate-shift` against unlabelled rows that are the calibration rows themselves: the
+/// domain classifier finds nothing to tell apart, every weight is 1, and the weighted sets are
+/// split conformal's; against logits moved the weights move and the effective sample size
+/// falls; a file of another class count and `--pac` are refused.
+#[test]
+fn weighted_conformal_with_equal_domains_is_split_conformal() {
+    let dir = TempDir::new("weighted");
+    let calibration = synthetic_data(1000, 4, 1.0, 61);
+    let test = synthetic_data(1000, 4, 1.0, 62);
+    let (logits, labels) = calibration.write(&dir, "cal", "csv");
+    let (test_logits, test_labels) = test.write(&dir, "test", "csv");
+    let with = |unlabelled: &Path| {
+        report_json(
+            &logits,
+            &labels,
+            &[
+                "--test-logits",
+                test_logits.to_str().unwrap(),
+                "--test-labels",
+                test_labels.to_str().unwrap(),
+                "--score",
+                "lac",
+                "--covariate-shift",
+                unlabelled.to_str().unwrap(),
+            ],
+        )
+    };
+    let json = with(&logits);
+    let weighted = &json["weighted"];
+    assert_eq!(weighted["n_unlabelled"], 1000);
+    assert_eq!(weighted["converged"], true);
+    assert_eq!(number(weighted, "/inverse_penalty"), 1.0);
+    assert_eq!(
+        number(weighted, "/coverage"),
+        number(&json, "/conformal/coverage")
+    );
+    assert_eq!(
+        number(weighted, "/average_set_size"),
+        number(&json, "/conformal/average_set_size")
+    );
+    assert!((number(weighted, "/effective_sample_size") - 1000.0).abs() < 1e-6);
+    assert_eq!(number(weighted, "/infinite_share"), 0.0);
+
+    // The first class's logit raised by 2: a mean shift, which the logistic model sees.
+    let moved_logits: Vec<f32> = calibration
+        .logits
+        .iter()
+        .enumerate()
+        .map(|(i, z)| if i % 4 == 0 { z + 2.0 } else { *z })
+        .collect();
+    let moved_file = dir.write("sharper.csv", text_rows(&moved_logits, 4, ","));
+    let moved = with(&moved_file);
+    let ess = number(&moved["weighted"], "/effective_sample_size");
+    assert!((1.0..900.0).contains(&ess), "effective sample size {ess}");
+    let table = report(
+        &logits,
+        &labels,
+        &["--covariate-shift", moved_file.to_str().unwrap()],
+    );
+    assert_success(&table);
+    assert!(
+        String::from_utf8_lossy(&table.stdout).contains("weighted conformal under covariate shift")
+    );
+
+    let three = dir.write("three.csv", "1,2,3\n4,5,6\n");
+    assert_refused(
+        &report(
+            &logits,
+            &labels,
+            &["--covariate-shift", three.to_str().unwrap()],
+        ),
+        &["three.csv", "3 classes", "4"],
+    );
+    assert_refused(
+        &report(
+            &logits,
+            &labels,
+            &[
+                "--covariate-shift",
+                moved_file.to_str().unwrap(),
+                "--pac",
+                "0.1,0.1",
+            ],
+        ),
+        &["--covariate-shift", "--pac"],
+    );
+}
+
 #[test]
 fn lac_matches_the_library() {
     assert_matches_library(Score::Lac, &["--score", "lac"]);

@@ -38,6 +38,20 @@ pub struct WeightedCalibration {
     scores: Vec<f64>,
     /// `cumulative[i]`: the weight of the `i + 1` smallest scores.
     cumulative: Vec<f64>,
+    /// The logarithm every weight was divided by ([`WeightedCalibration::from_log_weights`]),
+    /// 0 for weights given as they are.
+    log_scale: f64,
+}
+
+/// What the weighted sets of a labelled test part measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WeightedSets {
+    /// Test rows whose set holds their label, and their share.
+    pub covered: usize,
+    pub coverage: f64,
+    pub average_set_size: f64,
+    /// The share of test rows whose `q̂(x)` is `+∞` (their set holds every label).
+    pub infinite_share: f64,
 }
 
 /// Checks a weight: finite and non-negative.
@@ -92,6 +106,104 @@ impl WeightedCalibration {
         Ok(Self {
             scores: pairs.iter().map(|&(score, _)| score).collect(),
             cumulative,
+            log_scale: 0.0,
+        })
+    }
+
+    /// The calibration part with weights given by their logarithms, as an estimated likelihood
+    /// ratio gives them: each weight is divided by the largest, `exp(l_i − max_j l_j)`, which
+    /// leaves every `q̂(x)` unchanged (test weights are divided alike) and no weight overflows.
+    ///
+    /// # Errors
+    /// [`ConformalError::InvalidParameter`] (`"log weight"`) for a NaN or infinite logarithm,
+    /// and those of [`WeightedCalibration::new`].
+    pub fn from_log_weights(scores: &[f64], log_weights: &[f64]) -> Result<Self, ConformalError> {
+        if let Some(&bad) = log_weights.iter().find(|l| !l.is_finite()) {
+            return Err(ConformalError::InvalidParameter {
+                name: "log weight",
+                value: bad,
+            });
+        }
+        let largest = log_weights
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        let weights: Vec<f64> = log_weights.iter().map(|l| (l - largest).exp()).collect();
+        let mut calibration = Self::new(scores, &weights)?;
+        calibration.log_scale = if largest.is_finite() { largest } else { 0.0 };
+        Ok(calibration)
+    }
+
+    /// `q̂(x)` for a test input whose weight has logarithm `log_weight`, on the scale of the
+    /// calibration weights' logarithms: `+∞` where its weight dwarfs theirs past `f64`'s range.
+    ///
+    /// # Errors
+    /// As [`WeightedCalibration::threshold`]; a NaN logarithm is an invalid test weight.
+    pub fn threshold_at_log_weight(
+        &self,
+        log_weight: f64,
+        alpha: f64,
+    ) -> Result<f64, ConformalError> {
+        let weight = (log_weight - self.log_scale).exp();
+        if weight == f64::INFINITY {
+            super::alpha_numerator(alpha)?;
+            return Ok(f64::INFINITY);
+        }
+        self.threshold(weight, alpha)
+    }
+
+    /// The sets `{y : s(x, y) ≤ q̂(x)}` of a labelled test part: `scores` holds every label's
+    /// score of each row (`[m, K]`, row-major), `log_weights` each row's weight's logarithm
+    /// (as in [`WeightedCalibration::threshold_at_log_weight`]).
+    ///
+    /// # Errors
+    /// [`ConformalError::ShapeMismatch`] unless `m` labels and `m` weights;
+    /// [`ConformalError::LabelOutOfRange`]; [`ConformalError::NonFiniteScore`]; and those of
+    /// [`WeightedCalibration::threshold`].
+    pub fn evaluate(
+        &self,
+        scores: &[f64],
+        log_weights: &[f64],
+        labels: &[u32],
+        num_classes: usize,
+        alpha: f64,
+    ) -> Result<WeightedSets, ConformalError> {
+        check_length(
+            "test scores (rows × num_classes)",
+            labels.len() * num_classes,
+            scores.len(),
+        )?;
+        check_length(
+            "test weights (one per row)",
+            labels.len(),
+            log_weights.len(),
+        )?;
+        check_scores_finite(scores)?;
+        let (mut covered, mut members, mut infinite) = (0_usize, 0_usize, 0_usize);
+        for (row, ((row_scores, &log_weight), &label)) in scores
+            .chunks_exact(num_classes.max(1))
+            .zip(log_weights)
+            .zip(labels)
+            .enumerate()
+        {
+            if label as usize >= num_classes {
+                return Err(ConformalError::LabelOutOfRange {
+                    row,
+                    label,
+                    num_classes,
+                });
+            }
+            let threshold = self.threshold_at_log_weight(log_weight, alpha)?;
+            infinite += usize::from(threshold == f64::INFINITY);
+            members += row_scores.iter().filter(|&&s| s <= threshold).count();
+            covered += usize::from(row_scores[label as usize] <= threshold);
+        }
+        let m = labels.len().max(1) as f64;
+        Ok(WeightedSets {
+            covered,
+            coverage: covered as f64 / m,
+            average_set_size: members as f64 / m,
+            infinite_share: infinite as f64 / m,
         })
     }
 

@@ -164,21 +164,8 @@ impl Lab {
                 .extend_from_slice(&evaluation.uniforms[start..end]);
             blocks.push((severity, start, end));
         }
-        let probabilities = |part: &Part| -> Result<Vec<f64>, LabError> {
-            Ok(calibration::softmax(
-                &Logits::new(&part.logits, k)?,
-                temperature,
-            )?)
-        };
-        let calibration_scores = conformal::true_label_scores(
-            &probabilities(&calibration)?,
-            &calibration.labels,
-            k,
-            &key.score,
-            &calibration.uniforms,
-        )?;
-        let stream_scores =
-            conformal::all_label_scores(&probabilities(&stream)?, k, &key.score, &stream.uniforms)?;
+        let (calibration_scores, stream_scores) =
+            kept_scores(&calibration, &stream, k, temperature, &key.score)?;
         let run = adaptive_conformal(
             &calibration_scores,
             &stream_scores,
@@ -230,6 +217,33 @@ impl Lab {
             run,
         })
     }
+}
+
+/// The true-label scores of `calibration` and every label's score of `tested` (`[rows, K]`),
+/// both at `temperature`: split conformal's inputs with the clean calibration half kept.
+pub(super) fn kept_scores(
+    calibration: &Part,
+    tested: &Part,
+    k: usize,
+    temperature: f64,
+    score: &Score,
+) -> Result<(Vec<f64>, Vec<f64>), LabError> {
+    let probabilities = |part: &Part| -> Result<Vec<f64>, LabError> {
+        Ok(calibration::softmax(
+            &Logits::new(&part.logits, k)?,
+            temperature,
+        )?)
+    };
+    let calibration_scores = conformal::true_label_scores(
+        &probabilities(calibration)?,
+        &calibration.labels,
+        k,
+        score,
+        &calibration.uniforms,
+    )?;
+    let tested_scores =
+        conformal::all_label_scores(&probabilities(tested)?, k, score, &tested.uniforms)?;
+    Ok((calibration_scores, tested_scores))
 }
 
 /// The figures of steps `start..end` of `run`, seen at `severity`.

@@ -41,6 +41,7 @@ mod shift_view;
 mod streamed;
 mod temperature_view;
 mod venn_abers_view;
+mod weighted_view;
 
 pub use feature_store::{
     FeatureInputs, FeatureRequest, FeatureStore, NetworkFeatureScores, FEATURE_WIDTH,
@@ -76,6 +77,7 @@ pub use venn_abers_view::GalleryInterval;
 pub use adaptive_view::{AdaptiveView, StreamBlock, COVERAGE_WINDOW, DEFAULT_ACI_GAMMA};
 use temperature_view::FixedReports;
 pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
+pub use weighted_view::WeightedView;
 
 /// Why the lab refused a request.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -123,6 +125,8 @@ pub enum LabError {
     Features(#[from] crate::ood_features::FeatureError),
     #[error(transparent)]
     Selective(#[from] crate::selective::SelectiveError),
+    #[error(transparent)]
+    Domain(#[from] crate::domain_classifier::DomainError),
 }
 
 /// One network's accuracy and calibration, as the OOD lab compares them across networks.

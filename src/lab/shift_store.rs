@@ -8,8 +8,11 @@
 
 use std::collections::HashMap;
 
+use std::rc::Rc;
+
 use super::adaptive_view::StreamKey;
-use super::{AdaptiveView, LabError, Streamed};
+use super::weighted_view::{DomainKey, DomainWeights, WeightedKey};
+use super::{AdaptiveView, LabError, Streamed, WeightedView};
 use crate::calibration::Logits;
 use crate::shift::{Corruption, ShiftError};
 
@@ -125,6 +128,11 @@ pub struct ShiftStore {
     /// The last ACI stream replayed and what it was computed from: a frame shows it again
     /// until γ, the score, α, the split or the severities in change.
     adaptive: Option<(StreamKey, AdaptiveView)>,
+    /// The domain classifier's weights, by network, split, corruption and severity: fitted
+    /// once each, whatever the score, α or T.
+    domain_weights: HashMap<DomainKey, Rc<DomainWeights>>,
+    /// The last weighted conformal sets and what they were computed from.
+    weighted: Option<(WeightedKey, WeightedView)>,
 }
 
 impl ShiftStore {
@@ -137,6 +145,8 @@ impl ShiftStore {
             logits: HashMap::new(),
             fits: HashMap::new(),
             adaptive: None,
+            domain_weights: HashMap::new(),
+            weighted: None,
         }
     }
 
@@ -206,5 +216,28 @@ impl ShiftStore {
     /// Keeps the ACI stream computed from `key`, in place of the one kept before.
     pub(super) fn keep_adaptive(&mut self, key: StreamKey, view: AdaptiveView) {
         self.adaptive = Some((key, view));
+    }
+
+    /// The domain classifier's weights fitted on `key`, if kept.
+    pub(super) fn domain_weights(&self, key: &DomainKey) -> Option<Rc<DomainWeights>> {
+        self.domain_weights.get(key).cloned()
+    }
+
+    /// Keeps the domain classifier's weights fitted on `key`.
+    pub(super) fn keep_domain_weights(&mut self, key: DomainKey, weights: Rc<DomainWeights>) {
+        self.domain_weights.insert(key, weights);
+    }
+
+    /// The weighted conformal sets computed from `key`, if they are the ones kept.
+    pub(super) fn weighted(&self, key: &WeightedKey) -> Option<&WeightedView> {
+        self.weighted
+            .as_ref()
+            .filter(|(kept, _)| kept == key)
+            .map(|(_, view)| view)
+    }
+
+    /// Keeps the weighted conformal sets computed from `key`, in place of those kept before.
+    pub(super) fn keep_weighted(&mut self, key: WeightedKey, view: WeightedView) {
+        self.weighted = Some((key, view));
     }
 }

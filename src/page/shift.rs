@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::readouts::{metric, metric_cell, text, Patch, TableRow};
 use super::{PageState, MODELS};
-use crate::lab::{Lab, LabError, ShiftMetrics, ShiftStore, ShiftView, ShiftedSet};
+use crate::lab::{Lab, LabError, ShiftMetrics, ShiftStore, ShiftView, ShiftedSet, WeightedView};
 use crate::sentences::{self, percent};
 use crate::text::grouped;
 
@@ -98,11 +98,12 @@ pub(super) fn render(
             hidden: next.is_none(),
         },
     ]);
+    let settings = state.conformal_settings();
     let view = match lab.shift_view(
         store,
         corruption,
         state.severity,
-        &state.conformal_settings(),
+        &settings,
         state.bins,
         state.binning,
     ) {
@@ -111,10 +112,19 @@ pub(super) fn render(
             frame
                 .patches
                 .extend(chart_summaries(None, state.recalibrate));
+            frame.patches.extend(weighted(None, None));
             return Ok(frame);
         }
         Err(e) => return Err(e),
     };
+    let weighted_view = match lab.weighted_view(store, corruption, state.severity, &settings) {
+        Ok(weighted_view) => Some(weighted_view),
+        Err(LabError::NotReady) => None,
+        Err(e) => return Err(e),
+    };
+    frame
+        .patches
+        .extend(weighted(Some(&view), weighted_view.as_ref()));
     frame.thumbnails = Some(ShiftThumbnails {
         rows: view.thumbnails.clone(),
         set: chosen.map(ShiftedSet::name),
@@ -219,6 +229,69 @@ fn verdict(view: &ShiftView) -> String {
         format_size(point.refit.average_set_size),
         format_size(clean.kept.average_set_size),
     )
+}
+
+/// The weighted conformal block: its coverage and set size beside the kept and refitted ones
+/// (the table's cells), the weights' effective sample size and share of `+∞` thresholds, and
+/// the sentence; "…" and no sentence while the shown severity's logits are arriving.
+fn weighted(view: Option<&ShiftView>, weighted: Option<&WeightedView>) -> Vec<Patch> {
+    let point = view.and_then(ShiftView::current);
+    let (Some(view), Some(point), Some(w)) = (view, point, weighted) else {
+        let waiting = |key: &str| Patch::Metric {
+            id: None,
+            metric: key.to_string(),
+            value: None,
+            text: "…".to_string(),
+            title: None,
+        };
+        return vec![
+            waiting("shift_weighted_coverage"),
+            waiting("shift_weighted_set_size"),
+            waiting("shift_weighted_ess"),
+            waiting("shift_weighted_infinite_share"),
+            text("shift-weighted-sentence", ""),
+        ];
+    };
+    let figures = sentences::WeightedFigures {
+        alpha: view.alpha,
+        split_standard_deviation: view.split_standard_deviation,
+        kept: (point.kept.coverage, point.kept.average_set_size),
+        weighted: (w.coverage, w.average_set_size),
+        refit: (point.refit.coverage, point.refit.average_set_size),
+        effective_sample_size: w.effective_sample_size,
+        n_calibration: w.n_calibration,
+        infinite_share: w.infinite_share,
+    };
+    vec![
+        metric(
+            "shift_weighted_coverage",
+            w.coverage,
+            percent(w.coverage, 2),
+        ),
+        metric(
+            "shift_weighted_set_size",
+            w.average_set_size,
+            format_size(w.average_set_size),
+        ),
+        metric(
+            "shift_weighted_ess",
+            w.effective_sample_size,
+            format!(
+                "{} of {}",
+                grouped(w.effective_sample_size.round() as usize),
+                grouped(w.n_calibration)
+            ),
+        ),
+        metric(
+            "shift_weighted_infinite_share",
+            w.infinite_share,
+            percent(w.infinite_share, 2),
+        ),
+        text(
+            "shift-weighted-sentence",
+            sentences::weighted_sentence(&figures),
+        ),
+    ]
 }
 
 /// An average set size as the table writes it.

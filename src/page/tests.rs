@@ -966,6 +966,75 @@ fn every_row_wrong(rows: usize) -> Vec<f32> {
 }
 
 #[test]
+fn the_shift_lab_shows_weighted_conformal_beside_kept_and_refitted() {
+    let rows = 400;
+    let mut lab = lab_with_logits(rows, rows);
+    let mut shifts = ShiftStore::new(NUM_CLASSES, MODELS.len(), rows);
+    let visible = Visible {
+        shift: true,
+        ..Visible::default()
+    };
+    let state = PageState::from_hash("shift=blur&severity=2").0;
+    let frame = render_with_shifts(&mut lab, &mut shifts, &state, &visible);
+    // The shown severity's logits are arriving: no number, no sentence.
+    let (value, text) = metric_patch(&frame.readouts.patches, "shift_weighted_coverage");
+    assert_eq!((value, text.as_str()), (&None, "…"));
+    assert_eq!(
+        text_patch(&frame.readouts.patches, "shift-weighted-sentence"),
+        ""
+    );
+
+    // Every corrupted row favours a wrong class with logits unlike any clean row's (4 against
+    // the clean rows' 2): the domains separate, and the weights are too extreme by construction.
+    let set = crate::lab::ShiftedSet::parse("shift-blur-2").unwrap();
+    shifts
+        .add_logits(0, set, 0, &every_row_wrong(rows))
+        .unwrap();
+    let frame = render_with_shifts(&mut lab, &mut shifts, &state, &visible);
+    let weighted = lab
+        .weighted_view(
+            &mut shifts,
+            crate::shift::Corruption::Blur,
+            2,
+            &state.conformal_settings(),
+        )
+        .unwrap();
+    let patches = &frame.readouts.patches;
+    for (name, value, text) in [
+        (
+            "shift_weighted_coverage",
+            weighted.coverage,
+            percent(weighted.coverage, 2),
+        ),
+        (
+            "shift_weighted_set_size",
+            weighted.average_set_size,
+            format!("{:.3}", weighted.average_set_size),
+        ),
+        (
+            "shift_weighted_infinite_share",
+            weighted.infinite_share,
+            percent(weighted.infinite_share, 2),
+        ),
+    ] {
+        assert_eq!(metric_patch(patches, name), (&Some(value), &text), "{name}");
+    }
+    let (ess, ess_text) = metric_patch(patches, "shift_weighted_ess");
+    assert_eq!(*ess, Some(weighted.effective_sample_size));
+    assert!(ess_text.ends_with(" of 200"), "{ess_text}");
+    let sentence = text_patch(patches, "shift-weighted-sentence");
+    assert!(
+        sentence.contains("the estimated weights are too extreme to trust")
+            || sentence.contains("The estimated weights are too extreme to trust"),
+        "{sentence}"
+    );
+    assert!(
+        sentence.contains(&percent(weighted.coverage, 2)),
+        "{sentence}"
+    );
+}
+
+#[test]
 fn the_shift_lab_asks_for_the_shown_severity_first_then_shows_both_ways_and_judges_them() {
     let rows = 400;
     let mut lab = lab_with_logits(rows, rows);

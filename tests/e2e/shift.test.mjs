@@ -7,7 +7,10 @@
 // the severity table; the recalibrate switch redraws the diagram at the refitted T; inversion
 // has severities 0 and 1 only. Adaptive conformal inference over the rising-severity stream,
 // its γ set by a pointer and the keyboard, replays the stream in the frame of each change
-// (its time reported; speed is the benchmark's) and equals `calibra report --aci-gamma` on the stream the chart's CSV lists (1e-9).
+// (its time reported; speed is the benchmark's) and equals `calibra report --aci-gamma` on the
+// stream the chart's CSV lists (1e-9). Weighted conformal, its domain classifier fitted without
+// labels, equals `calibra report --covariate-shift` on the page's halves (1e-9), and its
+// sentence states the numbers shown.
 // UPDATE_SCREENSHOT=1 copies the lab's screenshot to docs/shift.png.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -277,7 +280,54 @@ test("4. adaptive conformal inference: γ set by a pointer and the keyboard, the
   assert.match(await page.textContent("#aci-stream-summary"), /^After the last image, coverage since the start is /);
 });
 
-test("5. inversion is on or off: its slider has two positions, and a link asking for more shows it on", { timeout: SHIFT_TIMEOUT_MS + 30_000 }, async () => {
+test("5. weighted conformal: without a label of the rotated images, equal to `calibra report --covariate-shift` on the page's halves, its sentence stating the numbers shown", { timeout: 3 * SHIFT_TIMEOUT_MS }, async (t) => {
+  // LAC, so that no uniform draw differs between the page's rows and the CLI's files.
+  await page.selectOption("#score", "lac");
+  await shownSeverity();
+  await page.locator("#shift-weighted").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => (document.getElementById("shift-weighted-sentence").textContent ?? "") !== "", null, { timeout: SHIFT_TIMEOUT_MS, polling: 250 });
+  await nextFrames(page, 2);
+  const m = await readMetrics(page);
+
+  // The page's halves as `calibra report`'s files: the clean calibration half labelled, the
+  // rotated calibration half unlabelled, the rotated evaluation half labelled, rows rising.
+  const labelsFile = path.join(native.dir, "labels.gz");
+  await download(site.url, LABELS_URL, labelsFile);
+  const labels = gunzipSync(readFileSync(labelsFile)).subarray(8);
+  const clean = await page.evaluate(() => window.calibra.logits(0, "test"));
+  const rotated = await page.evaluate(() => window.calibra.logits(0, "shift-rotation-5"));
+  const calibrationRows = (await page.evaluate(() => window.calibra.calibrationRows())).sort((a, b) => a - b);
+  const inCalibration = new Set(calibrationRows);
+  const evaluationRows = [...labels.keys()].filter((r) => !inCalibration.has(r));
+  const row = (values, r) => values.slice(r * 10, (r + 1) * 10).join(",");
+  const write = (name, lines) => { const file = path.join(native.dir, name); writeFileSync(file, `${lines.join("\n")}\n`); return file; };
+  const binary = await buildCalibra();
+  const args = ["report",
+    "--logits", write("weighted-calibration.csv", calibrationRows.map((r) => row(clean, r))),
+    "--labels", write("weighted-calibration-labels.txt", calibrationRows.map((r) => labels[r])),
+    "--test-logits", write("weighted-evaluation.csv", evaluationRows.map((r) => row(rotated, r))),
+    "--test-labels", write("weighted-evaluation-labels.txt", evaluationRows.map((r) => labels[r])),
+    "--covariate-shift", write("weighted-unlabelled.csv", calibrationRows.map((r) => row(rotated, r))),
+    "--temperature", String(m.shift_clean_temperature), "--score", "lac", "--alpha", String(ALPHA), "--json"];
+  const weighted = JSON.parse((await run(binary, args, { maxBuffer: 64 << 20 })).stdout).weighted;
+  assert.equal(weighted.n_unlabelled, 5000);
+  for (const [shown, key] of [["shift_weighted_coverage", "coverage"], ["shift_weighted_set_size", "average_set_size"], ["shift_weighted_ess", "effective_sample_size"], ["shift_weighted_infinite_share", "infinite_share"]]) {
+    close(shown, m[shown], weighted[key]);
+  }
+  // The table shows the weighted column beside the kept and refitted ones of the same severity.
+  const cells = await page.$$eval("#shift-weighted tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((cell) => cell.textContent)));
+  const percent = (value) => `${(100 * value).toFixed(2)}%`;
+  assert.deepEqual(cells[0], ["coverage", percent(m.shift_kept_coverage), percent(m.shift_weighted_coverage), percent(m.shift_refit_coverage)]);
+  const sentence = await page.textContent("#shift-weighted-sentence");
+  t.diagnostic(sentence);
+  assert.match(sentence, /^(With q̂ kept, coverage is|Weighted by the domain classifier|Weighted, coverage (reaches|rises|is))/, sentence);
+  assert.ok(sentence.includes(percent(m.shift_weighted_coverage)), sentence);
+  assert.ok(sentence.includes(percent(m.shift_kept_coverage)), sentence);
+  assert.ok(sentence.includes(`effective sample size is ${Math.round(m.shift_weighted_ess).toLocaleString("en-US")} of 5,000 calibration images`), sentence);
+  assert.ok(sentence.includes(`${percent(m.shift_weighted_infinite_share)} of the evaluation images get q̂ = +∞`), sentence);
+});
+
+test("6. inversion is on or off: its slider has two positions, and a link asking for more shows it on", { timeout: SHIFT_TIMEOUT_MS + 30_000 }, async () => {
   await page.goto(`${site.url}#${HASH.replace("shift=rotation&severity=5", "shift=inversion&severity=4")}`);
   await waitForInference(page);
   assert.equal((await hashParams(page)).severity, "1");

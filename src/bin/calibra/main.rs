@@ -125,6 +125,12 @@ pub struct ReportArgs {
     /// on the same stream; against the marginal calibration scores.
     #[arg(long, value_name = "GAMMA", allow_negative_numbers = true)]
     pub aci_gamma: Option<f64>,
+    /// Weighted split conformal under covariate shift (Tibshirani et al. 2019): FILE holds
+    /// unlabelled logits of the shifted inputs; a logistic regression on the logits, fitted on
+    /// the calibration part against FILE's rows, weighs every row by its likelihood ratio, and
+    /// the test part gets the weighted sets (one threshold for all classes).
+    #[arg(long, value_name = "FILE", conflicts_with = "pac")]
+    pub covariate_shift: Option<PathBuf>,
     /// Conditional coverage of the sets beside CovGap: worst-slab coverage over slabs of the
     /// test logits holding at least 10% of the test rows (100 directions, seeded by --seed),
     /// and the noise floors of both, their values for a method with exact conditional coverage.

@@ -9,9 +9,11 @@ use calibra::bootstrap::{
 };
 use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::calibration_estimators::{self, Estimators};
+use calibra::conformal::weighted::WeightedCalibration;
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
 use calibra::data;
 use calibra::estimator_cases::{self, EstimatorCase};
+use calibra::domain_classifier::{self, fit_domain_classifier};
 use calibra::lab::BOOTSTRAP;
 use calibra::recalibration::dirichlet::DirichletCalibration;
 use calibra::recalibration::{self, Labelled, Method, MethodReport, Recalibration, VectorScaling};
@@ -61,6 +63,10 @@ struct Report {
     /// With `--aci-gamma GAMMA`: adaptive conformal inference over the test rows in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     aci: Option<AdaptiveSummary>,
+    /// With `--covariate-shift FILE`: weighted split conformal's sets on the test part, the
+    /// weights from a domain classifier of FILE's rows against the calibration part's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weighted: Option<WeightedSummary>,
     /// With `--worst-slab`: worst-slab coverage and CovGap, each with its noise floor.
     #[serde(skip_serializing_if = "Option::is_none")]
     conditional_coverage: Option<ConditionalCoverage>,
@@ -133,6 +139,24 @@ struct ConformalSummary {
     empty_rate: f64,
     covgap: f64,
     per_class_coverage: Vec<Option<f64>>,
+}
+
+/// Weighted split conformal under covariate shift: the domain classifier's fit, the weights'
+/// effective sample size, and the test part's weighted sets.
+#[derive(Debug, Serialize)]
+struct WeightedSummary {
+    /// Rows of the unlabelled shifted file the classifier was fitted on.
+    n_unlabelled: usize,
+    /// scikit-learn's `C` of the classifier's L2 penalty.
+    inverse_penalty: f64,
+    /// Whether the classifier's Newton iterations converged.
+    converged: bool,
+    /// Kish's `(Σw)²/Σw²` of the calibration part's weights.
+    effective_sample_size: f64,
+    coverage: f64,
+    average_set_size: f64,
+    /// The share of test rows whose weighted threshold is +∞.
+    infinite_share: f64,
 }
 
 /// Adaptive conformal inference over the test rows as a stream: coverage and set size beside
@@ -404,6 +428,20 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             })
         })
         .transpose()?;
+    let weighted = args
+        .covariate_shift
+        .as_deref()
+        .map(|path| {
+            weighted_summary(
+                path,
+                args.from_probabilities,
+                &parts,
+                (&calibration_scores, &test_probabilities),
+                &score,
+                alpha,
+            )
+        })
+        .transpose()?;
     let conditional_coverage = args
         .worst_slab
         .then(|| {
@@ -499,6 +537,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             per_class_coverage: metrics.per_class_coverage,
         },
         aci,
+        weighted,
         conditional_coverage,
         selective,
     };
@@ -515,6 +554,67 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         print!("{}", table(&report, &rows_per_class));
     }
     Ok(())
+}
+
+/// Weighted conformal's sets on the test part: the domain classifier fitted on the calibration
+/// part's logits (clean) against the logits in `path` (shifted), its weights on the
+/// calibration scores, each test row's own weight in its threshold.
+fn weighted_summary(
+    path: &Path,
+    from_probabilities: bool,
+    parts: &Parts,
+    (calibration_scores, test_probabilities): (&[f64], &[f64]),
+    score: &Score,
+    alpha: f64,
+) -> Result<WeightedSummary, String> {
+    let mut unlabelled = input::read_logits(path).map_err(|e| e.to_string())?;
+    let num_classes = parts.calibration.num_classes;
+    if unlabelled.num_classes != num_classes {
+        return Err(format!(
+            "{}: {} classes, but the calibration logits have {num_classes}",
+            path.display(),
+            unlabelled.num_classes
+        ));
+    }
+    if from_probabilities {
+        unlabelled.values = calibration::logits_from_probabilities(&unlabelled.values, num_classes)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    } else {
+        input::check_not_probabilities(&unlabelled, path)
+            .map_err(|e| format!("{e}; pass --from-probabilities to use log p as logits"))?;
+    }
+    let features = |values: &[f32]| -> Vec<f64> { values.iter().map(|&z| f64::from(z)).collect() };
+    let calibration_features = features(&parts.calibration.values);
+    let classifier = fit_domain_classifier(
+        &calibration_features,
+        &features(&unlabelled.values),
+        num_classes,
+    )
+    .map_err(|e| format!("--covariate-shift: {e}"))?;
+    let calibration_weights = classifier.log_weights(&calibration_features);
+    let test_scores =
+        conformal::all_label_scores(test_probabilities, num_classes, score, &parts.test_uniforms)
+            .map_err(|e| e.to_string())?;
+    let sets = WeightedCalibration::from_log_weights(calibration_scores, &calibration_weights)
+        .and_then(|weighted| {
+            weighted.evaluate(
+                &test_scores,
+                &classifier.log_weights(&features(&parts.test.values)),
+                &parts.test_labels,
+                num_classes,
+                alpha,
+            )
+        })
+        .map_err(|e| format!("--covariate-shift: {e}"))?;
+    Ok(WeightedSummary {
+        n_unlabelled: unlabelled.rows(),
+        inverse_penalty: domain_classifier::INVERSE_PENALTY,
+        converged: classifier.converged,
+        effective_sample_size: domain_classifier::effective_sample_size(&calibration_weights),
+        coverage: sets.coverage,
+        average_set_size: sets.average_set_size,
+        infinite_share: sets.infinite_share,
+    })
 }
 
 /// Worst-slab coverage of `sets` over slabs of the test logits, CovGap, and their noise floors.
@@ -913,6 +1013,21 @@ fn table(report: &Report, rows_per_class: &RowsPerClass) -> String {
         out += &format!(
             "|miscoverage - alpha| <= {:.4} whatever the order; last alpha_t {:.4}\n",
             a.miscoverage_bound, a.final_alpha
+        );
+    }
+    if let Some(w) = &report.weighted {
+        out += &format!(
+            "\nweighted conformal under covariate shift ({} unlabelled rows)\n\
+             {:<24}{:>10.4}\n{:<24}{:>10.4}\n{:<24}{:>10.1}\n{:<24}{:>10.4}\n",
+            w.n_unlabelled,
+            "coverage",
+            w.coverage,
+            "average_set_size",
+            w.average_set_size,
+            "effective_sample_size",
+            w.effective_sample_size,
+            "infinite_share",
+            w.infinite_share
         );
     }
     if let Some(w) = &report.conditional_coverage {
