@@ -10,6 +10,7 @@ use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
 use crate::calibration_estimators::{self, CumulativeDifferences, Estimators};
 use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
+use crate::corp::{self, Corp};
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
 use crate::temperature_anatomy::BrierDecomposition;
@@ -51,6 +52,9 @@ pub struct TemperatureView {
     /// Murphy's decomposition of the Brier score on the classwise bins, at the slider's T, at
     /// T = 1 and at the fitted T.
     pub brier_decomposition: [BrierDecomposition; 3],
+    /// The CORP reliability diagram and the CORP decompositions of the top-label Brier and log
+    /// scores (PAV, no bins), at the slider's T, at T = 1 and at the fitted T.
+    pub corp: [Corp; 3],
     /// Smooth ECE (no bins) at T = 1 and at the fitted T.
     pub smooth_at_one: SmoothEce,
     pub smooth_at_fitted: SmoothEce,
@@ -131,6 +135,15 @@ impl Lab {
                 fixed
             }
         };
+        let [corp_at_one, corp_at_fitted] = match &cache.corp_fixed {
+            Some(fixed) => fixed.clone(),
+            None => {
+                let of = |e: &calibration::Evaluation| corp::corp(&e.confidence, &e.correct);
+                let fixed = [of(&reports.at_one)?, of(&reports.at_fitted)?];
+                cache.corp_fixed = Some(fixed.clone());
+                fixed
+            }
+        };
         // A slider resting on T = 1 or on the fitted T (where the page opens, and where the
         // fit button puts it) shows the evaluation already made there.
         let at_slider = if temperature == 1.0 {
@@ -171,6 +184,11 @@ impl Lab {
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
         let cumulative = CumulativeDifferences::new(&confidences, &correct)?;
+        let corp = [
+            corp::corp(&confidences, &correct)?,
+            corp_at_one,
+            corp_at_fitted,
+        ];
         let estimators = calibration_estimators::estimators_of(
             &confidences,
             &correct,
@@ -196,6 +214,7 @@ impl Lab {
             estimators,
             cumulative,
             brier_decomposition,
+            corp,
             at_one,
             at_fitted,
             at_temperature,
