@@ -1,7 +1,8 @@
 //! Measures what one frame of the temperature lab costs natively, part by part: the lab's whole
 //! view with the smooth diagram's band (`Lab::temperature_view`, what the page's render
-//! computes before drawing when that diagram is on screen) and, on the
-//! same evaluation half, each computation inside it, at temperatures across the slider's range.
+//! computes before drawing when that diagram is on screen) and, on the same evaluation half,
+//! each computation inside it (the CORP diagram's PAV fit among them), at temperatures across
+//! the slider's range.
 //! Prints milliseconds (best of 5 runs each, the least disturbed by other work on the machine)
 //! and each part's share of the view, then what the anatomy chart costs once and per frame; then
 //! whole frames of the page without drawing (`page::render`): those drawn while the logits
@@ -82,8 +83,8 @@ fn run() -> Result<()> {
     let (logits, labels) = (evaluation.logits.clone(), evaluation.labels.clone());
     let table = Logits::new(&logits, NUM_CLASSES)?;
 
-    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search and curve | band (100 resamples) | test of calibration (null ECE) | estimators table |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| T | view | metrics, confidences and classwise bins | smooth ECE search and curve | band (100 resamples) | test of calibration (null ECE) | estimators table | CORP (PAV, both decompositions) |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     let resamples = Resamples::draw(labels.len(), &BOOTSTRAP)?;
     let outcomes = NullOutcomes::draw(labels.len(), NULL_DRAWS, 0);
     let predicted = calibration_estimators::predicted_classes(&table);
@@ -113,6 +114,7 @@ fn run() -> Result<()> {
                     &cumulative,
                 )
             })?,
+            best(|| calibra::corp::corp(f, y))?,
         ];
         let cells: Vec<String> = parts
             .iter()

@@ -10,6 +10,7 @@ pub mod calibration;
 pub mod calibration_estimators;
 pub mod calibration_null;
 pub mod conformal;
+pub mod corp;
 pub mod data;
 pub mod estimator_cases;
 pub mod domain_classifier;

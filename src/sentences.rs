@@ -13,12 +13,13 @@ use crate::calibration_estimators::CumulativeDifferences;
 use crate::calibration_null::{
     CalibrationTest, ConfidenceVerdict, GAP_STANDARD_ERRORS, NULL_DRAWS, VERDICT_RATES,
 };
+use crate::corp::{Corp, ScoreDecomposition};
 use crate::ood_difference::PairedDifference;
 use crate::recalibration::dirichlet::MAX_DIRICHLET_CLASSES;
 use crate::recalibration::VectorScaling;
 use crate::selective::SelectiveReport;
 use crate::temperature_anatomy::{BrierDecomposition, CurveMinimum, FitMistake, MistakenFit};
-use crate::text::grouped;
+use crate::text::{fixed, grouped};
 
 /// Formats a fraction as a percentage with `decimals` decimals.
 pub fn percent(value: f64, decimals: usize) -> String {
@@ -2007,6 +2008,142 @@ pub fn brier_decomposition_sentence(
              between them."
         ),
     }
+}
+
+/// A CORP decomposition's terms as the table rounds them: MCB at T = 1 below this reads 0.0000.
+const SHOWN_ZERO: f64 = 5e-5;
+
+/// A CORP term as the table writes it: 4 decimals, no minus sign on a rounding below 0.
+fn four(value: f64) -> String {
+    fixed(value, 4)
+}
+
+/// The CORP decompositions at the slider's T, and what temperature scaling does to them from
+/// T = 1 to the fitted T, read off the numbers in one of four ways: MCB up for either score
+/// (the fit, made on the other half, adds miscalibration on this one); MCB already 0.0000 at
+/// T = 1 for both scores (nothing to remove); MCB down for both with DSC moving by less than half
+/// as much as MCB for both ("nearly untouched"); otherwise both moves are stated as comparable.
+/// UNC depends only on the share right, which no T changes.
+pub fn corp_decomposition_sentence(
+    temperature: f64,
+    at_slider: &Corp,
+    at_one: &Corp,
+    at_fitted: &Corp,
+    fitted_temperature: f64,
+) -> String {
+    let terms = |d: &ScoreDecomposition| {
+        format!(
+            "{} = MCB {} − DSC {} + UNC {}",
+            four(d.score),
+            four(d.miscalibration),
+            four(d.discrimination),
+            four(d.uncertainty)
+        )
+    };
+    let here = format!(
+        "At T = {temperature:.3}, without bins, the Brier score of the top label {} and its log \
+         score {}.",
+        terms(&at_slider.brier),
+        terms(&at_slider.log)
+    );
+    let pairs = [(at_one.brier, at_fitted.brier), (at_one.log, at_fitted.log)];
+    let moves = format!(
+        "From T = 1 to the fitted T = {fitted_temperature:.3}, MCB goes from {} to {} (Brier) \
+         and from {} to {} (log), DSC from {} to {} and from {} to {}; UNC, the spread of right \
+         and wrong alone, stays {} and {}",
+        four(pairs[0].0.miscalibration),
+        four(pairs[0].1.miscalibration),
+        four(pairs[1].0.miscalibration),
+        four(pairs[1].1.miscalibration),
+        four(pairs[0].0.discrimination),
+        four(pairs[0].1.discrimination),
+        four(pairs[1].0.discrimination),
+        four(pairs[1].1.discrimination),
+        four(at_fitted.brier.uncertainty),
+        four(at_fitted.log.uncertainty),
+    );
+    let nothing_to_remove = pairs.iter().all(|(one, _)| one.miscalibration < SHOWN_ZERO);
+    let raised: Vec<&str> = pairs
+        .iter()
+        .zip(["Brier", "log"])
+        .filter(|((one, fitted), _)| fitted.miscalibration > one.miscalibration)
+        .map(|(_, name)| name)
+        .collect();
+    let discrimination_stays = pairs.iter().all(|(one, fitted)| {
+        (fitted.discrimination - one.discrimination).abs()
+            < 0.5 * (one.miscalibration - fitted.miscalibration).abs()
+    });
+    if !raised.is_empty() {
+        format!(
+            "{here} {moves}: here the fitted T adds miscalibration ({}) on this half: it was \
+             fitted on the other half, and these images disagree with it.",
+            raised.join(" and ")
+        )
+    } else if nothing_to_remove {
+        format!(
+            "{here} {moves}: at T = 1 the confidences are already their own PAV recalibration \
+             (MCB 0.0000 to the decimals shown), so the fit has nothing to remove."
+        )
+    } else if discrimination_stays {
+        format!(
+            "{here} {moves}: temperature scaling removes miscalibration and leaves \
+             discrimination nearly untouched: PAV depends only on the order of the images by \
+             confidence, so DSC moves only as far as the new T reorders them."
+        )
+    } else {
+        format!(
+            "{here} {moves}: here DSC moves, for its size, as much as MCB: PAV depends only on \
+             the order of the images by confidence, and the new T reorders them enough to move \
+             its pools."
+        )
+    }
+}
+
+/// The CORP reliability diagram's numbers in words: the images and PAV's blocks, the block
+/// whose gap weighs most in the Brier MCB (its rows times its squared gap between mean
+/// confidence and share right), and the Brier decomposition.
+pub fn corp_reliability_summary(corp: &Corp) -> String {
+    let heaviest = corp.blocks.iter().max_by(|a, b| {
+        let weight = |block: &&crate::corp::CorpBlock| {
+            block.rows as f64 * (block.mean_confidence - block.value).powi(2)
+        };
+        weight(a).total_cmp(&weight(b))
+    });
+    let Some(heaviest) = heaviest else {
+        return String::new();
+    };
+    let blocks = corp.blocks.len();
+    let range = if heaviest.lowest == heaviest.highest {
+        format!("at confidence {}", percent(heaviest.lowest, 1))
+    } else {
+        format!(
+            "between confidence {} and {}",
+            percent(heaviest.lowest, 1),
+            percent(heaviest.highest, 1)
+        )
+    };
+    let gap = if heaviest.value < heaviest.mean_confidence {
+        "overconfident there"
+    } else if heaviest.value > heaviest.mean_confidence {
+        "underconfident there"
+    } else {
+        "calibrated there"
+    };
+    format!(
+        "Here PAV pools {} images into {} block{}. The gap that weighs most: {} images {range}, \
+         {} confident on average, were right {} of the time ({gap}). Brier score of the top \
+         label {} = MCB {} − DSC {} + UNC {}.",
+        grouped(corp.rows()),
+        grouped(blocks),
+        if blocks == 1 { "" } else { "s" },
+        grouped(heaviest.rows),
+        percent(heaviest.mean_confidence, 1),
+        percent(heaviest.value, 1),
+        four(corp.brier.score),
+        four(corp.brier.miscalibration),
+        four(corp.brier.discrimination),
+        four(corp.brier.uncertainty),
+    )
 }
 
 /// One LogitNorm network's ECE and NLL after one temperature and after normalised temperature

@@ -2106,3 +2106,86 @@ fn the_weighted_sentence_calls_weights_too_extreme_at_its_two_thresholds() {
     f.split_standard_deviation = None;
     assert!(weighted_sentence(&f).contains("here the weights repair"));
 }
+
+/// Ten rows at each of two confidences, `low` and `high`, one and nine of them right: the
+/// share right is 0.1 and 0.9 by construction, whatever the confidences.
+fn two_pools(low: f64, high: f64) -> crate::corp::Corp {
+    let confidence: Vec<f64> = [low; 10].into_iter().chain([high; 10]).collect();
+    let correct: Vec<bool> = (0..20).map(|i| i == 0 || i >= 11).collect();
+    crate::corp::corp(&confidence, &correct).unwrap()
+}
+
+#[test]
+fn the_corp_sentence_reads_each_state_off_the_numbers() {
+    // Confidences 0.2 and 0.95 miscalibrated, 0.1 and 0.9 calibrated, in the same order: the
+    // fit removes all miscalibration, and PAV's pools, so DSC, are the same.
+    let (off, calibrated) = (two_pools(0.2, 0.95), two_pools(0.1, 0.9));
+    assert!(calibrated.brier.miscalibration.abs() < 1e-15);
+    assert_eq!(off.brier.discrimination, calibrated.brier.discrimination);
+    let removed = corp_decomposition_sentence(1.0, &off, &off, &calibrated, 1.4);
+    assert!(
+        removed.contains(&format!(
+            "At T = 1.000, without bins, the Brier score of the top label {:.4} = MCB {:.4} − \
+             DSC {:.4} + UNC {:.4}",
+            off.brier.score,
+            off.brier.miscalibration,
+            off.brier.discrimination,
+            off.brier.uncertainty
+        )) && removed.contains(&format!(
+            "MCB goes from {:.4} to 0.0000 (Brier)",
+            off.brier.miscalibration
+        )) && removed.contains("nearly untouched"),
+        "{removed}"
+    );
+    // The other way round: the fitted T adds miscalibration on this half.
+    let added = corp_decomposition_sentence(1.0, &calibrated, &off, &calibrated, 0.7);
+    let added_back = corp_decomposition_sentence(1.0, &calibrated, &calibrated, &off, 0.7);
+    assert!(
+        added.contains("nearly untouched") && !added.contains("adds"),
+        "{added}"
+    );
+    assert!(
+        added_back.contains("adds miscalibration (Brier and log)"),
+        "{added_back}"
+    );
+    let nothing = corp_decomposition_sentence(1.0, &calibrated, &calibrated, &calibrated, 1.0);
+    assert!(
+        nothing.contains("MCB 0.0000 to the decimals shown")
+            && nothing.contains("nothing to remove"),
+        "{nothing}"
+    );
+    let raised = corp_decomposition_sentence(1.0, &off, &two_pools(0.15, 0.92), &off, 0.7);
+    assert!(
+        raised.contains("adds miscalibration (Brier and log)") && !raised.contains("untouched"),
+        "{raised}"
+    );
+    // One confidence for every row (no discrimination) against the calibrated pools: MCB
+    // falls a little and DSC rises from 0 to all of the uncertainty.
+    let constant =
+        crate::corp::corp(&[0.6; 20], &(0..20).map(|i| i % 2 == 0).collect::<Vec<_>>()).unwrap();
+    assert_eq!(constant.brier.discrimination, 0.0);
+    let reordered = corp_decomposition_sentence(1.0, &constant, &constant, &calibrated, 1.1);
+    assert!(
+        reordered.contains("DSC moves, for its size, as much as MCB")
+            && !reordered.contains("untouched"),
+        "{reordered}"
+    );
+}
+
+#[test]
+fn the_corp_summary_names_the_gap_that_weighs_most() {
+    // The pool at 0.2 is 0.1 too confident (10 × 0.01), the one at 0.95 0.05 (10 × 0.0025).
+    let corp = two_pools(0.2, 0.95);
+    let text = corp_reliability_summary(&corp);
+    assert!(
+        text.starts_with("Here PAV pools 20 images into 2 blocks.")
+            && text.contains(
+                "10 images at confidence 20.0%, 20.0% confident on average, were right 10.0% of \
+                 the time (overconfident there)"
+            )
+            && text.contains(&format!("MCB {:.4}", corp.brier.miscalibration)),
+        "{text}"
+    );
+    let under = corp_reliability_summary(&two_pools(0.02, 0.9));
+    assert!(under.contains("(underconfident there)"), "{under}");
+}

@@ -4,32 +4,16 @@
 
 use super::*;
 use crate::calibration::evaluate;
-use crate::test_support::draw_index;
+use crate::test_support::planted_temperature_rows;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::StandardNormal;
 
 const CLASSES: usize = 10;
 const BINS: usize = 15;
 
 /// `n` rows of planted logits and labels drawn from `softmax(z / true_temperature)`.
 fn planted(n: usize, true_temperature: f64, seed: u64) -> (Vec<f32>, Vec<u32>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut logits = Vec::with_capacity(n * CLASSES);
-    let mut labels = Vec::with_capacity(n);
-    for _ in 0..n {
-        let row: Vec<f32> = (0..CLASSES)
-            .map(|_| (3.0 * rng.sample::<f64, _>(StandardNormal)) as f32)
-            .collect();
-        let max = row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z));
-        let weights: Vec<f64> = row
-            .iter()
-            .map(|&z| (f64::from(z - max) / true_temperature).exp())
-            .collect();
-        labels.push(draw_index(&weights, &mut rng) as u32);
-        logits.extend(row);
-    }
-    (logits, labels)
+    planted_temperature_rows(n, CLASSES, true_temperature, seed)
 }
 
 /// Planted halves of `n` rows each, the two drawn with different seeds.

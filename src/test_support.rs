@@ -100,3 +100,31 @@ pub fn planted_gap_rows(
     }
     (values, labels)
 }
+
+/// `n` rows of `num_classes` logits `3·N(0, 1)` (rounded to `f32`) with labels drawn from
+/// `softmax(z / true_temperature)`, from a ChaCha8 generator seeded with `seed`: the temperature
+/// that calibrates them is `true_temperature` by construction.
+pub fn planted_temperature_rows(
+    n: usize,
+    num_classes: usize,
+    true_temperature: f64,
+    seed: u64,
+) -> (Vec<f32>, Vec<u32>) {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut logits = Vec::with_capacity(n * num_classes);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let row: Vec<f32> = (0..num_classes)
+            .map(|_| (3.0 * rng.sample::<f64, _>(StandardNormal)) as f32)
+            .collect();
+        let max = row.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z));
+        let weights: Vec<f64> = row
+            .iter()
+            .map(|&z| (f64::from(z - max) / true_temperature).exp())
+            .collect();
+        labels.push(draw_index(&weights, &mut rng) as u32);
+        logits.extend(row);
+    }
+    (logits, labels)
+}

@@ -17,6 +17,18 @@ pub fn grouped(n: usize) -> String {
     out
 }
 
+/// `value` to `places` decimals, without the minus sign of a value that rounds to 0 (a term
+/// that is 0 in exact arithmetic may come out of its sums a rounding error below 0).
+pub fn fixed(value: f64, places: usize) -> String {
+    let text = format!("{value:.places$}");
+    match text.strip_prefix('-') {
+        Some(magnitude) if magnitude.bytes().all(|b| b == b'0' || b == b'.') => {
+            magnitude.to_string()
+        }
+        _ => text,
+    }
+}
+
 /// How `value` is written in the hash and in `data-metric` names: its serde name for a choice
 /// (an enum variant), its JSON text otherwise.
 pub fn serde_name(value: impl Serialize) -> String {
@@ -42,5 +54,14 @@ mod tests {
         ] {
             assert_eq!(grouped(n), text);
         }
+    }
+
+    #[test]
+    fn a_value_that_rounds_to_0_has_no_minus_sign() {
+        assert_eq!(fixed(-1e-17, 4), "0.0000");
+        assert_eq!(fixed(-0.00004, 4), "0.0000");
+        assert_eq!(fixed(-0.00005001, 4), "-0.0001");
+        assert_eq!(fixed(0.12345, 2), "0.12");
+        assert_eq!(fixed(-2.5, 1), "-2.5");
     }
 }

@@ -3690,3 +3690,33 @@ fn an_incomplete_model_run_of_ood_is_told_what_it_lacks() {
     // Nothing at all: the logits files.
     assert_refused(&calibra(&["ood"]), &["--id-logits", "--ood-logits"]);
 }
+
+/// `report --json`'s CORP decompositions of the top-label event on planted rows (stored logits
+/// 2.5 times calibrated ones): in `before` and `after` each score is MCB − DSC + UNC, the
+/// uncertainty is that of the accuracy itself (`a(1 − a)` and `−a ln a − (1 − a) ln(1 − a)`),
+/// and the fitted T takes most of the miscalibration away.
+#[test]
+fn report_gives_the_corp_decompositions() {
+    let data = synthetic_data(4000, 4, TRUE_TEMPERATURE, 11);
+    let (json, _) = report_on_own_rows(&data, "corp-decomposition", "npy", &[]);
+    let at = |part: &str, name: &str| number(&json, &format!("/{part}/{name}"));
+    for part in ["before", "after"] {
+        for score in ["brier", "log"] {
+            let term = |name: &str| at(part, &format!("corp_{score}_{name}"));
+            let sum = term("mcb") - term("dsc") + term("unc");
+            assert!(
+                (sum - term("score")).abs() <= HAND_TOLERANCE,
+                "{part} {score}"
+            );
+            assert!(term("mcb") >= 0.0 && term("dsc") >= 0.0, "{part} {score}");
+        }
+        let accuracy = at(part, "accuracy");
+        let entropy = -accuracy * accuracy.ln() - (1.0 - accuracy) * (1.0 - accuracy).ln();
+        assert!((at(part, "corp_brier_unc") - accuracy * (1.0 - accuracy)).abs() <= HAND_TOLERANCE);
+        assert!((at(part, "corp_log_unc") - entropy).abs() <= HAND_TOLERANCE);
+    }
+    for score in ["brier", "log"] {
+        let mcb = |part: &str| at(part, &format!("corp_{score}_mcb"));
+        assert!(mcb("after") < 0.3 * mcb("before"), "{}", json["after"]);
+    }
+}

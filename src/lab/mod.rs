@@ -16,6 +16,7 @@ use crate::calibration::{self, Binning, CalibrationError, Logits, TemperatureFit
 use crate::calibration_null::NullOutcomes;
 pub use crate::conformal::ScoreKind;
 use crate::conformal::{self, ConformalError, Score};
+use crate::corp::Corp;
 use crate::data;
 use crate::smooth_calibration::SmoothEce;
 
@@ -165,6 +166,8 @@ struct Cache {
     reports: Option<FixedReports>,
     /// Smooth ECE at T = 1 and at the fitted T (no bins, so computed once).
     smooth_fixed: Option<[SmoothEce; 2]>,
+    /// The CORP diagram and decompositions at T = 1 and at the fitted T (no bins either).
+    corp_fixed: Option<[Corp; 2]>,
     /// The evaluation rows each resample of the smooth diagram's band draws (independent of
     /// T, so drawn once per split).
     band_resamples: Option<Resamples>,
@@ -445,6 +448,7 @@ impl Lab {
                 fit,
                 reports: None,
                 smooth_fixed: None,
+                corp_fixed: None,
                 band_resamples: None,
                 null_outcomes: None,
                 predicted: None,

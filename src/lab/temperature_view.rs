@@ -12,6 +12,7 @@ use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
 use crate::calibration_estimators::{self, CumulativeDifferences, Estimators};
 use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
 use crate::estimator_cases::EstimatorCase;
+use crate::corp::{self, Corp};
 use crate::sentences;
 use crate::smooth_calibration::{self, SmoothEce};
 use crate::temperature_anatomy::BrierDecomposition;
@@ -56,6 +57,9 @@ pub struct TemperatureView {
     /// Murphy's decomposition of the Brier score on the classwise bins, at the slider's T, at
     /// T = 1 and at the fitted T.
     pub brier_decomposition: [BrierDecomposition; 3],
+    /// The CORP reliability diagram and the CORP decompositions of the top-label Brier and log
+    /// scores (PAV, no bins), at the slider's T, at T = 1 and at the fitted T.
+    pub corp: [Corp; 3],
     /// Smooth ECE (no bins) at T = 1 and at the fitted T.
     pub smooth_at_one: SmoothEce,
     pub smooth_at_fitted: SmoothEce,
@@ -160,6 +164,15 @@ impl Lab {
                 fixed
             }
         };
+        let [corp_at_one, corp_at_fitted] = match &cache.corp_fixed {
+            Some(fixed) => fixed.clone(),
+            None => {
+                let of = |e: &calibration::Evaluation| corp::corp(&e.confidence, &e.correct);
+                let fixed = [of(&reports.at_one)?, of(&reports.at_fitted)?];
+                cache.corp_fixed = Some(fixed.clone());
+                fixed
+            }
+        };
         // A slider resting on T = 1 or on the fitted T (where the page opens, and where the
         // fit button puts it) shows the evaluation already made there.
         let at_slider = if temperature == 1.0 {
@@ -239,6 +252,11 @@ impl Lab {
             )?;
             (view.estimators.clone(), cumulative, view)
         };
+        let corp = [
+            corp::corp(&confidences, &correct)?,
+            corp_at_one,
+            corp_at_fitted,
+        ];
         let mut view = TemperatureView {
             temperature,
             fitted_temperature: cache.fit.temperature,
@@ -254,6 +272,7 @@ impl Lab {
             cumulative,
             estimator_case,
             brier_decomposition,
+            corp,
             at_one,
             at_fitted,
             at_temperature,

@@ -139,6 +139,13 @@ fn view_matches_the_library_on_the_gathered_halves() {
     assert_eq!(view.smooth.ece, smooth(0.7));
     assert_eq!(view.smooth_at_one, smooth(1.0));
     assert_eq!(view.smooth_at_fitted, smooth(fit.temperature));
+    // The CORP diagram and decompositions as `calibra report` computes them, at the three
+    // temperatures.
+    let corp = |t| {
+        let (confidences, correct) = calibration::confidences(&eval, &eval_labels, t).unwrap();
+        crate::corp::corp(&confidences, &correct).unwrap()
+    };
+    assert_eq!(view.corp, [corp(0.7), corp(1.0), corp(fit.temperature)]);
     assert_eq!(view.smooth.curve.bandwidth, view.smooth.ece.bandwidth);
     assert_eq!(view.smooth.curve.confidence.len(), 201);
     assert_eq!(view.smooth.band.as_ref().unwrap().lower.len(), 201);
@@ -676,6 +683,17 @@ fn the_anatomy_of_a_planted_network_shows_what_each_mistake_does() {
         &fitted_terms,
         fitted,
     );
+    assert!(sentence.contains("nearly untouched"), "{sentence}");
+    // And, without bins, the CORP miscalibration of both scores, while discrimination stays.
+    let [_, one_corp, fitted_corp] = &at_one.corp;
+    for (one, fitted) in [
+        (one_corp.brier, fitted_corp.brier),
+        (one_corp.log, fitted_corp.log),
+    ] {
+        assert!(fitted.miscalibration < 0.3 * one.miscalibration);
+    }
+    let sentence =
+        crate::sentences::corp_decomposition_sentence(1.0, one_corp, one_corp, fitted_corp, fitted);
     assert!(sentence.contains("nearly untouched"), "{sentence}");
 }
 

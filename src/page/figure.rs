@@ -24,6 +24,7 @@ pub enum Figure {
     Reliability,
     Histogram,
     SmoothReliability,
+    CorpReliability,
     Classwise,
     RivalsReliability,
     TemperatureAnatomy,
@@ -100,7 +101,7 @@ pub struct FigureInfo {
 }
 
 /// Every figure, in the page's order.
-pub const FIGURES: [FigureInfo; 21] = [
+pub const FIGURES: [FigureInfo; 22] = [
     info(
         Figure::Reliability,
         "calibra-reliability",
@@ -117,6 +118,12 @@ pub const FIGURES: [FigureInfo; 21] = [
         Figure::SmoothReliability,
         "calibra-smooth-reliability",
         "smooth reliability diagram",
+        FigureLab::Temperature,
+    ),
+    info(
+        Figure::CorpReliability,
+        "calibra-corp-reliability",
+        "CORP reliability diagram",
         FigureLab::Temperature,
     ),
     info(
@@ -486,6 +493,9 @@ pub fn draw<DB: DrawingBackend>(
         Figure::SmoothReliability => {
             let (smooth, band) = sources.smooth(figure)?;
             plot::smooth_reliability_diagram(area, &smooth.curve, Some(band), style)?;
+        }
+        Figure::CorpReliability => {
+            plot::corp_reliability_diagram(area, &sources.temperature(figure)?.corp[0], style)?;
         }
         Figure::Classwise => {
             let bins = &sources.temperature(figure)?.classwise_bins;
@@ -872,6 +882,26 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                     number(point.ece_fitted),
                     number(point.fpr95),
                     number(point.auroc),
+                ]);
+            }
+        }
+        Figure::CorpReliability => {
+            table.header(&[
+                "lowest_confidence",
+                "highest_confidence",
+                "rows",
+                "right",
+                "mean_confidence",
+                "share_right",
+            ]);
+            for block in &sources.temperature(figure)?.corp[0].blocks {
+                table.row([
+                    number(block.lowest),
+                    number(block.highest),
+                    block.rows.to_string(),
+                    block.right.to_string(),
+                    number(block.mean_confidence),
+                    number(block.value),
                 ]);
             }
         }

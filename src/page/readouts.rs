@@ -510,6 +510,7 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
         view.estimator_case.intervals,
     ));
     patches.extend(brier_decomposition_readouts(view));
+    patches.extend(corp_decomposition_readouts(view));
     let fitted = view.fitted_temperature;
     let bound = if view.fitted_bound_hit {
         " (bound)"
@@ -608,7 +609,7 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     patches
 }
 
-/// The text alternatives of the temperature lab's smooth, class-wise and rivals' diagrams:
+/// The text alternatives of the temperature lab's smooth, CORP, class-wise and rivals' diagrams:
 /// their main numbers, at the end of each caption (the reliability diagram's is in
 /// [`temperature`]'s list). `class_names` names the classes as the charts do.
 pub(super) fn temperature_chart_summaries(
@@ -649,6 +650,10 @@ pub(super) fn temperature_chart_summaries(
                 curve.examples,
                 furthest,
             ),
+        ),
+        text(
+            "corp-reliability-summary",
+            sentences::corp_reliability_summary(&view.corp[0]),
         ),
         text(
             "cumulative-differences-summary",
@@ -739,32 +744,34 @@ fn estimator_readouts(estimators: &Estimators, intervals: Option<MetricIntervals
     errors.into_iter().chain(tests).collect()
 }
 
-/// The Brier decomposition's table at the slider's T, at T = 1 and at the fitted T
-/// (`brier_<term>`, `brier_<term>_t1`, `brier_<term>_fitted`, the terms named as `calibra
-/// report --json` names them), to 4 decimals, and its sentence.
-fn brier_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
-    let mut patches = Vec::new();
-    for (suffix, terms) in ["", "_t1", "_fitted"]
+/// A decomposition's table at the slider's T, at T = 1 and at the fitted T (`columns`): each
+/// term of `terms` (its metric name and value) in a column `<name>`, `<name>_t1` and
+/// `<name>_fitted`, to 4 decimals, and the sentence `sentence` writes of the three columns
+/// (the slider's T, the columns, the fitted T) into `sentence_id`.
+fn decomposition_table<T>(
+    view: &TemperatureView,
+    columns: &[T; 3],
+    terms: impl Fn(&T) -> Vec<(String, f64)>,
+    sentence_id: &'static str,
+    sentence: fn(f64, &T, &T, &T, f64) -> String,
+) -> Vec<Patch> {
+    let mut patches: Vec<Patch> = ["", "_t1", "_fitted"]
         .into_iter()
-        .zip(&view.brier_decomposition)
-    {
-        for (name, value) in [
-            ("reliability", terms.reliability),
-            ("resolution", terms.resolution),
-            ("uncertainty", terms.uncertainty),
-            ("within_bin", terms.within_bin),
-        ] {
-            patches.push(metric(
-                format!("brier_{name}{suffix}"),
-                value,
-                format!("{value:.4}"),
-            ));
-        }
-    }
-    let [at_slider, at_one, at_fitted] = &view.brier_decomposition;
+        .zip(columns)
+        .flat_map(|(suffix, column)| {
+            terms(column).into_iter().map(move |(name, value)| {
+                metric(
+                    format!("{name}{suffix}"),
+                    value,
+                    crate::text::fixed(value, 4),
+                )
+            })
+        })
+        .collect();
+    let [at_slider, at_one, at_fitted] = columns;
     patches.push(text(
-        "brier-decomposition-sentence",
-        sentences::brier_decomposition_sentence(
+        sentence_id,
+        sentence(
             view.temperature,
             at_slider,
             at_one,
@@ -773,6 +780,52 @@ fn brier_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
         ),
     ));
     patches
+}
+
+/// The Brier decomposition's table (`brier_<term>`, `brier_<term>_t1`, `brier_<term>_fitted`,
+/// the terms named as `calibra report --json` names them) and its sentence.
+fn brier_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
+    decomposition_table(
+        view,
+        &view.brier_decomposition,
+        |terms| {
+            [
+                ("reliability", terms.reliability),
+                ("resolution", terms.resolution),
+                ("uncertainty", terms.uncertainty),
+                ("within_bin", terms.within_bin),
+            ]
+            .map(|(name, value)| (format!("brier_{name}"), value))
+            .to_vec()
+        },
+        "brier-decomposition-sentence",
+        sentences::brier_decomposition_sentence,
+    )
+}
+
+/// The CORP decompositions' table (`corp_<score>_<term>`, `corp_<score>_<term>_t1`,
+/// `corp_<score>_<term>_fitted`, named as `calibra report --json` names them) and its sentence.
+fn corp_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
+    decomposition_table(
+        view,
+        &view.corp,
+        |corp| {
+            [("brier", corp.brier), ("log", corp.log)]
+                .into_iter()
+                .flat_map(|(score, terms)| {
+                    [
+                        ("score", terms.score),
+                        ("mcb", terms.miscalibration),
+                        ("dsc", terms.discrimination),
+                        ("unc", terms.uncertainty),
+                    ]
+                    .map(|(name, value)| (format!("corp_{score}_{name}"), value))
+                })
+                .collect()
+        },
+        "corp-decomposition-sentence",
+        sentences::corp_decomposition_sentence,
+    )
 }
 
 /// The anatomy chart's text alternative and each mistake's sentence (empty while its switch is

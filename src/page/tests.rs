@@ -787,6 +787,29 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
             )
         );
     }
+    // The CORP diagram: one row per PAV block, its rows adding up to the evaluation half.
+    let corp = csv_rows(&figure::csv(Figure::CorpReliability, &sources).unwrap());
+    assert_eq!(
+        corp[0],
+        [
+            "lowest_confidence",
+            "highest_confidence",
+            "rows",
+            "right",
+            "mean_confidence",
+            "share_right"
+        ]
+    );
+    assert_eq!(corp.len(), 1 + view.corp[0].blocks.len());
+    let counted: usize = corp[1..]
+        .iter()
+        .map(|row| row[2].parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(counted, view.n_evaluation);
+    for (row, block) in corp[1..].iter().zip(&view.corp[0].blocks) {
+        assert_eq!(row[5].parse::<f64>().unwrap(), block.value);
+        assert_eq!(row[0].parse::<f64>().unwrap(), block.lowest);
+    }
     let rows = csv_rows(&figure::csv(Figure::Reliability, &sources).unwrap());
     assert_eq!(
         rows[0],
@@ -1361,6 +1384,7 @@ fn a_frame_draws_the_figures_on_screen_of_the_labs_it_computed_and_clears_those_
             (Figure::Reliability, Draw),
             (Figure::Histogram, Draw),
             (Figure::SmoothReliability, Draw),
+            (Figure::CorpReliability, Draw),
             (Figure::CumulativeDifferences, Draw),
             (Figure::Classwise, Draw),
             (Figure::RivalsReliability, Clear),
@@ -1674,6 +1698,15 @@ fn each_charts_text_alternative_carries_the_frames_numbers() {
             view.smooth.ece.smece, view.smooth.ece.bandwidth, view.n_evaluation
         )),
         "{smooth}"
+    );
+    let corp = summary(&frame, "corp-reliability-summary");
+    assert!(
+        corp.contains(&format!(
+            "Here PAV pools {} images into {} blocks",
+            view.n_evaluation,
+            view.corp[0].blocks.len()
+        )) && corp.contains(&format!("MCB {:.4}", view.corp[0].brier.miscalibration)),
+        "{corp}"
     );
     let cumulative = summary(&frame, "cumulative-differences-summary");
     assert!(

@@ -154,7 +154,7 @@ pub fn reliability_diagram<DB: DrawingBackend>(
 
 /// Draws `legend` over confidence (x) against accuracy (y) axes on `[0, 1]²`, laid out as the
 /// reliability diagram, then `draw` on that chart.
-fn on_reliability_axes<DB: DrawingBackend>(
+pub(super) fn on_reliability_axes<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     legend: &[LegendEntry],
     style: &ChartStyle,

@@ -2,7 +2,7 @@
 //! histogram, classwise reliability; see `calibration.rs` in this directory) and split
 //! conformal prediction (set sizes, per-class and size-stratified coverage, the α sweep and
 //! the coverage experiment; see `conformal.rs`), calibration without bins (the cumulative
-//! differences; see `cumulative.rs`), and out-of-distribution detection (score and
+//! differences; see `cumulative.rs`; the CORP diagram, `corp.rs`), and out-of-distribution detection (score and
 //! logit-norm histograms, ROC curves, the LogitNorm τ chart; see `ood.rs`).
 //!
 //! # Backends and scale
@@ -22,6 +22,7 @@ mod adaptive;
 mod anatomy;
 mod calibration;
 mod conformal;
+mod corp;
 mod cumulative;
 mod ood;
 mod pvalues;
@@ -40,6 +41,7 @@ pub use conformal::{
     alpha_sweep_curves, coverage_experiment_histogram, density_histogram, per_class_coverage,
     per_class_height, set_size_histogram, stratified_coverage,
 };
+pub use corp::corp_reliability_diagram;
 pub use cumulative::cumulative_differences_chart;
 pub use ood::{
     logit_norm_histogram, roc_curves, score_histogram, tau_chart, HistogramLabels, RocCurve,

@@ -219,7 +219,7 @@ async function accessibleNames(selector) {
   }
 }
 
-const CHARTS = ["reliability", "histogram", "smooth-reliability", "cumulative-differences", "classwise", "rivals-reliability", "temperature-anatomy", "set-sizes", "per-class", "stratified", "sweep", "experiment", "risk-coverage", "shift-reliability", "shift-severity", "aci-stream", "ood-histogram", "ood-roc", "ood-norms", "tau-chart", "ood-pvalues"];
+const CHARTS = ["reliability", "histogram", "smooth-reliability", "corp-reliability", "cumulative-differences", "classwise", "rivals-reliability", "temperature-anatomy", "set-sizes", "per-class", "stratified", "sweep", "experiment", "risk-coverage", "shift-reliability", "shift-severity", "aci-stream", "ood-histogram", "ood-roc", "ood-norms", "tau-chart", "ood-pvalues"];
 
 test("every chart has a name and a description that its figure's caption gives; the gallery is not a live region", { timeout: 30_000 }, async () => {
   const charts = await page.$$eval("figure canvas", (canvases) => canvases.map((canvas) => {

@@ -1,8 +1,9 @@
 // The anatomy of the temperature fit in headless Chromium: the chart draws once every image is
 // in, its three mistake switches work by pointer, keyboard and touch (each puts its entry in the
 // link, its T on the chart and its sentence beside it), and the Brier decomposition's table
-// equals `calibra report --json`'s `brier_decomposition` on the page's own logits (1e-9: the
-// same f64 code on the same f32 logits) at T = 1, at the fitted T and at the slider's T, and
+// and the CORP decompositions' equal `calibra report --json`'s `brier_decomposition` and
+// `corp_*` on the page's own logits (1e-9: the same f64 code on the same f32 logits) at T = 1,
+// at the fitted T and at the slider's T, and
 // each mistaken fit's T and sentence equal `calibra report --mistake`'s.
 //
 // Run after bash scripts/build-site: node --test tests/e2e/anatomy.test.mjs
@@ -25,6 +26,7 @@ const INFERENCE_TIMEOUT_MS = 300_000;
 // The page and the CLI run the same f64 code on the same f32 logits.
 const TOLERANCE = 1e-9;
 const TERMS = ["reliability", "resolution", "uncertainty", "within_bin"];
+const CORP_TERMS = ["score", "mcb", "dsc", "unc"];
 // Each switch, its link entry and its sentence.
 const MISTAKES = ["evaluation-half", "probabilities", "minimise-ece"];
 
@@ -124,7 +126,7 @@ test("2. each mistake switch, by pointer, keyboard and touch, enters the link an
   assert.equal(await page.textContent("#mistake-probabilities-sentence"), "");
 });
 
-test("3. the Brier decomposition equals calibra report's at T = 1, at the fitted T and at the slider's T (1e-9), and its sentence states them", { timeout: 900_000 }, async () => {
+test("3. the Brier decomposition and the CORP decompositions equal calibra report's at T = 1, at the fitted T and at the slider's T (1e-9), and their sentences state them", { timeout: 900_000 }, async () => {
   await showAnatomy();
   // A keyboard move of the temperature slider.
   await page.locator("#temperature").focus();
@@ -146,6 +148,26 @@ test("3. the Brier decomposition equals calibra report's at T = 1, at the fitted
     assert.ok(sentence.includes(text), `${sentence} states ${metric} ${text}`);
   }
   assert.match(sentence, /nearly untouched/, "on the cross-entropy network the fit moves reliability, not resolution");
+  // The CORP decompositions of the top label's Brier and log scores, without bins.
+  for (const score of ["brier", "log"]) {
+    for (const term of CORP_TERMS) {
+      const name = `corp_${score}_${term}`;
+      close(`${name} at T = 1`, metrics[`${name}_t1`], fitted.before[name]);
+      close(`${name} at the fitted T`, metrics[`${name}_fitted`], fitted.after[name]);
+      close(`${name} at T = ${t}`, metrics[name], atT.after[name]);
+    }
+  }
+  const corpSentence = await page.textContent("#corp-decomposition-sentence");
+  for (const metric of ["corp_brier_score", "corp_brier_mcb", "corp_log_dsc", "corp_brier_mcb_t1", "corp_brier_mcb_fitted", "corp_log_unc_fitted"]) {
+    const text = await page.locator(`[data-metric="${metric}"]`).first().textContent();
+    assert.ok(corpSentence.includes(text), `${corpSentence} states ${metric} ${text}`);
+  }
+  assert.ok(metrics.corp_brier_mcb_fitted < metrics.corp_brier_mcb_t1, "the fit lowers the Brier MCB");
+  // The CORP diagram's text states the Brier terms at the slider's T.
+  const summary = await page.textContent("#corp-reliability-summary");
+  for (const term of ["score", "mcb", "dsc", "unc"]) {
+    assert.ok(summary.includes(metrics[`corp_brier_${term}`].toFixed(4)), `${summary} states corp_brier_${term}`);
+  }
 });
 
 test("4. each mistaken fit's T and sentence equal `calibra report --mistake`'s on the page's logits (1e-9)", { timeout: 900_000 }, async () => {

@@ -11,6 +11,7 @@ use calibra::calibration::{self, CalibrationReport, Logits, TemperatureBound};
 use calibra::calibration_estimators::{self, Estimators};
 use calibra::conformal::weighted::WeightedCalibration;
 use calibra::conformal::{self, Score, ThresholdRule, DEFAULT_RAPS_LAMBDA, DEFAULT_SAPS_LAMBDA};
+use calibra::corp::{self, Corp};
 use calibra::data;
 use calibra::estimator_cases::{self, EstimatorCase};
 use calibra::domain_classifier::{self, fit_domain_classifier};
@@ -101,10 +102,41 @@ struct TestMetrics {
     estimators: Estimators,
     /// Murphy's decomposition of the Brier score on the classwise bins.
     brier_decomposition: BrierDecomposition,
+    #[serde(flatten)]
+    corp: CorpNumbers,
     /// With `--bootstrap`: `{ece, smece, nll, brier, ece_debiased, top_label_ece, ks_error}`,
     /// each `{estimate, lower, upper}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     intervals: Option<MetricIntervals>,
+}
+
+/// The CORP decompositions of the top-label event's Brier and log scores (`corp`: PAV, no
+/// bins): `score = mcb − dsc + unc`.
+#[derive(Debug, Serialize)]
+struct CorpNumbers {
+    corp_brier_score: f64,
+    corp_brier_mcb: f64,
+    corp_brier_dsc: f64,
+    corp_brier_unc: f64,
+    corp_log_score: f64,
+    corp_log_mcb: f64,
+    corp_log_dsc: f64,
+    corp_log_unc: f64,
+}
+
+impl From<&Corp> for CorpNumbers {
+    fn from(corp: &Corp) -> Self {
+        Self {
+            corp_brier_score: corp.brier.score,
+            corp_brier_mcb: corp.brier.miscalibration,
+            corp_brier_dsc: corp.brier.discrimination,
+            corp_brier_unc: corp.brier.uncertainty,
+            corp_log_score: corp.log.score,
+            corp_log_mcb: corp.log.miscalibration,
+            corp_log_dsc: corp.log.discrimination,
+            corp_log_unc: corp.log.uncertainty,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -287,6 +319,8 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             calibration::confidences(&test, &parts.test_labels, t).map_err(|e| e.to_string())?;
         let smooth =
             smooth_calibration::smooth_ece(&confidence, &correct).map_err(|e| e.to_string())?;
+        let corp =
+            CorpNumbers::from(&corp::corp(&confidence, &correct).map_err(|e| e.to_string())?);
         let estimators = calibration_estimators::estimators(
             &test,
             &parts.test_labels,
@@ -314,6 +348,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             smece_bandwidth: smooth.bandwidth,
             estimators,
             brier_decomposition,
+            corp,
             intervals,
         })
     };
