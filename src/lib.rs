@@ -12,8 +12,8 @@ pub mod calibration_null;
 pub mod conformal;
 pub mod corp;
 pub mod data;
-pub mod estimator_cases;
 pub mod domain_classifier;
+pub mod estimator_cases;
 pub mod input;
 pub mod lab;
 #[cfg(feature = "inference")]
