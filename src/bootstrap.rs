@@ -20,8 +20,9 @@
 //!
 //! Rows are drawn once per resample and shared by the seven metrics. [`ece_nll_intervals`] gives
 //! the first and third alone from rows a recalibration other than one temperature computed,
-//! from the same draws. The same seed gives the
-//! same intervals on every platform. Definitions: docs/definitions.md.
+//! from the same draws, and [`paired_ece_nll_difference`] the difference of two
+//! recalibrations' ECE and NLL, drawing the same rows for both. The same seed gives the same
+//! intervals on every platform. Definitions: docs/definitions.md.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -194,7 +195,7 @@ pub fn bootstrap_intervals(
     };
     let num_classes = logits.num_classes();
     let [ece, smece, nll, brier, ece_debiased, top_label_ece, ks_error] =
-        percentile_intervals(&all, settings, |rows| {
+        percentile_intervals([&all], settings, |[rows]| {
             metrics(rows, num_classes, num_bins, binning)
         })?;
     Ok(MetricIntervals {
@@ -208,86 +209,145 @@ pub fn bootstrap_intervals(
     })
 }
 
+/// One recalibration's rows as the ECE and NLL are computed from them: each row's
+/// confidence in its predicted class, whether that class is the label, and its NLL.
+#[derive(Clone, Copy, Debug)]
+pub struct ScoredRows<'a> {
+    pub confidence: &'a [f64],
+    pub correct: &'a [bool],
+    pub nll: &'a [f64],
+}
+
+impl ScoredRows<'_> {
+    /// The columns as resampled rows.
+    ///
+    /// # Errors
+    /// [`CalibrationError::ConfidenceCountMismatch`] for columns of different lengths.
+    fn to_rows(self) -> Result<Rows, CalibrationError> {
+        if let Some(&outcomes) = [self.correct.len(), self.nll.len()]
+            .iter()
+            .find(|&&len| len != self.confidence.len())
+        {
+            return Err(CalibrationError::ConfidenceCountMismatch {
+                confidences: self.confidence.len(),
+                outcomes,
+            });
+        }
+        Ok(Rows {
+            confidence: self.confidence.to_vec(),
+            correct: self.correct.to_vec(),
+            predicted: Vec::new(),
+            nll: self.nll.to_vec(),
+            brier: Vec::new(),
+        })
+    }
+}
+
+/// Binned ECE and mean NLL of some rows.
+fn ece_and_nll(
+    rows: &Rows,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<[f64; 2], CalibrationError> {
+    let bins = calibration::reliability_bins(&rows.confidence, &rows.correct, num_bins, binning)?;
+    Ok([
+        calibration::expected_calibration_error(&bins),
+        rows.nll.iter().sum::<f64>() / rows.nll.len() as f64,
+    ])
+}
+
 /// Bootstrap percentile intervals of binned ECE (with `num_bins` bins of kind `binning`) and
-/// mean NLL of rows given by their confidence, correctness and NLL: those of a recalibration
-/// other than one temperature (`recalibration::bootstrap_ece_nll`). The resamples are
-/// [`bootstrap_intervals`]' for as many rows and the same settings, so at one temperature its
-/// ECE and NLL intervals are these.
+/// mean NLL of `rows`: those of a recalibration other than one temperature
+/// (`recalibration::bootstrap_ece_nll`). The resamples are [`bootstrap_intervals`]' for as many
+/// rows and the same settings, so at one temperature its ECE and NLL intervals are these.
 ///
 /// # Errors
 /// [`BootstrapError::InvalidResampleCount`] and [`BootstrapError::InvalidLevel`] for the
 /// settings, and as [`BootstrapError::Calibration`] [`CalibrationError::ConfidenceCountMismatch`]
 /// for columns of different lengths and the errors of [`calibration::reliability_bins`].
 pub fn ece_nll_intervals(
-    confidence: &[f64],
-    correct: &[bool],
-    nll: &[f64],
+    rows: ScoredRows<'_>,
     num_bins: usize,
     binning: Binning,
     settings: &BootstrapSettings,
 ) -> Result<EceNllIntervals, BootstrapError> {
     check_settings(settings)?;
-    if let Some(&outcomes) = [correct.len(), nll.len()]
-        .iter()
-        .find(|&&len| len != confidence.len())
-    {
-        return Err(CalibrationError::ConfidenceCountMismatch {
-            confidences: confidence.len(),
-            outcomes,
-        }
-        .into());
-    }
-    let all = Rows {
-        confidence: confidence.to_vec(),
-        correct: correct.to_vec(),
-        predicted: Vec::new(),
-        nll: nll.to_vec(),
-        brier: Vec::new(),
-    };
-    let [ece, nll] = percentile_intervals(&all, settings, |rows| {
-        let bins =
-            calibration::reliability_bins(&rows.confidence, &rows.correct, num_bins, binning)?;
-        Ok([
-            calibration::expected_calibration_error(&bins),
-            rows.nll.iter().sum::<f64>() / rows.nll.len() as f64,
-        ])
+    let [ece, nll] = percentile_intervals([&rows.to_rows()?], settings, |[rows]| {
+        ece_and_nll(rows, num_bins, binning)
     })?;
     Ok(EceNllIntervals { ece, nll })
 }
 
-/// The `M` metrics of `all` and their percentile intervals over `settings.resamples`
-/// resamples of its rows (a column left empty, as the predicted classes' and Brier's where they
-/// are not measured, is not resampled).
-fn percentile_intervals<const M: usize>(
-    all: &Rows,
+/// The paired bootstrap of two recalibrations of the same rows: ECE (with `num_bins` bins of
+/// kind `binning`) and mean NLL of `first` minus those of `second`, each with its percentile
+/// interval over resamples that draw the same rows for both (so that what the rows share,
+/// their hard and easy images, cancels in the difference). A difference whose interval holds
+/// 0 is one these rows cannot tell from noise. The resamples are [`ece_nll_intervals`]'.
+///
+/// # Errors
+/// Those of [`ece_nll_intervals`], and [`BootstrapError::ResampledRowMismatch`] when the two
+/// have different numbers of rows.
+pub fn paired_ece_nll_difference(
+    first: ScoredRows<'_>,
+    second: ScoredRows<'_>,
+    num_bins: usize,
+    binning: Binning,
     settings: &BootstrapSettings,
-    metrics: impl Fn(&Rows) -> Result<[f64; M], CalibrationError>,
+) -> Result<EceNllIntervals, BootstrapError> {
+    check_settings(settings)?;
+    if first.confidence.len() != second.confidence.len() {
+        return Err(BootstrapError::ResampledRowMismatch {
+            drawn_for: first.confidence.len(),
+            rows: second.confidence.len(),
+        });
+    }
+    let both = [&first.to_rows()?, &second.to_rows()?];
+    let [ece, nll] = percentile_intervals(both, settings, |[first, second]| {
+        let ([ece_1, nll_1], [ece_2, nll_2]) = (
+            ece_and_nll(first, num_bins, binning)?,
+            ece_and_nll(second, num_bins, binning)?,
+        );
+        Ok([ece_1 - ece_2, nll_1 - nll_2])
+    })?;
+    Ok(EceNllIntervals { ece, nll })
+}
+
+/// The `M` metrics of the `P` row sets `all` (of equal lengths) and their percentile intervals
+/// over `settings.resamples` resamples, each drawing the same rows from every set (a column
+/// left empty, as the predicted classes' and Brier's where they are not measured, is not
+/// resampled).
+fn percentile_intervals<const P: usize, const M: usize>(
+    all: [&Rows; P],
+    settings: &BootstrapSettings,
+    metrics: impl Fn([&Rows; P]) -> Result<[f64; M], CalibrationError>,
 ) -> Result<[MetricInterval; M], BootstrapError> {
     let estimates = metrics(all)?;
-    let n = all.confidence.len();
+    let n = all[0].confidence.len();
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
-    let mut resample = Rows {
+    let mut resamples: [Rows; P] = std::array::from_fn(|set| Rows {
         confidence: vec![0.0; n],
         correct: vec![false; n],
-        predicted: vec![0; all.predicted.len()],
+        predicted: vec![0; all[set].predicted.len()],
         nll: vec![0.0; n],
-        brier: vec![0.0; all.brier.len()],
-    };
+        brier: vec![0.0; all[set].brier.len()],
+    });
     let mut values: [Vec<f64>; M] = std::array::from_fn(|_| Vec::with_capacity(settings.resamples));
     for _ in 0..settings.resamples {
         for slot in 0..n {
             let row = rng.random_range(0..n);
-            resample.confidence[slot] = all.confidence[row];
-            resample.correct[slot] = all.correct[row];
-            resample.nll[slot] = all.nll[row];
-            if let Some(&predicted) = all.predicted.get(row) {
-                resample.predicted[slot] = predicted;
-            }
-            if let Some(&brier) = all.brier.get(row) {
-                resample.brier[slot] = brier;
+            for (resample, all) in resamples.iter_mut().zip(all) {
+                resample.confidence[slot] = all.confidence[row];
+                resample.correct[slot] = all.correct[row];
+                resample.nll[slot] = all.nll[row];
+                if let Some(&predicted) = all.predicted.get(row) {
+                    resample.predicted[slot] = predicted;
+                }
+                if let Some(&brier) = all.brier.get(row) {
+                    resample.brier[slot] = brier;
+                }
             }
         }
-        for (list, value) in values.iter_mut().zip(metrics(&resample)?) {
+        for (list, value) in values.iter_mut().zip(metrics(resamples.each_ref())?) {
             list.push(value);
         }
     }

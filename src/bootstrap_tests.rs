@@ -471,8 +471,12 @@ fn ece_and_nll_intervals_of_given_rows_share_the_temperature_intervals_resamples
                 .log_probability(row[label as usize])
         })
         .collect();
-    let light =
-        ece_nll_intervals(&confidence, &correct, &nll, 15, Binning::Mass, &settings).unwrap();
+    let rows = ScoredRows {
+        confidence: &confidence,
+        correct: &correct,
+        nll: &nll,
+    };
+    let light = ece_nll_intervals(rows, 15, Binning::Mass, &settings).unwrap();
     assert_eq!(light.ece, full.ece);
     assert_eq!(light.nll, full.nll);
 }
@@ -484,17 +488,87 @@ fn ece_and_nll_intervals_refuse_columns_of_different_lengths() {
         level: DEFAULT_LEVEL,
         seed: 0,
     };
-    let error = ece_nll_intervals(
-        &[0.5, 0.9],
-        &[true, false],
-        &[0.7],
-        15,
+    let rows = ScoredRows {
+        confidence: &[0.5, 0.9],
+        correct: &[true, false],
+        nll: &[0.7],
+    };
+    let error = ece_nll_intervals(rows, 15, Binning::Width, &settings).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "2 confidences were given with 1 correctness flags"
+    );
+}
+
+#[test]
+fn a_paired_difference_resamples_the_same_rows_for_both() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let confidence: Vec<f64> = (0..400).map(|_| rng.random_range(0.5..1.0)).collect();
+    let correct: Vec<bool> = confidence.iter().map(|&c| rng.random_bool(c)).collect();
+    let nll: Vec<f64> = confidence
+        .iter()
+        .zip(&correct)
+        .map(|(&c, &right)| -(if right { c } else { 1.0 - c }).ln())
+        .collect();
+    let rows = ScoredRows {
+        confidence: &confidence,
+        correct: &correct,
+        nll: &nll,
+    };
+    let settings = BootstrapSettings {
+        resamples: 200,
+        level: DEFAULT_LEVEL,
+        seed: 3,
+    };
+    // The same rows twice: every resample's difference is exactly 0.
+    let same = paired_ece_nll_difference(rows, rows, 10, Binning::Width, &settings).unwrap();
+    for interval in [same.ece, same.nll] {
+        assert_eq!(
+            (interval.estimate, interval.lower, interval.upper),
+            (0.0, 0.0, 0.0)
+        );
+    }
+    // Against constant confidences: the estimates are the differences of each one's own.
+    let flat_confidence = vec![0.75; 400];
+    let flat_nll: Vec<f64> = correct
+        .iter()
+        .map(|&right| -(if right { 0.75_f64 } else { 0.25 }).ln())
+        .collect();
+    let flat = ScoredRows {
+        confidence: &flat_confidence,
+        correct: &correct,
+        nll: &flat_nll,
+    };
+    let difference = paired_ece_nll_difference(rows, flat, 10, Binning::Width, &settings).unwrap();
+    let (own, other) = (
+        ece_nll_intervals(rows, 10, Binning::Width, &settings).unwrap(),
+        ece_nll_intervals(flat, 10, Binning::Width, &settings).unwrap(),
+    );
+    assert_eq!(
+        difference.ece.estimate,
+        own.ece.estimate - other.ece.estimate
+    );
+    assert_eq!(
+        difference.nll.estimate,
+        own.nll.estimate - other.nll.estimate
+    );
+    let error = paired_ece_nll_difference(
+        rows,
+        ScoredRows {
+            confidence: &[0.9],
+            correct: &[true],
+            nll: &[0.1],
+        },
+        10,
         Binning::Width,
         &settings,
     )
     .unwrap_err();
     assert_eq!(
-        error.to_string(),
-        "2 confidences were given with 1 correctness flags"
+        error,
+        BootstrapError::ResampledRowMismatch {
+            drawn_for: 400,
+            rows: 1
+        }
     );
 }

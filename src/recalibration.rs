@@ -62,7 +62,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bootstrap::{self, BootstrapError, BootstrapSettings, EceNllIntervals};
+use crate::bootstrap::{self, BootstrapError, BootstrapSettings, EceNllIntervals, ScoredRows};
 use crate::calibration::{
     self, check_labels, fit_temperature, predicted_class, softmax_row, Bin, Binning,
     CalibrationError, Logits,
@@ -743,6 +743,17 @@ pub struct Predictions {
     pub brier: f64,
 }
 
+impl Predictions {
+    /// The columns the bootstrap resamples.
+    fn scored_rows(&self) -> ScoredRows<'_> {
+        ScoredRows {
+            confidence: &self.confidence,
+            correct: &self.correct,
+            nll: &self.row_nll,
+        }
+    }
+}
+
 /// `log Σ_{j ≠ skip} exp(values_j)`, stable.
 fn log_sum_exp_except(values: &[f64], skip: usize) -> f64 {
     let others = || values.iter().enumerate().filter(|&(j, _)| j != skip);
@@ -918,10 +929,27 @@ pub fn bootstrap_ece_nll(
     settings: &BootstrapSettings,
 ) -> Result<EceNllIntervals, BootstrapError> {
     let predictions = recalibration.predict(data);
-    bootstrap::ece_nll_intervals(
-        &predictions.confidence,
-        &predictions.correct,
-        &predictions.row_nll,
+    bootstrap::ece_nll_intervals(predictions.scored_rows(), num_bins, binning, settings)
+}
+
+/// ECE (with `num_bins` bins of kind `binning`) and NLL of `first` minus those of `second` on
+/// `data`, each with its paired bootstrap interval ([`bootstrap::paired_ece_nll_difference`];
+/// the fits held fixed): the estimates are the differences of [`report`]'s.
+///
+/// # Errors
+/// Those of [`bootstrap::paired_ece_nll_difference`].
+pub fn paired_ece_nll_difference(
+    first: &Recalibration,
+    second: &Recalibration,
+    data: &Labelled,
+    num_bins: usize,
+    binning: Binning,
+    settings: &BootstrapSettings,
+) -> Result<EceNllIntervals, BootstrapError> {
+    let (first, second) = (first.predict(data), second.predict(data));
+    bootstrap::paired_ece_nll_difference(
+        first.scored_rows(),
+        second.scored_rows(),
         num_bins,
         binning,
         settings,

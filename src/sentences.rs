@@ -1028,26 +1028,42 @@ pub fn rivals_binning_sentence(
 /// What the rivals table says about Venn–Abers against isotonic regression, which it fits
 /// twice for each image: what the table measures (the merge of `p0` and `p1`, never 0 or 1,
 /// so that no miss costs NLL's 36 nats), and its NLL and ECE on the evaluation half against
-/// isotonic regression's, lower or higher as the printed numbers are.
-pub fn rivals_venn_abers_sentence(venn_abers: BinningFigures, isotonic: BinningFigures) -> String {
-    let compared = |ours: f64, theirs: f64| {
+/// isotonic regression's, with `difference` (Venn–Abers minus isotonic regression, a paired
+/// bootstrap over the evaluation images): "below" or "above" only when the difference's
+/// interval lies on that side of 0, "within the noise of" when it holds 0, and "the same to
+/// four decimals as" when the printed numbers are equal. The direction is a 95% interval's:
+/// on two recalibrations equally good in truth a direction was named in 5.5% of 1,000 trials
+/// for NLL and none for ECE, and the better of two missed in 0% and 1.1% (`sentences_tests.rs`).
+pub fn rivals_venn_abers_sentence(
+    venn_abers: BinningFigures,
+    isotonic: BinningFigures,
+    difference: &EceNllIntervals,
+) -> String {
+    let compared = |ours: f64, theirs: f64, difference: &MetricInterval| {
         let (ours_text, theirs_text) = (format!("{ours:.4}"), format!("{theirs:.4}"));
         let relation = if ours_text == theirs_text {
-            "the same as"
-        } else if ours < theirs {
+            "the same to four decimals as"
+        } else if difference.upper < 0.0 {
             "below"
-        } else {
+        } else if difference.lower > 0.0 {
             "above"
+        } else {
+            "within the noise of"
         };
-        format!("{ours_text}, {relation} isotonic regression's {theirs_text}")
+        format!(
+            "{ours_text}, {relation} isotonic regression's {theirs_text} (difference {:+.4}, \
+             95% interval {:+.4} to {:+.4})",
+            difference.estimate, difference.lower, difference.upper
+        )
     };
     format!(
         "Venn–Abers fits isotonic regression twice for each image, with the image counted wrong \
          (p0) and counted right (p1), and the table measures the merge p1 / (1 − p0 + p1): a \
          single probability between the two that is never 0 or 1, so a miss never costs the 36 \
-         nats of a step that says 1. On the evaluation half its NLL is {}, and its ECE {}.",
-        compared(venn_abers.nll, isotonic.nll),
-        compared(venn_abers.ece, isotonic.ece),
+         nats of a step that says 1. On the evaluation half its NLL is {}, and its ECE {}. The \
+         intervals resample the same evaluation images for both.",
+        compared(venn_abers.nll, isotonic.nll, &difference.nll),
+        compared(venn_abers.ece, isotonic.ece, &difference.ece),
     )
 }
 

@@ -194,6 +194,18 @@ fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
         assert!((report.brier - column.brier).abs() <= TOLERANCE);
     }
     assert_eq!(rivals.reports[1].smece, cold.smooth_at_fitted.smece);
+    // Venn–Abers against isotonic regression: the estimates are the reports' differences, and
+    // the paired intervals hold them.
+    let report = |method| rivals.reports.iter().find(|r| r.method == method).unwrap();
+    let (venn_abers, isotonic) = (report(Method::VennAbers), report(Method::Isotonic));
+    let difference = &rivals.venn_abers_difference;
+    for (interval, ours, theirs) in [
+        (&difference.ece, venn_abers.ece, isotonic.ece),
+        (&difference.nll, venn_abers.nll, isotonic.nll),
+    ] {
+        assert!((interval.estimate - (ours - theirs)).abs() <= TOLERANCE);
+        assert!(interval.lower <= interval.estimate && interval.estimate <= interval.upper);
+    }
     // Other bins: a new request, answered by the same worker without fitting again, equal to
     // a fresh worker's answer.
     let pending = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
