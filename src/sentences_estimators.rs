@@ -95,10 +95,12 @@ pub fn estimators_agreement(table: &EstimatorsTable) -> String {
             shared.1
         ));
     } else {
-        parts.push(
-            "No two of the five errors agree here: no two of their 95% intervals overlap."
-                .to_string(),
-        );
+        let alone = &readings[members[0]];
+        parts.push(format!(
+            "No two of the five errors agree here: no two of their 95% intervals overlap. \
+             Against {} ({:.4}, 95% interval {:.4}–{:.4}):",
+            alone.name, alone.value, shared.0, shared.1
+        ));
     }
     for (index, reading) in readings.iter().enumerate() {
         if members.contains(&index) {
@@ -332,10 +334,16 @@ pub fn estimator_case_lesson(facts: &CaseFacts) -> String {
                 "equal-mass bins split the images of one confidence between neighbouring bins"
                     .to_string()
             };
+            // A value no image's lead is nearest to is not a confidence of these images.
+            let taken = if facts.distinct_confidences < FEW_LEADS.len() {
+                format!(", of which these images take {}", facts.distinct_confidences)
+            } else {
+                String::new()
+            };
             format!(
                 "Every image keeps its prediction, and its confidence moves to the nearest of {} \
-                 values (leads of {} over the other logits): {} distinct confidences in {} bins \
-                 leave {} bins empty. The binned errors average over the bins that hold images, \
+                 values (leads of {} over the other logits){taken}: {} distinct confidences in \
+                 {} bins leave {} bins empty. The binned errors average over the bins that hold images, \
                  so they stay defined (ECE {:.4}, MCE {:.4}, the largest gap of a bin that holds \
                  images), and {own}.",
                 FEW_LEADS.len(),

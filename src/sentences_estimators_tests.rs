@@ -174,9 +174,15 @@ fn the_group_is_the_largest_set_of_overlapping_intervals() {
         ..table
     });
     assert!(
-        sentence.starts_with("No two of the five errors agree"),
+        sentence.starts_with(
+            "No two of the five errors agree here: no two of their 95% intervals overlap. \
+             Against ECE ("
+        ) && sentence.contains("95% interval 0.1000–0.1200): Smooth ECE ("),
         "{sentence}"
     );
+    for name in ["The debiased L2 error", "The top-label ECE", "The KS error"] {
+        assert!(sentence.contains(name), "{sentence} names {name}");
+    }
 }
 
 #[test]
@@ -256,6 +262,18 @@ fn each_case_teaches_from_its_numbers() {
         ..facts.clone()
     });
     assert!(shared.contains("3 bins hold the 4 confidences"), "{shared}");
+    // Three of the four values taken: the lesson says which count is which.
+    let three = estimator_case_lesson(&CaseFacts {
+        case: EstimatorCase::EmptyBins,
+        distinct_confidences: 3,
+        empty_bins: 12,
+        ..facts.clone()
+    });
+    assert!(
+        three.contains("over the other logits), of which these images take 3: 3 distinct"),
+        "{three}"
+    );
+    assert!(!empty.contains("of which these images take"), "{empty}");
     let constant = estimator_case_lesson(&CaseFacts {
         case: EstimatorCase::BaseRate,
         ..facts.clone()

@@ -446,11 +446,27 @@ fn rivals_binning_sentence_puts_overfitting_where_it_is_measured() {
         calibration_ece,
         nll,
     };
+    let interval = |estimate: f64, half_width: f64| MetricInterval {
+        estimate,
+        lower: estimate - half_width,
+        upper: estimate + half_width,
+    };
+    // Histogram binning: NLL above temperature scaling's beyond the noise, ECE within it;
+    // isotonic regression: NLL above, ECE below (as the LogitNorm network's halves are).
+    let histogram = EceNllIntervals {
+        ece: interval(0.001, 0.002),
+        nll: interval(0.07, 0.02),
+    };
+    let isotonic = EceNllIntervals {
+        ece: interval(-0.004, 0.002),
+        nll: interval(0.11, 0.02),
+    };
     let text = rivals_binning_sentence(
         figures(12, 0.0, 0.011, 0.31),
-        figures(40, 0.0009, 0.013, 0.35),
+        figures(40, 0.0009, 0.006, 0.35),
         figures(5000, 0.008, 0.010, 0.24),
         5000,
+        [&histogram, &isotonic],
     );
     assert!(
         text.contains("only 12 and 40 distinct confidences (temperature scaling: 5,000)"),
@@ -462,8 +478,15 @@ fn rivals_binning_sentence_puts_overfitting_where_it_is_measured() {
         "{text}"
     );
     assert!(
-        text.contains("ECE 0.0110 and 0.0130 against temperature scaling's 0.0100")
-            && text.contains("NLL 0.3100 and 0.3500 against 0.2400"),
+        text.contains(
+            "histogram binning's NLL is 0.3100, above temperature scaling's 0.2400 (difference \
+             +0.0700, 95% interval +0.0500 to +0.0900), and isotonic regression's 0.3500, above \
+             temperature scaling's 0.2400 (difference +0.1100, 95% interval +0.0900 to \
+             +0.1300); histogram binning's ECE is 0.0110, within the noise of temperature \
+             scaling's 0.0100 (difference +0.0010, 95% interval -0.0010 to +0.0030), and \
+             isotonic regression's 0.0060, below temperature scaling's 0.0100 (difference \
+             -0.0040, 95% interval -0.0060 to -0.0020)."
+        ),
         "{text}"
     );
     assert!(!text.contains("fits the calibration half better"), "{text}");

@@ -18,7 +18,7 @@ import { $, applyPatches, clearError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
 import { addFigureMenus } from "./figure-menu.js";
 import { Frames, afterPaint } from "./frame.js";
-import { Gallery, showOodGalleries, showShiftThumbnails } from "./gallery.js";
+import { Gallery } from "./gallery.js";
 import { HashWriter } from "./hash.js";
 import { InferencePool } from "./inference-pool.js";
 import { calls, counted, timings } from "./measurements.js";
@@ -26,6 +26,7 @@ import { Offline } from "./offline.js";
 import { OwnData } from "./own-data.js";
 import { OwnPicture } from "./own-picture.js";
 import { Progress } from "./progress.js";
+import { Readouts } from "./readouts.js";
 import { ImageSets } from "./test-images.js";
 
 /** @typedef {import("./controls.js").Next} Next */
@@ -69,15 +70,12 @@ const firstLogitsShown = new Promise((resolve) => {
 // document's style, which the browser then computes again for the readouts' patches.
 /** @type {object[]} */
 let pendingPatches = [];
-// Whether a frame has drawn the first chart (timings.firstChart follows once it is painted).
-let firstChartDrawn = false;
 /** @type {Arrivals} */
 let arrivals = null;
 /** @type {Offline} */
 let offline = null;
-// The ODIN scores the τ lab's button would compute (from the last frame).
-/** @type {{ model: number, set: string }[]} */
-let odinNeeds = [];
+/** @type {Readouts} */
+let handOff = null;
 
 window.calibra = {
   timings,
@@ -150,7 +148,6 @@ function frame() {
 // One wasm call recomputes and redraws the labs on screen and returns the readouts.
 function render() {
   const wanted = frames.begin(gallery.selectedRow);
-  const { dirty } = frames;
   const callsBefore = calls.total;
   const started = performance.now();
   let readouts;
@@ -170,69 +167,7 @@ function render() {
   applyPatches(readouts.patches);
   // With the reader's logits shown, the labs' rows are theirs; the bar follows the test images.
   progress.show(ownData.description ? arrivals.of(modelIndex()) : readouts.arrived);
-  if (wanted.own_image) {
-    dirty.own = false;
-    if (readouts.own_image) ownPicture.show(readouts.own_image);
-  }
-  if (wanted.ood) {
-    for (const { model, set } of readouts.needs) pool.request(model, set, "logits", "ood-lab");
-    odinNeeds = readouts.odin_needs;
-    if (readouts.drawn.includes("ood")) {
-      dirty.ood = false;
-      timings.oodDraws.push(millis);
-      showOodGalleries(readouts.ood_galleries, (set) => images.get(set), limits.image_side);
-      // The lesson's paired difference: a second of bootstrap, so the worker computes it.
-      if (readouts.difference_request) bootstrap.request("difference", [readouts.difference_request]);
-      // The feature detectors' fits: a second a network, so the worker computes them.
-      if (readouts.feature_requests.length) bootstrap.request("features", readouts.feature_requests);
-      // Every score ranked with its intervals: a second of bootstrap.
-      if (readouts.ranking_request) bootstrap.request("ranking", [readouts.ranking_request]);
-      // One T against normalised temperature scaling, a network at a time.
-      if (readouts.normalized_requests.length) bootstrap.request("normalized", readouts.normalized_requests);
-    }
-  }
-  if (wanted.shift) {
-    for (const { model, set } of readouts.shift_needs) pool.request(model, set, "logits", "shift-lab");
-    if (readouts.drawn.includes("shift")) {
-      dirty.shift = false;
-      timings.shiftDraws.push(millis);
-      // Drawn once every test image is in (a frame follows their arrival).
-      if (images.rowsIn("test") === images.count()) showShiftThumbnails(readouts.shift_thumbnails, images.get("test"), limits.image_side);
-    }
-  }
-  if (readouts.waiting) return;
-  if (readouts.drawn.length > 0) pool.allowGrowth();
-  for (const lab of readouts.drawn) dirty[lab] = false;
-  if (readouts.drawn.includes("temperature")) {
-    if (ownData.description && timings.ownLogits && !timings.ownLogits.drawn) timings.ownLogits.drawn = performance.now();
-    if (readouts.interval_requests.length) bootstrap.requestAtRest(readouts.interval_requests);
-    // Asked for at once: the rivals' table waits for them.
-    if (readouts.rivals_request) bootstrap.request("rivals", [readouts.rivals_request]);
-    // Asked for at once too, and only while the chart is on screen: its curves wait for them.
-    if (readouts.anatomy_request) bootstrap.request("anatomy", [readouts.anatomy_request]);
-    timings.draws.push(millis);
-    // The first chart counts once it is on the screen, not once it is drawn on its canvas; the
-    // test images in by then tell whether their reading waited for it.
-    if (!firstChartDrawn && frames.figuresOnScreen.has("reliability")) {
-      firstChartDrawn = true;
-      afterPaint(() => {
-        timings.firstChart = performance.now();
-        timings.firstChartImages = images.testRows;
-        performance.mark("calibra:first-chart");
-        // The service worker once every test image is inferred: its registration and the
-        // sweep's hashing and copying took a core from the inference workers (a first visit is
-        // not slowed; docs/benchmarks.md).
-        arrivals.firstSetComplete.then(() => offline.register());
-      });
-    }
-    $("render-time").textContent = `(computed and drawn in ${millis.toFixed(1)} ms)`;
-  }
-  if (readouts.drawn.includes("conformal")) timings.conformalDraws.push(millis);
-  if (readouts.gallery) {
-    dirty.gallery = false;
-    gallery.show(readouts.gallery, state.gallery);
-  }
-  if (readouts.explanation) gallery.explain(readouts.explanation);
+  handOff.take(wanted, readouts, millis, state.gallery);
 }
 
 // Redraws the lab that shows an answer of the bootstrap worker.
@@ -276,7 +211,7 @@ function wireInferenceButtons() {
   $("recompute").addEventListener("click", () => cache.forget(modelIndex()).then(() => location.reload()));
   $("compute-odin").addEventListener("click", () => {
     timings.odinStarted = performance.now();
-    for (const { model, set } of odinNeeds) pool.request(model, set, "odin", "ood-lab");
+    for (const { model, set } of handOff.odinNeeds) pool.request(model, set, "odin", "ood-lab");
     frames.schedule();
   });
   $("evaluate-all").addEventListener("click", () => {
@@ -414,6 +349,7 @@ async function main() {
   ownPicture.wire();
   ownData = new OwnData(page, timings, onDataShown);
   ownData.wire();
+  handOff = new Readouts({ pool, bootstrap, images, frames, gallery, ownPicture, ownData, arrivals, offline, imageSide: limits.image_side });
   offline.wireKeepButton();
   frames.schedule();
 

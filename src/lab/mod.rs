@@ -52,7 +52,7 @@ pub use ood_store::{
     DifferenceRequest, ImageSet, OodSet, OodStore, RankingRequest, DIFFERENCE_BOOTSTRAP,
 };
 pub use own_image::OwnImageSet;
-pub use rivals::{RivalsRequest, RivalsView};
+pub use rivals::{RivalDifferences, RivalsRequest, RivalsView};
 pub use shift_store::{ShiftStore, ShiftedSet, UnknownShiftedSet, SHIFT_SEED};
 pub use shift_view::{ShiftMetrics, ShiftPoint, ShiftView, SHIFT_THUMBNAILS};
 pub use streamed::Streamed;

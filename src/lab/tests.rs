@@ -194,17 +194,35 @@ fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
         assert!((report.brier - column.brier).abs() <= TOLERANCE);
     }
     assert_eq!(rivals.reports[1].smece, cold.smooth_at_fitted.smece);
-    // Venn–Abers against isotonic regression: the estimates are the reports' differences, and
+    // The differences the sentences state: the estimates are the reports' differences, and
     // the paired intervals hold them.
     let report = |method| rivals.reports.iter().find(|r| r.method == method).unwrap();
-    let (venn_abers, isotonic) = (report(Method::VennAbers), report(Method::Isotonic));
-    let difference = &rivals.venn_abers_difference;
-    for (interval, ours, theirs) in [
-        (&difference.ece, venn_abers.ece, isotonic.ece),
-        (&difference.nll, venn_abers.nll, isotonic.nll),
+    let differences = &rivals.differences;
+    for (difference, first, second) in [
+        (
+            &differences.histogram_against_temperature,
+            Method::Histogram,
+            Method::Temperature,
+        ),
+        (
+            &differences.isotonic_against_temperature,
+            Method::Isotonic,
+            Method::Temperature,
+        ),
+        (
+            &differences.venn_abers_against_isotonic,
+            Method::VennAbers,
+            Method::Isotonic,
+        ),
     ] {
-        assert!((interval.estimate - (ours - theirs)).abs() <= TOLERANCE);
-        assert!(interval.lower <= interval.estimate && interval.estimate <= interval.upper);
+        let (first, second) = (report(first), report(second));
+        for (interval, ours, theirs) in [
+            (&difference.ece, first.ece, second.ece),
+            (&difference.nll, first.nll, second.nll),
+        ] {
+            assert!((interval.estimate - (ours - theirs)).abs() <= TOLERANCE);
+            assert!(interval.lower <= interval.estimate && interval.estimate <= interval.upper);
+        }
     }
     // Other bins: a new request, answered by the same worker without fitting again, equal to
     // a fresh worker's answer.

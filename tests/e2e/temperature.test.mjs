@@ -160,21 +160,29 @@ async function checkRivals(page, model, t) {
   // In-sample ECE cannot show overfitting: the sentence says so rather than comparing it.
   assert.ok(binningSentence.includes("near zero by construction") && !binningSentence.includes("fits the calibration half better"), binningSentence);
   assert.ok(Number(distinct[0].replace(/,/g, "")) <= 15, "histogram binning gives at most 15 distinct confidences");
-  // Venn–Abers against isotonic regression: the numbers shown, the CLI's difference, and a
+  // Each rival against another in the sentences: the numbers shown, the CLI's difference, and a
   // direction only where the paired interval lies on one side of 0 (its false-alarm and miss
   // rates are measured natively, in sentences_tests.rs).
   const vennAbersSentence = await page.locator("#rivals-venn-abers-sentence").textContent();
   assert.ok(vennAbersSentence.includes("the table measures the merge p1 / (1 − p0 + p1)"), vennAbersSentence);
-  for (const name of ["nll", "ece"]) {
-    const [ours, theirs] = [expected["venn-abers"][name], expected.isotonic[name]];
-    const [oursShown, theirsShown] = await Promise.all([shown(page, `rival_venn-abers_${name}`), shown(page, `rival_isotonic_${name}`)]);
-    const clause = new RegExp(`${oursShown}, (below|above|within the noise of|the same to four decimals as) isotonic regression's ${theirsShown} \\(difference ([-+]\\d\\.\\d{4}), 95% interval ([-+]\\d\\.\\d{4}) to ([-+]\\d\\.\\d{4})\\)`);
-    const match = vennAbersSentence.match(clause);
-    assert.ok(match, `${vennAbersSentence} (${name})`);
-    const [relation, difference, lower, upper] = [match[1], ...match.slice(2).map(Number)];
-    assert.ok(Math.abs(difference - (ours - theirs)) <= 1e-4, `${name} difference ${difference} against the CLI's ${ours - theirs}`);
-    const side = oursShown === theirsShown ? "the same to four decimals as" : upper < 0 ? "below" : lower > 0 ? "above" : "within the noise of";
-    assert.equal(relation, side, `${vennAbersSentence} (${name})`);
+  const comparisons = [
+    [vennAbersSentence, "venn-abers", "isotonic", "isotonic regression's"],
+    [binningSentence, "histogram", "temperature", "temperature scaling's"],
+    [binningSentence, "isotonic", "temperature", "temperature scaling's"],
+  ];
+  for (const [sentence, method, rival, rivalName] of comparisons) {
+    for (const name of ["nll", "ece"]) {
+      const [ours, theirs] = [expected[method][name], expected[rival][name]];
+      const [oursShown, theirsShown] = await Promise.all([shown(page, `rival_${method}_${name}`), shown(page, `rival_${rival}_${name}`)]);
+      const number = "([-+]\\d\\.\\d{4})";
+      const clause = new RegExp(`${oursShown}, (below|above|within the noise of|the same to four decimals as) ${rivalName} ${theirsShown} \\(difference ${number}, 95% interval ${number} to ${number}\\)`);
+      const match = sentence.match(clause);
+      assert.ok(match, `${sentence} (${method} ${name})`);
+      const [relation, difference, lower, upper] = [match[1], ...match.slice(2).map(Number)];
+      assert.ok(Math.abs(difference - (ours - theirs)) <= 1e-4, `${method} ${name} difference ${difference} against the CLI's ${ours - theirs}`);
+      const side = oursShown === theirsShown ? "the same to four decimals as" : upper < 0 ? "below" : lower > 0 ? "above" : "within the noise of";
+      assert.equal(relation, side, `${sentence} (${method} ${name})`);
+    }
   }
   t.diagnostic(`${model}: ${accuracySentence} ${binningSentence} ${vennAbersSentence}`);
   t.diagnostic(`${model} rivals: ${JSON.stringify(Object.fromEntries(Object.entries(metrics).filter(([name]) => name.startsWith("rival_"))))}`);
