@@ -43,6 +43,24 @@ export class Frames {
     this.lastRender = -Infinity;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.streaming = null;
+    // Jumps in flight (holdUntil), and whether a frame was asked for meanwhile.
+    this.holds = 0;
+    this.askedWhileHeld = false;
+  }
+
+  /**
+   * Draws nothing until `settled` resolves, then draws what was asked for meanwhile: a jump
+   * across the article would otherwise draw each lab it passes, whose growth moves its target.
+   * @param {Promise<unknown>} settled
+   */
+  holdUntil(settled) {
+    this.holds += 1;
+    settled.finally(() => {
+      this.holds -= 1;
+      if (this.holds > 0 || !this.askedWhileHeld) return;
+      this.askedWhileHeld = false;
+      this.request();
+    });
   }
 
   /** Asks for one render on the next animation frame, every lab dirty; repeated asks in a frame collapse. */
@@ -53,6 +71,10 @@ export class Frames {
 
   /** Asks for a frame, if none is asked for yet, leaving the labs' dirtiness as it is. */
   request() {
+    if (this.holds > 0) {
+      this.askedWhileHeld = true;
+      return;
+    }
     if (this.pending) return;
     this.pending = true;
     requestAnimationFrame(() => {

@@ -21,6 +21,7 @@ import { Frames, afterPaint } from "./frame.js";
 import { Gallery } from "./gallery.js";
 import { HashWriter } from "./hash.js";
 import { InferencePool } from "./inference-pool.js";
+import { onJump } from "./lab-index.js";
 import { calls, counted, timings } from "./measurements.js";
 import { Offline } from "./offline.js";
 import { OwnData } from "./own-data.js";
@@ -304,6 +305,7 @@ async function main() {
   showView(first.article_hash);
   // Known before the first logits come, so that their frame draws the charts on screen.
   frames.observe(limits.figures);
+  onJump((landed) => frames.holdUntil(landed));
   pool.load(modelIndex());
   // On a first visit the whole file of test images (4.1 MiB) is fetched once the first batch's
   // logits are on screen: the first chart needs all of the network's weights but only the first

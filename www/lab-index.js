@@ -5,16 +5,37 @@
 // the labs' sticky slider bars stop under it.
 
 const index = /** @type {HTMLElement} */ (document.getElementById("lab-index"));
+/** @type {((landed: Promise<void>) => void)[]} */
+const jumpListeners = [];
+
+/**
+ * Calls `listener` at the start of each jump with a promise that resolves once the jump's
+ * scroll ends: the page draws nothing until then (index.js), so that the labs it passes, which
+ * would draw as they came into view and grow, do not move its target while it flies.
+ * @param {(landed: Promise<void>) => void} listener
+ */
+export function onJump(listener) {
+  jumpListeners.push(listener);
+}
 const links = [...index.querySelectorAll("a")];
 const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
 /** Scrolls to `target` (at once when the reader asks for reduced motion) and focuses it, or
- * its first heading, so that the next Tab continues from there. The labs passed on the way
- * draw as they come into view, in the space style.css keeps for them; where that space is not
- * what they take (a width between the two it is measured at), the target moves: once the scroll
- * ends, it is put back in place (a few times at most).
+ * its first heading, so that the next Tab continues from there. The labs passed on the way are
+ * not drawn (onJump); once the scroll ends, the labs in view draw, and one just above the
+ * window may grow: the browser's scroll anchoring keeps the target in place, and where it does
+ * not, the target is put back (a few times at most).
  * @param {HTMLElement} target */
 function moveTo(target) {
+  // Browsers without scrollend (Safari before 26) draw as they scroll, as before.
+  if ("onscrollend" in window) {
+    const landed = new Promise((resolve) => {
+      addEventListener("scrollend", () => resolve(undefined), { once: true });
+      // A jump to where the page already is scrolls nowhere and ends no scroll.
+      setTimeout(resolve, 3000);
+    });
+    for (const listener of jumpListeners) listener(landed);
+  }
   let corrections = 3;
   const realign = () => {
     const offset = target.getBoundingClientRect().top - index.getBoundingClientRect().height;

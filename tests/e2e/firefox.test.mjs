@@ -147,6 +147,21 @@ test("1. Firefox runs the page: its accuracy readout equals Chromium's (1e-9)", 
   t.diagnostic(`accuracy ${inFirefox.accuracy}; ECE Firefox ${inFirefox.ece}, Chromium ${inChromium.ece}`);
 });
 
+// Before any other test scrolls: the labs below the first screen are not drawn yet.
+test("1b. a jump from the lab index in Firefox lands on the last lab's heading, drawing none of the labs it passes", async (t) => {
+  const page = firefoxPage;
+  const target = await page.evaluate(() => [...document.querySelectorAll("#lab-index a")].at(-1).getAttribute("href").slice(1));
+  await page.evaluate((id) => {
+    window.__offset = () => document.getElementById(id).getBoundingClientRect().top - document.getElementById("lab-index").getBoundingClientRect().height;
+    window.__landed = new Promise((resolve) => addEventListener("scrollend", () => resolve(window.__offset()), { once: true }));
+  }, target);
+  await page.click(`#lab-index a[href="#${target}"]`);
+  const landed = await page.evaluate(() => window.__landed);
+  assert.ok(Math.abs(landed) <= 4, `the jump landed ${landed.toFixed(0)} px from #${target}'s heading`);
+  t.diagnostic(`landed ${landed.toFixed(1)} px from #${target}`);
+  await page.evaluate(() => window.scrollTo(0, 0));
+});
+
 test("2. the conformal lab's coverage in Firefox lies in [0, 1] and equals Chromium's (1e-6)", { timeout: REDRAW_TIMEOUT_MS * 3 }, async (t) => {
   const [inFirefox, inChromium] = await Promise.all([
     conformalCoverage(firefoxPage, "Firefox"),
