@@ -171,7 +171,7 @@ test("every slider's aria-valuetext says the value shown beside it, before and a
 });
 
 // The focusable controls after each lab's slider bar, one of each kind (the first of a selector).
-const FOCUS_TARGETS = ["#model", "#new-split", "#score", "button.preset", "#repetitions", "#gallery-filter", "#gallery .tile", "#shift-corruption"];
+const FOCUS_TARGETS = ["#model", "#new-split", "#estimator-case input", "#score", "button.preset", "#repetitions", "#gallery-filter", "#gallery .tile", "#shift-corruption"];
 
 for (const [name, viewport] of Object.entries(VIEWPORTS)) {
   test(`a control that takes focus under a stuck slider bar scrolls clear of it at ${viewport.width}×${viewport.height} (${name})`, { timeout: 60_000 }, async () => {

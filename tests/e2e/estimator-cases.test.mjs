@@ -41,7 +41,7 @@ let labelsFile;
 
 before(async () => {
   site = await openSite();
-  browser = await launchBrowser();
+  browser = await launchBrowser({ hasTouch: true });
   problems = collectProblems(browser.context);
   scratch = mkdtempSync(path.join(os.tmpdir(), "calibra-cases-"));
   page = browser.context.pages()[0] ?? (await browser.context.newPage());
@@ -106,11 +106,14 @@ function checkAgreement(sentence, metrics) {
   assert.ok(sentence.includes(`The class-wise ECE (${metrics.estimator_classwise_ece.toFixed(4)}) is not compared`), sentence);
 }
 
-// Chooses `kase` by a click on its label, or by the keyboard from the radio before it.
+// Chooses `kase` by a click or a tap on its label, or by the keyboard from the radio before it.
 async function choose(kase, way) {
   const radio = page.locator(`#estimator-case input[value="${kase}"]`);
+  const label = page.locator("#estimator-case label").filter({ has: page.locator(`input[value="${kase}"]`) });
   if (way === "pointer") {
-    await page.locator("#estimator-case label").filter({ has: page.locator(`input[value="${kase}"]`) }).click();
+    await label.click();
+  } else if (way === "touch") {
+    await label.tap();
   } else {
     // From the radio before it with ArrowDown, or for the first from the second with ArrowUp.
     const radios = await page.locator("#estimator-case input").evaluateAll((inputs) => inputs.map((input) => input.value));
@@ -122,11 +125,12 @@ async function choose(kase, way) {
   assert.ok(await radio.isChecked(), `${kase} checked`);
 }
 
-test("1. each case, by pointer and by keyboard, enters the link, equals calibra report --case (1e-9), and its sentences state its numbers", { timeout: 900_000 }, async () => {
+test("1. each case, by pointer, touch and keyboard, enters the link, equals calibra report --case (1e-9), and its sentences state its numbers", { timeout: 900_000 }, async () => {
   await page.locator("#estimators").scrollIntoViewIfNeeded();
   const own = await settledTable();
   for (const [index, kase] of CASES.entries()) {
-    for (const way of index % 2 === 0 ? ["pointer", "keyboard"] : ["keyboard", "pointer"]) {
+    // Every case two ways, and each way (pointer, touch, keyboard) for at least two cases.
+    for (const way of [["pointer", "keyboard"], ["keyboard", "touch"], ["touch", "pointer"], ["pointer", "keyboard"]][index]) {
       await choose("network", "pointer");
       await choose(kase, way);
       assert.equal((await hashParams(page)).case, kase, `${kase} by ${way} in the link`);

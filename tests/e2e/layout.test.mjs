@@ -135,6 +135,35 @@ test("the skip link is the first stop of the keyboard and leads to the index", a
   assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("href")), "#temperature-lab");
 });
 
+// The first screen keeps its places as the page loads: the space its lesson, the verdict's rates
+// and the slider's scale take once drawn is there as soon as the article is parsed (a reader
+// starts reading before the first logits are in).
+test("as the page loads, the first screen's diagram, lesson and metrics keep their places at 1280×900 and on a phone", { timeout: INFERENCE_TIMEOUT_MS }, async () => {
+  const places = ["#reliability", "#confidence-verdict", "#temperature-metrics"];
+  for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
+    // A first visit: a fresh profile, with no logits kept from an earlier one.
+    const visit = await launchBrowser({ viewport });
+    const visitProblems = collectProblems(visit.context);
+    try {
+      const fresh = visit.context.pages()[0] ?? (await visit.context.newPage());
+      await fresh.goto(site.url, { waitUntil: "domcontentloaded" });
+      const tops = () => fresh.evaluate((selectors) => selectors.map((s) => document.querySelector(s).getBoundingClientRect().top), places);
+      const parsed = await tops();
+      await waitForInference(fresh, INFERENCE_TIMEOUT_MS);
+      await nextFrames(fresh, 3);
+      const drawn = await tops();
+      // On a phone the lesson and the metrics are below the first screen, under the chart's caption.
+      const onFirstScreen = viewport.width === 390 ? places.slice(0, 1) : places;
+      for (const [index, selector] of onFirstScreen.entries()) {
+        assert.ok(Math.abs(drawn[index] - parsed[index]) <= 2, `${viewport.width}: ${selector} moved from ${parsed[index].toFixed(0)} to ${drawn[index].toFixed(0)} px as the page loaded`);
+      }
+      assert.deepEqual(visitProblems, [], `${viewport.width}: no console error, uncaught exception or failed request`);
+    } finally {
+      await visit.close();
+    }
+  }
+});
+
 test("on a phone (390×844) the first lab's diagram starts on the first screen", async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   try {
