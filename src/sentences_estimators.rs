@@ -336,7 +336,10 @@ pub fn estimator_case_lesson(facts: &CaseFacts) -> String {
             };
             // A value no image's lead is nearest to is not a confidence of these images.
             let taken = if facts.distinct_confidences < FEW_LEADS.len() {
-                format!(", of which these images take {}", facts.distinct_confidences)
+                format!(
+                    ", of which these images take {}",
+                    facts.distinct_confidences
+                )
             } else {
                 String::new()
             };

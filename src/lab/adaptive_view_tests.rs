@@ -9,24 +9,12 @@ use super::*;
 use crate::calibration::softmax;
 use crate::conformal::ScoreKind;
 use crate::data::seeded_split;
+use crate::test_support::conformal_settings;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const K: usize = 10;
 const SPLIT: u64 = 3;
-
-fn settings(score: ScoreKind) -> ConformalSettings {
-    ConformalSettings {
-        temperature: 1.0,
-        alpha: 0.1,
-        score,
-        randomized: true,
-        raps_lambda: 0.1,
-        raps_k_reg: 1,
-        saps_lambda: 0.2,
-        class_conditional: false,
-    }
-}
 
 /// `rows` calibrated logits `z` with labels drawn from softmax(z), and the copy the corruption
 /// at `severity` gives: `z·(1 + severity)`, the same images seen by an overconfident network.
@@ -86,7 +74,7 @@ fn fixed_sets_lose_coverage_as_the_shift_rises_and_aci_wins_it_back_with_larger_
         .adaptive_view(
             &mut store,
             Corruption::Blur,
-            &settings(ScoreKind::Aps),
+            &conformal_settings(0.1, ScoreKind::Aps),
             0.05,
         )
         .unwrap();
@@ -163,7 +151,7 @@ fn fixed_sets_lose_coverage_as_the_shift_rises_and_aci_wins_it_back_with_larger_
 fn the_stream_holds_the_severities_in_and_is_kept_until_they_or_the_settings_change() {
     let planted = Planted::new(1_200, 5);
     let (mut lab, mut store) = planted.lab(&[1, 3]);
-    let lac = settings(ScoreKind::Lac);
+    let lac = conformal_settings(0.1, ScoreKind::Lac);
     let view = lab
         .adaptive_view(&mut store, Corruption::Blur, &lac, 0.01)
         .unwrap();
@@ -216,7 +204,7 @@ const REPLAY_BUDGET_SECONDS: f64 = 1.0;
 fn a_replay_of_five_thousand_images_takes_well_under_a_second() {
     let planted = Planted::new(10_000, 7);
     let (mut lab, mut store) = planted.lab(&[1, 2, 3, 4, 5]);
-    let aps = settings(ScoreKind::Aps);
+    let aps = conformal_settings(0.1, ScoreKind::Aps);
     // The first call fits the clean T; the replays after it are what a γ change costs.
     lab.adaptive_view(&mut store, Corruption::Blur, &aps, 0.005)
         .unwrap();

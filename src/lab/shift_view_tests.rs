@@ -5,8 +5,9 @@ use super::*;
 use crate::calibration::{evaluate, fit_temperature, softmax};
 use crate::conformal::{split_conformal, ScoreKind, ThresholdRule};
 use crate::data::seeded_split;
-use crate::lab::{ConformalSettings, Lab, ShiftStore, ShiftedSet, UnknownShiftedSet};
+use crate::lab::{Lab, ShiftStore, ShiftedSet, UnknownShiftedSet};
 use crate::shift::Corruption;
+use crate::test_support::conformal_settings;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -31,19 +32,6 @@ fn logits(labels: &[u32], sharpness: f32, noise: u32, seed: u64) -> Vec<f32> {
         }
     }
     out
-}
-
-fn settings() -> ConformalSettings {
-    ConformalSettings {
-        temperature: 1.0,
-        alpha: 0.1,
-        score: ScoreKind::Aps,
-        randomized: true,
-        raps_lambda: 0.1,
-        raps_k_reg: 1,
-        saps_lambda: 0.2,
-        class_conditional: false,
-    }
 }
 
 /// The rows of `values` (`[ROWS, K]`) at `rows`, and their labels.
@@ -73,7 +61,7 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
             &mut store,
             Corruption::Blur,
             2,
-            &settings(),
+            &conformal_settings(0.1, ScoreKind::Aps),
             15,
             Binning::Width,
         )
@@ -87,7 +75,7 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
             &mut store,
             Corruption::Blur,
             2,
-            &settings(),
+            &conformal_settings(0.1, ScoreKind::Aps),
             15,
             Binning::Width,
         )
@@ -117,7 +105,7 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
             &softmax(&eval, t).unwrap(),
             &evaluation_labels,
             K,
-            &settings().score_of(ScoreKind::Aps),
+            &conformal_settings(0.1, ScoreKind::Aps).score_of(ScoreKind::Aps),
             0.1,
             ThresholdRule::Marginal,
             &pick(&calibration_rows),
@@ -166,7 +154,7 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
             &mut store,
             Corruption::Blur,
             2,
-            &settings(),
+            &conformal_settings(0.1, ScoreKind::Aps),
             15,
             Binning::Width,
         )
@@ -186,7 +174,7 @@ fn waits_for_the_clean_logits() {
             &mut store,
             Corruption::Noise,
             1,
-            &settings(),
+            &conformal_settings(0.1, ScoreKind::Aps),
             15,
             Binning::Width
         ),

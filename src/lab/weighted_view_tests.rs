@@ -10,6 +10,7 @@ use crate::lab::Lab;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::test_support::conformal_settings;
 use crate::test_support::draw_index;
 
 const K: usize = 10;
@@ -17,19 +18,6 @@ const SPLIT: u64 = 5;
 /// Rows: 1,001 calibration and evaluation rows between them, so that `(1 − α)(n + 1)` is not
 /// an integer at α = 0.1 for either half's size.
 const ROWS: usize = 1_001;
-
-fn settings(alpha: f64) -> ConformalSettings {
-    ConformalSettings {
-        temperature: 1.0,
-        alpha,
-        score: ScoreKind::Aps,
-        randomized: true,
-        raps_lambda: 0.1,
-        raps_k_reg: 1,
-        saps_lambda: 0.2,
-        class_conditional: false,
-    }
-}
 
 /// Calibrated logits `z ~ U(−2, 2)ᴷ` with labels drawn from softmax(z), in a lab, and a store
 /// holding the copy at severity 1: the same z shrunk by half toward 0 (a less confident
@@ -56,7 +44,7 @@ fn planted() -> (Lab, ShiftStore) {
 #[test]
 fn at_severity_zero_every_weight_is_one_and_the_sets_are_the_kept_ones() {
     let (mut lab, mut store) = planted();
-    let settings = settings(0.1);
+    let settings = conformal_settings(0.1, ScoreKind::Aps);
     let view = lab
         .weighted_view(&mut store, Corruption::Blur, 0, &settings)
         .unwrap();
@@ -83,7 +71,12 @@ fn at_severity_zero_every_weight_is_one_and_the_sets_are_the_kept_ones() {
 fn a_moved_copy_is_weighted_once_whatever_alpha() {
     let (mut lab, mut store) = planted();
     let first = lab
-        .weighted_view(&mut store, Corruption::Blur, 1, &settings(0.1))
+        .weighted_view(
+            &mut store,
+            Corruption::Blur,
+            1,
+            &conformal_settings(0.1, ScoreKind::Aps),
+        )
         .unwrap();
     assert!(first.effective_sample_size < first.n_calibration as f64);
     assert!(first.effective_sample_size >= 1.0);
@@ -98,15 +91,25 @@ fn a_moved_copy_is_weighted_once_whatever_alpha() {
     let weights = store.domain_weights(&key).unwrap();
     // Another α: new sets from the same weights, not a new fit.
     let second = lab
-        .weighted_view(&mut store, Corruption::Blur, 1, &settings(0.2))
+        .weighted_view(
+            &mut store,
+            Corruption::Blur,
+            1,
+            &conformal_settings(0.2, ScoreKind::Aps),
+        )
         .unwrap();
     assert!(Rc::ptr_eq(&weights, &store.domain_weights(&key).unwrap()));
     assert!(second.average_set_size <= first.average_set_size);
     assert_eq!(second.effective_sample_size, first.effective_sample_size);
     // The same inputs again: the kept view.
     assert_eq!(
-        lab.weighted_view(&mut store, Corruption::Blur, 1, &settings(0.2))
-            .unwrap(),
+        lab.weighted_view(
+            &mut store,
+            Corruption::Blur,
+            1,
+            &conformal_settings(0.2, ScoreKind::Aps)
+        )
+        .unwrap(),
         second
     );
 }
@@ -115,7 +118,12 @@ fn a_moved_copy_is_weighted_once_whatever_alpha() {
 fn a_copy_not_yet_classified_is_not_ready() {
     let (mut lab, mut store) = planted();
     assert!(matches!(
-        lab.weighted_view(&mut store, Corruption::Blur, 2, &settings(0.1)),
+        lab.weighted_view(
+            &mut store,
+            Corruption::Blur,
+            2,
+            &conformal_settings(0.1, ScoreKind::Aps)
+        ),
         Err(LabError::NotReady)
     ));
 }

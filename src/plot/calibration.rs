@@ -251,11 +251,7 @@ pub fn smooth_reliability_diagram<DB: DrawingBackend>(
     }
     let legend = [
         LegendEntry::new(
-            LegendMark::Line {
-                colour: BLUE,
-                width: CURVE_WIDTH,
-                dashed: false,
-            },
+            CURVE_MARK,
             format!("accuracy, smoothed (σ = {:.3})", curve.bandwidth),
         ),
         LegendEntry::new(LegendMark::Bar(BAR_GREY), "density of confidences"),

@@ -35,11 +35,7 @@ pub fn corp_reliability_diagram<DB: DrawingBackend>(
     let blocks = corp.blocks.len();
     let legend = [
         LegendEntry::new(
-            LegendMark::Line {
-                colour: BLUE,
-                width: CURVE_WIDTH,
-                dashed: false,
-            },
+            CURVE_MARK,
             format!(
                 "share right, PAV ({blocks} block{})",
                 if blocks == 1 { "" } else { "s" }

@@ -45,14 +45,7 @@ pub fn cumulative_differences_chart<DB: DrawingBackend>(
     let landmarks = cumulative.landmarks();
     let curve = &cumulative.curve;
     let legend = [
-        LegendEntry::new(
-            LegendMark::Line {
-                colour: BLUE,
-                width: CURVE_WIDTH,
-                dashed: false,
-            },
-            "accuracy − confidence, summed",
-        ),
+        LegendEntry::new(CURVE_MARK, "accuracy − confidence, summed"),
         LegendEntry::new(
             LegendMark::Line {
                 colour: VERMILLION,

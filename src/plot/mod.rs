@@ -690,6 +690,13 @@ enum LegendMark {
     EmptyBin,
 }
 
+/// The legend swatch of a chart's main curve: solid blue at [`CURVE_WIDTH`].
+const CURVE_MARK: LegendMark = LegendMark::Line {
+    colour: BLUE,
+    width: CURVE_WIDTH,
+    dashed: false,
+};
+
 /// The legend swatch of [`draw_diagonal`]'s line.
 const DIAGONAL_MARK: LegendMark = LegendMark::Line {
     colour: DARK_GREY,

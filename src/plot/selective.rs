@@ -44,14 +44,7 @@ pub fn risk_coverage_chart<DB: DrawingBackend>(
     }
     let metrics = Metrics::fit(style, area.dim_in_pixel(), RISK_COVERAGE_SIZE)?;
     let mut legend = vec![
-        LegendEntry::new(
-            LegendMark::Line {
-                colour: BLUE,
-                width: CURVE_WIDTH,
-                dashed: false,
-            },
-            "error among the images kept",
-        ),
+        LegendEntry::new(CURVE_MARK, "error among the images kept"),
         LegendEntry::new(
             LegendMark::Line {
                 colour: DARK_GREY,
