@@ -19,8 +19,10 @@ export class CachedLogits {
     this.weightsDigest = weightsDigest;
     /** @type {(answer: LogitsAnswer) => void} where the logits found go, as a batch */
     this.onBatch = () => {};
-    /** @type {() => void} told once logits found have gone to onBatch */
-    this.onFed = () => {};
+    /** @type {() => void} told once logits found have gone to onBatch, and once the store has answered for a network's test-set logits */
+    this.onAnswered = () => {};
+    /** @type {Set<number>} the networks whose test-set logits the store has answered for */
+    this.answered = new Set();
     // Whether the store holds anything: asked of IndexedDB once, as the page starts (not again
     // before the first batch), and true once this visit keeps logits.
     /** @type {Promise<boolean>} */
@@ -49,6 +51,8 @@ export class CachedLogits {
     this.holdsAny = logitsCache.holdsAny();
     this.holdsAny.then((holds) => {
       this.heldNone = !holds;
+      // Nothing kept after all (the hint outlived its database): no note will show.
+      if (!holds) document.documentElement.classList.remove("logits-kept");
     });
   }
 
@@ -81,6 +85,18 @@ export class CachedLogits {
    * @param {string} set
    */
   async feed(model, set) {
+    const fed = await this.feedFromStore(model, set);
+    if (set === "test") this.answered.add(model);
+    if (fed || set === "test") this.onAnswered();
+    return fed;
+  }
+
+  /**
+   * feed's lookup: feeds the logits when the store holds them, and resolves whether it did.
+   * @param {number} model
+   * @param {string} set
+   */
+  async feedFromStore(model, set) {
     if (!logitsCache.available) return false;
     // A store that holds nothing (a first visit) lets inference start at once, before the
     // network's weights are in; while the images download, so does one that holds nothing for
@@ -97,7 +113,6 @@ export class CachedLogits {
     if (hit.features.length !== (isShifted(set) ? 0 : count * logitsCache.FEATURES)) return false;
     if (set === "test") this.since.set(model, hit.stored);
     this.onBatch({ status: "logits", model, set, start: 0, count, logits: hit.logits, features: hit.features, cached: true });
-    this.onFed();
     return true;
   }
 
@@ -121,6 +136,9 @@ export class CachedLogits {
   showNote(/** @type {number} */ model) {
     const stored = this.since.get(model);
     $("cache-note").hidden = stored === undefined;
+    // Once the store has answered, the space start-workers.js kept for the note goes if the
+    // note does not show.
+    if (stored !== undefined || this.answered.has(model)) document.documentElement.classList.remove("logits-kept");
     if (stored !== undefined) $("cache-date").textContent = new Date(stored).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short" });
   }
 

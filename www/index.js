@@ -285,7 +285,7 @@ async function main() {
   });
   progress = new Progress(images, pool, modelIndex);
   cache.onBatch = (message) => arrivals.take(message);
-  cache.onFed = () => cache.showNote(modelIndex());
+  cache.onAnswered = () => cache.showNote(modelIndex());
   const pageModule = init();
   // Whether this browser kept logits (a revisit), asked while the page's module compiles.
   cache.start();

@@ -25,6 +25,7 @@ let opened = null;
 // Set once logits have been kept: a hint, in localStorage, that read at once says whether asking
 // the database is worth it. On a first visit IndexedDB, opening (and creating) its database,
 // answered long after the navigation, and the first batch waited for it. The database stays the truth: a hint whose logits are gone costs only that wait.
+// start-workers.js reads it too, under this name, to keep the cache note's space.
 const KEPT_HINT = "calibra-logits-kept";
 
 // The page's localStorage; the inference worker, which has none, imports this module only to

@@ -13,6 +13,14 @@
 // A worker that fails before index.js listens is remembered in `failure`, so that the page
 // still says so.
 (() => {
+  // Logits kept by an earlier visit (logits-cache.js's hint, read at once): the cache note is
+  // likely shown, so style.css keeps its space from the first paint, and the article does not
+  // move down when index.js shows it (CachedLogits.showNote drops the class once it knows).
+  try {
+    if (localStorage.getItem("calibra-logits-kept") !== null) document.documentElement.classList.add("logits-kept");
+  } catch {
+    // No localStorage (a blocked storage): no space kept, as on a first visit.
+  }
   const cores = navigator.hardwareConcurrency || 2;
   const start = () => {
     const worker = new Worker(new URL("worker.js", document.baseURI), { type: "module" });

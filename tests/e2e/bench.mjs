@@ -309,6 +309,26 @@ async function measure() {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const phoneOnScreen = await page.evaluate(canvasesInView);
     const phoneSweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
+    // The same device, the blocks added since: the T slider with an edge case of the estimators
+    // table chosen (a softmax pass, a smooth-ECE search and the estimators on its rows each
+    // frame) and the table on screen; with the CORP diagram on screen; then the conformal lab's
+    // α slider with its first chart on screen.
+    const phoneBlocks = {};
+    const blocks = [
+      ["edge case (a confidence of exactly 1.0), estimators table", "#estimators", "temperature", "draws", () => document.querySelector('#estimator-case input[value="confidence_one"]').click()],
+      ["CORP reliability diagram", "#corp-reliability", "temperature", "draws", () => document.querySelector('#estimator-case input[value="network"]').click()],
+      ["α slider, conformal lab", "#conformal-lab canvas", "alpha", "conformalDraws", null],
+    ];
+    for (const [name, selector, id, timingsKey, prepare] of blocks) {
+      if (prepare) await page.evaluate(prepare);
+      await page.evaluate((selector) => document.querySelector(selector).scrollIntoView({ block: "center" }), selector);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const range = await page.evaluate((id) => { const input = document.getElementById(id); return [Number(input.min), Number(input.max), Number(input.step) || 1]; }, id);
+      const steps = Math.round((range[1] - range[0]) / range[2]);
+      const values = sweepPositions(MOVES, steps).map((i) => String(range[0] + i * range[2]));
+      phoneBlocks[name] = { ...sliderFigures(await page.evaluate(sweepSlider, { id, values, timingsKey })), onScreen: await page.evaluate(canvasesInView) };
+    }
+    await page.evaluate(() => scrollTo(0, 0));
     await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
     await cdp.send("Emulation.clearDeviceMetricsOverride");
     await cdp.detach();
@@ -363,6 +383,7 @@ async function measure() {
       slider: sliderFigures(sweep),
       smoothSlider: { ...sliderFigures(smoothSweep), onScreen },
       phoneSlider: { ...sliderFigures(phoneSweep), onScreen: phoneOnScreen },
+      phoneBlocks,
       alphaSlider: sliderFigures(alphaSweep),
       switchMs,
       revisit,
@@ -421,6 +442,7 @@ function printRun(results) {
     ["slider input event → next painted frame", `median ${ms(s.paintMedianMs)}, p95 ${ms(s.paintP95Ms)}`],
     [`the same with the smooth diagram on screen (canvases in view: ${m.onScreen.join(", ")}; ${m.redraws} redraws)`, `median ${ms(m.drawMedianMs)}, p95 ${ms(m.drawP95Ms)}; to the painted frame: median ${ms(m.paintMedianMs)}, p95 ${ms(m.paintP95Ms)}`],
     [`the same on a phone-class device: 390×844 at device scale 3, CPU throttled 4× (canvases in view: ${p.onScreen.join(", ")}; ${p.redraws} redraws)`, `median ${ms(p.drawMedianMs)}, p95 ${ms(p.drawP95Ms)}; to the painted frame: median ${ms(p.paintMedianMs)}, p95 ${ms(p.paintP95Ms)}`],
+    ...Object.entries(results.phoneBlocks).map(([name, b]) => [`phone-class, ${name} (canvases in view: ${b.onScreen.join(", ")}; ${b.redraws} redraws)`, `median ${ms(b.drawMedianMs)}, p95 ${ms(b.drawP95Ms)}; to the painted frame: median ${ms(b.paintMedianMs)}, p95 ${ms(b.paintP95Ms)}`]),
     [`α slider redraw, conformal lab: wasm call + 4 charts (${a.redraws} redraws, ${a.moves} moves)`, `median ${ms(a.drawMedianMs)}, p95 ${ms(a.drawP95Ms)}`],
     ["α slider input event → next painted frame (with readouts, table and gallery)", `median ${ms(a.paintMedianMs)}, p95 ${ms(a.paintP95Ms)}`],
     ...results.scaling.map((run) => [`cold visit with ${run.cores} core${run.cores === 1 ? "" : "s"} reported: ${run.workers} inference worker${run.workers === 1 ? "" : "s"}`, `${group(run.imagesPerSecond)} images/s over ${(run.windowMs / 1000).toFixed(1)} s; all 10,000 images ${ms(run.doneMs)} from navigation start`]),

@@ -1,5 +1,5 @@
 // The logits cache (www/logits-cache.js): a revisit draws the same numbers with no inference and
-// says so; a network whose weights changed under the same address is inferred again, never
+// says so, in a note whose space is kept from the first paint; a network whose weights changed under the same address is inferred again, never
 // shown with the old logits; "Compute them again" infers anew; a first visit does not wait for
 // the database (a hint in localStorage says nothing was ever kept), and a hint whose database
 // is gone costs only the asking; the cache holds at most ENTRIES sets of logits.
@@ -47,7 +47,9 @@ function countInference() {
 // Loads the page afresh (the server answers "no-cache", so the browser asks it for every file;
 // IndexedDB is kept) and waits for every image.
 async function visit() {
-  await page.goto(site.url);
+  await page.goto(site.url, { waitUntil: "domcontentloaded" });
+  const titleTop = () => page.evaluate(() => document.getElementById("temperature-title").getBoundingClientRect().top);
+  const parsedTop = await titleTop();
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
   await page.evaluate(() => window.calibra.cacheSettled());
   const metrics = await readMetrics(page);
@@ -56,6 +58,8 @@ async function visit() {
     batches: await page.evaluate(() => window.__inferBatches),
     opensBeforeInference: await page.evaluate(() => window.__opensBeforeInference),
     note: await page.isVisible("#cache-note"),
+    // How far the first lab moved down between the parsed article and the drawn one.
+    titleMoved: (await titleTop()) - parsedTop,
   };
 }
 
@@ -85,6 +89,11 @@ test("1. a revisit shows the same numbers from the cache, with no inference, and
   const second = await visit();
   assert.equal(second.batches, 0, "the revisit infers nothing");
   assert.equal(second.note, true, "the revisit says its logits come from the cache");
+  // The note's space is kept from the first paint (a hint read in the head), so the first lab
+  // does not move down when it shows.
+  for (const [name, moved] of [["first visit", first.titleMoved], ["revisit", second.titleMoved]]) {
+    assert.ok(Math.abs(moved) <= 2, `${name}: the first lab moved ${moved.toFixed(0)} px as the page loaded`);
+  }
   assert.deepEqual(second.metrics, first.metrics);
 });
 
