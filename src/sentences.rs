@@ -998,7 +998,7 @@ pub struct BinningFigures {
 /// "above" only when the interval lies on that side of 0, "within the noise of" when it holds
 /// 0, and "the same to four decimals as" when the printed figures are equal. On two
 /// recalibrations equally good in truth a direction was named in 5.5% of 1,000 trials for NLL
-/// and none for ECE, and the better of two missed in 0% and 1.1% (`sentences_tests.rs`).
+/// and none for ECE, and the better of two missed in 0% and 1.1% (`lab/rivals_tests.rs`).
 fn against(ours: f64, theirs_name: &str, theirs: f64, difference: &MetricInterval) -> String {
     let (ours_text, theirs_text) = (format!("{ours:.4}"), format!("{theirs:.4}"));
     let relation = if ours_text == theirs_text {

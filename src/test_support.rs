@@ -3,8 +3,6 @@
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::lab::{ConformalSettings, ScoreKind};
-
 /// An index drawn with probability proportional to `weights` (non-negative, not all 0): the
 /// label of a synthetic example drawn from its own probabilities.
 pub fn draw_index(weights: &[f64], rng: &mut impl Rng) -> usize {
@@ -129,19 +127,4 @@ pub fn planted_temperature_rows(
         logits.extend(row);
     }
     (logits, labels)
-}
-
-/// The conformal lab's settings at T = 1 for `score` at level `alpha`: randomized, marginal
-/// (one threshold for every class), RAPS's λ = 0.1 and k_reg = 1, SAPS's λ = 0.2.
-pub fn conformal_settings(alpha: f64, score: ScoreKind) -> ConformalSettings {
-    ConformalSettings {
-        temperature: 1.0,
-        alpha,
-        score,
-        randomized: true,
-        raps_lambda: 0.1,
-        raps_k_reg: 1,
-        saps_lambda: 0.2,
-        class_conditional: false,
-    }
 }

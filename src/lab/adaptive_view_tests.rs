@@ -9,7 +9,7 @@ use super::*;
 use crate::calibration::softmax;
 use crate::conformal::ScoreKind;
 use crate::data::seeded_split;
-use crate::test_support::conformal_settings;
+use crate::lab::test_support::conformal_settings;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -540,3 +540,6 @@ impl Lab {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod test_support;

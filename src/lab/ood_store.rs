@@ -19,7 +19,7 @@ use crate::ood_ranking::Ranking;
 /// The paired bootstrap of a difference a lab states (the τ lab's lesson, Venn–Abers against
 /// isotonic regression): 1,000 resamples, 95%. With 100 resamples (the metrics' intervals), a
 /// 95% interval of a difference that is 0 in truth excluded 0 in 7.9% of 1,000 seeded trials
-/// (with 1,000: 5.5%; `sentences_tests.rs`).
+/// (with 1,000: 5.5%; `lab/rivals_tests.rs`).
 pub const DIFFERENCE_BOOTSTRAP: BootstrapSettings = BootstrapSettings {
     resamples: 1000,
     level: 0.95,

@@ -240,3 +240,7 @@ fn with_sentences(
         differences,
     })
 }
+
+#[cfg(test)]
+#[path = "rivals_tests.rs"]
+mod tests;

@@ -5,9 +5,9 @@ use super::*;
 use crate::calibration::{evaluate, fit_temperature, softmax};
 use crate::conformal::{split_conformal, ScoreKind, ThresholdRule};
 use crate::data::seeded_split;
+use crate::lab::test_support::conformal_settings;
 use crate::lab::{Lab, ShiftStore, ShiftedSet, UnknownShiftedSet};
 use crate::shift::Corruption;
-use crate::test_support::conformal_settings;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

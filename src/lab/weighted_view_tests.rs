@@ -10,7 +10,7 @@ use crate::lab::Lab;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::test_support::conformal_settings;
+use crate::lab::test_support::conformal_settings;
 use crate::test_support::draw_index;
 
 const K: usize = 10;
