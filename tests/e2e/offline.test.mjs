@@ -32,6 +32,9 @@ const WEIGHTS = "/assets/models/fmnist-ce.safetensors";
 // The readouts shown with a number, once no more appear for 1.5 s (the bootstrap's intervals
 // come after the inference).
 async function numbers(page) {
+  // The bootstrap worker's answers first (the rivals, the intervals): how long they take depends
+  // on the machine's load, so a pause in the numbers' arrival does not mean they are all in.
+  await numbersOf(page, ["rival_venn-abers_nll", "ece_lo", "ece_fitted_hi"]);
   let shown = {};
   for (let steady = 0; steady < 3;) {
     await new Promise((resolve) => setTimeout(resolve, 500));
