@@ -524,6 +524,15 @@ fn rivals_venn_abers_sentence_names_a_direction_only_when_the_interval_excludes_
              regression's 0.0130 (difference +0.0070, 95% interval -0.0030 to +0.0170).",
         ),
         (
+            // An interval that excludes 0 by less than its printed decimals show: within the
+            // noise, as the printed "-0.0000" says.
+            (0.012, 0.34),
+            (0.000_999_99, 0.009_99),
+            "its NLL is 0.3400, within the noise of isotonic regression's 0.3500 (difference \
+             -0.0100, 95% interval -0.0200 to -0.0000), and its ECE 0.0120, within the noise of \
+             isotonic regression's 0.0130 (difference -0.0010, 95% interval -0.0020 to -0.0000).",
+        ),
+        (
             (0.013_01, 0.350_02),
             (0.000_001, 0.000_001),
             "its NLL is 0.3500, the same to four decimals as isotonic regression's 0.3500 \
