@@ -27,7 +27,7 @@ const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
  * not, the target is put back (a few times at most).
  * @param {HTMLElement} target */
 function moveTo(target) {
-  // Browsers without scrollend (Safari before 26) draw as they scroll, as before.
+  // A browser without scrollend draws the labs as the jump passes them.
   if ("onscrollend" in window) {
     const landed = new Promise((resolve) => {
       addEventListener("scrollend", () => resolve(undefined), { once: true });
