@@ -6,9 +6,9 @@
 //! Prints milliseconds (best of 5 runs each, the least disturbed by other work on the machine)
 //! and each part's share of the view, then what the anatomy chart costs once and per frame; then
 //! whole frames of the page without drawing (`page::render`): those drawn while the logits
-//! arrive a batch at a time, the temperature slider's with the first screen's figures, and the
-//! conformal lab's α slider's with its parts (the PAC and selective blocks), each position the
-//! best of 5, with the median and 95th percentile over the positions. Asserts nothing; the
+//! arrive a batch at a time, the temperature slider's with a desktop's and with a phone's first
+//! screen, and the conformal lab's α slider's with its parts (the PAC and selective blocks),
+//! each position the best of 5, with the median and 95th percentile over the positions. Asserts nothing; the
 //! browser's figures (wasm call and drawing) come from `scripts/bench`.
 //!
 //! `cargo run --release --example temperature_frame` on the committed test set and the bundled
@@ -26,9 +26,11 @@ use calibra::calibration_estimators;
 use calibra::calibration_null::{self, NullOutcomes, NULL_DRAWS};
 use calibra::data::Dataset;
 use calibra::data::NUM_CLASSES;
-use calibra::lab::{Lab, OodStore, ShiftStore, BOOTSTRAP, MISTAKES, SMOOTH_CURVE_POINTS};
+use calibra::lab::{
+    Lab, OodStore, ShiftStore, TemperatureParts, BOOTSTRAP, MISTAKES, SMOOTH_CURVE_POINTS,
+};
 use calibra::model::Classifier;
-use calibra::page::{self, Figure, LabData, PageState, Visible, OOD_IMAGES};
+use calibra::page::{self, Block, Figure, LabData, PageState, Visible, OOD_IMAGES};
 use calibra::smooth_calibration;
 
 const MODEL: &str = "assets/models/fmnist-ce.safetensors";
@@ -78,7 +80,7 @@ fn run() -> Result<()> {
     let fitted = lab.fitted_temperature()?.temperature;
     // The first view computes the fixed columns once; frames after it do not (the rivals come
     // from the page's worker).
-    lab.temperature_view(1.0, BINS, Binning::Width, true)?;
+    lab.temperature_view(1.0, BINS, Binning::Width, TemperatureParts::all(true))?;
     let (_, evaluation) = lab.complete_halves()?;
     let (logits, labels) = (evaluation.logits.clone(), evaluation.labels.clone());
     let table = Logits::new(&logits, NUM_CLASSES)?;
@@ -89,7 +91,14 @@ fn run() -> Result<()> {
     let outcomes = NullOutcomes::draw(labels.len(), NULL_DRAWS, 0);
     let predicted = calibration_estimators::predicted_classes(&table);
     for temperature in [0.05, 0.3, 1.0, fitted, 5.0, 20.0] {
-        let view = best(|| lab.temperature_view(temperature, BINS, Binning::Width, true))?;
+        let view = best(|| {
+            lab.temperature_view(
+                temperature,
+                BINS,
+                Binning::Width,
+                TemperatureParts::all(true),
+            )
+        })?;
         let full =
             calibration::evaluate_in_full(&table, &labels, temperature, BINS, Binning::Width)?;
         let (f, y) = (&full.confidence, &full.correct);
@@ -142,11 +151,17 @@ fn run() -> Result<()> {
     page_frames(lab, &streaming)
 }
 
-/// The figures on the page's first screen.
-fn first_screen() -> Visible {
+/// The figures on the page's first screen, with the metrics table beside them on a desktop
+/// (`metrics_table`; on a phone it is below the fold).
+fn first_screen(metrics_table: bool) -> Visible {
     Visible {
         temperature: true,
         figures: vec![Figure::Reliability, Figure::Histogram],
+        blocks: if metrics_table {
+            vec![Block::TemperatureMetrics]
+        } else {
+            Vec::new()
+        },
         ..Visible::default()
     }
 }
@@ -176,7 +191,7 @@ fn spread(mut times: Vec<f64>) -> String {
 /// The frames drawn while the network's `logits` arrive into `lab` (which has none yet) a batch
 /// at a time, each after its batch: every one recomputes what is kept per network and split.
 fn streaming_frames(mut lab: Lab, logits: &[f32]) -> Result<String> {
-    let (state, visible) = (PageState::default(), first_screen());
+    let (state, visible) = (PageState::default(), first_screen(true));
     let mut times = Vec::new();
     for start in (0..lab.rows()).step_by(page::INFERENCE_BATCH) {
         let end = (start + page::INFERENCE_BATCH).min(lab.rows());
@@ -193,7 +208,7 @@ fn page_frames(mut lab: Lab, streaming: &str) -> Result<()> {
     const POSITIONS: usize = 60;
     let defaults = PageState::default();
     let (temperature_lab, conformal_lab) = (
-        first_screen(),
+        first_screen(true),
         Visible {
             conformal: true,
             figures: vec![
@@ -213,16 +228,21 @@ fn page_frames(mut lab: Lab, streaming: &str) -> Result<()> {
         "- while the logits arrive, a frame after each batch of {}: {streaming}",
         page::INFERENCE_BATCH
     );
-    let mut frames = Vec::new();
-    for i in 0..POSITIONS {
-        let t = 0.05 * 400_f64.powf(i as f64 / (POSITIONS - 1) as f64);
-        let state = defaults.set("t", &t.to_string())?;
-        frames.push(best(|| render(&mut lab, &state, &temperature_lab))?);
+    for (screen, visible) in [
+        ("a desktop's first screen", &temperature_lab),
+        ("a phone's first screen", &first_screen(false)),
+    ] {
+        let mut frames = Vec::new();
+        for i in 0..POSITIONS {
+            let t = 0.05 * 400_f64.powf(i as f64 / (POSITIONS - 1) as f64);
+            let state = defaults.set("t", &t.to_string())?;
+            frames.push(best(|| render(&mut lab, &state, visible))?);
+        }
+        println!(
+            "- temperature slider, {POSITIONS} positions from 0.05 to 20, {screen}: {}",
+            spread(frames)
+        );
     }
-    println!(
-        "- temperature slider, {POSITIONS} positions from 0.05 to 20: {}",
-        spread(frames)
-    );
     let mut parts: [Vec<f64>; 4] = Default::default();
     for i in 0..POSITIONS {
         let alpha = 0.01 + 0.29 * i as f64 / (POSITIONS - 1) as f64;

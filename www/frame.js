@@ -7,7 +7,7 @@
 const LAB_ELEMENTS = { "temperature-lab": "temperature", "conformal-lab": "conformal", gallery: "gallery", "shift-lab": "shift", "ood-lab": "ood", "own-image": "own" };
 
 /** @typedef {"temperature" | "conformal" | "gallery" | "ood" | "shift" | "own"} Lab */
-/** @typedef {{ id: string, lab: string }} FigureOnPage */
+/** @typedef {{ id: string, lab: string }} FigureOnPage a figure, or a block of readouts computed only on screen */
 
 /**
  * Runs `callback` once the frame being drawn is painted: a message posted from a frame's
@@ -31,14 +31,16 @@ export class Frames {
     this.dirty = { temperature: false, conformal: false, gallery: false, ood: false, shift: false, own: false };
     /** @type {Record<Lab, boolean>} */
     this.visible = { temperature: true, conformal: false, gallery: false, ood: false, shift: false, own: false };
-    // The figures on screen (canvas ids): a frame draws only these, and one scrolling into view
-    // asks for its lab again.
+    // The figures (canvas ids) and blocks of readouts on screen: a frame draws and computes only
+    // these, and one scrolling into view asks for its lab again.
     /** @type {Set<string>} */
-    this.figuresOnScreen = new Set();
+    this.onScreen = new Set();
     /** @type {IntersectionObserver | null} */
     this.observer = null;
     /** @type {FigureOnPage[]} */
     this.figures = [];
+    /** @type {FigureOnPage[]} */
+    this.blocks = [];
     // When the last frame was drawn, and the timer of a batch's redraw waiting for its turn.
     this.lastRender = -Infinity;
     /** @type {ReturnType<typeof setTimeout> | null} */
@@ -120,27 +122,30 @@ export class Frames {
       shift: dirty.shift && visible.shift,
       own_image: dirty.own && visible.own,
       explain,
-      figures: [...this.figuresOnScreen],
+      figures: this.figures.filter(({ id }) => this.onScreen.has(id)).map(({ id }) => id),
+      blocks: this.blocks.filter(({ id }) => this.onScreen.has(id)).map(({ id }) => id),
     };
   }
 
   /**
-   * Tracks which labs and figures are on screen (with a margin, so charts are ready as they
-   * scroll in).
+   * Tracks which labs, figures and blocks of readouts are on screen (with a margin, so charts
+   * and numbers are ready as they scroll in).
    * @param {FigureOnPage[]} figures
+   * @param {FigureOnPage[]} blocks
    */
-  observe(figures) {
+  observe(figures, blocks) {
     this.figures = figures;
+    this.blocks = blocks;
     this.observer = new IntersectionObserver((entries) => {
       this.note(entries);
       this.request();
     }, { rootMargin: "300px 0px" });
-    for (const id of [...Object.keys(LAB_ELEMENTS), ...figures.map((figure) => figure.id)]) this.observer.observe(document.getElementById(id));
+    for (const id of [...Object.keys(LAB_ELEMENTS), ...[...figures, ...blocks].map((part) => part.id)]) this.observer.observe(document.getElementById(id));
   }
 
   /**
-   * Notes what the visibility observer saw: a lab on or off screen, a figure on or off screen
-   * (one coming on screen asks for its lab).
+   * Notes what the visibility observer saw: a lab on or off screen, a figure or block on or off
+   * screen (one coming on screen asks for its lab).
    * @param {IntersectionObserverEntry[]} entries
    */
   note(entries) {
@@ -149,10 +154,11 @@ export class Frames {
       if (lab !== undefined) {
         this.visible[lab] = isIntersecting;
       } else if (isIntersecting) {
-        this.figuresOnScreen.add(target.id);
-        this.dirty[this.figures.find((figure) => figure.id === target.id).lab] = true;
+        this.onScreen.add(target.id);
+        const part = [...this.figures, ...this.blocks].find(({ id }) => id === target.id);
+        this.dirty[/** @type {Lab} */ (part.lab)] = true;
       } else {
-        this.figuresOnScreen.delete(target.id);
+        this.onScreen.delete(target.id);
       }
     }
   }

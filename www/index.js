@@ -304,7 +304,7 @@ async function main() {
   applyPatches(first.patches);
   showView(first.article_hash);
   // Known before the first logits come, so that their frame draws the charts on screen.
-  frames.observe(limits.figures);
+  frames.observe(limits.figures, limits.blocks);
   onJump((landed) => frames.holdUntil(landed));
   pool.load(modelIndex());
   // On a first visit the whole file of test images (4.1 MiB) is fetched once the first batch's

@@ -103,7 +103,7 @@ export class Readouts {
     timings.draws.push(millis);
     // The first chart counts once it is on the screen, not once it is drawn on its canvas; the
     // test images in by then tell whether their reading waited for it.
-    if (!this.firstChartDrawn && this.frames.figuresOnScreen.has("reliability")) {
+    if (!this.firstChartDrawn && this.frames.onScreen.has("reliability")) {
       this.firstChartDrawn = true;
       afterPaint(() => {
         timings.firstChart = performance.now();

@@ -77,7 +77,7 @@ pub use venn_abers_view::GalleryInterval;
 
 pub use adaptive_view::{AdaptiveView, StreamBlock, COVERAGE_WINDOW, DEFAULT_ACI_GAMMA};
 use temperature_view::FixedReports;
-pub use temperature_view::{TemperatureView, SMOOTH_CURVE_POINTS};
+pub use temperature_view::{TemperatureParts, TemperatureView, SMOOTH_CURVE_POINTS};
 pub use weighted_view::WeightedView;
 
 /// Why the lab refused a request.

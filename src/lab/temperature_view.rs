@@ -9,7 +9,7 @@ use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
 use crate::bootstrap::{self, MetricIntervals, Resamples, SmoothDiagram};
 use crate::calibration::{self, Bin, Binning, CalibrationReport, Logits};
-use crate::calibration_estimators::{self, CumulativeDifferences, Estimators};
+use crate::calibration_estimators::{self, CumulativeDifferences};
 use crate::calibration_null::{self, CalibrationTest, NullOutcomes, NULL_DRAWS};
 use crate::corp::{self, Corp};
 use crate::estimator_cases::EstimatorCase;
@@ -45,26 +45,28 @@ pub struct TemperatureView {
     pub verdict: String,
     /// Reliability bins of each class (binned on p_k) at the slider's T.
     pub classwise_bins: Vec<Vec<Bin>>,
-    /// The other estimators and the three tests of calibration at the slider's T, on the lab's
-    /// bins (`calibration_estimators`, as `calibra report` computes them), on the rows of the
-    /// estimators table's case.
-    pub estimators: Estimators,
+    /// The estimators table on its case's rows: the other estimators and the three tests of
+    /// calibration at the slider's T, on the lab's bins (`calibration_estimators`, as `calibra
+    /// report` computes them). With [`TemperatureParts::estimators`].
+    pub estimator_case: Option<EstimatorsView>,
     /// The cumulative differences behind the KS error, Kuiper and Kolmogorov–Smirnov at the
-    /// slider's T on the same rows (Tygert's chart draws them).
-    pub cumulative: CumulativeDifferences,
-    /// The estimators table's case and its other numbers.
-    pub estimator_case: EstimatorsView,
+    /// slider's T on the same rows (Tygert's chart draws them). With
+    /// [`TemperatureParts::estimators`].
+    pub cumulative: Option<CumulativeDifferences>,
     /// Murphy's decomposition of the Brier score on the classwise bins, at the slider's T, at
-    /// T = 1 and at the fitted T.
-    pub brier_decomposition: [BrierDecomposition; 3],
+    /// T = 1 and at the fitted T. With [`TemperatureParts::brier`].
+    pub brier_decomposition: Option<[BrierDecomposition; 3]>,
     /// The CORP reliability diagram and the CORP decompositions of the top-label Brier and log
-    /// scores (PAV, no bins), at the slider's T, at T = 1 and at the fitted T.
-    pub corp: [Corp; 3],
+    /// scores (PAV, no bins), at the slider's T, at T = 1 and at the fitted T. With
+    /// [`TemperatureParts::corp`].
+    pub corp: Option<[Corp; 3]>,
     /// Smooth ECE (no bins) at T = 1 and at the fitted T.
     pub smooth_at_one: SmoothEce,
     pub smooth_at_fitted: SmoothEce,
-    /// The smooth reliability diagram at the slider's T: smooth ECE, curve and band.
-    pub smooth: SmoothDiagram,
+    /// The smooth reliability diagram at the slider's T: smooth ECE, curve and band (the band
+    /// with [`TemperatureParts::band`]). With [`TemperatureParts::smooth`], and with the
+    /// estimators on the network's own rows, whose table shows the smooth ECE.
+    pub smooth: Option<SmoothDiagram>,
     /// Bootstrap intervals of ECE, smECE, NLL and Brier at the slider's T, at T = 1 and at the
     /// fitted T, each once a worker has computed it.
     pub intervals: [Option<MetricIntervals>; 3],
@@ -77,6 +79,39 @@ pub struct TemperatureView {
     pub rivals_request: Option<RivalsRequest>,
 }
 
+/// What a temperature view computes beyond what the lab's first screen always shows (the
+/// metrics at the three temperatures, the bins, the test of calibration and its verdict): each
+/// part costs a share of a slider frame, so the page asks for one only while a block or a
+/// figure that shows it is on screen (`page::render`), as it draws only the figures on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TemperatureParts {
+    /// The smooth ECE at the slider's T (its search is the costliest part) and its curve.
+    pub smooth: bool,
+    /// The smooth curve's bootstrap band: a third of a whole view's arithmetic. Implies
+    /// `smooth`.
+    pub band: bool,
+    /// The estimators table on its case's rows and the cumulative differences. On the
+    /// network's own rows the table shows the smooth ECE, so this implies `smooth` there.
+    pub estimators: bool,
+    /// The CORP diagram and decompositions.
+    pub corp: bool,
+    /// Murphy's decomposition of the Brier score.
+    pub brier: bool,
+}
+
+impl TemperatureParts {
+    /// Every part, the smooth curve's band with `band`.
+    pub const fn all(band: bool) -> Self {
+        Self {
+            smooth: true,
+            band,
+            estimators: true,
+            corp: true,
+            brier: true,
+        }
+    }
+}
+
 /// The evaluation half at T = 1 and at the fitted T, for one choice of bins: their metrics,
 /// and the confidences behind their smooth ECE and behind a slider resting on either T.
 #[derive(Debug, Clone)]
@@ -87,8 +122,8 @@ pub(super) struct FixedReports {
 }
 
 impl Lab {
-    /// Everything the temperature lab shows at `temperature` with `bins` bins, the estimators
-    /// table on the network's own logits: [`Lab::temperature_view_of_case`] with
+    /// The temperature lab's `parts` at `temperature` with `bins` bins, the estimators table
+    /// on the network's own logits: [`Lab::temperature_view_of_case`] with
     /// [`EstimatorCase::Network`].
     ///
     /// # Errors
@@ -98,21 +133,13 @@ impl Lab {
         temperature: f64,
         bins: usize,
         binning: Binning,
-        smooth_band: bool,
+        parts: TemperatureParts,
     ) -> Result<TemperatureView, LabError> {
-        self.temperature_view_of_case(
-            temperature,
-            bins,
-            binning,
-            smooth_band,
-            EstimatorCase::Network,
-        )
+        self.temperature_view_of_case(temperature, bins, binning, parts, EstimatorCase::Network)
     }
 
-    /// Everything the temperature lab shows at `temperature` with `bins` bins, the estimators
-    /// table and the cumulative differences on the rows of `case`; the smooth diagram's
-    /// bootstrap band only with `smooth_band` (the page asks for it when the diagram is on
-    /// screen: it is a third of the view's arithmetic).
+    /// The temperature lab at `temperature` with `bins` bins: what its first screen shows and
+    /// `parts`, the estimators table and the cumulative differences on the rows of `case`.
     ///
     /// # Errors
     /// [`LabError::TemperatureOutOfRange`] outside `[0.05, 20]`, [`LabError::NotReady`], and
@@ -122,7 +149,7 @@ impl Lab {
         temperature: f64,
         bins: usize,
         binning: Binning,
-        smooth_band: bool,
+        parts: TemperatureParts,
         case: EstimatorCase,
     ) -> Result<TemperatureView, LabError> {
         if !(calibration::MIN_TEMPERATURE..=calibration::MAX_TEMPERATURE).contains(&temperature) {
@@ -164,15 +191,6 @@ impl Lab {
                 fixed
             }
         };
-        let [corp_at_one, corp_at_fitted] = match &cache.corp_fixed {
-            Some(fixed) => fixed.clone(),
-            None => {
-                let of = |e: &calibration::Evaluation| corp::corp(&e.confidence, &e.correct);
-                let fixed = [of(&reports.at_one)?, of(&reports.at_fitted)?];
-                cache.corp_fixed = Some(fixed.clone());
-                fixed
-            }
-        };
         // A slider resting on T = 1 or on the fitted T (where the page opens, and where the
         // fit button puts it) shows the evaluation already made there.
         let at_slider = if temperature == 1.0 {
@@ -182,8 +200,9 @@ impl Lab {
         } else {
             calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?
         };
-        let brier_decomposition =
-            [&at_slider, &reports.at_one, &reports.at_fitted].map(BrierDecomposition::of);
+        let brier_decomposition = parts
+            .brier
+            .then(|| [&at_slider, &reports.at_one, &reports.at_fitted].map(BrierDecomposition::of));
         let calibration::Evaluation {
             report: at_temperature,
             confidence: confidences,
@@ -194,16 +213,25 @@ impl Lab {
             reports.at_one.report.clone(),
             reports.at_fitted.report.clone(),
         );
-        let resamples = if smooth_band {
-            Some(match &mut cache.band_resamples {
-                Some(resamples) => &*resamples,
-                empty => empty.insert(Resamples::draw(labels.len(), &BOOTSTRAP)?),
-            })
+        let network_estimators = parts.estimators && case == EstimatorCase::Network;
+        let smooth = if parts.smooth || parts.band || network_estimators {
+            let resamples = if parts.band {
+                Some(match &mut cache.band_resamples {
+                    Some(resamples) => &*resamples,
+                    empty => empty.insert(Resamples::draw(labels.len(), &BOOTSTRAP)?),
+                })
+            } else {
+                None
+            };
+            Some(bootstrap::smooth_diagram(
+                &confidences,
+                &correct,
+                SMOOTH_CURVE_POINTS,
+                resamples,
+            )?)
         } else {
             None
         };
-        let smooth =
-            bootstrap::smooth_diagram(&confidences, &correct, SMOOTH_CURVE_POINTS, resamples)?;
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
         let outcomes = cache
             .null_outcomes
@@ -212,51 +240,68 @@ impl Lab {
             calibration_null::test_calibration(&confidences, &correct, bins, binning, outcomes)?;
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
-        let (estimators, cumulative, estimator_case) = if case == EstimatorCase::Network {
-            let cumulative = CumulativeDifferences::new(&confidences, &correct)?;
-            let estimators = calibration_estimators::estimators_of(
-                &confidences,
-                &correct,
-                cache
-                    .predicted
-                    .get_or_insert_with(|| calibration_estimators::predicted_classes(&logits)),
-                k,
-                bins,
-                binning,
-                &cumulative,
-            )?;
-            let view = EstimatorsView::of_network(
-                temperature,
-                &at_temperature,
-                smooth.ece.smece,
-                &estimators,
-                &confidences,
-                &correct,
-                bins,
-                binning,
-            )?;
-            (estimators, cumulative, view)
-        } else {
-            let (view, cumulative) = case_view(
-                &mut cache.case_rows,
-                (
-                    &cache.calibration.labels,
-                    &cache.evaluation.logits,
-                    &cache.evaluation.labels,
-                ),
-                k,
-                case,
-                temperature,
-                bins,
-                binning,
-            )?;
-            (view.estimators.clone(), cumulative, view)
+        let (estimator_case, cumulative) = match (&smooth, parts.estimators) {
+            (_, false) => (None, None),
+            (Some(smooth), true) if case == EstimatorCase::Network => {
+                let cumulative = CumulativeDifferences::new(&confidences, &correct)?;
+                let estimators = calibration_estimators::estimators_of(
+                    &confidences,
+                    &correct,
+                    cache
+                        .predicted
+                        .get_or_insert_with(|| calibration_estimators::predicted_classes(&logits)),
+                    k,
+                    bins,
+                    binning,
+                    &cumulative,
+                )?;
+                let view = EstimatorsView::of_network(
+                    temperature,
+                    &at_temperature,
+                    smooth.ece.smece,
+                    &estimators,
+                    &confidences,
+                    &correct,
+                    bins,
+                    binning,
+                )?;
+                (Some(view), Some(cumulative))
+            }
+            (_, true) => {
+                let (view, cumulative) = case_view(
+                    &mut cache.case_rows,
+                    (
+                        &cache.calibration.labels,
+                        &cache.evaluation.logits,
+                        &cache.evaluation.labels,
+                    ),
+                    k,
+                    case,
+                    temperature,
+                    bins,
+                    binning,
+                )?;
+                (Some(view), Some(cumulative))
+            }
         };
-        let corp = [
-            corp::corp(&confidences, &correct)?,
-            corp_at_one,
-            corp_at_fitted,
-        ];
+        let corp = if parts.corp {
+            let [corp_at_one, corp_at_fitted] = match &cache.corp_fixed {
+                Some(fixed) => fixed.clone(),
+                None => {
+                    let of = |e: &calibration::Evaluation| corp::corp(&e.confidence, &e.correct);
+                    let fixed = [of(&reports.at_one)?, of(&reports.at_fitted)?];
+                    cache.corp_fixed = Some(fixed.clone());
+                    fixed
+                }
+            };
+            Some([
+                corp::corp(&confidences, &correct)?,
+                corp_at_one,
+                corp_at_fitted,
+            ])
+        } else {
+            None
+        };
         let mut view = TemperatureView {
             temperature,
             fitted_temperature: cache.fit.temperature,
@@ -268,7 +313,6 @@ impl Lab {
             calibration_test,
             verdict,
             classwise_bins,
-            estimators,
             cumulative,
             estimator_case,
             brier_decomposition,
@@ -296,21 +340,23 @@ impl Lab {
                 Err(_) => {}
             }
         }
-        view.estimator_case.intervals = if case == EstimatorCase::Network {
-            view.intervals[0]
-        } else {
-            match self.intervals_at(view.estimator_case.temperature, bins, binning, case)? {
-                Ok(kept) => Some(kept),
-                Err(request) => {
-                    // The case's intervals before the other columns': they are what the
-                    // reader just asked for.
-                    view.interval_requests.extend(request);
-                    view.interval_requests
-                        .rotate_right(usize::from(request.is_some()));
-                    None
+        if let Some(table) = &mut view.estimator_case {
+            table.intervals = if case == EstimatorCase::Network {
+                view.intervals[0]
+            } else {
+                match self.intervals_at(table.temperature, bins, binning, case)? {
+                    Ok(kept) => Some(kept),
+                    Err(request) => {
+                        // The case's intervals before the other columns': they are what the
+                        // reader just asked for.
+                        view.interval_requests.extend(request);
+                        view.interval_requests
+                            .rotate_right(usize::from(request.is_some()));
+                        None
+                    }
                 }
-            }
-        };
+            };
+        }
         Ok(view)
     }
 }

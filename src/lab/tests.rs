@@ -43,13 +43,13 @@ fn view_with_rivals(
     binning: Binning,
 ) -> TemperatureView {
     let view = lab
-        .temperature_view(temperature, bins, binning, true)
+        .temperature_view(temperature, bins, binning, TemperatureParts::all(true))
         .unwrap();
     if let Some(request) = view.rivals_request {
         let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
         lab.add_rivals(request, answer);
     }
-    lab.temperature_view(temperature, bins, binning, true)
+    lab.temperature_view(temperature, bins, binning, TemperatureParts::all(true))
         .unwrap()
 }
 
@@ -65,11 +65,13 @@ fn not_ready_until_both_halves_have_rows() {
     let (logits, labels) = synthetic(10, 2);
     let mut lab = Lab::new(labels, K, 1).unwrap();
     assert_eq!(
-        lab.temperature_view(1.0, 10, Binning::Width, true),
+        lab.temperature_view(1.0, 10, Binning::Width, TemperatureParts::all(true)),
         Err(LabError::NotReady)
     );
     lab.add_logits(0, 0, &logits).unwrap();
-    assert!(lab.temperature_view(1.0, 10, Binning::Width, true).is_ok());
+    assert!(lab
+        .temperature_view(1.0, 10, Binning::Width, TemperatureParts::all(true))
+        .is_ok());
 }
 
 #[test]
@@ -85,10 +87,10 @@ fn batches_in_any_order_equal_one_batch() {
     streamed.add_logits(0, 0, &logits[..250 * K]).unwrap();
     assert_eq!(streamed.arrived(0), Ok(1_000));
     let a = whole
-        .temperature_view(1.5, 15, Binning::Width, true)
+        .temperature_view(1.5, 15, Binning::Width, TemperatureParts::all(true))
         .unwrap();
     let b = streamed
-        .temperature_view(1.5, 15, Binning::Width, true)
+        .temperature_view(1.5, 15, Binning::Width, TemperatureParts::all(true))
         .unwrap();
     assert_eq!(a, b);
 }
@@ -110,7 +112,9 @@ fn view_matches_the_library_on_the_gathered_halves() {
     let (eval_logits, eval_labels) = gather(&evaluation_rows);
     let fit =
         calibration::fit_temperature(&Logits::new(&cal_logits, K).unwrap(), &cal_labels).unwrap();
-    let view = lab.temperature_view(0.7, 12, Binning::Mass, true).unwrap();
+    let view = lab
+        .temperature_view(0.7, 12, Binning::Mass, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(view.fitted_temperature, fit.temperature);
     // The planted T = 3 within 15% on 1,000 calibration rows, about 3 standard errors (see
     // `planted_temperature_is_recovered_within_two_percent` for the law and a 2% check).
@@ -136,7 +140,8 @@ fn view_matches_the_library_on_the_gathered_halves() {
         let (confidences, correct) = calibration::confidences(&eval, &eval_labels, t).unwrap();
         smooth_calibration::smooth_ece(&confidences, &correct).unwrap()
     };
-    assert_eq!(view.smooth.ece, smooth(0.7));
+    let diagram = view.smooth.as_ref().unwrap();
+    assert_eq!(diagram.ece, smooth(0.7));
     assert_eq!(view.smooth_at_one, smooth(1.0));
     assert_eq!(view.smooth_at_fitted, smooth(fit.temperature));
     // The CORP diagram and decompositions as `calibra report` computes them, at the three
@@ -145,22 +150,102 @@ fn view_matches_the_library_on_the_gathered_halves() {
         let (confidences, correct) = calibration::confidences(&eval, &eval_labels, t).unwrap();
         crate::corp::corp(&confidences, &correct).unwrap()
     };
-    assert_eq!(view.corp, [corp(0.7), corp(1.0), corp(fit.temperature)]);
-    assert_eq!(view.smooth.curve.bandwidth, view.smooth.ece.bandwidth);
-    assert_eq!(view.smooth.curve.confidence.len(), 201);
-    assert_eq!(view.smooth.band.as_ref().unwrap().lower.len(), 201);
+    assert_eq!(
+        view.corp,
+        Some([corp(0.7), corp(1.0), corp(fit.temperature)])
+    );
+    assert_eq!(diagram.curve.bandwidth, diagram.ece.bandwidth);
+    assert_eq!(diagram.curve.confidence.len(), 201);
+    assert_eq!(diagram.band.as_ref().unwrap().lower.len(), 201);
     // Without the band (the smooth diagram off screen) the view is the same but for it.
-    let mut without = lab.temperature_view(0.7, 12, Binning::Mass, false).unwrap();
-    assert_eq!(without.smooth.band, None);
-    without.smooth.band.clone_from(&view.smooth.band);
+    let mut without = lab
+        .temperature_view(0.7, 12, Binning::Mass, TemperatureParts::all(false))
+        .unwrap();
+    let without_diagram = without.smooth.as_mut().unwrap();
+    assert_eq!(without_diagram.band, None);
+    without_diagram.band.clone_from(&diagram.band);
     assert_eq!(without, view);
+}
+
+#[test]
+fn each_part_left_out_is_none_and_changes_nothing_else() {
+    let (mut lab, ..) = full_lab(2_000);
+    let all = lab
+        .temperature_view(0.7, 12, Binning::Mass, TemperatureParts::all(true))
+        .unwrap();
+    let none = TemperatureParts {
+        smooth: false,
+        band: false,
+        estimators: false,
+        corp: false,
+        brier: false,
+    };
+    let mut first_screen = lab.temperature_view(0.7, 12, Binning::Mass, none).unwrap();
+    assert_eq!(first_screen.smooth, None);
+    assert_eq!(first_screen.estimator_case, None);
+    assert_eq!(first_screen.cumulative, None);
+    assert_eq!(first_screen.corp, None);
+    assert_eq!(first_screen.brier_decomposition, None);
+    // The parts a frame leaves out are the only difference from the whole view: the metrics,
+    // the test of calibration and its verdict are the same numbers.
+    first_screen.smooth.clone_from(&all.smooth);
+    first_screen.estimator_case.clone_from(&all.estimator_case);
+    first_screen.cumulative.clone_from(&all.cumulative);
+    first_screen.corp.clone_from(&all.corp);
+    first_screen.brier_decomposition = all.brier_decomposition;
+    assert_eq!(first_screen, all);
+    // Each part alone; the estimators on the network's rows bring the smooth ECE they show.
+    for (parts, has) in [
+        (
+            TemperatureParts {
+                smooth: true,
+                ..none
+            },
+            [true, false, false, false],
+        ),
+        (
+            TemperatureParts {
+                estimators: true,
+                ..none
+            },
+            [true, true, false, false],
+        ),
+        (
+            TemperatureParts { corp: true, ..none },
+            [false, false, true, false],
+        ),
+        (
+            TemperatureParts {
+                brier: true,
+                ..none
+            },
+            [false, false, false, true],
+        ),
+    ] {
+        let view = lab.temperature_view(0.7, 12, Binning::Mass, parts).unwrap();
+        let got = [
+            view.smooth.is_some(),
+            view.estimator_case.is_some() && view.cumulative.is_some(),
+            view.corp.is_some(),
+            view.brier_decomposition.is_some(),
+        ];
+        assert_eq!(got, has, "{parts:?}");
+        assert_eq!(
+            view.smooth.as_ref().map(|s| s.ece),
+            all.smooth.as_ref().filter(|_| has[0]).map(|s| s.ece)
+        );
+    }
 }
 
 #[test]
 fn temperature_moves_confidence_not_accuracy() {
     let (mut lab, _, _) = full_lab(2_000);
-    let cold = lab.temperature_view(0.5, 15, Binning::Width, true).unwrap();
-    let hot = lab.temperature_view(5.0, 15, Binning::Width, true).unwrap();
+    let cold = lab
+        .temperature_view(0.5, 15, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
+    let hot = lab
+        .temperature_view(5.0, 15, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(cold.at_temperature.accuracy, hot.at_temperature.accuracy);
     assert!(cold.mean_confidence > hot.mean_confidence);
     assert_ne!(cold.at_temperature.ece, hot.at_temperature.ece);
@@ -171,12 +256,14 @@ fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
     use crate::recalibration::Method;
     let (mut lab, _, _) = full_lab(2_000);
     let mass_request = lab
-        .temperature_view(0.5, 12, Binning::Mass, true)
+        .temperature_view(0.5, 12, Binning::Mass, TemperatureParts::all(true))
         .unwrap()
         .rivals_request
         .unwrap();
     let cold = view_with_rivals(&mut lab, 0.5, 12, Binning::Mass);
-    let hot = lab.temperature_view(5.0, 12, Binning::Mass, true).unwrap();
+    let hot = lab
+        .temperature_view(5.0, 12, Binning::Mass, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(cold.rivals, hot.rivals, "the slider moves no rival");
     assert_eq!(hot.rivals_request, None);
     let rivals = cold.rivals.as_ref().unwrap();
@@ -226,7 +313,9 @@ fn rivals_agree_with_the_metrics_table_and_ignore_the_slider() {
     }
     // Other bins: a new request, answered by the same worker without fitting again, equal to
     // a fresh worker's answer.
-    let pending = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
+    let pending = lab
+        .temperature_view(1.0, 15, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(pending.rivals, None);
     let request = pending.rivals_request.unwrap();
     assert_eq!((request.bins, request.binning), (15, Binning::Width));
@@ -246,10 +335,14 @@ fn rivals_are_asked_for_once_every_row_is_in_and_kept_for_their_network_and_spli
     let (logits, labels) = synthetic(400, 5);
     let mut lab = Lab::new(labels, K, 2).unwrap();
     lab.add_logits(0, 0, &logits[..200 * K]).unwrap();
-    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(1.0, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!((view.rivals, view.rivals_request), (None, None));
     lab.add_logits(0, 200, &logits[200 * K..]).unwrap();
-    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(1.0, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     let request = view.rivals_request.unwrap();
     assert_eq!(
         (request.model, request.split, request.temperature),
@@ -267,14 +360,20 @@ fn rivals_are_asked_for_once_every_row_is_in_and_kept_for_their_network_and_spli
         },
     ] {
         lab.add_rivals(stale, answer.clone());
-        let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+        let view = lab
+            .temperature_view(1.0, 10, Binning::Width, TemperatureParts::all(true))
+            .unwrap();
         assert_eq!(view.rivals, None, "{stale:?} is dropped");
     }
     lab.add_rivals(request, answer.clone());
-    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(1.0, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(view.rivals, Some(answer));
     lab.set_split(1);
-    let view = lab.temperature_view(1.0, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(1.0, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(view.rivals, None, "a new split asks again");
     assert_eq!(view.rivals_request.map(|r| r.split), Some(1));
 }
@@ -282,9 +381,13 @@ fn rivals_are_asked_for_once_every_row_is_in_and_kept_for_their_network_and_spli
 #[test]
 fn split_and_model_changes_are_seen() {
     let (mut lab, logits, _) = full_lab(2_000);
-    let first = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
+    let first = lab
+        .temperature_view(1.0, 15, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     lab.set_split(1);
-    let resplit = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
+    let resplit = lab
+        .temperature_view(1.0, 15, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     // Another 1,000 calibration rows: another fit, but within sampling error of the first. The
     // fitted T has a relative standard error of about 4.6% here (see the test below); two splits
     // that share half their rows differ by about 4.6% too, so 15% is about 3 of those.
@@ -295,7 +398,9 @@ fn split_and_model_changes_are_seen() {
     let cooler: Vec<f32> = logits.iter().map(|z| z / 3.0).collect();
     lab.add_logits(1, 0, &cooler).unwrap();
     lab.select_model(1).unwrap();
-    let second = lab.temperature_view(1.0, 15, Binning::Width, true).unwrap();
+    let second = lab
+        .temperature_view(1.0, 15, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     let ratio = resplit.fitted_temperature / second.fitted_temperature;
     assert!((ratio - 3.0).abs() < 1e-4, "ratio {ratio}");
 }
@@ -321,11 +426,11 @@ fn bad_requests_are_refused_with_reasons() {
         Err(LabError::Calibration(_))
     ));
     assert_eq!(
-        lab.temperature_view(25.0, 15, Binning::Width, true),
+        lab.temperature_view(25.0, 15, Binning::Width, TemperatureParts::all(true)),
         Err(LabError::TemperatureOutOfRange(25.0))
     );
     assert!(matches!(
-        lab.temperature_view(1.0, 0, Binning::Width, true),
+        lab.temperature_view(1.0, 0, Binning::Width, TemperatureParts::all(true)),
         Err(LabError::Calibration(_))
     ));
     assert_eq!(
@@ -533,11 +638,15 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     let mut lab = Lab::new(labels, K, 2).unwrap();
     // Half the rows: the metrics are provisional, so no interval is asked for.
     lab.add_logits(0, 0, &logits[..200 * K]).unwrap();
-    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(0.7, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert!(view.interval_requests.is_empty());
     assert!(lab.complete_halves().is_err());
     lab.add_logits(0, 200, &logits[200 * K..]).unwrap();
-    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(0.7, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     let temperatures: Vec<f64> = view
         .interval_requests
         .iter()
@@ -565,14 +674,19 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     assert_eq!(answer, direct);
     assert_eq!(answer.ece.estimate, view.at_temperature.ece);
     // The estimators table's errors are their intervals' estimates.
-    assert_eq!(answer.ece_debiased.estimate, view.estimators.ece_debiased);
-    assert_eq!(answer.top_label_ece.estimate, view.estimators.top_label_ece);
-    assert_eq!(answer.ks_error.estimate, view.estimators.ks_error);
+    let estimators = &view.estimator_case.as_ref().unwrap().estimators;
+    assert_eq!(answer.ece_debiased.estimate, estimators.ece_debiased);
+    assert_eq!(answer.top_label_ece.estimate, estimators.top_label_ece);
+    assert_eq!(answer.ks_error.estimate, estimators.ks_error);
     lab.add_intervals(request, answer);
-    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(0.7, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(view.intervals[0], Some(answer));
     assert_eq!(view.interval_requests.len(), 2);
-    let view = lab.temperature_view(0.8, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(0.8, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(view.intervals[0], None);
     // An answer for another network or split is dropped.
     for stale in [
@@ -587,10 +701,14 @@ fn intervals_are_asked_for_once_every_row_is_in_and_kept_for_their_state() {
     ] {
         lab.add_intervals(stale, answer);
     }
-    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(0.7, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(view.intervals[0], Some(answer));
     lab.set_split(9);
-    let view = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
+    let view = lab
+        .temperature_view(0.7, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     assert_eq!(view.intervals[0], None);
 }
 
@@ -679,7 +797,7 @@ fn the_anatomy_of_a_planted_network_shows_what_each_mistake_does() {
     assert!((nll_calibration.temperature / fitted).ln().abs() <= step);
 
     let honest = lab
-        .temperature_view(fitted, 15, Binning::Width, false)
+        .temperature_view(fitted, 15, Binning::Width, TemperatureParts::all(false))
         .unwrap()
         .at_fitted;
     let [(on_evaluation, flattered), (on_probabilities, broken), (by_ece, noisy)] =
@@ -702,9 +820,9 @@ fn the_anatomy_of_a_planted_network_shows_what_each_mistake_does() {
 
     // Temperature scaling takes most of the reliability term away and leaves resolution.
     let at_one = lab
-        .temperature_view(1.0, 15, Binning::Width, false)
+        .temperature_view(1.0, 15, Binning::Width, TemperatureParts::all(false))
         .unwrap();
-    let [_, one_terms, fitted_terms] = at_one.brier_decomposition;
+    let [_, one_terms, fitted_terms] = at_one.brier_decomposition.unwrap();
     assert!(fitted_terms.reliability < 0.3 * one_terms.reliability);
     let sentence = crate::sentences::brier_decomposition_sentence(
         1.0,
@@ -715,7 +833,7 @@ fn the_anatomy_of_a_planted_network_shows_what_each_mistake_does() {
     );
     assert!(sentence.contains("nearly untouched"), "{sentence}");
     // And, without bins, the CORP miscalibration of both scores, while discrimination stays.
-    let [_, one_corp, fitted_corp] = &at_one.corp;
+    let [_, one_corp, fitted_corp] = at_one.corp.as_ref().unwrap();
     for (one, fitted) in [
         (one_corp.brier, fitted_corp.brier),
         (one_corp.log, fitted_corp.log),
@@ -844,7 +962,9 @@ fn each_gallery_image_gets_the_venn_abers_interval_of_the_core_predictor_at_the_
 fn the_estimators_table_on_a_case_is_the_library_on_the_case_rows() {
     use crate::estimator_cases::{case_rows, EstimatorCase};
     let (mut lab, _, _) = full_lab(600);
-    let network = lab.temperature_view(0.7, 10, Binning::Width, true).unwrap();
+    let network = lab
+        .temperature_view(0.7, 10, Binning::Width, TemperatureParts::all(true))
+        .unwrap();
     let (calibration_labels, evaluation_logits, evaluation_labels) = {
         let (calibration, evaluation) = lab.complete_halves().unwrap();
         (
@@ -855,7 +975,7 @@ fn the_estimators_table_on_a_case_is_the_library_on_the_case_rows() {
     };
     for case in EstimatorCase::ALL {
         let view = lab
-            .temperature_view_of_case(0.7, 10, Binning::Width, true, case)
+            .temperature_view_of_case(0.7, 10, Binning::Width, TemperatureParts::all(true), case)
             .unwrap();
         let rows = case_rows(
             case,
@@ -871,16 +991,17 @@ fn the_estimators_table_on_a_case_is_the_library_on_the_case_rows() {
             crate::calibration_estimators::estimators(&logits, &rows.labels, t, 10, Binning::Width)
                 .unwrap();
         let report = calibration::evaluate(&logits, &rows.labels, t, 10, Binning::Width).unwrap();
-        assert_eq!(view.estimators, expected, "{case:?}");
-        assert_eq!(view.estimator_case.estimators, expected, "{case:?}");
-        assert_eq!(view.estimator_case.report.ece, report.ece, "{case:?}");
-        assert_eq!(view.estimator_case.report.rmsce, report.rmsce, "{case:?}");
-        assert_eq!(view.estimator_case.images, rows.labels.len(), "{case:?}");
-        assert_eq!(view.cumulative.curve.len(), rows.labels.len(), "{case:?}");
+        let table = view.estimator_case.as_ref().unwrap();
+        assert_eq!(table.estimators, expected, "{case:?}");
+        assert_eq!(table.report.ece, report.ece, "{case:?}");
+        assert_eq!(table.report.rmsce, report.rmsce, "{case:?}");
+        assert_eq!(table.images, rows.labels.len(), "{case:?}");
+        let cumulative = view.cumulative.as_ref().unwrap();
+        assert_eq!(cumulative.curve.len(), rows.labels.len(), "{case:?}");
         // The rest of the lab is the network's whatever the case.
         assert_eq!(view.at_temperature, network.at_temperature, "{case:?}");
         if case == EstimatorCase::Network {
-            assert_eq!(view.estimator_case.intervals, view.intervals[0]);
+            assert_eq!(table.intervals, view.intervals[0]);
             continue;
         }
         // The case's intervals are asked for first, and shown once the worker answers.
@@ -890,8 +1011,8 @@ fn the_estimators_table_on_a_case_is_the_library_on_the_case_rows() {
         assert_eq!(answer.ece_debiased.estimate, expected.ece_debiased);
         lab.add_intervals(request, answer);
         let view = lab
-            .temperature_view_of_case(0.7, 10, Binning::Width, true, case)
+            .temperature_view_of_case(0.7, 10, Binning::Width, TemperatureParts::all(true), case)
             .unwrap();
-        assert_eq!(view.estimator_case.intervals, Some(answer));
+        assert_eq!(view.estimator_case.unwrap().intervals, Some(answer));
     }
 }

@@ -12,10 +12,12 @@ use crate::text::grouped;
 /// writes: `estimator_images`, `estimator_temperature`, `estimator_ece`, `estimator_rmsce`,
 /// `estimator_mce`, `estimator_classwise_ece` and `estimator_smece` (errors to 4 decimals,
 /// ECE's and smooth ECE's bootstrap intervals once the worker has them), the agreement sentence
-/// and the case's lesson. `class_names` names the base rates' constant answer; `binning` is
-/// the lab's.
+/// and the case's lesson; none when the view has no table (its block off screen).
+/// `class_names` names the base rates' constant answer; `binning` is the lab's.
 pub fn readouts(view: &TemperatureView, class_names: &[String], binning: Binning) -> Vec<Patch> {
-    let case = &view.estimator_case;
+    let Some(case) = &view.estimator_case else {
+        return Vec::new();
+    };
     let r = &case.report;
     let mut patches = vec![
         metric("estimator_images", case.images as f64, grouped(case.images)),

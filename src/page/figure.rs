@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::{Frame, OodCharts, PvalueFrame};
 use crate::bootstrap::{ReliabilityBand, SmoothDiagram};
 use crate::calibration::Bin;
+use crate::calibration_estimators::CumulativeDifferences;
+use crate::corp::Corp;
 use crate::lab::ood_view::PairedHistogram;
 use crate::lab::CoverageExperiment;
 use crate::lab::{AdaptiveView, COVERAGE_WINDOW};
@@ -365,12 +367,35 @@ impl<'a> Sources<'a> {
         &self,
         figure: Figure,
     ) -> Result<(&'a SmoothDiagram, &'a ReliabilityBand), FigureError> {
-        let smooth = &self.temperature(figure)?.smooth;
+        let smooth = self
+            .temperature(figure)?
+            .smooth
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))?;
         let band = smooth
             .band
             .as_ref()
             .ok_or(FigureError::NotComputed(figure))?;
         Ok((smooth, band))
+    }
+
+    /// The CORP diagram at the slider's T, which `figure` needs: computed only in a frame that
+    /// shows it or its decompositions' table.
+    fn corp(&self, figure: Figure) -> Result<&'a Corp, FigureError> {
+        self.temperature(figure)?
+            .corp
+            .as_ref()
+            .map(|[at_slider, ..]| at_slider)
+            .ok_or(FigureError::NotComputed(figure))
+    }
+
+    /// The cumulative differences, which `figure` needs: computed only in a frame that shows
+    /// them or the estimators table.
+    fn cumulative(&self, figure: Figure) -> Result<&'a CumulativeDifferences, FigureError> {
+        self.temperature(figure)?
+            .cumulative
+            .as_ref()
+            .ok_or(FigureError::NotComputed(figure))
     }
 
     /// The anatomy of the fit, which `figure` needs: computed once every row is in.
@@ -495,7 +520,7 @@ pub fn draw<DB: DrawingBackend>(
             plot::smooth_reliability_diagram(area, &smooth.curve, Some(band), style)?;
         }
         Figure::CorpReliability => {
-            plot::corp_reliability_diagram(area, &sources.temperature(figure)?.corp[0], style)?;
+            plot::corp_reliability_diagram(area, sources.corp(figure)?, style)?;
         }
         Figure::Classwise => {
             let bins = &sources.temperature(figure)?.classwise_bins;
@@ -590,11 +615,9 @@ pub fn draw<DB: DrawingBackend>(
             plot::logit_norm_histogram(area, &charts.norms, &charts.norm_means, &labels, style)?;
         }
         Figure::TauChart => plot::tau_chart(area, &sources.ood(figure)?.tau_points, style)?,
-        Figure::CumulativeDifferences => plot::cumulative_differences_chart(
-            area,
-            &sources.temperature(figure)?.cumulative,
-            style,
-        )?,
+        Figure::CumulativeDifferences => {
+            plot::cumulative_differences_chart(area, sources.cumulative(figure)?, style)?
+        }
         Figure::OodPvalues => {
             let PvalueFrame { view, set } = sources.pvalues(figure)?;
             let window = view.chart_window(super::pvalues::CHART_POINTS);
@@ -894,7 +917,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
                 "mean_confidence",
                 "share_right",
             ]);
-            for block in &sources.temperature(figure)?.corp[0].blocks {
+            for block in &sources.corp(figure)?.blocks {
                 table.row([
                     number(block.lowest),
                     number(block.highest),
@@ -906,7 +929,7 @@ pub fn csv(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
             }
         }
         Figure::CumulativeDifferences => {
-            let cumulative = &sources.temperature(figure)?.cumulative;
+            let cumulative = sources.cumulative(figure)?;
             table.header(&["share_of_images", "confidence", "cumulative_difference"]);
             let n = cumulative.curve.len() as f64;
             for (k, (&confidence, &difference)) in cumulative

@@ -8,6 +8,7 @@
 //! patches.
 
 mod adaptive;
+pub mod block;
 mod clustered;
 mod estimator_cases;
 pub mod figure;
@@ -38,6 +39,7 @@ use crate::lab::{
 };
 use crate::text::serde_name;
 
+pub use block::{Block, BlockInfo, BLOCKS};
 pub use figure::{
     frame_figures, ExperimentRun, Figure, FigureError, FigureInfo, FrameDrawing, Sources, FIGURES,
 };
@@ -132,6 +134,8 @@ pub struct Limits {
     pub repetitions: Repetitions,
     /// The figures, each with its canvas and the stem of its downloads.
     pub figures: &'static [FigureInfo],
+    /// The blocks of readouts a frame computes only while they are on screen.
+    pub blocks: &'static [BlockInfo],
 }
 
 /// The coverage experiment's input.
@@ -167,6 +171,7 @@ pub fn limits() -> Limits {
             default: REPETITIONS.2,
         },
         figures: &FIGURES,
+        blocks: &BLOCKS,
     }
 }
 
@@ -188,6 +193,8 @@ pub struct Visible {
     /// The figures on screen: the page draws only these, and computes the smooth diagram's
     /// bootstrap band only when that diagram is among them.
     pub figures: Vec<Figure>,
+    /// The blocks of readouts on screen: the page computes only these ([`block`]).
+    pub blocks: Vec<Block>,
 }
 
 /// What one frame puts into the DOM.
@@ -362,12 +369,11 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
         Err(e) => return Err(e),
     }
     if visible.temperature {
-        let smooth_band = visible.figures.contains(&Figure::SmoothReliability);
         let view = lab.temperature_view_of_case(
             state.t,
             state.bins,
             state.binning,
-            smooth_band,
+            block::temperature_parts(visible),
             state.case,
         )?;
         frame.readouts.patches.extend(readouts::temperature(&view));

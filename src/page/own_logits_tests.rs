@@ -74,6 +74,7 @@ const BOTH_LABS: Visible = Visible {
     own_image: false,
     explain: Some(3),
     figures: Vec::new(),
+    blocks: Vec::new(),
 };
 
 #[test]

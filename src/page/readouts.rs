@@ -13,6 +13,7 @@ use crate::bootstrap::{MetricInterval, MetricIntervals};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
 use crate::calibration_estimators::Estimators;
 use crate::calibration_null::GAP_STANDARD_ERRORS;
+use crate::corp::Corp;
 use crate::lab::MISTAKES;
 use crate::lab::{
     AnatomyRequest, AnatomyView, ConformalView, CoverageExperiment, GalleryItem, RivalsView,
@@ -20,7 +21,7 @@ use crate::lab::{
 };
 use crate::recalibration::Method;
 use crate::sentences::{self, percent};
-use crate::temperature_anatomy::FitMistake;
+use crate::temperature_anatomy::{BrierDecomposition, FitMistake};
 use crate::text::{grouped, serde_name};
 
 /// One change to one element of the page.
@@ -469,13 +470,18 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     patches
 }
 
-/// The temperature lab's readouts.
+/// The temperature lab's readouts: those of the parts the view computed (the others keep what
+/// they show until their block comes on screen, see [`super::block`]).
 pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     let mut patches = Vec::new();
     for (suffix, report, smooth) in [
-        ("", &view.at_temperature, &view.smooth.ece),
-        ("_t1", &view.at_one, &view.smooth_at_one),
-        ("_fitted", &view.at_fitted, &view.smooth_at_fitted),
+        (
+            "",
+            &view.at_temperature,
+            view.smooth.as_ref().map(|s| &s.ece),
+        ),
+        ("_t1", &view.at_one, Some(&view.smooth_at_one)),
+        ("_fitted", &view.at_fitted, Some(&view.smooth_at_fitted)),
     ] {
         patches.push(metric(
             format!("accuracy{suffix}"),
@@ -483,17 +489,19 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             percent(report.accuracy, 2),
         ));
         for (name, value) in [
-            ("ece", report.ece),
-            ("smece", smooth.smece),
-            ("mce", report.mce),
-            ("nll", report.nll),
-            ("brier", report.brier),
+            ("ece", Some(report.ece)),
+            ("smece", smooth.map(|s| s.smece)),
+            ("mce", Some(report.mce)),
+            ("nll", Some(report.nll)),
+            ("brier", Some(report.brier)),
         ] {
-            patches.push(metric(
-                format!("{name}{suffix}"),
-                value,
-                format!("{value:.4}"),
-            ));
+            if let Some(value) = value {
+                patches.push(metric(
+                    format!("{name}{suffix}"),
+                    value,
+                    format!("{value:.4}"),
+                ));
+            }
         }
     }
     for (suffix, intervals) in ["", "_t1", "_fitted"].into_iter().zip(&view.intervals) {
@@ -505,12 +513,22 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
             ));
         }
     }
-    patches.extend(estimator_readouts(
-        &view.estimators,
-        view.estimator_case.intervals,
-    ));
-    patches.extend(brier_decomposition_readouts(view));
-    patches.extend(corp_decomposition_readouts(view));
+    if let Some(table) = &view.estimator_case {
+        patches.extend(estimator_readouts(&table.estimators, table.intervals));
+    }
+    if let Some(columns) = &view.brier_decomposition {
+        patches.extend(brier_decomposition_readouts(view, columns));
+    }
+    if let Some(columns) = &view.corp {
+        patches.extend(corp_decomposition_readouts(view, columns));
+    }
+    if let Some(smooth) = &view.smooth {
+        patches.push(metric(
+            "smece_bandwidth",
+            smooth.ece.bandwidth,
+            format!("{:.4}", smooth.ece.bandwidth),
+        ));
+    }
     let fitted = view.fitted_temperature;
     let bound = if view.fitted_bound_hit {
         " (bound)"
@@ -546,11 +564,6 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
                 100.0 * view.calibration_test.mean_gap,
                 100.0 * GAP_STANDARD_ERRORS * view.calibration_test.gap_standard_error
             ),
-        ),
-        metric(
-            "smece_bandwidth",
-            view.smooth.ece.bandwidth,
-            format!("{:.4}", view.smooth.ece.bandwidth),
         ),
         text("confidence-verdict", view.verdict.clone()),
         text(
@@ -611,20 +624,12 @@ pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
 
 /// The text alternatives of the temperature lab's smooth, CORP, class-wise and rivals' diagrams:
 /// their main numbers, at the end of each caption (the reliability diagram's is in
-/// [`temperature`]'s list). `class_names` names the classes as the charts do.
+/// [`temperature`]'s list), for the diagrams whose numbers the view computed. `class_names`
+/// names the classes as the charts do.
 pub(super) fn temperature_chart_summaries(
     view: &TemperatureView,
     class_names: &[String],
 ) -> Vec<Patch> {
-    let curve = &view.smooth.curve;
-    let furthest = curve
-        .confidence
-        .iter()
-        .zip(&curve.accuracy)
-        .zip(&curve.density)
-        .filter(|(_, &density)| crate::plot::smooth_curve_shown(curve, density))
-        .map(|((&confidence, &accuracy), _)| (confidence, accuracy))
-        .max_by(|a, b| (a.1 - a.0).abs().total_cmp(&(b.1 - b.0).abs()));
     let classes: Vec<(&str, f64)> = class_names
         .iter()
         .map(String::as_str)
@@ -641,24 +646,7 @@ pub(super) fn temperature_chart_summaries(
             .map(|report| (report.method.title(), report.ece))
             .collect()
     });
-    vec![
-        text(
-            "smooth-reliability-summary",
-            sentences::smooth_reliability_summary(
-                view.smooth.ece.smece,
-                view.smooth.ece.bandwidth,
-                curve.examples,
-                furthest,
-            ),
-        ),
-        text(
-            "corp-reliability-summary",
-            sentences::corp_reliability_summary(&view.corp[0]),
-        ),
-        text(
-            "cumulative-differences-summary",
-            sentences::cumulative_differences_summary(&view.cumulative),
-        ),
+    let mut patches = vec![
         text(
             "classwise-summary",
             sentences::classwise_summary(view.at_temperature.classwise_ece, &classes),
@@ -667,7 +655,40 @@ pub(super) fn temperature_chart_summaries(
             "rivals-reliability-summary",
             sentences::rivals_reliability_summary(&methods),
         ),
-    ]
+    ];
+    if let Some(smooth) = &view.smooth {
+        let curve = &smooth.curve;
+        let furthest = curve
+            .confidence
+            .iter()
+            .zip(&curve.accuracy)
+            .zip(&curve.density)
+            .filter(|(_, &density)| crate::plot::smooth_curve_shown(curve, density))
+            .map(|((&confidence, &accuracy), _)| (confidence, accuracy))
+            .max_by(|a, b| (a.1 - a.0).abs().total_cmp(&(b.1 - b.0).abs()));
+        patches.push(text(
+            "smooth-reliability-summary",
+            sentences::smooth_reliability_summary(
+                smooth.ece.smece,
+                smooth.ece.bandwidth,
+                curve.examples,
+                furthest,
+            ),
+        ));
+    }
+    if let Some([at_slider, ..]) = &view.corp {
+        patches.push(text(
+            "corp-reliability-summary",
+            sentences::corp_reliability_summary(at_slider),
+        ));
+    }
+    if let Some(cumulative) = &view.cumulative {
+        patches.push(text(
+            "cumulative-differences-summary",
+            sentences::cumulative_differences_summary(cumulative),
+        ));
+    }
+    patches
 }
 
 /// The two ends `{name}_lo` and `{name}_hi` of a bootstrap interval, to 4 decimals, or "…"
@@ -784,10 +805,13 @@ fn decomposition_table<T>(
 
 /// The Brier decomposition's table (`brier_<term>`, `brier_<term>_t1`, `brier_<term>_fitted`,
 /// the terms named as `calibra report --json` names them) and its sentence.
-fn brier_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
+fn brier_decomposition_readouts(
+    view: &TemperatureView,
+    columns: &[BrierDecomposition; 3],
+) -> Vec<Patch> {
     decomposition_table(
         view,
-        &view.brier_decomposition,
+        columns,
         |terms| {
             [
                 ("reliability", terms.reliability),
@@ -805,10 +829,10 @@ fn brier_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
 
 /// The CORP decompositions' table (`corp_<score>_<term>`, `corp_<score>_<term>_t1`,
 /// `corp_<score>_<term>_fitted`, named as `calibra report --json` names them) and its sentence.
-fn corp_decomposition_readouts(view: &TemperatureView) -> Vec<Patch> {
+fn corp_decomposition_readouts(view: &TemperatureView, columns: &[Corp; 3]) -> Vec<Patch> {
     decomposition_table(
         view,
-        &view.corp,
+        columns,
         |corp| {
             [("brier", corp.brier), ("log", corp.log)]
                 .into_iter()

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::calibration::Binning;
-use crate::lab::{ShiftStore, TemperatureComparison};
+use crate::lab::{ShiftStore, TemperatureComparison, TemperatureParts};
 use crate::sentences::percent;
 use crate::temperature_anatomy::FitMistake;
 
@@ -64,21 +64,22 @@ fn text_patch<'a>(patches: &'a [Patch], id: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no text #{id}"))
 }
 
-const ALL: Visible = Visible {
-    temperature: true,
-    conformal: true,
-    gallery: true,
-    ood: false,
-    shift: false,
-    own_image: false,
-    explain: Some(1),
-    figures: Vec::new(),
-};
+/// The first three labs on screen with every block of readouts.
+fn all() -> Visible {
+    Visible {
+        temperature: true,
+        conformal: true,
+        gallery: true,
+        explain: Some(1),
+        blocks: BLOCKS.iter().map(|block| block.id).collect(),
+        ..Visible::default()
+    }
+}
 
 #[test]
 fn before_any_logits_the_frame_waits_and_still_shows_the_controls() {
     let mut lab = lab_with_logits(200, 0);
-    let frame = render_bundled(&mut lab, &PageState::default(), &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &PageState::default(), &all()).unwrap();
     assert!(frame.readouts.waiting);
     assert!(frame.readouts.drawn.is_empty());
     assert_eq!(frame.readouts.fitted_temperature, None);
@@ -97,7 +98,7 @@ fn the_estimators_table_shows_its_errors_intervals_once_the_worker_has_them() {
         t: 1.5,
         ..PageState::default()
     };
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     for end in ["ece_debiased_lo", "top_label_ece_hi", "ks_error_lo"] {
         assert_eq!(
             metric_patch(&frame.readouts.patches, end),
@@ -105,13 +106,13 @@ fn the_estimators_table_shows_its_errors_intervals_once_the_worker_has_them() {
         );
     }
     let view = lab
-        .temperature_view(1.5, state.bins, state.binning, true)
+        .temperature_view(1.5, state.bins, state.binning, TemperatureParts::all(true))
         .unwrap();
     let request = view.interval_requests[0];
     assert_eq!(request.temperature, 1.5);
     let answer = lab.worker_halves().unwrap().intervals(&request).unwrap();
     lab.add_intervals(request, answer);
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     let patches = &frame.readouts.patches;
     for (name, interval) in [
         ("ece_debiased", answer.ece_debiased),
@@ -138,11 +139,13 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
         binning: Binning::Mass,
         ..PageState::default()
     };
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     assert_eq!(lab.split_seed(), 4);
     assert_eq!(frame.readouts.drawn, ["temperature", "conformal"]);
     assert_eq!(frame.readouts.arrived, 300);
-    let view = lab.temperature_view(1.5, 10, Binning::Mass, true).unwrap();
+    let view = lab
+        .temperature_view(1.5, 10, Binning::Mass, TemperatureParts::all(true))
+        .unwrap();
     let patches = &frame.readouts.patches;
     let (value, text) = metric_patch(patches, "accuracy");
     assert_eq!(*value, Some(view.at_temperature.accuracy));
@@ -177,7 +180,7 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
         ..state
     };
     assert!(
-        render_bundled(&mut lab, &logitnorm, &ALL)
+        render_bundled(&mut lab, &logitnorm, &all())
             .unwrap()
             .readouts
             .waiting
@@ -196,6 +199,7 @@ fn only_the_labs_on_screen_are_computed() {
         own_image: false,
         explain: None,
         figures: Vec::new(),
+        blocks: Vec::new(),
     };
     let frame = render_bundled(&mut lab, &PageState::default(), &visible).unwrap();
     assert_eq!(frame.readouts.drawn, ["conformal"]);
@@ -206,7 +210,7 @@ fn only_the_labs_on_screen_are_computed() {
 #[test]
 fn the_gallery_line_counts_its_images() {
     let mut lab = lab_with_logits(300, 300);
-    let frame = render_bundled(&mut lab, &PageState::default(), &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &PageState::default(), &all()).unwrap();
     let sections = frame.readouts.gallery.unwrap();
     assert_eq!(sections.len(), 1);
     assert_eq!(sections[0].items.len(), GALLERY_LIMIT);
@@ -218,7 +222,7 @@ fn the_gallery_line_counts_its_images() {
         gallery: GalleryChoice::Extremes,
         ..PageState::default()
     };
-    let frame = render_bundled(&mut lab, &extremes, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &extremes, &all()).unwrap();
     let sections = frame.readouts.gallery.unwrap();
     assert_eq!(
         sections.iter().map(|s| s.items.len()).collect::<Vec<_>>(),
@@ -255,6 +259,7 @@ const TAU_LAB: Visible = Visible {
     own_image: false,
     explain: None,
     figures: Vec::new(),
+    blocks: Vec::new(),
 };
 
 /// A lab of 300 test images with cross-entropy's logits, and an OOD store of 20 images a set.
@@ -745,7 +750,7 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
     // The smooth diagram's band is computed only while the diagram is on screen.
     let visible = Visible {
         figures: vec![Figure::SmoothReliability],
-        ..ALL
+        ..all()
     };
     let frame = render_bundled(&mut lab, &state, &visible).unwrap();
     let sources = Sources {
@@ -782,8 +787,8 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
             (read(0), read(1), read(2)),
             (
                 (k + 1) as f64 / view.n_evaluation as f64,
-                view.cumulative.sorted_confidence[k],
-                view.cumulative.curve[k]
+                view.cumulative.as_ref().unwrap().sorted_confidence[k],
+                view.cumulative.as_ref().unwrap().curve[k]
             )
         );
     }
@@ -800,13 +805,14 @@ fn a_figures_csv_holds_exactly_the_numbers_it_draws() {
             "share_right"
         ]
     );
-    assert_eq!(corp.len(), 1 + view.corp[0].blocks.len());
+    let [corp_at_slider, ..] = view.corp.as_ref().unwrap();
+    assert_eq!(corp.len(), 1 + corp_at_slider.blocks.len());
     let counted: usize = corp[1..]
         .iter()
         .map(|row| row[2].parse::<usize>().unwrap())
         .sum();
     assert_eq!(counted, view.n_evaluation);
-    for (row, block) in corp[1..].iter().zip(&view.corp[0].blocks) {
+    for (row, block) in corp[1..].iter().zip(&corp_at_slider.blocks) {
         assert_eq!(row[5].parse::<f64>().unwrap(), block.value);
         assert_eq!(row[0].parse::<f64>().unwrap(), block.lowest);
     }
@@ -898,7 +904,7 @@ fn svg(figure: Figure, sources: &Sources) -> Result<String, FigureError> {
 #[test]
 fn a_figure_draws_as_svg_only_once_its_view_is_computed() {
     let mut lab = lab_with_logits(300, 300);
-    let frame = render_bundled(&mut lab, &PageState::default(), &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &PageState::default(), &all()).unwrap();
     let sources = Sources {
         frame: &frame,
         experiment: None,
@@ -939,7 +945,7 @@ fn numbers_on_partial_data_say_they_are_provisional_and_stop_saying_it_when_all_
                 shifts: &mut shifts,
             },
             &PageState::default(),
-            &ALL,
+            &all(),
         )
         .unwrap();
         text_patch(&frame.readouts.patches, id).to_string()
@@ -1231,7 +1237,7 @@ fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
     };
     // Half the rows in: nothing to ask for yet.
     let mut partial = lab_with_logits(300, 150);
-    let frame = render_bundled(&mut partial, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut partial, &state, &all()).unwrap();
     assert_eq!(frame.readouts.rivals_request, None);
     assert!(pending_cells(&frame));
     assert_eq!(
@@ -1240,7 +1246,7 @@ fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
     );
     // Every row in: the frame asks, and shows no number or figure until the answer is kept.
     let mut lab = lab_with_logits(300, 300);
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     let request = frame.readouts.rivals_request.unwrap();
     assert!(pending_cells(&frame));
     assert_eq!(
@@ -1261,7 +1267,7 @@ fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
     ));
     let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
     lab.add_rivals(request, answer.clone());
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     assert_eq!(frame.readouts.rivals_request, None);
     assert!(!pending_cells(&frame));
     // Vector scaling's ECE and Venn–Abers' NLL, cells of the same answer.
@@ -1294,7 +1300,7 @@ fn the_rivals_wait_for_the_worker_and_never_show_numbers_of_another_state() {
         bins: 10,
         ..state.clone()
     };
-    let frame = render_bundled(&mut lab, &rebinned, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &rebinned, &all()).unwrap();
     assert_eq!(frame.readouts.rivals_request.map(|r| r.bins), Some(10));
     assert!(pending_cells(&frame));
 }
@@ -1325,7 +1331,7 @@ fn every_element_a_patch_names_is_in_the_page() {
     let mut lab = lab_with_logits(300, 300);
     let visible = Visible {
         figures: FIGURES.iter().map(|f| f.id).collect(),
-        ..ALL
+        ..all()
     };
     let (mut missing, mut checked) = (Vec::new(), 0);
     for state in [
@@ -1355,6 +1361,101 @@ fn every_element_a_patch_names_is_in_the_page() {
         missing.is_empty(),
         "patched but not in index.html: {missing:?}"
     );
+}
+
+/// Each block of readouts is an element of the page, and a frame sends a block's numbers only
+/// while it or a figure that shows them is on screen: off screen, they cost the slider's frame
+/// and nobody sees them (a block scrolling in asks for a frame, `frame.js`).
+#[test]
+fn a_frame_computes_the_blocks_on_screen_and_leaves_the_others_as_they_are() {
+    let html = include_str!("../../www/index.html");
+    for info in &BLOCKS {
+        assert!(
+            html.contains(&format!("id=\"{}\"", info.id.id())),
+            "{:?}",
+            info.id
+        );
+    }
+    let mut lab = lab_with_logits(300, 300);
+    let state = PageState::default();
+    let mut metrics = |visible: &Visible| -> Vec<String> {
+        let frame = render_bundled(&mut lab, &state, visible).unwrap();
+        let patches = serde_json::to_value(&frame.readouts.patches).unwrap();
+        patches
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|patch| patch["metric"].as_str().or(patch["id"].as_str()))
+            .map(str::to_string)
+            .collect()
+    };
+    let first_screen = Visible {
+        temperature: true,
+        ..Visible::default()
+    };
+    // What each block alone sends beyond the first screen's readouts.
+    let shown = metrics(&first_screen);
+    for always in [
+        "ece",
+        "accuracy",
+        "smece_t1",
+        "confidence-verdict",
+        "mean_gap",
+    ] {
+        assert!(shown.iter().any(|m| m == always), "{always}");
+    }
+    let (none, no_figure): (&[Block], &[Figure]) = (&[], &[]);
+    for (blocks, figures, names) in [
+        (
+            &[Block::TemperatureMetrics][..],
+            no_figure,
+            &["smece", "smece_bandwidth"][..],
+        ),
+        (
+            none,
+            &[Figure::SmoothReliability][..],
+            &["smece", "smooth-reliability-summary"][..],
+        ),
+        (
+            &[Block::Estimators][..],
+            no_figure,
+            &["estimator_ece", "ks_error", "estimators-agreement", "smece"][..],
+        ),
+        (
+            none,
+            &[Figure::CumulativeDifferences][..],
+            &["cumulative-differences-summary", "kuiper"][..],
+        ),
+        (
+            &[Block::BrierDecomposition][..],
+            no_figure,
+            &["brier_reliability", "brier-decomposition-sentence"][..],
+        ),
+        (
+            &[Block::CorpDecomposition][..],
+            no_figure,
+            &["corp_brier_mcb", "corp-decomposition-sentence"][..],
+        ),
+        (
+            none,
+            &[Figure::CorpReliability][..],
+            &["corp-reliability-summary", "corp_log_dsc"][..],
+        ),
+    ] {
+        let on_screen = Visible {
+            blocks: blocks.to_vec(),
+            figures: figures.to_vec(),
+            ..first_screen.clone()
+        };
+        let with = metrics(&on_screen);
+        for name in names {
+            assert!(!shown.contains(&name.to_string()), "{name} off screen");
+            assert!(
+                with.contains(&name.to_string()),
+                "{name} with {on_screen:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -1560,7 +1661,7 @@ fn the_anatomy_waits_for_every_row_and_shows_each_mistake_switched_on() {
 fn the_pac_block_shows_the_labs_pac_view_at_the_states_delta_and_its_slider() {
     let mut lab = lab_with_logits(2_000, 2_000);
     let state = PageState::default().set("delta", "0.2").unwrap();
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     let patches = &frame.readouts.patches;
     let view = lab.pac_view(&state.conformal_settings(), 0.2).unwrap();
     let pac = view.pac.expect("1,000 calibration rows are enough");
@@ -1632,7 +1733,7 @@ fn the_selective_block_shows_the_labs_view_at_the_states_t_and_risk_level_and_it
         .set("risk", "0.05")
         .and_then(|s| s.set("t", "2"))
         .unwrap();
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     let patches = &frame.readouts.patches;
     let view = lab.selective_view(2.0, 0.05).unwrap();
     let report = view
@@ -1684,35 +1785,37 @@ fn each_charts_text_alternative_carries_the_frames_numbers() {
     // The temperature and conformal labs, the rivals first pending, then fitted.
     let state = PageState::default();
     let mut lab = lab_with_logits(300, 300);
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     assert_eq!(summary(&frame, "rivals-reliability-summary"), "");
     let request = frame.readouts.rivals_request.unwrap();
     let answer = lab.worker_halves().unwrap().rivals(&request).unwrap();
     lab.add_rivals(request, answer.clone());
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     let view = frame.temperature.as_ref().unwrap();
+    let smooth_ece = view.smooth.as_ref().unwrap().ece;
     let smooth = summary(&frame, "smooth-reliability-summary");
     assert!(
         smooth.starts_with(&format!(
             "Here: smooth ECE {:.4}, σ = {:.4}, on {} images; where the line is drawn",
-            view.smooth.ece.smece, view.smooth.ece.bandwidth, view.n_evaluation
+            smooth_ece.smece, smooth_ece.bandwidth, view.n_evaluation
         )),
         "{smooth}"
     );
+    let [corp_at_slider, ..] = view.corp.as_ref().unwrap();
     let corp = summary(&frame, "corp-reliability-summary");
     assert!(
         corp.contains(&format!(
             "Here PAV pools {} images into {} blocks",
             view.n_evaluation,
-            view.corp[0].blocks.len()
-        )) && corp.contains(&format!("MCB {:.4}", view.corp[0].brier.miscalibration)),
+            corp_at_slider.blocks.len()
+        )) && corp.contains(&format!("MCB {:.4}", corp_at_slider.brier.miscalibration)),
         "{corp}"
     );
     let cumulative = summary(&frame, "cumulative-differences-summary");
     assert!(
         cumulative.contains(&format!(
             "the KS error, its largest distance from 0, is {:.4}",
-            view.estimators.ks_error
+            view.estimator_case.as_ref().unwrap().estimators.ks_error
         )),
         "{cumulative}"
     );
@@ -2232,7 +2335,7 @@ fn the_worst_slab_measurement_writes_the_labs_numbers_and_the_settings_measured(
 fn the_threshold_methods_table_shows_the_views_three_methods_and_its_clusters() {
     let mut lab = lab_with_logits(2_000, 2_000);
     let state = PageState::default();
-    let frame = render_bundled(&mut lab, &state, &ALL).unwrap();
+    let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     let patches = &frame.readouts.patches;
     let view = lab.conformal_view(&state.conformal_settings()).unwrap();
     for (name, method) in ["marginal", "mondrian", "clustered"]

@@ -356,6 +356,19 @@ export async function scrollThrough(page) {
   await nextFrames(page, 2);
 }
 
+// Brings each of the temperature lab's blocks of readouts on screen in turn, as a reader scrolling
+// the lab does, then returns to the top: a frame computes a block's numbers only while it is on
+// screen (limits().blocks), so a test reading all of them shows them first.
+export async function showBlocks(page) {
+  const ids = await page.evaluate(() => window.calibra.limits.blocks.map((block) => block.id));
+  for (const id of ids) {
+    await page.evaluate((block) => document.getElementById(block).scrollIntoView({ block: "center" }), id);
+    await nextFrames(page, 3);
+  }
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await nextFrames(page, 2);
+}
+
 // The state's entries as the link gives them, once the last state's hash is in the address (the
 // page writes it at most every 200 ms): the link's own, and the defaults (limits.defaults,
 // written as the link writes them) for the fields it leaves out, being at their defaults.

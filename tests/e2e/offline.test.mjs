@@ -21,7 +21,7 @@ import { test } from "node:test";
 
 import puppeteer from "puppeteer-core";
 
-import { REPO_ROOT, SITE_DIR, launchBrowser, readMetrics, serveDirectory, waitForInference } from "./helpers.mjs";
+import { REPO_ROOT, SITE_DIR, launchBrowser, readMetrics, serveDirectory, showBlocks, waitForInference } from "./helpers.mjs";
 
 const INFERENCE_TIMEOUT_MS = 300_000;
 const NOTICE_TIMEOUT_MS = 60_000;
@@ -68,6 +68,7 @@ test("1. a reload without the server shows the lab visited with every number (Ch
   try {
     const page = await browser.context.newPage();
     await visitAndKeep(page, site.url);
+    await showBlocks(page);
     const online = await numbers(page);
     assert.ok(Object.keys(online).length > 20, `only ${Object.keys(online).length} numbers shown`);
     // A revisit online: the page and its files come from the build's cache, answered by the
@@ -86,6 +87,7 @@ test("1. a reload without the server shows the lab visited with every number (Ch
     await browser.context.setOffline(true);
     await page.reload();
     await waitForInference(page, INFERENCE_TIMEOUT_MS);
+    await showBlocks(page);
     assert.deepEqual(await numbersOf(page, Object.keys(online)), online);
     assert.ok(await page.locator("#error").isHidden(), await page.textContent("#error"));
   } finally {
@@ -182,6 +184,7 @@ test("3b. downloads resumed after a cut are kept whole for offline use", { timeo
     await visitAndKeep(page, site.url);
     const resumed = site.requests.filter((request) => request.includes("Range:"));
     assert.deepEqual([...new Set(resumed.map((request) => request.split(" ")[1]))].sort(), [WEIGHTS, IMAGES].sort(), resumed.join(", "));
+    await showBlocks(page);
     const online = await numbers(page);
     // Each resumed file is in the build's cache, whole (its bytes have the manifest's hash, which
     // sw.js checks before it keeps them), and the page's cache of resumed downloads is gone.
@@ -196,6 +199,7 @@ test("3b. downloads resumed after a cut are kept whole for offline use", { timeo
     await browser.context.setOffline(true);
     await page.reload();
     await waitForInference(page, INFERENCE_TIMEOUT_MS);
+    await showBlocks(page);
     assert.deepEqual(await numbersOf(page, Object.keys(online)), online);
     assert.ok(await page.locator("#error").isHidden(), await page.textContent("#error"));
   } finally {
@@ -277,12 +281,14 @@ test("6. Firefox: a reload without the server shows the lab visited with every n
     await settled();
     await page.evaluate(() => window.calibra.cacheSettled());
     await page.evaluate(() => window.calibra.offlineKept());
+    await showBlocks(page);
     const online = await numbers(page);
     assert.ok(Object.keys(online).length > 20, `only ${Object.keys(online).length} numbers shown`);
     await site.close();
     await page.reload();
     await settled();
     assert.equal(await page.evaluate(() => document.body.dataset.inference), "done");
+    await showBlocks(page);
     assert.deepEqual(await numbersOf(page, Object.keys(online)), online);
   } finally {
     await firefox.close();
