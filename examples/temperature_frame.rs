@@ -27,7 +27,8 @@ use calibra::calibration_null::{self, NullOutcomes, NULL_DRAWS};
 use calibra::data::Dataset;
 use calibra::data::NUM_CLASSES;
 use calibra::lab::{
-    Lab, OodStore, ShiftStore, TemperatureParts, BOOTSTRAP, MISTAKES, SMOOTH_CURVE_POINTS,
+    ConformalParts, Lab, OodStore, ShiftStore, TemperatureParts, BOOTSTRAP, MISTAKES,
+    SMOOTH_CURVE_POINTS,
 };
 use calibra::model::Classifier;
 use calibra::page::{self, Block, Figure, LabData, PageState, Visible, OOD_IMAGES};
@@ -243,13 +244,18 @@ fn page_frames(mut lab: Lab, streaming: &str) -> Result<()> {
             spread(frames)
         );
     }
+    // What the α slider's frame computes with its first charts on screen: no table below them.
+    let first_screen_parts = ConformalParts {
+        comparison: false,
+        methods: false,
+    };
     let mut parts: [Vec<f64>; 4] = Default::default();
     for i in 0..POSITIONS {
         let alpha = 0.01 + 0.29 * i as f64 / (POSITIONS - 1) as f64;
         let state = defaults.set("alpha", &format!("{alpha:.2}"))?;
         let settings = state.conformal_settings();
         parts[0].push(best(|| render(&mut lab, &state, &conformal_lab))?);
-        parts[1].push(best(|| lab.conformal_view(&settings))?);
+        parts[1].push(best(|| lab.conformal_view(&settings, first_screen_parts))?);
         parts[2].push(best(|| lab.pac_view(&settings, state.delta))?);
         parts[3].push(best(|| lab.selective_view(state.t, state.risk))?);
     }

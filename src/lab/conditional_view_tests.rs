@@ -5,6 +5,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
+use crate::lab::ConformalParts;
 use crate::test_support::calibrated_rows;
 
 const K: usize = 10;
@@ -32,7 +33,7 @@ fn the_view_is_the_reports_worst_slab_and_floor_on_the_evaluation_half() {
     for (alpha, class_conditional) in [(0.1, false), (0.2, true)] {
         let settings = settings(alpha, class_conditional);
         let view = lab.worst_slab_view(&settings).unwrap();
-        let conformal = lab.conformal_view(&settings).unwrap();
+        let conformal = lab.conformal_view(&settings, ConformalParts::ALL).unwrap();
         let seed = lab.split_seed;
         let (cache, table, thresholds) = lab.chosen_score(&settings).unwrap();
         let sets = conformal::sets_from_label_scores(&table.evaluation, K, &thresholds).unwrap();

@@ -106,19 +106,46 @@ pub struct ConformalView {
     pub coverage_interval: MetricInterval,
     /// Evaluation images with each set size `0..=K`.
     pub size_counts: Vec<usize>,
-    /// Coverage and set size over α (marginal thresholds) for the chosen score.
+    /// Coverage and set size over α (marginal thresholds) for the chosen score: the same at
+    /// every α, kept with the score's table.
     pub sweep: Vec<SweepPoint>,
+    /// All four scores at the current α and T. With [`ConformalParts::comparison`].
+    pub comparison: Option<Vec<ScoreComparison>>,
+    /// The threshold methods side by side. With [`ConformalParts::methods`].
+    pub threshold_methods: Option<ThresholdMethodsView>,
+}
+
+/// What a conformal view computes beyond what the lab's first screen shows (the sets, their
+/// metrics and charts, the sweep): each part costs a share of an α slider's frame, so the page
+/// asks for one only while its block is on screen (`page::block`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConformalParts {
     /// All four scores at the current α and T.
-    pub comparison: Vec<ScoreComparison>,
-    /// Marginal, Mondrian and clustered thresholds for the chosen score, whatever the
-    /// Mondrian switch.
+    pub comparison: bool,
+    /// Marginal, Mondrian and clustered thresholds with CovGap's noise floor.
+    pub methods: bool,
+}
+
+impl ConformalParts {
+    /// Every part.
+    pub const ALL: Self = Self {
+        comparison: true,
+        methods: true,
+    };
+}
+
+/// Marginal, Mondrian and clustered thresholds for the chosen score, whatever the Mondrian
+/// switch, with CovGap's noise floor and the sentence that reads them against it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThresholdMethodsView {
+    /// Marginal, Mondrian and clustered, in that order.
     pub methods: [ThresholdMethod; 3],
     /// What clustered conformal prediction chose ([`CLUSTERS`] clusters, seeded by the split).
     pub clustered: ClusteredThresholds,
     /// The standard deviation of an exact Mondrian method's CovGap at these class sizes
     /// ([`conformal::covgap_spread_of_exact_mondrian`]), cached per split and α.
     pub covgap_floor_spread: f64,
-    pub methods_sentence: String,
+    pub sentence: String,
 }
 
 /// Coverage over random calibration/evaluation splits, against theory.
@@ -286,9 +313,29 @@ impl Cache {
                 score,
                 calibration,
                 evaluation,
+                sweep: None,
             });
         }
         Ok(())
+    }
+
+    /// Index in `score_tables` of the table of `score` at `settings`' T (computed when
+    /// missing), and its thresholds at their α, marginal or Mondrian.
+    fn score_thresholds(
+        &mut self,
+        score: Score,
+        settings: &ConformalSettings,
+        k: usize,
+    ) -> Result<(usize, Thresholds), LabError> {
+        let index = self.score_table(score, settings.temperature, k)?;
+        let thresholds = thresholds(
+            &self.score_tables[index],
+            &self.calibration.labels,
+            k,
+            settings.alpha,
+            settings.class_conditional,
+        )?;
+        Ok((index, thresholds))
     }
 
     /// Index in `score_tables` of the table of `score` at `temperature`, computed when missing.
@@ -299,6 +346,32 @@ impl Cache {
             .position(|t| t.score == score)
             .ok_or(LabError::NotReady)
     }
+}
+
+/// All four scores at `settings`' α and T on the split's evaluation half, each with its own
+/// thresholds (marginal or Mondrian as the settings say).
+fn score_comparison(
+    cache: &mut Cache,
+    settings: &ConformalSettings,
+    k: usize,
+) -> Result<Vec<ScoreComparison>, LabError> {
+    let every_score = ScoreKind::ALL.map(|kind| settings.score_of(kind));
+    cache.score_tables(&every_score, settings.temperature, k)?;
+    let mut comparison = Vec::with_capacity(4);
+    for kind in ScoreKind::ALL {
+        let (table, thresholds) = cache.score_thresholds(settings.score_of(kind), settings, k)?;
+        let table = &cache.score_tables[table];
+        let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+        let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, settings.alpha)?;
+        comparison.push(ScoreComparison {
+            score: kind,
+            coverage: metrics.coverage,
+            average_set_size: metrics.average_set_size,
+            singleton_rate: metrics.singleton_rate,
+            empty_rate: metrics.empty_rate,
+        });
+    }
+    Ok(comparison)
 }
 
 impl Cache {
@@ -383,21 +456,13 @@ impl Lab {
         Self::check_temperature(settings.temperature)?;
         let k = self.num_classes;
         let cache = self.prepared()?;
-        let index =
-            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
+        let (index, thresholds) =
+            cache.score_thresholds(settings.score_of(settings.score), settings, k)?;
         let cache: &Cache = cache;
-        let table = &cache.score_tables[index];
-        let thresholds = thresholds(
-            table,
-            &cache.calibration.labels,
-            k,
-            settings.alpha,
-            settings.class_conditional,
-        )?;
-        Ok((cache, table, thresholds))
+        Ok((cache, &cache.score_tables[index], thresholds))
     }
 
-    /// Everything the conformal lab shows for `settings`.
+    /// What the conformal lab shows for `settings`: its first screen and `parts`.
     ///
     /// # Errors
     /// [`LabError::TemperatureOutOfRange`], [`LabError::NotReady`], and the conformal module's
@@ -405,6 +470,7 @@ impl Lab {
     pub fn conformal_view(
         &mut self,
         settings: &ConformalSettings,
+        parts: ConformalParts,
     ) -> Result<ConformalView, LabError> {
         Self::check_temperature(settings.temperature)?;
         let k = self.num_classes;
@@ -413,53 +479,44 @@ impl Lab {
         let seed = self.split_seed;
         conformal::quantile_rank(1, alpha)?;
         let cache = self.prepared()?;
-        let covgap_floor_spread = match cache.covgap_floor_spread {
-            Some((at, spread)) if at == alpha => spread,
-            _ => {
-                let spread = conformal::covgap_spread_of_exact_mondrian(
-                    &class_counts(&cache.calibration.labels, k),
-                    &class_counts(&cache.evaluation.labels, k),
-                    alpha,
-                    COVGAP_FLOOR_DRAWS,
-                    seed,
-                )?;
-                cache.covgap_floor_spread = Some((alpha, spread));
-                spread
-            }
+        let comparison = if parts.comparison {
+            Some(score_comparison(cache, settings, k)?)
+        } else {
+            None
         };
-        let every_score = ScoreKind::ALL.map(|kind| settings.score_of(kind));
-        cache.score_tables(&every_score, settings.temperature, k)?;
-        let mut comparison = Vec::with_capacity(4);
-        for kind in ScoreKind::ALL {
-            let table = cache.score_table(settings.score_of(kind), settings.temperature, k)?;
-            let table = &cache.score_tables[table];
-            let thresholds = thresholds(
-                table,
-                &cache.calibration.labels,
+        let (chosen, thresholds) =
+            cache.score_thresholds(settings.score_of(settings.score), settings, k)?;
+        if cache.score_tables[chosen].sweep.is_none() {
+            let alphas: Vec<f64> = (1..=SWEEP_STEPS).map(|i| i as f64 * SWEEP_STEP).collect();
+            let table = &cache.score_tables[chosen];
+            let sweep = conformal::alpha_sweep(
+                &table.calibration,
+                &table.evaluation,
+                &cache.evaluation.labels,
                 k,
-                alpha,
-                settings.class_conditional,
+                &alphas,
             )?;
-            let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
-            let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
-            comparison.push(ScoreComparison {
-                score: kind,
-                coverage: metrics.coverage,
-                average_set_size: metrics.average_set_size,
-                singleton_rate: metrics.singleton_rate,
-                empty_rate: metrics.empty_rate,
-            });
+            cache.score_tables[chosen].sweep = Some(sweep);
         }
-        let table =
-            cache.score_table(settings.score_of(settings.score), settings.temperature, k)?;
-        let table = &cache.score_tables[table];
-        let thresholds = thresholds(
-            table,
-            &cache.calibration.labels,
-            k,
-            alpha,
-            settings.class_conditional,
-        )?;
+        let covgap_floor_spread = if parts.methods {
+            Some(match cache.covgap_floor_spread {
+                Some((at, spread)) if at == alpha => spread,
+                _ => {
+                    let spread = conformal::covgap_spread_of_exact_mondrian(
+                        &class_counts(&cache.calibration.labels, k),
+                        &class_counts(&cache.evaluation.labels, k),
+                        alpha,
+                        COVGAP_FLOOR_DRAWS,
+                        seed,
+                    )?;
+                    cache.covgap_floor_spread = Some((alpha, spread));
+                    spread
+                }
+            })
+        } else {
+            None
+        };
+        let table = &cache.score_tables[chosen];
         let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
         let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
         let mut size_counts = vec![0; k + 1];
@@ -467,14 +524,7 @@ impl Lab {
             size_counts[size as usize] += 1;
         }
         let calibration_scores = &table.calibration;
-        let alphas: Vec<f64> = (1..=SWEEP_STEPS).map(|i| i as f64 * SWEEP_STEP).collect();
-        let sweep = conformal::alpha_sweep(
-            calibration_scores,
-            &table.evaluation,
-            &cache.evaluation.labels,
-            k,
-            &alphas,
-        )?;
+        let sweep = table.sweep.clone().unwrap_or_default();
         let (n_calibration, n_evaluation) = (
             cache.calibration.labels.len(),
             cache.evaluation.labels.len(),
@@ -526,56 +576,68 @@ impl Lab {
             &class_counts(&cache.evaluation.labels, k),
             alpha,
         )?;
-        let clustered = clustered::clustered_thresholds(
-            calibration_scores,
-            calibration_labels,
-            k,
-            alpha,
-            Some(CLUSTERS),
-            seed,
-        )?;
-        let method = |thresholds: Thresholds| -> Result<ThresholdMethod, LabError> {
-            let sets = conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
-            let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
-            Ok(ThresholdMethod {
-                coverage: metrics.coverage,
-                average_set_size: metrics.average_set_size,
-                covgap: metrics.covgap,
-                lowest_class_coverage: metrics
-                    .per_class_coverage
-                    .iter()
-                    .flatten()
-                    .copied()
-                    .fold(f64::INFINITY, f64::min),
-            })
+        let threshold_methods = match covgap_floor_spread {
+            None => None,
+            Some(floor_spread) => {
+                let clustered = clustered::clustered_thresholds(
+                    calibration_scores,
+                    calibration_labels,
+                    k,
+                    alpha,
+                    Some(CLUSTERS),
+                    seed,
+                )?;
+                let method = |thresholds: Thresholds| -> Result<ThresholdMethod, LabError> {
+                    let sets =
+                        conformal::sets_from_label_scores(&table.evaluation, k, &thresholds)?;
+                    let metrics = conformal::set_metrics(&sets, &cache.evaluation.labels, alpha)?;
+                    Ok(ThresholdMethod {
+                        coverage: metrics.coverage,
+                        average_set_size: metrics.average_set_size,
+                        covgap: metrics.covgap,
+                        lowest_class_coverage: metrics
+                            .per_class_coverage
+                            .iter()
+                            .flatten()
+                            .copied()
+                            .fold(f64::INFINITY, f64::min),
+                    })
+                };
+                let methods = [
+                    method(thresholds_of(
+                        calibration_scores,
+                        calibration_labels,
+                        k,
+                        alpha,
+                        false,
+                    )?)?,
+                    method(thresholds_of(
+                        calibration_scores,
+                        calibration_labels,
+                        k,
+                        alpha,
+                        true,
+                    )?)?,
+                    method(Thresholds::ClassConditional(
+                        clustered.qhat_per_class.clone(),
+                    ))?,
+                ];
+                let sentence = sentences::threshold_methods_sentence(&ThresholdMethodsFigures {
+                    covgaps: methods.map(|m| m.covgap),
+                    clusters: clustered.clusters,
+                    clustered_any: clustered.cluster_of_class.iter().any(Option::is_some),
+                    clustering_rows: clustered.clustering_rows,
+                    floor: covgap_floor,
+                    floor_spread,
+                });
+                Some(ThresholdMethodsView {
+                    methods,
+                    clustered,
+                    covgap_floor_spread: floor_spread,
+                    sentence,
+                })
+            }
         };
-        let methods = [
-            method(thresholds_of(
-                calibration_scores,
-                calibration_labels,
-                k,
-                alpha,
-                false,
-            )?)?,
-            method(thresholds_of(
-                calibration_scores,
-                calibration_labels,
-                k,
-                alpha,
-                true,
-            )?)?,
-            method(Thresholds::ClassConditional(
-                clustered.qhat_per_class.clone(),
-            ))?,
-        ];
-        let methods_sentence = sentences::threshold_methods_sentence(&ThresholdMethodsFigures {
-            covgaps: methods.map(|m| m.covgap),
-            clusters: clustered.clusters,
-            clustered_any: clustered.cluster_of_class.iter().any(Option::is_some),
-            clustering_rows: clustered.clustering_rows,
-            floor: covgap_floor,
-            floor_spread: covgap_floor_spread,
-        });
         let per_class_sentence = per_class_sentence(
             &class_names,
             &metrics.per_class_coverage,
@@ -610,10 +672,7 @@ impl Lab {
             size_counts,
             sweep,
             comparison,
-            methods,
-            clustered,
-            covgap_floor_spread,
-            methods_sentence,
+            threshold_methods,
         })
     }
 

@@ -60,11 +60,11 @@ pub use streamed::Streamed;
 pub use anatomy_view::{AnatomyCurves, AnatomyRequest, AnatomyView, MISTAKES};
 use answers::Answers;
 pub use conditional_view::WorstSlabView;
+pub use conformal_view::{ConformalParts, ThresholdMethod, ThresholdMethodsView, CLUSTERS};
 pub use conformal_view::{
     ConformalSettings, ConformalView, CoverageExperiment, Explanation, GalleryFilter, GalleryItem,
     ScoreComparison, LARGE_SET_SIZE, SWEEP_STEP, SWEEP_STEPS,
 };
-pub use conformal_view::{ThresholdMethod, CLUSTERS};
 pub use estimators_view::EstimatorsView;
 pub use intervals::{IntervalRequest, BOOTSTRAP};
 pub use normalized_view::{NormalizedRequest, TemperatureComparison};
@@ -217,6 +217,9 @@ struct ScoreTable {
     calibration: Vec<f64>,
     /// `[n_evaluation, K]`.
     evaluation: Vec<f64>,
+    /// Coverage and set size over α with marginal thresholds: the same at every α, computed
+    /// once the lab shows it.
+    sweep: Option<Vec<conformal::SweepPoint>>,
 }
 
 /// The page's state: labels, streamed logits per model, the split, and cached results.

@@ -509,11 +509,12 @@ fn conformal_view_matches_the_conformal_module() {
                 class_conditional,
                 ..settings(kind)
             };
-            let view = lab.conformal_view(&settings).unwrap();
+            let view = lab.conformal_view(&settings, ConformalParts::ALL).unwrap();
             let (qhat, metrics) = direct_metrics(&logits, &labels, 4, &settings);
             assert_eq!(view.qhat, qhat, "{kind:?}");
             assert_eq!(view.metrics, metrics, "{kind:?}");
-            let row = view.comparison.iter().find(|c| c.score == kind).unwrap();
+            let comparison = view.comparison.as_ref().unwrap();
+            let row = comparison.iter().find(|c| c.score == kind).unwrap();
             assert_eq!(
                 (row.coverage, row.average_set_size),
                 (metrics.coverage, metrics.average_set_size)
@@ -525,21 +526,63 @@ fn conformal_view_matches_the_conformal_module() {
 }
 
 #[test]
+fn the_conformal_parts_left_out_are_none_and_change_nothing_else() {
+    let (mut lab, _, _) = full_lab(3_000);
+    let all = lab
+        .conformal_view(&settings(ScoreKind::Raps), ConformalParts::ALL)
+        .unwrap();
+    let none = ConformalParts {
+        comparison: false,
+        methods: false,
+    };
+    let mut first_screen = lab
+        .conformal_view(&settings(ScoreKind::Raps), none)
+        .unwrap();
+    assert_eq!(first_screen.comparison, None);
+    assert_eq!(first_screen.threshold_methods, None);
+    first_screen.comparison.clone_from(&all.comparison);
+    first_screen
+        .threshold_methods
+        .clone_from(&all.threshold_methods);
+    assert_eq!(first_screen, all);
+    // The sweep kept from another α is the one computed at this α.
+    let (mut moved, _, _) = full_lab(3_000);
+    let elsewhere = ConformalSettings {
+        alpha: 0.2,
+        ..settings(ScoreKind::Raps)
+    };
+    moved.conformal_view(&elsewhere, none).unwrap();
+    let back = moved
+        .conformal_view(&settings(ScoreKind::Raps), none)
+        .unwrap();
+    assert_eq!(back.sweep, all.sweep);
+    assert_eq!(back.sweep.len(), SWEEP_STEPS);
+}
+
+#[test]
 fn moving_alpha_or_temperature_changes_the_sets() {
     let (mut lab, _, _) = full_lab(3_000);
-    let base = lab.conformal_view(&settings(ScoreKind::Aps)).unwrap();
+    let base = lab
+        .conformal_view(&settings(ScoreKind::Aps), ConformalParts::ALL)
+        .unwrap();
     let wider = lab
-        .conformal_view(&ConformalSettings {
-            alpha: 0.05,
-            ..settings(ScoreKind::Aps)
-        })
+        .conformal_view(
+            &ConformalSettings {
+                alpha: 0.05,
+                ..settings(ScoreKind::Aps)
+            },
+            ConformalParts::ALL,
+        )
         .unwrap();
     assert!(wider.metrics.average_set_size > base.metrics.average_set_size);
     let hotter = lab
-        .conformal_view(&ConformalSettings {
-            temperature: 4.0,
-            ..settings(ScoreKind::Aps)
-        })
+        .conformal_view(
+            &ConformalSettings {
+                temperature: 4.0,
+                ..settings(ScoreKind::Aps)
+            },
+            ConformalParts::ALL,
+        )
         .unwrap();
     assert_ne!(hotter.qhat, base.qhat);
     // The sweep's point at the current α is the view's own marginal result.
@@ -581,7 +624,7 @@ fn gallery_filters_and_explanations_agree_with_the_sets() {
         alpha: 0.2,
         ..settings(ScoreKind::Lac)
     };
-    let view = lab.conformal_view(&lac).unwrap();
+    let view = lab.conformal_view(&lac, ConformalParts::ALL).unwrap();
     let all = lab.gallery(&lac, GalleryFilter::All, usize::MAX).unwrap();
     assert_eq!(all.len(), 1_500);
     let misses = lab
@@ -611,7 +654,7 @@ fn gallery_filters_and_explanations_agree_with_the_sets() {
     assert_eq!(lab.explain(&lac, 3_000), Err(LabError::UnknownImage(3_000)));
     let bad_alpha = ConformalSettings { alpha: 0.0, ..lac };
     assert!(matches!(
-        lab.conformal_view(&bad_alpha),
+        lab.conformal_view(&bad_alpha, ConformalParts::ALL),
         Err(LabError::Conformal(_))
     ));
 }
@@ -886,9 +929,11 @@ fn the_methods_sentence_calls_a_planted_class_gap_real_and_exact_mondrian_chance
     let mut mondrian_chance = 0;
     for seed in 0..10 {
         let view = lab_with_a_hard_class(4_000, 60 + seed)
-            .conformal_view(&settings)
+            .conformal_view(&settings, ConformalParts::ALL)
+            .unwrap()
+            .threshold_methods
             .unwrap();
-        let sentence = &view.methods_sentence;
+        let sentence = &view.sentence;
         assert!(!within(sentence, "arginal"), "seed {seed}: {sentence}");
         mondrian_chance += usize::from(within(sentence, "Mondrian"));
         // Mondrian lifts the hard class; marginal leaves it far below 1 − α.

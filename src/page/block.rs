@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::figure::FigureLab;
 use super::{Figure, Visible};
-use crate::lab::TemperatureParts;
+use crate::lab::{ConformalParts, TemperatureParts};
 
 /// A block of readouts that a frame computes only while it is on screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,6 +19,11 @@ pub enum Block {
     Estimators,
     BrierDecomposition,
     CorpDecomposition,
+    /// The conformal lab's marginal, Mondrian and clustered thresholds side by side.
+    ThresholdMethods,
+    /// The conformal lab's four scores side by side.
+    #[serde(rename = "comparison")]
+    ScoreComparison,
 }
 
 /// What the page's script needs of a block: its element and its lab.
@@ -29,7 +34,7 @@ pub struct BlockInfo {
 }
 
 /// Every block, in the page's order.
-pub const BLOCKS: [BlockInfo; 4] = [
+pub const BLOCKS: [BlockInfo; 6] = [
     BlockInfo {
         id: Block::TemperatureMetrics,
         lab: FigureLab::Temperature,
@@ -45,6 +50,14 @@ pub const BLOCKS: [BlockInfo; 4] = [
     BlockInfo {
         id: Block::CorpDecomposition,
         lab: FigureLab::Temperature,
+    },
+    BlockInfo {
+        id: Block::ThresholdMethods,
+        lab: FigureLab::Conformal,
+    },
+    BlockInfo {
+        id: Block::ScoreComparison,
+        lab: FigureLab::Conformal,
     },
 ];
 
@@ -65,5 +78,13 @@ pub(super) fn temperature_parts(visible: &Visible) -> TemperatureParts {
         estimators: block(Block::Estimators) || shows(Figure::CumulativeDifferences),
         corp: block(Block::CorpDecomposition) || shows(Figure::CorpReliability),
         brier: block(Block::BrierDecomposition),
+    }
+}
+
+/// The parts of the conformal view that the blocks on screen show.
+pub(super) fn conformal_parts(visible: &Visible) -> ConformalParts {
+    ConformalParts {
+        comparison: visible.blocks.contains(&Block::ScoreComparison),
+        methods: visible.blocks.contains(&Block::ThresholdMethods),
     }
 }

@@ -3,11 +3,11 @@
 //! noise floor with its standard deviation, the clusters found, and the sentence.
 
 use super::readouts::{metric, text, Patch};
-use crate::lab::ConformalView;
+use crate::lab::ThresholdMethodsView;
 use crate::sentences::percent;
 
 /// Each method's row, the floor's spread, the clusters of classes in words, and the sentence.
-pub(super) fn readouts(view: &ConformalView, class_names: &[String]) -> Vec<Patch> {
+pub(super) fn readouts(view: &ThresholdMethodsView, class_names: &[String]) -> Vec<Patch> {
     let mut patches = Vec::new();
     for (name, method) in ["marginal", "mondrian", "clustered"]
         .iter()
@@ -42,15 +42,12 @@ pub(super) fn readouts(view: &ConformalView, class_names: &[String]) -> Vec<Patc
         percent(view.covgap_floor_spread, 2),
     ));
     patches.push(text("clustered-clusters", clusters_text(view, class_names)));
-    patches.push(text(
-        "threshold-methods-sentence",
-        view.methods_sentence.clone(),
-    ));
+    patches.push(text("threshold-methods-sentence", view.sentence.clone()));
     patches
 }
 
 /// "Cluster 1: Trouser, Bag; cluster 2: …; the rest (marginal threshold): …".
-fn clusters_text(view: &ConformalView, class_names: &[String]) -> String {
+fn clusters_text(view: &ThresholdMethodsView, class_names: &[String]) -> String {
     let assignment = &view.clustered.cluster_of_class;
     let members = |cluster: Option<usize>| -> Vec<&str> {
         assignment

@@ -408,15 +408,17 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
     }
     let settings = state.conformal_settings();
     if visible.conformal {
-        let view = lab.conformal_view(&settings)?;
+        let view = lab.conformal_view(&settings, block::conformal_parts(visible))?;
         frame
             .readouts
             .patches
             .extend(readouts::conformal(&view, state.score, &frame.class_names));
-        frame
-            .readouts
-            .patches
-            .extend(clustered::readouts(&view, &frame.class_names));
+        if let Some(methods) = &view.threshold_methods {
+            frame
+                .readouts
+                .patches
+                .extend(clustered::readouts(methods, &frame.class_names));
+        }
         frame.readouts.drawn.push("conformal");
         frame.conformal = Some(view);
         let pac = lab.pac_view(&settings, state.delta)?;

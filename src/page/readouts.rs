@@ -1050,10 +1050,11 @@ pub(super) fn conformal(
                 })
                 .collect(),
         },
-        Patch::Rows {
+    ]);
+    if let Some(comparison) = &view.comparison {
+        patches.push(Patch::Rows {
             id: "comparison",
-            rows: view
-                .comparison
+            rows: comparison
                 .iter()
                 .map(|c| {
                     let name = serde_name(c.score);
@@ -1086,8 +1087,8 @@ pub(super) fn conformal(
                     }
                 })
                 .collect(),
-        },
-    ]);
+        });
+    }
     patches.extend([
         text(
             "stratified-summary",

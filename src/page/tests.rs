@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::calibration::Binning;
-use crate::lab::{ShiftStore, TemperatureComparison, TemperatureParts};
+use crate::lab::{ConformalParts, ShiftStore, TemperatureComparison, TemperatureParts};
 use crate::sentences::percent;
 use crate::temperature_anatomy::FitMistake;
 
@@ -159,7 +159,9 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
         frame.readouts.fitted_temperature,
         Some(view.fitted_temperature)
     );
-    let conformal = lab.conformal_view(&state.conformal_settings()).unwrap();
+    let conformal = lab
+        .conformal_view(&state.conformal_settings(), ConformalParts::ALL)
+        .unwrap();
     assert_eq!(
         metric_patch(patches, "coverage").0,
         &Some(conformal.metrics.coverage)
@@ -1391,6 +1393,7 @@ fn a_frame_computes_the_blocks_on_screen_and_leaves_the_others_as_they_are() {
     };
     let first_screen = Visible {
         temperature: true,
+        conformal: true,
         ..Visible::default()
     };
     // What each block alone sends beyond the first screen's readouts.
@@ -1440,6 +1443,20 @@ fn a_frame_computes_the_blocks_on_screen_and_leaves_the_others_as_they_are() {
             none,
             &[Figure::CorpReliability][..],
             &["corp-reliability-summary", "corp_log_dsc"][..],
+        ),
+        (
+            &[Block::ThresholdMethods][..],
+            no_figure,
+            &[
+                "method_clustered_covgap",
+                "covgap_floor_spread",
+                "threshold-methods-sentence",
+            ][..],
+        ),
+        (
+            &[Block::ScoreComparison][..],
+            no_figure,
+            &["comparison"][..],
         ),
     ] {
         let on_screen = Visible {
@@ -2337,10 +2354,13 @@ fn the_threshold_methods_table_shows_the_views_three_methods_and_its_clusters() 
     let state = PageState::default();
     let frame = render_bundled(&mut lab, &state, &all()).unwrap();
     let patches = &frame.readouts.patches;
-    let view = lab.conformal_view(&state.conformal_settings()).unwrap();
+    let view = lab
+        .conformal_view(&state.conformal_settings(), ConformalParts::ALL)
+        .unwrap();
+    let methods = view.threshold_methods.as_ref().unwrap();
     for (name, method) in ["marginal", "mondrian", "clustered"]
         .iter()
-        .zip(&view.methods)
+        .zip(&methods.methods)
     {
         for (column, value) in [
             ("coverage", method.coverage),
@@ -2356,14 +2376,14 @@ fn the_threshold_methods_table_shows_the_views_three_methods_and_its_clusters() 
         }
     }
     // The marginal row is the lab's own sets without the Mondrian switch.
-    assert_eq!(view.methods[0].coverage, view.metrics.coverage);
+    assert_eq!(methods.methods[0].coverage, view.metrics.coverage);
     assert_eq!(
         metric_patch(patches, "covgap_floor_spread").0,
-        &Some(view.covgap_floor_spread)
+        &Some(methods.covgap_floor_spread)
     );
     assert_eq!(
         text_patch(patches, "threshold-methods-sentence"),
-        view.methods_sentence
+        methods.sentence
     );
     let clusters = text_patch(patches, "clustered-clusters");
     assert!(

@@ -54,6 +54,20 @@ async function afterConformalRedraw(action) {
   await nextFrames(page, 1);
 }
 
+// Every readout once block `id` is on screen: a frame computes a block of readouts only while it
+// is (the score comparison, the threshold methods), so the test scrolls to it as a reader does.
+async function readWithBlock(id) {
+  const before = await conformalDraws();
+  const offScreen = await page.evaluate((block) => {
+    const { top, bottom } = document.getElementById(block).getBoundingClientRect();
+    return bottom < -300 || top > innerHeight + 300;
+  }, id);
+  await page.locator(`#${id}`).scrollIntoViewIfNeeded();
+  if (offScreen) await page.waitForFunction((n) => window.calibra.timings.conformalDraws.length > n, before, { timeout: 60_000, polling: "raf" });
+  await nextFrames(page, 1);
+  return readMetrics(page);
+}
+
 // Moves a range input to `value` the way a user's drag does (an `input` event).
 const setRange = (id, value) => page.evaluate(([id, value]) => {
   const input = document.getElementById(id);
@@ -118,7 +132,7 @@ test("2. switching score changes the average set size, and the comparison row of
   const sizes = {};
   for (const score of SCORES) {
     await configure({ score });
-    const m = await readMetrics(page);
+    const m = await readWithBlock("comparison");
     sizes[score] = m.average_set_size;
     assert.equal(m[`compare_${score}_average_set_size`], m.average_set_size, `${score}: table row = readout`);
     assert.equal(m[`compare_${score}_coverage`], m.coverage);
@@ -386,7 +400,7 @@ test("11. marginal, Mondrian and clustered thresholds side by side equal `calibr
   await configure({ score: "aps" });
   const binary = await buildCalibra();
   const { pageLogits, labels } = await pageFiles();
-  const m = await readMetrics(page);
+  const m = await readWithBlock("threshold-methods");
   const options = ["--cal-fraction", "0.5", "--seed", "0", "--temperature", "1", "--score", "aps", "--randomized", "true", "--bootstrap", "2", "--json"];
   for (const [name, extra] of [["marginal", []], ["mondrian", ["--mondrian"]], ["clustered", ["--clustered", "3"]]]) {
     const cli = JSON.parse((await run(binary, ["report", "--logits", pageLogits, "--labels", labels, ...options, ...extra], { maxBuffer: 16 << 20 })).stdout).conformal;
