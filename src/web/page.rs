@@ -779,7 +779,7 @@ impl Page {
     }
 
     /// The frame's one call: recomputes the labs `visible` says are on screen (`{temperature,
-    /// conformal, gallery, ood, explain, figures}`) in the page's state, redraws or clears
+    /// conformal, gallery, ood, explain, figures, blocks}`) in the page's state, redraws or clears
     /// those of their figures it names (canvas ids) as [`page::frame_figures`] says, and
     /// returns the readouts ([`page::Readouts`]).
     pub fn render(&mut self, visible: JsValue) -> Result<JsValue, JsError> {
