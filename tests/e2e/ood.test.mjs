@@ -81,13 +81,24 @@ async function afterOodDraw(action, timeout = INFERENCE_TIMEOUT_MS) {
 }
 
 // Sets hash entries (the page keeps the rest) and waits for the lab's redraw, if anything
-// changed.
+// changed: a redraw after the page applied them (its hashchange listener, registered before
+// this one, applies them at once). A redraw of the previous state, which a worker's late answer
+// asks for, can land between the hash's write and its hashchange; counting it read the previous
+// set's numbers on a loaded machine.
 async function show(entries) {
   const params = new URLSearchParams(await hashParams(page));
   const before = params.toString();
   for (const [key, value] of Object.entries(entries)) params.set(key, String(value));
   const changes = params.toString() !== before ? params.toString() : null;
-  if (changes !== null) await afterOodDraw(() => page.evaluate((h) => { location.hash = h; }, changes));
+  if (changes !== null) {
+    await page.evaluate((h) => {
+      window.__oodDrawsWhenApplied = null;
+      window.addEventListener("hashchange", () => { window.__oodDrawsWhenApplied = window.calibra.timings.oodDraws.length; }, { once: true });
+      location.hash = h;
+    }, changes);
+    await page.waitForFunction(() => window.__oodDrawsWhenApplied !== null && window.calibra.timings.oodDraws.length > window.__oodDrawsWhenApplied, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 200 });
+    await nextFrames(page, 2);
+  }
   return readMetrics(page);
 }
 
