@@ -16,19 +16,28 @@ const PRESENTATION_KEYS = {
 };
 
 /**
- * Gives each control its range from Rust's fields, and wires it and every button with an
- * action: a move goes through Rust (`page`), whose next state `apply` shows.
- * @param {{ control(id: string, value: string): Next, action(name: string): Next }} page
+ * Gives each slider its range and step from Rust, before any value is written to it: a value
+ * outside the browser's default range (0 to 100) would be clamped, and a patch is sent again only
+ * when the state changes.
  * @param {Limits} limits
- * @param {Apply} apply
  */
-export function wireControls(page, limits, apply) {
+export function setSliderRanges(limits) {
   for (const slider of limits.sliders) {
     const element = /** @type {HTMLInputElement} */ ($(slider.control));
     element.min = String(slider.min);
     element.max = String(slider.max);
     element.step = String(slider.step);
   }
+}
+
+/**
+ * Wires each control of Rust's fields and every button with an action: a move goes through
+ * Rust (`page`), whose next state `apply` shows.
+ * @param {{ control(id: string, value: string): Next, action(name: string): Next }} page
+ * @param {Limits} limits
+ * @param {Apply} apply
+ */
+export function wireControls(page, limits, apply) {
   for (const field of limits.fields) {
     if (!field.control) continue;
     const element = /** @type {HTMLInputElement} */ ($(field.control));

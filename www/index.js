@@ -12,7 +12,7 @@ import { FIRST_IMAGES_URL, LABELS_URL, fetchOk, fetchUnzipped, IMAGES_URL } from
 import { Bootstrap } from "./bootstrap-client.js";
 import { Arrivals } from "./arrivals.js";
 import { CachedLogits } from "./cached-logits.js";
-import { trackSliderBars, wireControls, wireExperiment, wirePresentationKeys } from "./controls.js";
+import { setSliderRanges, trackSliderBars, wireControls, wireExperiment, wirePresentationKeys } from "./controls.js";
 import { wireWorstSlab } from "./controls.js";
 import { $, applyPatches, clearError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
@@ -295,6 +295,7 @@ async function main() {
   await pageModule;
   limits = readLimits();
   images.limits = limits;
+  setSliderRanges(limits);
   page = counted(new Page());
   arrivals = new Arrivals({ page, images, pool, frames, progress, cache, model: modelIndex });
   bootstrap = new Bootstrap(page, onBootstrapAnswer, showError);

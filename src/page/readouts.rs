@@ -111,9 +111,9 @@ pub struct BarRow {
 /// frame its conversion to JavaScript and the page a lookup and a comparison, or for a table a
 /// rebuild, which costs a layout and a screen reader its place. Besides the frames, only a new
 /// state's control patches and a coverage experiment's readouts write these elements, with the
-/// values the next frame computes from the same state and experiment. A control's value and a
-/// check box are always sent: the reader changes them too, and a frame puts back what the
-/// state says.
+/// values the next frame computes from the same state and experiment, and the reader, who
+/// changes a control's value: [`SentPatches::forget`] that control when the reader touches it, so
+/// that the state's value is sent back to it whether it took the reader's or refused it.
 #[derive(Debug, Default)]
 pub struct SentPatches(HashMap<PatchTarget, Patch>);
 
@@ -126,16 +126,17 @@ struct PatchTarget {
 }
 
 impl SentPatches {
-    /// Removes from `patches` every patch equal to the one last sent to its target (controls
-    /// and check boxes excepted), and remembers the others.
+    /// Removes from `patches` every patch equal to the one last sent to its target, and
+    /// remembers the others.
     pub fn drop_unchanged(&mut self, patches: &mut Vec<Patch>) {
         patches.retain(|patch| {
             let element = match patch {
-                Patch::Control { .. } | Patch::Checked { .. } => return true,
                 Patch::Metric {
                     id: None, metric, ..
                 } => metric.clone(),
                 Patch::Metric { id: Some(id), .. }
+                | Patch::Control { id, .. }
+                | Patch::Checked { id, .. }
                 | Patch::Text { id, .. }
                 | Patch::Disabled { id, .. }
                 | Patch::Hidden { id, .. }
@@ -155,6 +156,17 @@ impl SentPatches {
             }
             self.0.insert(target, patch.clone());
             true
+        });
+    }
+
+    /// Forgets what was sent to control `id` (a slider, a select, a check box or a group of
+    /// radio buttons), which the reader has just changed: its next patch is sent even if equal
+    /// to the last one.
+    pub fn forget(&mut self, id: &str) {
+        let element = format!("#{id}");
+        self.0.retain(|target, patch| {
+            target.element != element
+                || !matches!(patch, Patch::Control { .. } | Patch::Checked { .. })
         });
     }
 }

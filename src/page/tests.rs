@@ -682,8 +682,8 @@ fn a_patch_is_sent_again_only_when_it_changes() {
     let all = first.clone();
     sent.drop_unchanged(&mut first);
     assert_eq!(first, all);
-    // Unchanged patches go, but a control's value and a check box are always sent; a text and
-    // the hidden flag of one element, or a readout by id and by metric, are apart.
+    // Unchanged patches go, a control's value and a check box too; a text and the hidden flag
+    // of one element, or a readout by id and by metric, are apart.
     let mut second = vec![
         text("status", "same"),
         hidden(true),
@@ -701,14 +701,29 @@ fn a_patch_is_sent_again_only_when_it_changes() {
             hidden(true),
             rows("comparison", "y"),
             metric(Some("ece-at-one"), "ece", 0.3),
-            control,
-            checked,
         ]
     );
     // A patch changed and changed back is sent both times.
     let mut third = vec![rows("comparison", "x"), hidden(false)];
     sent.drop_unchanged(&mut third);
     assert_eq!(third, vec![rows("comparison", "x"), hidden(false)]);
+    // A control the reader has changed gets the state's value back, equal or not to the last
+    // one sent; what else was sent to that element is still known.
+    let label = Patch::Text {
+        id: "temperature",
+        text: "T".to_string(),
+    };
+    sent.drop_unchanged(&mut vec![label.clone()]);
+    sent.forget("temperature");
+    sent.forget("mondrian");
+    let mut fourth = vec![
+        control.clone(),
+        checked.clone(),
+        text("status", "same"),
+        label,
+    ];
+    sent.drop_unchanged(&mut fourth);
+    assert_eq!(fourth, vec![control, checked]);
 }
 
 /// The rows of a CSV text, header first.

@@ -340,10 +340,7 @@ impl Page {
     pub fn read_hash(&mut self, hash: &str) -> Result<JsValue, JsError> {
         let (state, rejected) = PageState::from_hash(hash);
         self.state = state;
-        to_js(&Next::of(
-            &self.state,
-            rejected.iter().map(ToString::to_string).collect(),
-        )?)
+        self.next(rejected.iter().map(ToString::to_string).collect())
     }
 
     /// The hash of the state shown as `embed` (`"none"`: the whole page; a figure's id: that
@@ -762,8 +759,9 @@ impl Page {
     /// position, a select's value, a checkbox's `"true"`/`"false"`). A value refused leaves
     /// the state as it was.
     pub fn control(&mut self, id: &str, value: &str) -> Result<JsValue, JsError> {
+        self.sent.forget(id);
         self.state = self.state.set_control(id, value)?;
-        to_js(&Next::of(&self.state, Vec::new())?)
+        self.next(Vec::new())
     }
 
     /// `{state, hash, article_hash, patches}` after the button `action` (`fit`,
@@ -775,7 +773,7 @@ impl Page {
             .and_then(|data| data.shown_lab().fitted_temperature().ok())
             .map(|f| f.temperature);
         self.state = self.state.act(action, fitted)?;
-        to_js(&Next::of(&self.state, Vec::new())?)
+        self.next(Vec::new())
     }
 
     /// The frame's one call: recomputes the labs `visible` says are on screen (`{temperature,
@@ -953,6 +951,13 @@ impl Page {
 }
 
 impl Page {
+    /// The [`Next`] of the page's state, without the patches that would change nothing.
+    fn next(&mut self, rejected: Vec<String>) -> Result<JsValue, JsError> {
+        let mut next = Next::of(&self.state, rejected)?;
+        self.sent.drop_unchanged(&mut next.patches);
+        to_js(&next)
+    }
+
     /// A frame with the view of `figure`'s lab alone.
     fn figure_frame(&mut self, figure: Figure) -> Result<page::Frame, JsError> {
         let visible = Visible::figure_alone(figure);
