@@ -67,7 +67,8 @@ export class Arrivals {
           page.set_last_layer(message.model, lastLayer);
           this.lastLayers.delete(message.model);
         }
-        page.add_features(message.model, message.set, message.start, message.features);
+        // Logits from the cache come without their features, which follow (takeFeatures).
+        if (message.features.length) page.add_features(message.model, message.set, message.start, message.features);
       }
     } catch (error) {
       showError(`Inference returned bad values: ${error.message}`);
@@ -103,6 +104,22 @@ export class Arrivals {
     // needed the cores. The last batch marks the page done in the task
     // that asks for its frame.
     if (all && shown) this.progress.show(count);
+  }
+
+  /**
+   * Takes the features of `model` on `set`, all of them, read from the cache after their logits.
+   * @param {number} model
+   * @param {string} set
+   * @param {Float32Array} features
+   */
+  takeFeatures(model, set, features) {
+    try {
+      this.page.add_features(model, set, 0, features);
+    } catch (error) {
+      showError(`The features kept in this browser are bad: ${error.message}`);
+      return;
+    }
+    this.frames.schedule();
   }
 
   /** Stores the logits of `model` on `set`, all arrived, in the cache, with their features (but a corrupted copy's, which no lab reads). */

@@ -17,8 +17,14 @@ export class CachedLogits {
   constructor(images, weightsDigest) {
     this.images = images;
     this.weightsDigest = weightsDigest;
-    /** @type {(answer: LogitsAnswer) => void} where the logits found go, as a batch */
+    /** @type {(answer: LogitsAnswer) => void} where the logits found go, as a batch (without their features) */
     this.onBatch = () => {};
+    /** @type {(model: number, set: string, features: Float32Array) => void} where the features of logits found go, read after them */
+    this.onFeatures = () => {};
+    /** @type {(model: number, set: string) => void} told when the features of logits found are gone from the store */
+    this.onFeaturesLost = () => {};
+    /** Resolves when the features of logits found may be read: once the first frame with logits is painted. */
+    this.featuresDue = Promise.resolve();
     /** @type {() => void} told once logits found have gone to onBatch, and once the store has answered for a network's test-set logits */
     this.onAnswered = () => {};
     /** @type {Set<number>} the networks whose test-set logits the store has answered for */
@@ -110,10 +116,27 @@ export class CachedLogits {
     const hit = await logitsCache.lookup(key);
     if (!hit || hit.logits.length !== count * this.images.limits.classes) return false;
     // A corrupted copy's features are not kept; every other set's are.
-    if (hit.features.length !== (isShifted(set) ? 0 : count * logitsCache.FEATURES)) return false;
+    const withFeatures = !isShifted(set);
+    if (withFeatures && !hit.features) return false;
     if (set === "test") this.since.set(model, hit.stored);
-    this.onBatch({ status: "logits", model, set, start: 0, count, logits: hit.logits, features: hit.features, cached: true });
+    this.onBatch({ status: "logits", model, set, start: 0, count, logits: hit.logits, features: new Float32Array(0), cached: true });
+    if (withFeatures) this.feedFeatures(model, set, key, count);
     return true;
+  }
+
+  /**
+   * Feeds the features kept under `key` once they are due (after the first frame with logits);
+   * their logits went to onBatch already.
+   * @param {number} model
+   * @param {string} set
+   * @param {string} key
+   * @param {number} count the set's images
+   */
+  async feedFeatures(model, set, key, count) {
+    await this.featuresDue;
+    const features = await logitsCache.lookupFeatures(key);
+    if (features?.length === count * logitsCache.FEATURES) this.onFeatures(model, set, features);
+    else this.onFeaturesLost(model, set);
   }
 
   /**

@@ -285,6 +285,14 @@ async function main() {
   });
   progress = new Progress(images, pool, modelIndex);
   cache.onBatch = (message) => arrivals.take(message);
+  cache.onFeatures = (model, set, features) => arrivals.takeFeatures(model, set, features);
+  // Dropped since their logits were read (by another tab: the store holds ENTRIES sets): the
+  // network's entries are forgotten, so that the next visit computes both again.
+  cache.onFeaturesLost = (model) => {
+    cache.forget(model);
+    showError(`The ${limits.models[model].title} network's features, which the feature detectors read, are no longer kept in this browser: reload the page to compute them again.`);
+  };
+  cache.featuresDue = firstLogitsShown;
   cache.onAnswered = () => cache.showNote(modelIndex());
   const pageModule = init();
   // Whether this browser kept logits (a revisit), asked while the page's module compiles.

@@ -2,8 +2,10 @@
 // The logits cache: a network's logits on an image set, with its penultimate features (the
 // feature-based OOD detectors read them), kept in this browser's IndexedDB between visits under
 // the SHA-256 of the network's weights and of the images, so that a revisit draws everything
-// without inference and a changed network or image set never meets old logits. A corrupted
-// copy's features are not kept. It holds at most ENTRIES sets (the test images' logits take
+// without inference and a changed network or image set never meets old logits. The features
+// are kept apart, in a store of their own under the same key: a revisit's first frame needs the
+// logits alone, and reading a set's features (twelve times its logits' bytes) would delay it. A
+// corrupted copy's features are not kept. It holds at most ENTRIES sets (the test images' logits take
 // 0.4 MB and their features 5.1 MB, an OOD set's 0.08 and 1 MB, a corrupted copy's logits
 // 0.4 MB), the oldest stored dropped first: room for all 13 networks on the test images and the
 // OOD sets (52 sets, about 115 MB, where logits alone took 8 MB) and for a dozen corrupted
@@ -15,6 +17,7 @@
 
 const DATABASE = "calibra-logits";
 const STORE = "logits";
+const FEATURES_STORE = "features";
 export const ENTRIES = 64;
 
 // Whether this browser can keep logits at all.
@@ -44,24 +47,28 @@ function keptBefore() {
 // The database, opened (and created) once.
 function database() {
   opened ??= new Promise((resolve, reject) => {
-    const request = indexedDB.open(DATABASE, 1);
-    request.onupgradeneeded = () => request.result.createObjectStore(STORE, { keyPath: "key" }).createIndex("stored", "stored");
+    // Version 2 added the features' store (version 1 kept them in the logits' entries).
+    const request = indexedDB.open(DATABASE, 2);
+    request.onupgradeneeded = () => {
+      const db = request.result;
+      if (!db.objectStoreNames.contains(STORE)) db.createObjectStore(STORE, { keyPath: "key" }).createIndex("stored", "stored");
+      db.createObjectStore(FEATURES_STORE, { keyPath: "key" });
+    };
     request.onsuccess = () => resolve(request.result);
     request.onerror = () => reject(request.error);
   });
   return opened;
 }
 
-// Runs `work` on the store in one transaction; resolves with the last request's result once the
-// transaction has committed.
+// Runs `work` on the logits' store and the features' in one transaction; once the transaction
+// has committed, resolves with what `work` returned: a request's result, or anything else as it
+// is then (an object the requests' handlers filled).
 async function transaction(mode, work) {
   const db = await database();
   return new Promise((resolve, reject) => {
-    const tx = db.transaction(STORE, mode);
-    let result;
-    const request = work(tx.objectStore(STORE));
-    if (request) request.onsuccess = () => { result = request.result; };
-    tx.oncomplete = () => resolve(result);
+    const tx = db.transaction([STORE, FEATURES_STORE], mode);
+    const value = work(tx.objectStore(STORE), tx.objectStore(FEATURES_STORE));
+    tx.oncomplete = () => resolve(value instanceof IDBRequest ? value.result : value);
     tx.onerror = () => reject(tx.error);
     tx.onabort = () => reject(tx.error);
   });
@@ -76,8 +83,8 @@ export async function sha256(bytes) {
 // Features per image, as the inference worker returns them.
 export const FEATURES = 128;
 
-// The key of one network's logits on one image set: both digests and the row width. Version 2
-// entries hold the features beside the logits; a version 1 entry (logits alone) is never read.
+// The key of one network's logits on one image set (and of its features): both digests and the
+// row width. A version 1 entry (logits alone, from before the features) is never read.
 const weightsPrefix = (weightsDigest) => `v2:${weightsDigest}:`;
 export const cacheKey = (weightsDigest, imagesDigest, classes) => `${weightsPrefix(weightsDigest)}${imagesDigest}:${classes}`;
 
@@ -93,25 +100,41 @@ export async function holdsAny(weightsDigest) {
   }
 }
 
-// The logits stored under `key` ({logits: Float32Array, features: Float32Array, empty for none,
-// stored: ms since 1970}), or null.
+// The logits stored under `key` ({logits: Float32Array, features: whether their features are
+// kept too, stored: ms since 1970}), or null.
 export async function lookup(key) {
   if (!available) return null;
   try {
-    const entry = await transaction("readonly", (store) => store.get(key));
-    return entry ? { logits: new Float32Array(entry.logits), features: new Float32Array(entry.features ?? 0), stored: entry.stored } : null;
+    const { entry, features } = await transaction("readonly", (store, featureStore) => ({
+      entry: store.get(key),
+      features: featureStore.count(key),
+    }));
+    return entry.result ? { logits: new Float32Array(entry.result.logits), features: features.result > 0, stored: entry.result.stored } : null;
+  } catch {
+    return null;
+  }
+}
+
+// The features stored under `key` (Float32Array), or null.
+export async function lookupFeatures(key) {
+  if (!available) return null;
+  try {
+    const entry = await transaction("readonly", (_, featureStore) => featureStore.get(key));
+    return entry ? new Float32Array(entry.features) : null;
   } catch {
     return null;
   }
 }
 
 // Keeps `logits` and `features` (Float32Array, or null for none) under `key`, dropping the
-// oldest entries beyond ENTRIES.
+// oldest entries beyond ENTRIES with their features.
 export async function keep(key, logits, features) {
   if (!available) return;
   try {
-    await transaction("readwrite", (store) => {
-      store.put({ key, logits: logits.slice().buffer, features: features?.slice().buffer ?? null, stored: Date.now() });
+    await transaction("readwrite", (store, featureStore) => {
+      store.put({ key, logits: logits.slice().buffer, stored: Date.now() });
+      if (features) featureStore.put({ key, features: features.slice().buffer });
+      else featureStore.delete(key);
       const count = store.count();
       count.onsuccess = () => {
         let excess = count.result - ENTRIES;
@@ -119,6 +142,7 @@ export async function keep(key, logits, features) {
         store.index("stored").openCursor().onsuccess = (event) => {
           const cursor = event.target.result;
           if (cursor && excess-- > 0) {
+            featureStore.delete(cursor.primaryKey);
             cursor.delete();
             cursor.continue();
           }
@@ -135,7 +159,12 @@ export async function keep(key, logits, features) {
 export async function forget(keys) {
   if (!available || !keys.length) return;
   try {
-    await transaction("readwrite", (store) => { for (const key of keys) store.delete(key); });
+    await transaction("readwrite", (store, featureStore) => {
+      for (const key of keys) {
+        store.delete(key);
+        featureStore.delete(key);
+      }
+    });
   } catch {
     // Nothing kept, nothing to drop.
   }

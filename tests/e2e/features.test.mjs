@@ -147,3 +147,34 @@ test("3. the ranking lists every computed score on both networks by AUROC, and i
   assert.ok(lesson.startsWith(`Here ${first[1].text} on ${first[2].text} separates MNIST digits best, AUROC ${first[4].text}`), lesson);
   assert.match(lesson, /is (larger than|within) the noise of these images/);
 });
+
+test("4. a revisit draws its first frame from the cached logits alone, then reads the features kept apart: every feature score as before", { timeout: INFERENCE_TIMEOUT_MS }, async () => {
+  const metrics = await readMetrics(page);
+  const featureMetrics = (all) => Object.fromEntries(Object.entries(all).filter(([name]) => FEATURE_SCORES.some((score) => name.includes(`_${score}`))));
+  const before = featureMetrics(metrics);
+  assert.ok(Object.keys(before).length >= FEATURE_SCORES.length * METRICS.length, "the feature scores are shown");
+  await page.evaluate(() => window.calibra.cacheSettled());
+  // Each read of an entry of the cache's two stores, with how many frames the first lab had
+  // drawn by then; the reload opens at the top of the page, where the first lab is.
+  await page.addInitScript(() => {
+    history.scrollRestoration = "manual";
+    window.__reads = [];
+    const get = IDBObjectStore.prototype.get;
+    IDBObjectStore.prototype.get = function (...args) {
+      window.__reads.push({ store: this.name, frames: window.calibra?.timings.draws.length ?? 0 });
+      return get.apply(this, args);
+    };
+  });
+  await page.reload();
+  await waitForInference(page, INFERENCE_TIMEOUT_MS);
+  assert.equal(await page.isHidden("#cache-note"), false, "the logits came from the cache");
+  const reads = await page.evaluate(() => window.__reads);
+  assert.equal(reads.find((read) => read.store === "logits")?.frames, 0, "the test images' logits are read before the first frame");
+  const featureReads = reads.filter((read) => read.store === "features");
+  assert.ok(featureReads.every((read) => read.frames > 0), `the features are read after the first frame: ${JSON.stringify(reads)}`);
+  await page.locator("#ood-lab").scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelector('[data-metric="fpr95_knn"]')?.dataset.value && document.querySelector('[data-metric="fpr95_knn_ce"]')?.dataset.value, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 200 });
+  await page.waitForFunction(() => document.querySelectorAll("#ood-ranking tbody tr").length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 200 });
+  await nextFrames(page, 2);
+  assert.deepEqual(featureMetrics(await readMetrics(page)), before);
+});
