@@ -15,7 +15,8 @@
 //     task posted from it, which runs once the frame is committed); the same sweep again with
 //     the smooth reliability diagram scrolled into view (a frame draws only the figures on
 //     screen, and computes that diagram's bootstrap band only when it is); and once more on a
-//     phone-class device (CDP: 390×844 at device scale 3, CPU throttled 4×);
+//     phone-class device (CDP: 390×844 at device scale 3, CPU throttled 4×), where every other
+//     lab's slider is swept too, each with the chart or table it moves on screen;
 //   - bytes: the .wasm on disk (raw, gzip -9) and every response the browser received on the
 //     cold visit, workers included (playwright's request sizes: headers + body as transferred);
 //   - a switch to a network not yet seen, once the first is in: from the model control's change
@@ -172,6 +173,51 @@ function sliderFigures(sweep) {
   };
 }
 
+// Waits until the page has drawn with `timingsKey` and then drawn nothing more for two seconds
+// (a lab whose data arrive in parts draws once per part), at most a minute.
+async function settleDraws(page, timingsKey) {
+  const deadline = Date.now() + 60_000;
+  let count = -1;
+  for (;;) {
+    const now = await page.evaluate((key) => window.calibra.timings[key].length, timingsKey);
+    if ((now > 0 && now === count) || Date.now() > deadline) return;
+    count = now;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+// Runs `work` on a phone-class device: 390×844 CSS px at device scale 3, the CPU slowed 4×
+// (CDP); then the desktop again, at the top of the page.
+async function onPhone(context, page, work) {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Emulation.setDeviceMetricsOverride", { width: 390, height: 844, deviceScaleFactor: 3, mobile: true });
+  await cdp.send("Emulation.setCPUThrottlingRate", { rate: 4 });
+  try {
+    return await work();
+  } finally {
+    await page.evaluate(() => scrollTo(0, 0));
+    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
+    await cdp.send("Emulation.clearDeviceMetricsOverride");
+    await cdp.detach();
+  }
+}
+
+// Sweeps each block's slider across its range with the block on screen: `[name, selector of what
+// is brought on screen, slider id, timings key, preparation in the page or null]`.
+async function sweepBlocks(page, blocks) {
+  const figures = {};
+  for (const [name, selector, id, timingsKey, prepare] of blocks) {
+    if (prepare) await page.evaluate(prepare);
+    await page.evaluate((selector) => document.querySelector(selector).scrollIntoView({ block: "center" }), selector);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const range = await page.evaluate((id) => { const input = document.getElementById(id); return [Number(input.min), Number(input.max), Number(input.step) || 1]; }, id);
+    const steps = Math.round((range[1] - range[0]) / range[2]);
+    const values = sweepPositions(MOVES, steps).map((i) => String(range[0] + i * range[2]));
+    figures[name] = { ...sliderFigures(await page.evaluate(sweepSlider, { id, values, timingsKey })), onScreen: await page.evaluate(canvasesInView) };
+  }
+  return figures;
+}
+
 const EXPERIMENT_RUNS = 5;
 
 // Cold visits, a fresh profile each, whose median is the first chart's figure: on a 2-core
@@ -302,41 +348,30 @@ async function measure() {
     }
     // A phone-class device: 390×844 CSS px at device scale 3, the CPU slowed 4× (CDP), the
     // reliability diagram in view; then the desktop again.
-    const cdp = await context.newCDPSession(page);
-    await cdp.send("Emulation.setDeviceMetricsOverride", { width: 390, height: 844, deviceScaleFactor: 3, mobile: true });
-    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 4 });
-    await page.evaluate(() => document.getElementById("reliability").scrollIntoView({ block: "center" }));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const phoneOnScreen = await page.evaluate(canvasesInView);
-    const phoneSweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
-    // The same device, the blocks added since: the T slider with an edge case of the estimators
-    // table chosen (a softmax pass, a smooth-ECE search and the estimators on its rows each
-    // frame) and the table on screen; with the CORP diagram on screen; then the conformal lab's
-    // α slider with its first chart on screen.
-    const phoneBlocks = {};
-    const blocks = [
-      ["edge case (a confidence of exactly 1.0), estimators table", "#estimators", "temperature", "draws", () => document.querySelector('#estimator-case input[value="confidence_one"]').click()],
-      ["CORP reliability diagram", "#corp-reliability", "temperature", "draws", () => document.querySelector('#estimator-case input[value="network"]').click()],
-      ["α slider, conformal lab", "#conformal-lab canvas", "alpha", "conformalDraws", null],
-    ];
-    for (const [name, selector, id, timingsKey, prepare] of blocks) {
-      if (prepare) await page.evaluate(prepare);
-      await page.evaluate((selector) => document.querySelector(selector).scrollIntoView({ block: "center" }), selector);
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      const range = await page.evaluate((id) => { const input = document.getElementById(id); return [Number(input.min), Number(input.max), Number(input.step) || 1]; }, id);
-      const steps = Math.round((range[1] - range[0]) / range[2]);
-      const values = sweepPositions(MOVES, steps).map((i) => String(range[0] + i * range[2]));
-      phoneBlocks[name] = { ...sliderFigures(await page.evaluate(sweepSlider, { id, values, timingsKey })), onScreen: await page.evaluate(canvasesInView) };
-    }
-    await page.evaluate(() => scrollTo(0, 0));
-    await cdp.send("Emulation.setCPUThrottlingRate", { rate: 1 });
-    await cdp.send("Emulation.clearDeviceMetricsOverride");
-    await cdp.detach();
-    // Let the last requestfinished handlers record their sizes; the switch's and the revisit's
-    // are not counted.
+    const { phoneOnScreen, phoneSweep, phoneBlocks } = await onPhone(context, page, async () => {
+      await page.evaluate(() => document.getElementById("reliability").scrollIntoView({ block: "center" }));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const phoneOnScreen = await page.evaluate(canvasesInView);
+      const phoneSweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
+      // The same device, the blocks added since: the T slider with an edge case of the
+      // estimators table chosen (a softmax pass, a smooth-ECE search and the estimators on its
+      // rows each frame) and the table on screen; with the CORP diagram on screen; then the
+      // sliders of the conformal lab (α, PAC δ, the risk level), each with the chart it moves on
+      // screen.
+      const phoneBlocks = await sweepBlocks(page, [
+        ["edge case (a confidence of exactly 1.0), estimators table", "#estimators", "temperature", "draws", () => document.querySelector('#estimator-case input[value="confidence_one"]').click()],
+        ["CORP reliability diagram", "#corp-reliability", "temperature", "draws", () => document.querySelector('#estimator-case input[value="network"]').click()],
+        ["α slider, conformal lab", "#conformal-lab canvas", "alpha", "conformalDraws", null],
+        ["PAC δ slider, conformal lab", "#pac-delta", "pac-delta", "conformalDraws", null],
+        ["risk slider, selective classification", "#risk-coverage", "selective-risk", "conformalDraws", null],
+      ]);
+      return { phoneOnScreen, phoneSweep, phoneBlocks };
+    });
+    // Let the last requestfinished handlers record their sizes; the switch's, the later labs'
+    // and the revisit's are not counted.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const coldResponses = responses.slice();
-    // A switch to the second network, which no worker has loaded yet.
+    // A switch to the second network, which no worker has loaded yet; then back.
     const switchMs = await page.evaluate(async () => {
       const select = document.getElementById("model");
       select.value = select.options[1].value;
@@ -345,6 +380,18 @@ async function measure() {
       while (!(1 in window.calibra.timings.inferenceDone)) await new Promise((resolve) => setTimeout(resolve, 20));
       return window.calibra.timings.inferenceDone[1] - started;
     });
+    await page.selectOption("#model", "ce");
+    // The shift and τ labs' data (their logits, the adaptive stream, the p-values), computed
+    // once at full speed; then, on the phone-class device, the shift lab's γ (which replays the
+    // stream of 5,000 images) and the τ lab's FDR level, each with its chart on screen.
+    for (const [selector, timingsKey] of [["#aci-stream", "shiftDraws"], ["#ood-pvalues", "oodDraws"]]) {
+      await page.locator(selector).scrollIntoViewIfNeeded();
+      await settleDraws(page, timingsKey);
+    }
+    Object.assign(phoneBlocks, await onPhone(context, page, () => sweepBlocks(page, [
+      ["γ slider, adaptive conformal (replays the stream)", "#aci-stream", "aci-gamma", "shiftDraws", null],
+      ["FDR slider, conformal p-values", "#ood-pvalues", "ood-fdr", "oodDraws", null],
+    ])));
     // A revisit in the same profile: the files come from the service worker, the logits from
     // the logits cache.
     await page.evaluate(() => window.calibra.cacheSettled());
