@@ -473,6 +473,21 @@ impl Lab {
         parts: ConformalParts,
     ) -> Result<ConformalView, LabError> {
         Self::check_temperature(settings.temperature)?;
+        let kept = self.prepared()?.conformal.as_ref();
+        if let Some((_, _, view)) = kept.filter(|(s, p, _)| s == settings && *p == parts) {
+            return Ok(view.clone());
+        }
+        let view = self.computed_conformal_view(settings, parts)?;
+        self.prepared()?.conformal = Some((*settings, parts, view.clone()));
+        Ok(view)
+    }
+
+    /// [`Lab::conformal_view`], computed.
+    fn computed_conformal_view(
+        &mut self,
+        settings: &ConformalSettings,
+        parts: ConformalParts,
+    ) -> Result<ConformalView, LabError> {
         let k = self.num_classes;
         let class_names = self.class_names.clone();
         let alpha = settings.alpha;

@@ -190,6 +190,12 @@ struct Cache {
     selective_fixed: Option<selective_view::SelectiveFixed>,
     /// The last selective classification block, kept while T and the risk level stay.
     selective: Option<SelectiveView>,
+    /// Both halves' confidences, the risk–coverage curve and its AURC at the last selective
+    /// block's T, kept while T stays (the risk level moves only the threshold).
+    selective_at: Option<selective_view::SelectiveAtTemperature>,
+    /// The last conformal view with its settings and parts, kept while they stay (the lab's
+    /// other sliders, the PAC δ and the risk level, move blocks of their own).
+    conformal: Option<(ConformalSettings, ConformalParts, ConformalView)>,
     /// The anatomy of the fit a worker computed for this network and split.
     anatomy: Answers<AnatomyRequest, AnatomyCurves>,
     /// The evaluation images' order along each worst-slab direction.
@@ -462,6 +468,8 @@ impl Lab {
                 score_tables: Vec::new(),
                 selective_fixed: None,
                 selective: None,
+                selective_at: None,
+                conformal: None,
                 anatomy: Answers::default(),
                 slab_orders: None,
                 covgap_floor_spread: None,

@@ -32,6 +32,16 @@ pub(super) struct SelectiveFixed {
     aurc_fitted: f64,
 }
 
+/// Both halves' confidences at one temperature, and the evaluation half's risk–coverage curve
+/// and AURC there: what the selective block computes from T alone.
+#[derive(Debug, Clone)]
+pub(super) struct SelectiveAtTemperature {
+    temperature: f64,
+    halves: [Confidences; 2],
+    curve: Vec<RiskCoveragePoint>,
+    aurc: f64,
+}
+
 /// What the selective classification block shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectiveView {
@@ -116,6 +126,28 @@ fn confidences_of(part: &Part, k: usize, temperature: f64) -> Result<Confidences
 }
 
 impl Cache {
+    /// What the selective block computes from `temperature` alone, computed when T has moved.
+    fn selective_at(
+        &mut self,
+        k: usize,
+        temperature: f64,
+    ) -> Result<&SelectiveAtTemperature, LabError> {
+        let kept = self.selective_at.as_ref();
+        if kept.is_none_or(|kept| kept.temperature != temperature) {
+            let halves = [
+                confidences_of(&self.calibration, k, temperature)?,
+                confidences_of(&self.evaluation, k, temperature)?,
+            ];
+            self.selective_at = Some(SelectiveAtTemperature {
+                temperature,
+                curve: selective::risk_coverage_curve(&halves[1].0, &halves[1].1)?,
+                aurc: selective::aurc(&halves[1].0, &halves[1].1)?,
+                halves,
+            });
+        }
+        self.selective_at.as_ref().ok_or(LabError::NotReady)
+    }
+
     /// The confidences at T = 1 and at the fitted T, computed when missing.
     fn selective_fixed(&mut self, k: usize) -> Result<&SelectiveFixed, LabError> {
         if self.selective_fixed.is_none() {
@@ -173,12 +205,12 @@ impl Lab {
             return Ok(last.clone());
         }
         let fitted_temperature = cache.fit.temperature;
-        let at_t = [
-            confidences_of(&cache.calibration, k, temperature)?,
-            confidences_of(&cache.evaluation, k, temperature)?,
-        ];
-        let curve = selective::risk_coverage_curve(&at_t[1].0, &at_t[1].1)?;
-        let aurc = selective::aurc(&at_t[1].0, &at_t[1].1)?;
+        let SelectiveAtTemperature {
+            halves: at_t,
+            curve,
+            aurc,
+            ..
+        } = cache.selective_at(k, temperature)?.clone();
         let n_calibration = cache.calibration.labels.len();
         let fixed = cache.selective_fixed(k)?;
         let (report, lesson) = if n_calibration >= needed {

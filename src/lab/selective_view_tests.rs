@@ -160,3 +160,17 @@ fn the_experiment_checks_risk_control_on_the_coverage_experiments_splits() {
         .unwrap();
     assert!(experiment.risk_control.is_none());
 }
+
+#[test]
+fn a_risk_level_moved_at_the_same_temperature_gives_the_block_computed_anew() {
+    let mut lab = overconfident_lab(4_000, 3);
+    lab.selective_view(1.7, 0.2).unwrap();
+    let moved = lab.selective_view(1.7, 0.1).unwrap();
+    let mut fresh = overconfident_lab(4_000, 3);
+    assert_eq!(moved, fresh.selective_view(1.7, 0.1).unwrap());
+    // And T moved with the risk level kept.
+    assert_eq!(
+        lab.selective_view(2.5, 0.1).unwrap(),
+        fresh.selective_view(2.5, 0.1).unwrap()
+    );
+}

@@ -526,6 +526,40 @@ fn conformal_view_matches_the_conformal_module() {
 }
 
 #[test]
+fn a_kept_conformal_view_is_the_one_computed_anew_for_its_settings() {
+    let (mut lab, _, _) = full_lab(3_000);
+    let (first, second) = (settings(ScoreKind::Aps), settings(ScoreKind::Lac));
+    let before = lab.conformal_view(&first, ConformalParts::ALL).unwrap();
+    lab.conformal_view(&second, ConformalParts::ALL).unwrap();
+    let first_screen = ConformalParts {
+        comparison: false,
+        methods: false,
+    };
+    let fewer = lab.conformal_view(&first, first_screen).unwrap();
+    assert_eq!(fewer.comparison, None, "other parts are another view");
+    assert_eq!(
+        lab.conformal_view(&first, ConformalParts::ALL).unwrap(),
+        before
+    );
+    let (mut fresh, _, _) = full_lab(3_000);
+    assert_eq!(
+        fresh.conformal_view(&first, ConformalParts::ALL).unwrap(),
+        before
+    );
+    // A new split is new data: its view is computed on it.
+    lab.set_split(9);
+    fresh.set_split(9);
+    assert_eq!(
+        lab.conformal_view(&first, ConformalParts::ALL).unwrap(),
+        fresh.conformal_view(&first, ConformalParts::ALL).unwrap()
+    );
+    assert_ne!(
+        lab.conformal_view(&first, ConformalParts::ALL).unwrap(),
+        before
+    );
+}
+
+#[test]
 fn the_conformal_parts_left_out_are_none_and_change_nothing_else() {
     let (mut lab, _, _) = full_lab(3_000);
     let all = lab
