@@ -304,7 +304,7 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
     frame.readouts.patches = control_patches(state);
     frame.readouts.arrived = lab.arrived(model)?;
     if let (true, Some(store)) = (visible.ood, store.as_deref_mut()) {
-        let ood = ood::render(lab, store, state)?;
+        let ood = ood::render(lab, store, state, &visible.figures)?;
         frame.readouts.patches.extend(ood.patches);
         frame.readouts.needs = ood.needs;
         frame.readouts.odin_needs = ood.odin_needs;

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::figure::Figure;
 use super::readouts::{metric, metric_cell, text, Patch, TableCell, TableRow};
 use super::state::{Network, PageState};
 use crate::bootstrap::MetricInterval;
@@ -60,12 +61,13 @@ pub struct OodTile {
 #[derive(Debug, Clone)]
 pub struct OodCharts {
     /// The chosen score's histogram with its 95%-TPR threshold and the OOD share at or above
-    /// it; `None` while that score (ODIN) is not computed.
+    /// it; `None` while that score (ODIN) is not computed, or its chart is off screen.
     pub score_histogram: Option<(PairedHistogram, f64, f64)>,
     /// The x axis of the score histogram.
     pub score_label: String,
     pub set_title: &'static str,
-    /// Cross-entropy's and the chosen network's ROC curves for the chosen score, labelled.
+    /// Cross-entropy's and the chosen network's ROC curves for the chosen score, labelled;
+    /// none while their chart is off screen.
     pub roc: Vec<(String, Vec<RocPoint>)>,
     pub norms: PairedHistogram,
     pub norm_means: LogitNormMeans,
@@ -115,6 +117,7 @@ pub(super) fn render(
     lab: &mut Lab,
     store: &mut OodStore,
     state: &PageState,
+    figures: &[Figure],
 ) -> Result<OodOutput, LabError> {
     let cross_entropy = Network::Ce.index().ok_or(LabError::NotReady)?;
     let chosen = state.tau.index().ok_or(LabError::NotReady)?;
@@ -299,13 +302,15 @@ pub(super) fn render(
     ));
 
     let kind = state.ood_score;
+    // The score histogram and the ROC curves (a sort of every score) only for a chart on
+    // screen: the lab's sliders below them (the FDR level, the OOD share) move neither.
     let score_histogram = match chosen_view.summary(kind) {
-        Ok(summary) => Some((
+        Ok(summary) if figures.contains(&Figure::OodHistogram) => Some((
             chosen_view.score_histogram(kind, HISTOGRAM_BINS)?,
             summary.threshold,
             summary.metrics.fpr95,
         )),
-        Err(_) => None,
+        _ => None,
     };
     out.patches.push(text(
         "ood-histogram-summary",
@@ -325,7 +330,12 @@ pub(super) fn render(
         ),
     ));
     let mut roc = Vec::new();
-    for (view, network) in [(&ce_view, Network::Ce), (&chosen_view, state.tau)] {
+    let roc_pairs = if figures.contains(&Figure::OodRoc) {
+        vec![(&ce_view, Network::Ce), (&chosen_view, state.tau)]
+    } else {
+        Vec::new()
+    };
+    for (view, network) in roc_pairs {
         if network == Network::Ce && state.tau == Network::Ce && !roc.is_empty() {
             continue;
         }

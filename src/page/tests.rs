@@ -251,18 +251,25 @@ fn ood_frame(lab: &mut Lab, store: &mut OodStore, state: &PageState, visible: &V
     .unwrap()
 }
 
-/// The τ lab alone on screen.
-const TAU_LAB: Visible = Visible {
-    temperature: false,
-    conformal: false,
-    gallery: false,
-    ood: true,
-    shift: false,
-    own_image: false,
-    explain: None,
-    figures: Vec::new(),
-    blocks: Vec::new(),
-};
+/// The τ lab alone on screen, with its charts.
+fn tau_lab_on_screen() -> Visible {
+    Visible {
+        temperature: false,
+        conformal: false,
+        gallery: false,
+        ood: true,
+        shift: false,
+        own_image: false,
+        explain: None,
+        figures: vec![
+            Figure::OodHistogram,
+            Figure::OodRoc,
+            Figure::OodNorms,
+            Figure::TauChart,
+        ],
+        blocks: Vec::new(),
+    }
+}
 
 /// A lab of 300 test images with cross-entropy's logits, and an OOD store of 20 images a set.
 fn tau_lab() -> (Lab, OodStore) {
@@ -297,9 +304,28 @@ fn complete_the_tau_lab(
 }
 
 #[test]
+fn the_tau_labs_histogram_and_roc_curves_are_computed_only_on_screen() {
+    let (mut lab, mut store) = tau_lab();
+    let state = PageState::default();
+    let (chosen, ce) = (state.tau.index().unwrap(), Network::Ce.index().unwrap());
+    complete_the_tau_lab(&mut lab, &mut store, chosen, ce);
+    let on_screen = ood_frame(&mut lab, &mut store, &state, &tau_lab_on_screen());
+    let charts = on_screen.ood.as_ref().unwrap();
+    assert!(charts.score_histogram.is_some() && !charts.roc.is_empty());
+    let below = Visible {
+        figures: vec![Figure::OodPvalues],
+        ..tau_lab_on_screen()
+    };
+    let off_screen = ood_frame(&mut lab, &mut store, &state, &below);
+    let charts = off_screen.ood.as_ref().unwrap();
+    assert!(charts.score_histogram.is_none() && charts.roc.is_empty());
+    assert_eq!(off_screen.readouts.patches, on_screen.readouts.patches);
+}
+
+#[test]
 fn the_tau_lab_asks_for_what_it_lacks_then_reports_the_views_numbers() {
     let (mut lab, mut store) = tau_lab();
-    let visible = TAU_LAB;
+    let visible = tau_lab_on_screen();
     let state = PageState::default();
     let chosen = state.tau.index().unwrap();
     let ce = Network::Ce.index().unwrap();
@@ -436,10 +462,7 @@ fn a_feature_score_waits_for_the_worker_then_the_lab_follows_it() {
     let (rows, set_rows) = (300, 20);
     let mut lab = lab_with_logits(rows, rows);
     let mut store = OodStore::new(NUM_CLASSES, MODELS.len(), rows, [set_rows; 3]);
-    let visible = Visible {
-        ood: true,
-        ..Visible::default()
-    };
+    let visible = tau_lab_on_screen();
     let state = PageState {
         ood_score: ScoreKind::Knn,
         ..PageState::default()
@@ -1991,7 +2014,7 @@ fn each_charts_text_alternative_carries_the_frames_numbers() {
 
     // The τ lab: empty while the chosen network's logits arrive, then its numbers.
     let (mut lab, mut store) = tau_lab();
-    let visible = TAU_LAB;
+    let visible = tau_lab_on_screen();
     let state = PageState::default();
     let frame = ood_frame(&mut lab, &mut store, &state, &visible);
     for id in ["ood-roc-summary", "ood-norms-summary", "tau-chart-summary"] {
@@ -2044,7 +2067,7 @@ fn the_normalised_temperature_table_asks_for_each_evaluated_network_then_shows_i
     for model in evaluated {
         lab.add_logits(model, 0, &test).unwrap();
     }
-    let frame = ood_frame(&mut lab, &mut store, &state, &TAU_LAB);
+    let frame = ood_frame(&mut lab, &mut store, &state, &tau_lab_on_screen());
     let requests = &frame.readouts.normalized_requests;
     for model in evaluated {
         assert!(requests.iter().any(|r| r.model == model), "{requests:?}");
@@ -2082,7 +2105,7 @@ fn the_normalised_temperature_table_asks_for_each_evaluated_network_then_shows_i
     }
     let tau03 = Network::Tau03.index().unwrap();
     lab.add_logits(tau03, 0, &test).unwrap();
-    let frame = ood_frame(&mut lab, &mut store, &state, &TAU_LAB);
+    let frame = ood_frame(&mut lab, &mut store, &state, &tau_lab_on_screen());
     assert_eq!(
         text_patch(&frame.readouts.patches, "normalized-lesson"),
         "Fitting both temperatures on each network, with bootstrap intervals…"
@@ -2092,7 +2115,7 @@ fn the_normalised_temperature_table_asks_for_each_evaluated_network_then_shows_i
         ..requests[0]
     };
     store.add_comparison(request, comparison(0.05, 0.045));
-    let frame = ood_frame(&mut lab, &mut store, &state, &TAU_LAB);
+    let frame = ood_frame(&mut lab, &mut store, &state, &tau_lab_on_screen());
     assert!(
         frame
             .readouts
@@ -2235,7 +2258,7 @@ fn the_pvalues_block_waits_then_tests_the_evaluation_half_and_mixed_digits() {
         .unwrap();
     let visible = Visible {
         figures: vec![Figure::OodPvalues],
-        ..TAU_LAB
+        ..tau_lab_on_screen()
     };
     let frame = ood_frame(&mut lab, &mut store, &state, &visible);
     let patches = &frame.readouts.patches;
