@@ -174,28 +174,49 @@ pub fn outlier_test(
     check_scores(out_of_distribution, ScoreSet::OutOfDistribution)?;
     let in_distribution_pvalues = conformal_pvalues(calibration, in_distribution)?;
     let out_of_distribution_pvalues = conformal_pvalues(calibration, out_of_distribution)?;
-    let batch = [
-        in_distribution_pvalues.as_slice(),
-        &out_of_distribution_pvalues,
-    ]
-    .concat();
-    let discoveries = benjamini_hochberg(&batch, level)?;
-    let (nulls, outliers) = discoveries.rejected.split_at(in_distribution.len());
-    let false_discoveries = nulls.iter().filter(|&&r| r).count();
-    let true_discoveries = outliers.iter().filter(|&&r| r).count();
-    Ok(OutlierTest {
-        fdr_level: level,
-        n_calibration: calibration.len(),
-        n_in_distribution: in_distribution.len(),
-        n_out_of_distribution: out_of_distribution.len(),
-        discoveries: discoveries.count,
-        false_discoveries,
-        false_discovery_proportion: false_discoveries as f64 / discoveries.count.max(1) as f64,
-        power: true_discoveries as f64 / out_of_distribution.len() as f64,
-        largest_rejected_pvalue: discoveries.largest_rejected_pvalue,
+    OutlierTest::at_level(
+        calibration.len(),
         in_distribution_pvalues,
         out_of_distribution_pvalues,
-    })
+        level,
+    )
+}
+
+impl OutlierTest {
+    /// Benjamini–Hochberg at `level` over p-values already computed against `n_calibration`
+    /// scores: [`outlier_test`]'s second step, which a new level repeats alone.
+    ///
+    /// # Errors
+    /// As [`benjamini_hochberg`].
+    pub fn at_level(
+        n_calibration: usize,
+        in_distribution_pvalues: Vec<f64>,
+        out_of_distribution_pvalues: Vec<f64>,
+        level: f64,
+    ) -> Result<Self, OodError> {
+        let batch = [
+            in_distribution_pvalues.as_slice(),
+            &out_of_distribution_pvalues,
+        ]
+        .concat();
+        let discoveries = benjamini_hochberg(&batch, level)?;
+        let (nulls, outliers) = discoveries.rejected.split_at(in_distribution_pvalues.len());
+        let false_discoveries = nulls.iter().filter(|&&r| r).count();
+        let true_discoveries = outliers.iter().filter(|&&r| r).count();
+        Ok(Self {
+            fdr_level: level,
+            n_calibration,
+            n_in_distribution: in_distribution_pvalues.len(),
+            n_out_of_distribution: out_of_distribution_pvalues.len(),
+            discoveries: discoveries.count,
+            false_discoveries,
+            false_discovery_proportion: false_discoveries as f64 / discoveries.count.max(1) as f64,
+            power: true_discoveries as f64 / out_of_distribution_pvalues.len() as f64,
+            largest_rejected_pvalue: discoveries.largest_rejected_pvalue,
+            in_distribution_pvalues,
+            out_of_distribution_pvalues,
+        })
+    }
 }
 
 /// The OOD rows (of `out_of_distribution_rows`) that join `in_distribution_rows` tested

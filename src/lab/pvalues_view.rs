@@ -84,7 +84,6 @@ impl PvalueView {
         )?;
         let mixed: Vec<f64> = rows.iter().map(|&row| out_of_distribution[row]).collect();
         let test = ood_pvalues::outlier_test(calibration, in_distribution, &mixed, fdr_level)?;
-        let cutoff = test.largest_rejected_pvalue;
         let mut sorted: Vec<SortedPvalue> = test
             .in_distribution_pvalues
             .iter()
@@ -93,7 +92,7 @@ impl PvalueView {
             .map(|(pvalue, out_of_distribution)| SortedPvalue {
                 pvalue,
                 out_of_distribution,
-                rejected: cutoff.is_some_and(|cutoff| pvalue <= cutoff),
+                rejected: rejected(&test, pvalue),
             })
             .collect();
         // Stable: equal p-values keep the batch's order, in-distribution first.
@@ -101,6 +100,34 @@ impl PvalueView {
         Ok(Self {
             kind,
             ood_share,
+            test,
+            sorted,
+        })
+    }
+
+    /// The same batch's test at `fdr_level`: Benjamini–Hochberg again on its p-values, which
+    /// do not depend on the level.
+    ///
+    /// # Errors
+    /// [`OodError`] for a level outside `(0, 1)`.
+    pub fn at_level(&self, fdr_level: f64) -> Result<Self, OodError> {
+        let test = OutlierTest::at_level(
+            self.test.n_calibration,
+            self.test.in_distribution_pvalues.clone(),
+            self.test.out_of_distribution_pvalues.clone(),
+            fdr_level,
+        )?;
+        let sorted = self
+            .sorted
+            .iter()
+            .map(|p| SortedPvalue {
+                rejected: rejected(&test, p.pvalue),
+                ..*p
+            })
+            .collect();
+        Ok(Self {
+            kind: self.kind,
+            ood_share: self.ood_share,
             test,
             sorted,
         })
@@ -158,6 +185,13 @@ impl PvalueView {
     }
 }
 
+/// Whether Benjamini–Hochberg declares `pvalue` a discovery in `test`: every p-value up to the
+/// largest one it rejected.
+fn rejected(test: &OutlierTest, pvalue: f64) -> bool {
+    test.largest_rejected_pvalue
+        .is_some_and(|cutoff| pvalue <= cutoff)
+}
+
 /// The window of the sorted p-values the chart draws ([`PvalueView::chart_window`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChartWindow {
@@ -169,7 +203,8 @@ pub struct ChartWindow {
 
 impl OodStore {
     /// The p-values of `request`, from the network's logits on every test image
-    /// (`in_distribution`) and the split's calibration flags; the last ones are kept.
+    /// (`in_distribution`) and the split's calibration flags; the last ones are kept, and a
+    /// new FDR level on the same batch reruns Benjamini–Hochberg alone.
     ///
     /// # Errors
     /// [`LabError::NotReady`] before the set's logits are complete, the view's errors (a score
@@ -181,7 +216,14 @@ impl OodStore {
         is_calibration: &[bool],
     ) -> Result<&PvalueView, LabError> {
         let kept = matches!(&self.pvalues, Some((kept, _)) if *kept == request);
-        if !kept {
+        let same_batch = matches!(&self.pvalues,
+            Some((kept, _)) if PvalueRequest { fdr_level: request.fdr_level, ..*kept } == request);
+        if let (false, true, Some((_, view))) = (kept, same_batch, &self.pvalues) {
+            let at_level = view
+                .at_level(request.fdr_level)
+                .map_err(OodViewError::from)?;
+            self.pvalues = Some((request, at_level));
+        } else if !kept {
             let view = self.view(
                 request.model,
                 request.set,

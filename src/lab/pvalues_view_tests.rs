@@ -148,3 +148,29 @@ fn a_share_or_level_outside_zero_to_one_is_refused() {
         .is_err());
     }
 }
+
+#[test]
+fn a_new_level_on_the_same_batch_is_the_test_computed_anew_at_that_level() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let calibration = normal(&mut rng, 0.0, 1000);
+    let tested = normal(&mut rng, 0.0, 1000);
+    // OOD scores near the in-distribution ones: the discoveries change with the level.
+    let out_of_distribution = normal(&mut rng, -2.5, 500);
+    let view = |level| {
+        PvalueView::new(
+            ScoreKind::Msp,
+            (&calibration, &tested),
+            &out_of_distribution,
+            (0.2, level),
+            7,
+        )
+        .unwrap()
+    };
+    let strict = view(0.05);
+    for level in [0.01, 0.2, 0.5] {
+        let moved = strict.at_level(level).unwrap();
+        assert_eq!(moved, view(level), "level {level}");
+    }
+    assert_ne!(strict.test.discoveries, view(0.5).test.discoveries);
+    assert!(strict.at_level(1.5).is_err());
+}
