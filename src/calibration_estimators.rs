@@ -167,7 +167,8 @@ pub fn top_label_ece(
     Ok(TopLabelEce { value, per_class })
 }
 
-/// The cumulative differences of [`CumulativeDifferences::new`]: the curve and its scale.
+/// The cumulative differences of [`CumulativeDifferences::new`]: the curve, its scale and
+/// where it reaches its statistics.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CumulativeDifferences {
     /// The confidences in ascending order (ties in row order).
@@ -176,6 +177,10 @@ pub struct CumulativeDifferences {
     pub curve: Vec<f64>,
     /// `σ = sqrt(Σ_i c_i(1 − c_i))/n`, the curve's scale under calibration.
     pub scale: f64,
+    /// Found once with the curve: the KS error, Kuiper's range, their tests, the chart and its
+    /// sentence all read them on a slider's every frame.
+    #[serde(skip)]
+    landmarks: Landmarks,
 }
 
 /// Where the cumulative differences reach their statistics, each the first `k` that does
@@ -187,6 +192,30 @@ pub struct Landmarks {
     /// The highest and the lowest `D_k`: Kuiper's range between them.
     pub highest: usize,
     pub lowest: usize,
+}
+
+impl Landmarks {
+    /// The landmarks of `curve` in one pass, each the first `k` that reaches its extreme (0 for
+    /// an empty curve).
+    fn of(curve: &[f64]) -> Self {
+        let mut landmarks = Self {
+            largest_gap: 0,
+            highest: 0,
+            lowest: 0,
+        };
+        for (k, &d) in curve.iter().enumerate().skip(1) {
+            if d.abs() > curve[landmarks.largest_gap].abs() {
+                landmarks.largest_gap = k;
+            }
+            if d > curve[landmarks.highest] {
+                landmarks.highest = k;
+            }
+            if d < curve[landmarks.lowest] {
+                landmarks.lowest = k;
+            }
+        }
+        landmarks
+    }
 }
 
 /// A statistic of a test of calibration and its p-value.
@@ -215,7 +244,7 @@ impl CumulativeDifferences {
             .collect();
         rows.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut sum = 0.0;
-        let curve = rows
+        let curve: Vec<f64> = rows
             .iter()
             .map(|&(c, y)| {
                 sum += f64::from(y) - c;
@@ -225,6 +254,7 @@ impl CumulativeDifferences {
         let spread: f64 = confidence.iter().map(|&c| c * (1.0 - c)).sum();
         Ok(Self {
             sorted_confidence: rows.iter().map(|&(c, _)| c).collect(),
+            landmarks: Landmarks::of(&curve),
             curve,
             scale: spread.sqrt() / n,
         })
@@ -233,20 +263,7 @@ impl CumulativeDifferences {
     /// Where the curve reaches its statistics: the first `k` of the largest `|D_k|` and of the
     /// highest and the lowest `D_k` (indices into [`CumulativeDifferences::curve`]).
     pub fn landmarks(&self) -> Landmarks {
-        let first_best = |better: &dyn Fn(f64, f64) -> bool| {
-            (1..self.curve.len()).fold(0, |best, k| {
-                if better(self.curve[k], self.curve[best]) {
-                    k
-                } else {
-                    best
-                }
-            })
-        };
-        Landmarks {
-            largest_gap: first_best(&|d, best| d.abs() > best.abs()),
-            highest: first_best(&|d, best| d > best),
-            lowest: first_best(&|d, best| d < best),
-        }
+        self.landmarks
     }
 
     /// Gupta et al.'s KS calibration error `max_k |D_k|`.

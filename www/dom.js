@@ -4,10 +4,28 @@
 // The element with this id.
 export const $ = (id) => document.getElementById(id);
 
+// The elements that show each readout sent without an id, found once: a query of the whole
+// document for every such readout took a phone-class device over a millisecond of each slider
+// frame. Found anew after anything that can add, remove or rename one (a readout given a new
+// name, a list of readouts or a table's rows replaced); nothing else in the page makes them.
+/** @type {Map<string, Element[]>} */
+const readoutElements = new Map();
+function elementsShowing(metric) {
+  let elements = readoutElements.get(metric);
+  if (!elements) {
+    elements = [...document.querySelectorAll(`[data-metric="${metric}"]`)];
+    readoutElements.set(metric, elements);
+  }
+  return elements;
+}
+
 // Writes one readout: the text for people, data-value (a plain number) for tests and copying.
 export function setMetric(element, name, value, text) {
   const { dataset } = element;
-  if (dataset.metric !== name) dataset.metric = name;
+  if (dataset.metric !== name) {
+    dataset.metric = name;
+    readoutElements.clear();
+  }
   if (dataset.value !== String(value)) dataset.value = String(value);
   setText(element, text);
 }
@@ -26,7 +44,7 @@ function setProperty(element, name, value) {
 export function applyPatches(patches) {
   for (const p of patches) {
     if (p.kind === "metric" && !p.id) {
-      for (const element of document.querySelectorAll(`[data-metric="${p.metric}"]`)) applyPatch(element, p);
+      for (const element of elementsShowing(p.metric)) applyPatch(element, p);
     } else {
       applyPatch($(p.id), p);
     }
@@ -53,9 +71,9 @@ function applyPatch(element, p) {
     case "max": setProperty(element, "max", p.max); break;
     case "progress": setProperty(element, "max", p.max); setProperty(element, "value", p.value); break;
     case "style": element.style.setProperty(p.property, p.value); break;
-    case "metrics": element.replaceChildren(...joined(p.items.map(metricSpan))); break;
-    case "rows": element.tBodies[0].replaceChildren(...p.rows.map(tableRow)); break;
-    case "bars": element.tBodies[0].replaceChildren(...p.rows.map(barRow)); break;
+    case "metrics": element.replaceChildren(...joined(p.items.map(metricSpan))); readoutElements.clear(); break;
+    case "rows": element.tBodies[0].replaceChildren(...p.rows.map(tableRow)); readoutElements.clear(); break;
+    case "bars": element.tBodies[0].replaceChildren(...p.rows.map(barRow)); readoutElements.clear(); break;
     default: throw new Error(`unknown patch kind ${p.kind}`);
   }
 }

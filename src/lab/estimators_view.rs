@@ -68,11 +68,24 @@ impl EstimatorsView {
     }
 }
 
-/// The rows of one case, kept per network and split while the case stays.
+/// The rows of one case and their predicted classes (which no temperature moves), kept per
+/// network and split while the case stays, with the last view computed on them.
 #[derive(Debug, Clone)]
 pub(super) struct KeptCase {
     case: EstimatorCase,
     rows: CaseRows,
+    predicted: Vec<u32>,
+    /// The last view: the base rates are taken at T = 1 whatever the slider says, so theirs
+    /// is computed once.
+    last: Option<KeptView>,
+}
+
+/// A case's view and the temperature and bins it was computed at.
+#[derive(Debug, Clone)]
+struct KeptView {
+    settings: (f64, usize, Binning),
+    view: EstimatorsView,
+    cumulative: CumulativeDifferences,
 }
 
 /// The table and the cumulative differences on the rows of `case` (not the network's own) at
@@ -98,19 +111,34 @@ pub(super) fn case_view(
             evaluation_logits,
             evaluation_labels,
         )?;
-        *kept = Some(KeptCase { case, rows });
+        let predicted =
+            calibration_estimators::predicted_classes(&Logits::new(&rows.logits, classes)?);
+        *kept = Some(KeptCase {
+            case,
+            rows,
+            predicted,
+            last: None,
+        });
     }
-    let rows = &kept.as_ref().ok_or(LabError::NotReady)?.rows;
+    let KeptCase {
+        rows,
+        predicted,
+        last,
+        ..
+    } = kept.as_mut().ok_or(LabError::NotReady)?;
     let temperature = case.temperature(temperature);
+    let settings = (temperature, bins, binning);
+    if let Some(kept) = last.as_ref().filter(|kept| kept.settings == settings) {
+        return Ok((kept.view.clone(), kept.cumulative.clone()));
+    }
     let logits = Logits::new(&rows.logits, classes)?;
     let full = calibration::evaluate_in_full(&logits, &rows.labels, temperature, bins, binning)?;
     let smooth = smooth_calibration::smooth_ece(&full.confidence, &full.correct)?;
     let cumulative = CumulativeDifferences::new(&full.confidence, &full.correct)?;
-    let predicted = calibration_estimators::predicted_classes(&logits);
     let estimators = calibration_estimators::estimators_of(
         &full.confidence,
         &full.correct,
-        &predicted,
+        predicted,
         classes,
         bins,
         binning,
@@ -142,5 +170,10 @@ pub(super) fn case_view(
         empty_bins,
         constant_answer,
     };
+    *last = Some(KeptView {
+        settings,
+        view: view.clone(),
+        cumulative: cumulative.clone(),
+    });
     Ok((view, cumulative))
 }

@@ -1095,3 +1095,28 @@ fn the_estimators_table_on_a_case_is_the_library_on_the_case_rows() {
         assert_eq!(view.estimator_case.unwrap().intervals, Some(answer));
     }
 }
+
+#[test]
+fn a_case_kept_across_slider_moves_shows_what_a_fresh_lab_computes() {
+    use crate::estimator_cases::EstimatorCase;
+    let parts = TemperatureParts::all(false);
+    let (mut kept, _, _) = full_lab(600);
+    for case in EstimatorCase::ALL {
+        // The same case over several temperatures and bins (the base rates' view is the same
+        // at each temperature), then back to the first.
+        for (t, bins) in [(0.7, 10), (1.9, 10), (1.9, 12), (0.7, 10)] {
+            let moved = kept
+                .temperature_view_of_case(t, bins, Binning::Width, parts, case)
+                .unwrap();
+            let (mut fresh, _, _) = full_lab(600);
+            let expected = fresh
+                .temperature_view_of_case(t, bins, Binning::Width, parts, case)
+                .unwrap();
+            assert_eq!(
+                moved.estimator_case, expected.estimator_case,
+                "{case:?} {t} {bins}"
+            );
+            assert_eq!(moved.cumulative, expected.cumulative, "{case:?} {t} {bins}");
+        }
+    }
+}

@@ -3,16 +3,16 @@
 //! bound), its sentence and its chart's text alternative, from an [`AdaptiveView`].
 
 use super::readouts::{metric, slider, text, Patch};
-use super::state::PageState;
+use super::state::{PageState, StateFields};
 use crate::lab::{AdaptiveView, COVERAGE_WINDOW};
 use crate::sentences::{self, percent};
 use crate::text::grouped;
 
 /// The γ slider and its label: from the state alone.
-pub(super) fn control_patches(state: &PageState) -> [Patch; 2] {
+pub(super) fn control_patches(state: &PageState, fields: &StateFields) -> [Patch; 2] {
     let gamma = format!("{}", state.aci_gamma);
     slider(
-        state,
+        fields,
         "aci-gamma",
         "aci-gamma-value",
         gamma.clone(),

@@ -2,16 +2,16 @@
 //! threshold's readouts beside the marginal one's, and the coverage experiment's PAC line.
 
 use super::readouts::{metric, slider, text, Patch};
-use super::state::PageState;
+use super::state::{PageState, StateFields};
 use crate::lab::{PacExperiment, PacView};
 use crate::sentences::{percent, threshold_text};
 use crate::text::grouped;
 
 /// The δ slider and its label: from the state alone.
-pub(super) fn control_patches(state: &PageState) -> [Patch; 2] {
+pub(super) fn control_patches(state: &PageState, fields: &StateFields) -> [Patch; 2] {
     let delta = format!("{:.2}", state.delta);
     slider(
-        state,
+        fields,
         "pac-delta",
         "pac-delta-value",
         delta.clone(),

@@ -4,7 +4,7 @@
 
 use super::ood::score_name;
 use super::readouts::{metric, slider, text, Patch};
-use super::state::PageState;
+use super::state::{PageState, StateFields};
 use crate::lab::ood_view::OodViewError;
 use crate::lab::{Lab, LabError, OodSet, OodStore, PvalueRequest, PvalueView};
 use crate::sentences::{self, percent, PvalueFigures};
@@ -32,11 +32,11 @@ pub struct PvalueFrame {
 }
 
 /// The FDR level and OOD share sliders and their labels: from the state alone.
-pub(super) fn control_patches(state: &PageState) -> Vec<Patch> {
+pub(super) fn control_patches(state: &PageState, fields: &StateFields) -> Vec<Patch> {
     let level = percent(state.fdr, 0);
     let share = percent(state.ood_share, 0);
     let mut patches = slider(
-        state,
+        fields,
         "ood-fdr",
         "ood-fdr-value",
         level.clone(),
@@ -44,7 +44,7 @@ pub(super) fn control_patches(state: &PageState) -> Vec<Patch> {
     )
     .to_vec();
     patches.extend(slider(
-        state,
+        fields,
         "ood-share",
         "ood-share-value",
         share.clone(),

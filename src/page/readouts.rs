@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use serde_json::Value;
 
-use super::state::{fields_of, temperature_fraction, FieldKind, PageState, FIELDS, MODELS};
+use super::state::{temperature_fraction, FieldKind, PageState, StateFields, FIELDS, MODELS};
 use super::{GalleryChoice, GALLERY_LIMIT};
 use crate::bootstrap::{MetricInterval, MetricIntervals};
 use crate::calibration::{MAX_TEMPERATURE, MIN_TEMPERATURE};
@@ -260,10 +260,10 @@ pub(super) fn metric(name: impl Into<String>, value: f64, text: String) -> Patch
     }
 }
 
-/// The slider `id`'s position (from the field table, [`PageState::slider_position`]) and spoken
-/// value, and the text shown beside it (element `label`).
+/// The slider `id`'s position (from the field table, [`StateFields::slider_position`]) and
+/// spoken value, and the text shown beside it (element `label`).
 pub(super) fn slider(
-    state: &PageState,
+    fields: &StateFields,
     id: &'static str,
     label: &'static str,
     shown: String,
@@ -272,7 +272,7 @@ pub(super) fn slider(
     [
         Patch::Control {
             id,
-            value: state.slider_position(id).unwrap_or_default(),
+            value: fields.slider_position(id).unwrap_or_default(),
             valuetext: Some(valuetext),
         },
         text(label, shown),
@@ -301,8 +301,7 @@ pub fn score_name(kind: ScoreKind) -> &'static str {
 /// The value of each control that sets a choice or a flag ([`FieldKind::Choice`],
 /// [`FieldKind::Flag`]), made from [`FIELDS`]: a select's option is the field's name in the hash,
 /// a check box is checked when the hash says `1`.
-fn choice_patches(state: &PageState) -> Vec<Patch> {
-    let values = fields_of(state);
+fn choice_patches(values: &StateFields) -> Vec<Patch> {
     FIELDS
         .iter()
         .filter_map(|field| {
@@ -348,6 +347,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         format!("Disabled: {}.", idle.join("; "))
     };
     let (low, high) = (MIN_TEMPERATURE, MAX_TEMPERATURE);
+    let fields = state.fields();
     let mut patches = vec![
         text("temperature-min", format!("{low}")),
         text("temperature-max", format!("{high}")),
@@ -360,7 +360,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         ),
         Patch::Control {
             id: "temperature",
-            value: state.slider_position("temperature").unwrap_or_default(),
+            value: fields.slider_position("temperature").unwrap_or_default(),
             valuetext: Some(format!("T = {t}")),
         },
         Patch::Metric {
@@ -398,13 +398,13 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     ];
     let severity = state.severity.to_string();
     let parameter = state.shift.parameter(state.severity);
-    patches.extend(choice_patches(state));
+    patches.extend(choice_patches(&fields));
     patches.push(Patch::Max {
         id: "severity",
         max: state.shift.max_severity().to_string(),
     });
     patches.extend(slider(
-        state,
+        &fields,
         "severity",
         "severity-value",
         format!("{severity} ({parameter})"),
@@ -428,7 +428,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
         ),
     ));
     patches.extend(slider(
-        state,
+        &fields,
         "tau",
         "tau-value",
         state.tau.title(),
@@ -438,35 +438,35 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     let k_reg = state.k_reg.to_string();
     for pair in [
         slider(
-            state,
+            &fields,
             "bins",
             "bins-value",
             bins,
             format!("{} bins", state.bins),
         ),
         slider(
-            state,
+            &fields,
             "alpha",
             "alpha-value",
             alpha.clone(),
             format!("α = {alpha}, target coverage {target}"),
         ),
         slider(
-            state,
+            &fields,
             "raps-lambda",
             "raps-lambda-value",
             raps_lambda.clone(),
             format!("λ = {raps_lambda}"),
         ),
         slider(
-            state,
+            &fields,
             "k-reg",
             "k-reg-value",
             k_reg.clone(),
             format!("k reg = {k_reg}"),
         ),
         slider(
-            state,
+            &fields,
             "saps-lambda",
             "saps-lambda-value",
             saps_lambda.clone(),
@@ -475,10 +475,10 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
     ] {
         patches.extend(pair);
     }
-    patches.extend(super::pac::control_patches(state));
-    patches.extend(super::selective::control_patches(state));
-    patches.extend(super::adaptive::control_patches(state));
-    patches.extend(super::pvalues::control_patches(state));
+    patches.extend(super::pac::control_patches(state, &fields));
+    patches.extend(super::selective::control_patches(state, &fields));
+    patches.extend(super::adaptive::control_patches(state, &fields));
+    patches.extend(super::pvalues::control_patches(state, &fields));
     patches
 }
 

@@ -2,15 +2,15 @@
 //! readouts of the risk–coverage curve, its AURC and conformal risk control's threshold.
 
 use super::readouts::{metric, slider, text, Patch};
-use super::state::PageState;
+use super::state::{PageState, StateFields};
 use crate::lab::{RiskControlExperiment, SelectiveView};
 use crate::sentences::percent;
 
 /// The risk level slider and its label: from the state alone.
-pub(super) fn control_patches(state: &PageState) -> [Patch; 2] {
+pub(super) fn control_patches(state: &PageState, fields: &StateFields) -> [Patch; 2] {
     let risk = percent(state.risk, 0);
     slider(
-        state,
+        fields,
         "selective-risk",
         "selective-risk-value",
         risk.clone(),

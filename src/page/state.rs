@@ -875,34 +875,17 @@ impl PageState {
         }
     }
 
-    /// The position of the slider `control` for this state, as its element's `value`: the
-    /// inverse of [`PageState::control`] for every slider of [`FIELDS`], so that no slider's
-    /// position is written by hand. `None` for a control that is not a slider.
+    /// The position of the slider `control` for this state, as its element's `value`:
+    /// [`StateFields::slider_position`] of [`PageState::fields`].
     pub fn slider_position(&self, control: &str) -> Option<String> {
-        let field = FIELDS.iter().find(|f| f.control == Some(control))?;
-        field.slider_range()?;
-        let value = fields_of(self).remove(field.key)?;
-        match (field.kind, value) {
-            (FieldKind::Steps, Value::String(name)) => field
-                .steps()
-                .iter()
-                .position(|step| *step == name)
-                .map(|position| position.to_string()),
-            (
-                FieldKind::Number(NumberRange {
-                    min,
-                    max,
-                    slider: Slider::Log { positions },
-                    ..
-                }),
-                Value::Number(number),
-            ) => {
-                let fraction = (number.as_f64()? / min).ln() / (max / min).ln();
-                Some(((f64::from(positions) * fraction.clamp(0.0, 1.0)).round() as u32).to_string())
-            }
-            (FieldKind::Number(_), Value::Number(number)) => Some(format!("{}", number.as_f64()?)),
-            _ => None,
-        }
+        self.fields().slider_position(control)
+    }
+
+    /// The state's fields as its hash writes them, for reading many controls' values from one
+    /// serialisation: a frame writes every control, and serialising the whole state once per
+    /// slider cost a phone a millisecond of each frame.
+    pub fn fields(&self) -> StateFields {
+        StateFields(fields_of(self))
     }
 
     /// The mistaken fits the anatomy chart shows, in the order of their switches.
@@ -1085,6 +1068,45 @@ pub(super) fn fields_of(state: &PageState) -> Map<String, Value> {
     match serde_json::to_value(state) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
+    }
+}
+
+/// A state's fields by hash key ([`PageState::fields`]).
+pub struct StateFields(Map<String, Value>);
+
+impl StateFields {
+    /// The value of field `key` as the hash writes it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
+    /// The position of the slider `control`, as its element's `value`: the inverse of
+    /// [`PageState::control`] for every slider of [`FIELDS`], so that no slider's position is
+    /// written by hand. `None` for a control that is not a slider.
+    pub fn slider_position(&self, control: &str) -> Option<String> {
+        let field = FIELDS.iter().find(|f| f.control == Some(control))?;
+        field.slider_range()?;
+        match (field.kind, self.get(field.key)?) {
+            (FieldKind::Steps, Value::String(name)) => field
+                .steps()
+                .iter()
+                .position(|step| step == name)
+                .map(|position| position.to_string()),
+            (
+                FieldKind::Number(NumberRange {
+                    min,
+                    max,
+                    slider: Slider::Log { positions },
+                    ..
+                }),
+                Value::Number(number),
+            ) => {
+                let fraction = (number.as_f64()? / min).ln() / (max / min).ln();
+                Some(((f64::from(positions) * fraction.clamp(0.0, 1.0)).round() as u32).to_string())
+            }
+            (FieldKind::Number(_), Value::Number(number)) => Some(format!("{}", number.as_f64()?)),
+            _ => None,
+        }
     }
 }
 
