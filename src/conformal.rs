@@ -217,7 +217,7 @@ impl Score {
     }
 
     /// Whether the score depends on the labels' ranking (all but LAC).
-    fn is_ranked(&self) -> bool {
+    pub fn is_ranked(&self) -> bool {
         !matches!(self, Score::Lac)
     }
 
@@ -272,6 +272,62 @@ fn ranking_key(p: &[f64], y: usize) -> (i64, u32) {
     (!total, y as u32)
 }
 
+/// Every row's labels in ranking order (by [`ranking_key`]), found once for a table of
+/// probabilities. The ranked scores' parameters (RAPS's λ and `k_reg`, SAPS's λ) do not move
+/// the order, so a slider over them scores the rows again without sorting them again: the sort
+/// was most of such a move's frame.
+#[derive(Clone, Debug)]
+pub struct Rankings {
+    num_classes: usize,
+    /// `[rows, num_classes]`: a row's labels, most probable first.
+    labels: Vec<u8>,
+}
+
+impl Rankings {
+    /// The rankings of the rows of the row-major `probabilities` (`num_classes` a row); `None`
+    /// for more than 256 classes, whose rows are ranked as they are scored.
+    ///
+    /// # Errors
+    /// [`ConformalError::InvalidParameter`] for `num_classes = 0`,
+    /// [`ConformalError::ShapeMismatch`] for a length that is not a multiple of it, and
+    /// [`ConformalError::NonFiniteProbability`] for a NaN or infinite probability.
+    pub fn new(probabilities: &[f64], num_classes: usize) -> Result<Option<Self>, ConformalError> {
+        check_num_classes(num_classes)?;
+        check_matrix(
+            "probabilities (rows × num_classes)",
+            probabilities.len(),
+            probabilities.len() / num_classes,
+            num_classes,
+        )?;
+        if num_classes > usize::from(u8::MAX) + 1 {
+            return Ok(None);
+        }
+        let mut scorer = RowScorer::new(num_classes);
+        let mut labels = Vec::with_capacity(probabilities.len());
+        for (row, p) in probabilities.chunks_exact(num_classes).enumerate() {
+            check_row_finite(p, row)?;
+            scorer.rank(p);
+            // At most 256 classes: every label fits.
+            labels.extend(scorer.order.iter().map(|&(_, label)| label as u8));
+        }
+        Ok(Some(Self {
+            num_classes,
+            labels,
+        }))
+    }
+
+    /// How many rows are ranked.
+    pub fn rows(&self) -> usize {
+        self.labels.len() / self.num_classes
+    }
+
+    fn row(&self, row: usize) -> impl Iterator<Item = usize> + '_ {
+        self.labels[row * self.num_classes..(row + 1) * self.num_classes]
+            .iter()
+            .map(|&label| usize::from(label))
+    }
+}
+
 /// Scores all labels of one row, reusing its ordering buffer across rows.
 struct RowScorer {
     order: Vec<(i64, u32)>,
@@ -290,7 +346,7 @@ impl RowScorer {
         if score.is_ranked() {
             self.rank(p);
         }
-        self.score_ranked(p, score, u, out);
+        score_in_order(p, score, u, self.labels(), out);
     }
 
     /// Sorts the labels of `p` into ranking order, for the ranked scores of this row.
@@ -300,46 +356,62 @@ impl RowScorer {
         self.order.sort_unstable();
     }
 
-    /// As [`RowScorer::score_row`], with the labels already ranked by [`RowScorer::rank`] on
-    /// this `p` when the score is ranked.
-    fn score_ranked(&self, p: &[f64], score: &Score, u: f64, out: &mut [f64]) {
-        let u = if score.is_randomized() { u } else { 1.0 };
-        match *score {
-            Score::Lac => {
-                for (s, &pk) in out.iter_mut().zip(p) {
-                    *s = 1.0 - pk;
+    /// The labels [`RowScorer::rank`] ordered, most probable first.
+    fn labels(&self) -> impl Iterator<Item = usize> + '_ {
+        self.order.iter().map(|&(_, label)| label as usize)
+    }
+}
+
+/// Writes `s(x, y)` for every label of `p` into `out`, the labels in ranking order given by
+/// `order` (read by the ranked scores only). Preconditions as [`RowScorer::score_row`]'s.
+fn score_in_order(
+    p: &[f64],
+    score: &Score,
+    u: f64,
+    order: impl Iterator<Item = usize>,
+    out: &mut [f64],
+) {
+    let u = if score.is_randomized() { u } else { 1.0 };
+    match *score {
+        Score::Lac => {
+            for (s, &pk) in out.iter_mut().zip(p) {
+                *s = 1.0 - pk;
+            }
+        }
+        Score::Aps { .. } => {
+            by_rank(p, order, out, |before, p_label, _, _| before + u * p_label);
+        }
+        Score::Raps { lambda, k_reg, .. } => {
+            by_rank(p, order, out, |before, p_label, rank, _| {
+                before + u * p_label + lambda * rank.saturating_sub(k_reg) as f64
+            });
+        }
+        Score::Saps { lambda, .. } => {
+            by_rank(p, order, out, |_, p_label, rank, p_max| {
+                if rank == 1 {
+                    u * p_label
+                } else {
+                    p_max + lambda * ((rank - 2) as f64 + u)
                 }
-            }
-            Score::Aps { .. } => {
-                self.by_rank(p, out, |before, p_label, _, _| before + u * p_label);
-            }
-            Score::Raps { lambda, k_reg, .. } => {
-                self.by_rank(p, out, |before, p_label, rank, _| {
-                    before + u * p_label + lambda * rank.saturating_sub(k_reg) as f64
-                });
-            }
-            Score::Saps { lambda, .. } => {
-                self.by_rank(p, out, |_, p_label, rank, p_max| {
-                    if rank == 1 {
-                        u * p_label
-                    } else {
-                        p_max + lambda * ((rank - 2) as f64 + u)
-                    }
-                });
-            }
+            });
         }
     }
+}
 
-    /// Sets `out[y] = f(mass ranked above y, p_y, o(y), p_max)`, the labels in ranking order.
-    fn by_rank(&self, p: &[f64], out: &mut [f64], f: impl Fn(f64, f64, usize, f64) -> f64) {
-        let p_max = self.order.first().map_or(0.0, |&(_, top)| p[top as usize]);
-        let mut before = 0.0_f64;
-        for (position, &(_, label)) in self.order.iter().enumerate() {
-            let label = label as usize;
-            let p_label = p[label];
-            out[label] = f(before, p_label, position + 1, p_max);
-            before += p_label;
-        }
+/// Sets `out[y] = f(mass ranked above y, p_y, o(y), p_max)`, the labels in ranking order.
+fn by_rank(
+    p: &[f64],
+    order: impl Iterator<Item = usize>,
+    out: &mut [f64],
+    f: impl Fn(f64, f64, usize, f64) -> f64,
+) {
+    let mut order = order.peekable();
+    let p_max = order.peek().map_or(0.0, |&top| p[top]);
+    let mut before = 0.0_f64;
+    for (position, label) in order.enumerate() {
+        let p_label = p[label];
+        out[label] = f(before, p_label, position + 1, p_max);
+        before += p_label;
     }
 }
 
@@ -417,13 +489,15 @@ fn check_row_finite(p: &[f64], row: usize) -> Result<(), ConformalError> {
 }
 
 /// Scores every row of a validated `[uniforms.len(), num_classes]` array with each of `scores`
-/// (ranking its labels once for all of them) and hands each row's label scores to `visit`
-/// with the score's index. Checks each row for non-finite values.
+/// (ranking its labels once for all of them, or reading them from `rankings`, which must rank
+/// these rows) and hands each row's label scores to `visit` with the score's index. Checks
+/// each row for non-finite values.
 fn for_each_row(
     probabilities: &[f64],
     num_classes: usize,
     scores: &[Score],
     uniforms: &[f64],
+    rankings: Option<&Rankings>,
     mut visit: impl FnMut(usize, usize, &[f64]),
 ) -> Result<(), ConformalError> {
     let mut scorer = RowScorer::new(num_classes);
@@ -435,15 +509,36 @@ fn for_each_row(
         .enumerate()
     {
         check_row_finite(p, row)?;
-        if ranked {
+        if ranked && rankings.is_none() {
             scorer.rank(p);
         }
         for (index, score) in scores.iter().enumerate() {
-            scorer.score_ranked(p, score, u, &mut row_scores);
+            match rankings {
+                Some(rankings) => score_in_order(p, score, u, rankings.row(row), &mut row_scores),
+                None => score_in_order(p, score, u, scorer.labels(), &mut row_scores),
+            }
             visit(row, index, &row_scores);
         }
     }
     Ok(())
+}
+
+/// Checks that `rankings`, if any, rank `rows` rows of `num_classes` labels.
+fn check_rankings(
+    rankings: Option<&Rankings>,
+    rows: usize,
+    num_classes: usize,
+) -> Result<(), ConformalError> {
+    match rankings {
+        Some(rankings) if rankings.num_classes != num_classes => {
+            Err(ConformalError::InvalidParameter {
+                name: "rankings' classes",
+                value: rankings.num_classes as f64,
+            })
+        }
+        Some(rankings) => check_length("rankings (one per row)", rows, rankings.rows()),
+        None => Ok(()),
+    }
 }
 
 /// Checks the inputs shared by the batch scoring functions: `n = uniforms.len()` rows.
@@ -516,22 +611,27 @@ pub fn all_label_scores(
         num_classes,
         std::slice::from_ref(score),
         uniforms,
+        None,
     )?;
     Ok(tables.into_iter().next().unwrap_or_default())
 }
 
 /// [`all_label_scores`] of each of `scores`, in their order: each row's labels are ranked once
-/// for all of them (the sort is most of a ranked score's cost).
+/// for all of them (the sort is most of a ranked score's cost), or read from `rankings` of
+/// these probabilities ([`Rankings::new`]).
 ///
 /// # Errors
-/// As [`all_label_scores`], for any of the scores.
+/// As [`all_label_scores`], for any of the scores, and [`ConformalError::ShapeMismatch`] or
+/// [`ConformalError::InvalidParameter`] for rankings of another shape.
 pub fn all_label_scores_each(
     probabilities: &[f64],
     num_classes: usize,
     scores: &[Score],
     uniforms: &[f64],
+    rankings: Option<&Rankings>,
 ) -> Result<Vec<Vec<f64>>, ConformalError> {
     check_batch(probabilities, num_classes, scores, uniforms)?;
+    check_rankings(rankings, uniforms.len(), num_classes)?;
     // Not `vec![…; n]`: a clone of an empty vector drops its capacity.
     let mut tables: Vec<Vec<f64>> = scores
         .iter()
@@ -542,6 +642,7 @@ pub fn all_label_scores_each(
         num_classes,
         scores,
         uniforms,
+        rankings,
         |_, index, row| tables[index].extend_from_slice(row),
     )?;
     Ok(tables)
@@ -568,20 +669,24 @@ pub fn true_label_scores(
         num_classes,
         std::slice::from_ref(score),
         uniforms,
+        None,
     )?;
     Ok(scores.into_iter().next().unwrap_or_default())
 }
 
-/// [`true_label_scores`] of each of `scores`, in their order, each row's labels ranked once.
+/// [`true_label_scores`] of each of `scores`, in their order, each row's labels ranked once or
+/// read from `rankings` of these probabilities.
 ///
 /// # Errors
-/// As [`true_label_scores`], for any of the scores.
+/// As [`true_label_scores`], for any of the scores, and as [`all_label_scores_each`] for
+/// rankings of another shape.
 pub fn true_label_scores_each(
     probabilities: &[f64],
     labels: &[u32],
     num_classes: usize,
     scores: &[Score],
     uniforms: &[f64],
+    rankings: Option<&Rankings>,
 ) -> Result<Vec<Vec<f64>>, ConformalError> {
     check_length(
         "uniforms (one per labelled row)",
@@ -589,6 +694,7 @@ pub fn true_label_scores_each(
         uniforms.len(),
     )?;
     check_batch(probabilities, num_classes, scores, uniforms)?;
+    check_rankings(rankings, uniforms.len(), num_classes)?;
     check_labels(labels, num_classes)?;
     let mut true_scores: Vec<Vec<f64>> = scores
         .iter()
@@ -599,6 +705,7 @@ pub fn true_label_scores_each(
         num_classes,
         scores,
         uniforms,
+        rankings,
         |row, index, row_scores| true_scores[index].push(row_scores[labels[row] as usize]),
     )?;
     Ok(true_scores)
@@ -1488,6 +1595,23 @@ pub struct SweepPoint {
     pub average_set_size: f64,
 }
 
+/// For each of the `ascending` thresholds, how many of `scores` lie at or below it: each score
+/// counted once where it first fits, then a running sum.
+fn counts_at_or_below(ascending: &[f64], scores: impl Iterator<Item = f64>) -> Vec<usize> {
+    let mut first_at_or_above = vec![0usize; ascending.len() + 1];
+    for score in scores {
+        first_at_or_above[ascending.partition_point(|&q| q < score)] += 1;
+    }
+    let mut running = 0;
+    first_at_or_above[..ascending.len()]
+        .iter()
+        .map(|&count| {
+            running += count;
+            running
+        })
+        .collect()
+}
+
 /// Coverage and average set size of marginal split conformal over a grid of α, for one score.
 ///
 /// The calibration scores, the evaluation true-label scores and all evaluation label scores are
@@ -1537,27 +1661,14 @@ pub fn alpha_sweep(
     // below each threshold are a running sum, without sorting the n·K scores.
     let mut ascending = qhats.clone();
     ascending.sort_unstable_by(f64::total_cmp);
-    let at_or_below = |scores: &mut dyn Iterator<Item = f64>| {
-        let mut first_at_or_above = vec![0usize; ascending.len() + 1];
-        for score in scores {
-            first_at_or_above[ascending.partition_point(|&q| q < score)] += 1;
-        }
-        let mut running = 0;
-        first_at_or_above[..ascending.len()]
-            .iter()
-            .map(|&count| {
-                running += count;
-                running
-            })
-            .collect::<Vec<usize>>()
-    };
-    let covered = at_or_below(
-        &mut evaluation_label_scores
+    let covered = counts_at_or_below(
+        &ascending,
+        evaluation_label_scores
             .chunks_exact(num_classes)
             .zip(evaluation_labels)
             .map(|(row, &label)| row[label as usize]),
     );
-    let in_sets = at_or_below(&mut evaluation_label_scores.iter().copied());
+    let in_sets = counts_at_or_below(&ascending, evaluation_label_scores.iter().copied());
     let n_evaluation = evaluation_labels.len() as f64;
     Ok(alphas
         .iter()

@@ -227,6 +227,77 @@ fn batch_scores_match_single_row_scores() {
 }
 
 #[test]
+fn scores_read_from_kept_rankings_are_the_scores_ranked_row_by_row() {
+    let mut data = synthetic(60, 3);
+    // Ties, and a −0.0 that ranks with +0.0 by label: the documented order, whichever path.
+    data.probabilities[..NUM_CLASSES]
+        .copy_from_slice(&[0.25, 0.25, 0.5, 0.0, -0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    let draws = uniforms(60, 4);
+    let rankings = Rankings::new(&data.probabilities, NUM_CLASSES)
+        .unwrap()
+        .unwrap();
+    let scores = [
+        Score::Lac,
+        Score::Aps { randomized: true },
+        Score::Raps {
+            lambda: 0.3,
+            k_reg: 2,
+            randomized: false,
+        },
+        Score::Saps {
+            lambda: 0.2,
+            randomized: true,
+        },
+    ];
+    let kept = |rankings| {
+        (
+            all_label_scores_each(&data.probabilities, NUM_CLASSES, &scores, &draws, rankings)
+                .unwrap(),
+            true_label_scores_each(
+                &data.probabilities,
+                &data.labels,
+                NUM_CLASSES,
+                &scores,
+                &draws,
+                rankings,
+            )
+            .unwrap(),
+        )
+    };
+    assert_eq!(kept(Some(&rankings)), kept(None));
+    for (index, score) in scores.iter().enumerate() {
+        assert_eq!(
+            kept(Some(&rankings)).0[index],
+            all_label_scores(&data.probabilities, NUM_CLASSES, score, &draws).unwrap()
+        );
+    }
+    // Rankings of other rows or another number of classes are refused.
+    let refused = |rankings: Rankings| {
+        all_label_scores_each(
+            &data.probabilities,
+            NUM_CLASSES,
+            &scores,
+            &draws,
+            Some(&rankings),
+        )
+        .unwrap_err()
+    };
+    let fewer = &data.probabilities[..NUM_CLASSES * 59];
+    assert!(matches!(
+        refused(Rankings::new(fewer, NUM_CLASSES).unwrap().unwrap()),
+        ConformalError::ShapeMismatch { .. }
+    ));
+    assert!(matches!(
+        refused(Rankings::new(&data.probabilities, 5).unwrap().unwrap()),
+        ConformalError::InvalidParameter { .. }
+    ));
+    // Past 256 classes the rows are ranked as they are scored.
+    assert!(Rankings::new(&vec![1.0 / 300.0; 600], 300)
+        .unwrap()
+        .is_none());
+}
+
+#[test]
 fn uniforms_are_seeded_and_in_the_unit_interval() {
     let draws = uniforms(1000, 7);
     assert_eq!(draws, uniforms(1000, 7));

@@ -277,6 +277,7 @@ impl Cache {
                     &Logits::new(&self.evaluation.logits, k)?,
                     temperature,
                 )?,
+                rankings: None,
             });
             self.score_tables.clear();
         }
@@ -288,19 +289,31 @@ impl Cache {
         if missing.is_empty() {
             return Ok(());
         }
-        let probabilities = self.probabilities.as_ref().ok_or(LabError::NotReady)?;
+        let probabilities = self.probabilities.as_mut().ok_or(LabError::NotReady)?;
+        if probabilities.rankings.is_none() && missing.iter().any(Score::is_ranked) {
+            probabilities.rankings = Some([
+                conformal::Rankings::new(&probabilities.calibration, k)?,
+                conformal::Rankings::new(&probabilities.evaluation, k)?,
+            ]);
+        }
+        let [calibration_rankings, evaluation_rankings] = match &probabilities.rankings {
+            Some([calibration, evaluation]) => [calibration.as_ref(), evaluation.as_ref()],
+            None => [None, None],
+        };
         let calibration = conformal::true_label_scores_each(
             &probabilities.calibration,
             &self.calibration.labels,
             k,
             &missing,
             &self.calibration.uniforms,
+            calibration_rankings,
         )?;
         let evaluation = conformal::all_label_scores_each(
             &probabilities.evaluation,
             k,
             &missing,
             &self.evaluation.uniforms,
+            evaluation_rankings,
         )?;
         for ((score, calibration), evaluation) in
             missing.into_iter().zip(calibration).zip(evaluation)

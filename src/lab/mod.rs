@@ -212,6 +212,9 @@ struct Probabilities {
     temperature: f64,
     calibration: Vec<f64>,
     evaluation: Vec<f64>,
+    /// Both halves' rankings, once a ranked score asks for them: a move of RAPS's or SAPS's
+    /// parameters scores the rows again in the same order.
+    rankings: Option<[Option<conformal::Rankings>; 2]>,
 }
 
 /// One score at one temperature: the calibration half's true-label scores (the thresholds)

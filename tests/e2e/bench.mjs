@@ -364,7 +364,12 @@ async function measure() {
         ["α slider, conformal lab", "#conformal-lab canvas", "alpha", "conformalDraws", null],
         ["PAC δ slider, conformal lab", "#pac-delta", "pac-delta", "conformalDraws", null],
         ["risk slider, selective classification", "#risk-coverage", "selective-risk", "conformalDraws", null],
+        // The score's parameters, each with its score chosen, then the page's default score.
+        ["RAPS λ slider, conformal lab", "#conformal-lab canvas", "raps-lambda", "conformalDraws", () => { const score = document.getElementById("score"); score.value = "raps"; score.dispatchEvent(new Event("change", { bubbles: true })); }],
+        ["RAPS k_reg slider, conformal lab", "#conformal-lab canvas", "k-reg", "conformalDraws", null],
+        ["SAPS λ slider, conformal lab", "#conformal-lab canvas", "saps-lambda", "conformalDraws", () => { const score = document.getElementById("score"); score.value = "saps"; score.dispatchEvent(new Event("change", { bubbles: true })); }],
       ]);
+      await page.evaluate(() => { const score = document.getElementById("score"); score.value = "aps"; score.dispatchEvent(new Event("change", { bubbles: true })); });
       return { phoneOnScreen, phoneSweep, phoneBlocks };
     });
     // Let the last requestfinished handlers record their sizes; the switch's, the later labs'
@@ -391,6 +396,7 @@ async function measure() {
     Object.assign(phoneBlocks, await onPhone(context, page, () => sweepBlocks(page, [
       ["γ slider, adaptive conformal (replays the stream)", "#aci-stream", "aci-gamma", "shiftDraws", null],
       ["FDR slider, conformal p-values", "#ood-pvalues", "ood-fdr", "oodDraws", null],
+      ["OOD share slider, conformal p-values", "#ood-pvalues", "ood-share", "oodDraws", null],
     ])));
     // A revisit in the same profile: the files come from the service worker, the logits from
     // the logits cache.
