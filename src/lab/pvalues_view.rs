@@ -60,6 +60,19 @@ pub struct PvalueView {
     pub test: OutlierTest,
     /// Every p-value of the batch, increasing (ties: in-distribution first, then by row).
     pub sorted: Vec<SortedPvalue>,
+    /// What every share's batch is drawn from.
+    pvalues: Pvalues,
+}
+
+/// The p-values against the calibration scores of the tested in-distribution images (in
+/// their order and increasing) and of every OOD image of the set: a new share draws other OOD
+/// rows from them, and none needs computing again.
+#[derive(Clone, Debug, PartialEq)]
+struct Pvalues {
+    n_calibration: usize,
+    in_distribution: Vec<f64>,
+    in_distribution_increasing: Vec<f64>,
+    every_out_of_distribution: Vec<f64>,
 }
 
 impl PvalueView {
@@ -76,32 +89,95 @@ impl PvalueView {
         (ood_share, fdr_level): (f64, f64),
         seed: u64,
     ) -> Result<Self, OodError> {
+        // The test's first step over every OOD image at once; each share's batch is then a
+        // choice of their p-values (`with_share`).
+        let every = ood_pvalues::outlier_test(
+            calibration,
+            in_distribution,
+            out_of_distribution,
+            fdr_level,
+        )?;
+        let mut in_distribution_increasing = every.in_distribution_pvalues.clone();
+        in_distribution_increasing.sort_by(f64::total_cmp);
+        Self::of_batch(
+            kind,
+            Pvalues {
+                n_calibration: every.n_calibration,
+                in_distribution: every.in_distribution_pvalues,
+                in_distribution_increasing,
+                every_out_of_distribution: every.out_of_distribution_pvalues,
+            },
+            (ood_share, fdr_level),
+            seed,
+        )
+    }
+
+    /// The same images' test with the OOD share `ood_share` at `fdr_level` (the OOD rows drawn
+    /// as [`PvalueView::new`] draws them, seeded by `seed`): no p-value is computed again.
+    ///
+    /// # Errors
+    /// [`OodError`] for a level or share outside `(0, 1)`.
+    pub fn with_share(&self, ood_share: f64, fdr_level: f64, seed: u64) -> Result<Self, OodError> {
+        Self::of_batch(
+            self.kind,
+            self.pvalues.clone(),
+            (ood_share, fdr_level),
+            seed,
+        )
+    }
+
+    /// The batch of `pvalues`' tested images and the OOD rows drawn for `ood_share`, tested at
+    /// `fdr_level`.
+    fn of_batch(
+        kind: ScoreKind,
+        pvalues: Pvalues,
+        (ood_share, fdr_level): (f64, f64),
+        seed: u64,
+    ) -> Result<Self, OodError> {
         let rows = ood_pvalues::mixed_rows(
-            out_of_distribution.len(),
-            in_distribution.len(),
+            pvalues.every_out_of_distribution.len(),
+            pvalues.in_distribution.len(),
             ood_share,
             seed,
         )?;
-        let mixed: Vec<f64> = rows.iter().map(|&row| out_of_distribution[row]).collect();
-        let test = ood_pvalues::outlier_test(calibration, in_distribution, &mixed, fdr_level)?;
-        let mut sorted: Vec<SortedPvalue> = test
-            .in_distribution_pvalues
+        let mut mixed: Vec<f64> = rows
             .iter()
-            .map(|&p| (p, false))
-            .chain(test.out_of_distribution_pvalues.iter().map(|&p| (p, true)))
-            .map(|(pvalue, out_of_distribution)| SortedPvalue {
+            .map(|&row| pvalues.every_out_of_distribution[row])
+            .collect();
+        let test = OutlierTest::at_level(
+            pvalues.n_calibration,
+            pvalues.in_distribution.clone(),
+            mixed.clone(),
+            fdr_level,
+        )?;
+        // Both parts increasing, merged with the in-distribution p-value first on a tie: the
+        // order a stable sort of the batch gives, without sorting it.
+        mixed.sort_by(f64::total_cmp);
+        let in_distribution = &pvalues.in_distribution_increasing;
+        let mut sorted = Vec::with_capacity(in_distribution.len() + mixed.len());
+        let (mut i, mut j) = (0, 0);
+        while i < in_distribution.len() || j < mixed.len() {
+            let from_nulls = j == mixed.len()
+                || (i < in_distribution.len() && in_distribution[i].total_cmp(&mixed[j]).is_le());
+            let (pvalue, out_of_distribution) = if from_nulls {
+                i += 1;
+                (in_distribution[i - 1], false)
+            } else {
+                j += 1;
+                (mixed[j - 1], true)
+            };
+            sorted.push(SortedPvalue {
                 pvalue,
                 out_of_distribution,
                 rejected: rejected(&test, pvalue),
-            })
-            .collect();
-        // Stable: equal p-values keep the batch's order, in-distribution first.
-        sorted.sort_by(|a, b| a.pvalue.total_cmp(&b.pvalue));
+            });
+        }
         Ok(Self {
             kind,
             ood_share,
             test,
             sorted,
+            pvalues,
         })
     }
 
@@ -130,6 +206,7 @@ impl PvalueView {
             ood_share: self.ood_share,
             test,
             sorted,
+            pvalues: self.pvalues.clone(),
         })
     }
 
@@ -203,8 +280,9 @@ pub struct ChartWindow {
 
 impl OodStore {
     /// The p-values of `request`, from the network's logits on every test image
-    /// (`in_distribution`) and the split's calibration flags; the last ones are kept, and a
-    /// new FDR level on the same batch reruns Benjamini–Hochberg alone.
+    /// (`in_distribution`) and the split's calibration flags; the last ones are kept, a new
+    /// FDR level on the same batch reruns Benjamini–Hochberg alone, and a new share on the
+    /// same images draws its batch from the p-values kept.
     ///
     /// # Errors
     /// [`LabError::NotReady`] before the set's logits are complete, the view's errors (a score
@@ -218,11 +296,22 @@ impl OodStore {
         let kept = matches!(&self.pvalues, Some((kept, _)) if *kept == request);
         let same_batch = matches!(&self.pvalues,
             Some((kept, _)) if PvalueRequest { fdr_level: request.fdr_level, ..*kept } == request);
+        let same_images = matches!(&self.pvalues,
+            Some((kept, _)) if PvalueRequest {
+                fdr_level: request.fdr_level,
+                ood_share: request.ood_share,
+                ..*kept
+            } == request);
         if let (false, true, Some((_, view))) = (kept, same_batch, &self.pvalues) {
             let at_level = view
                 .at_level(request.fdr_level)
                 .map_err(OodViewError::from)?;
             self.pvalues = Some((request, at_level));
+        } else if let (false, true, Some((_, view))) = (kept, same_images, &self.pvalues) {
+            let with_share = view
+                .with_share(request.ood_share, request.fdr_level, request.split)
+                .map_err(OodViewError::from)?;
+            self.pvalues = Some((request, with_share));
         } else if !kept {
             let view = self.view(
                 request.model,

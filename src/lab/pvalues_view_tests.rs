@@ -150,27 +150,56 @@ fn a_share_or_level_outside_zero_to_one_is_refused() {
 }
 
 #[test]
-fn a_new_level_on_the_same_batch_is_the_test_computed_anew_at_that_level() {
+fn a_new_level_or_share_on_the_same_images_is_the_test_computed_anew() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let calibration = normal(&mut rng, 0.0, 1000);
     let tested = normal(&mut rng, 0.0, 1000);
     // OOD scores near the in-distribution ones: the discoveries change with the level.
     let out_of_distribution = normal(&mut rng, -2.5, 500);
-    let view = |level| {
+    let view = |share, level| {
         PvalueView::new(
             ScoreKind::Msp,
             (&calibration, &tested),
             &out_of_distribution,
-            (0.2, level),
+            (share, level),
             7,
         )
         .unwrap()
     };
-    let strict = view(0.05);
+    let strict = view(0.2, 0.05);
     for level in [0.01, 0.2, 0.5] {
         let moved = strict.at_level(level).unwrap();
-        assert_eq!(moved, view(level), "level {level}");
+        assert_eq!(moved, view(0.2, level), "level {level}");
     }
-    assert_ne!(strict.test.discoveries, view(0.5).test.discoveries);
+    assert_ne!(strict.test.discoveries, view(0.2, 0.5).test.discoveries);
     assert!(strict.at_level(1.5).is_err());
+    // A new share draws its batch from the p-values kept.
+    let first = view(0.1, 0.1);
+    for (share, level) in [(0.05, 0.1), (0.3, 0.1), (0.3, 0.2), (0.6, 0.05)] {
+        let moved = first.with_share(share, level, 7).unwrap();
+        assert_eq!(moved, view(share, level), "share {share}, level {level}");
+        // The chart's order: increasing, an in-distribution p-value first on a tie.
+        assert!(moved
+            .sorted
+            .windows(2)
+            .all(|pair| pair[0].pvalue < pair[1].pvalue
+                || (pair[0].pvalue == pair[1].pvalue
+                    && (!pair[0].out_of_distribution || pair[1].out_of_distribution))));
+        // ...holding each part's p-values, each once.
+        for (ood, part) in [
+            (false, &moved.test.in_distribution_pvalues),
+            (true, &moved.test.out_of_distribution_pvalues),
+        ] {
+            let mut expected = part.clone();
+            expected.sort_by(f64::total_cmp);
+            let shown: Vec<f64> = moved
+                .sorted
+                .iter()
+                .filter(|p| p.out_of_distribution == ood)
+                .map(|p| p.pvalue)
+                .collect();
+            assert_eq!(shown, expected);
+        }
+    }
+    assert!(first.with_share(1.0, 0.1, 7).is_err());
 }
