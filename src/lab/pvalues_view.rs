@@ -64,13 +64,11 @@ pub struct PvalueView {
     pvalues: Pvalues,
 }
 
-/// The p-values against the calibration scores of the tested in-distribution images (in
-/// their order and increasing) and of every OOD image of the set: a new share draws other OOD
-/// rows from them, and none needs computing again.
+/// The p-values against the calibration scores of the tested in-distribution images
+/// (increasing; in their order they are the test's) and of every OOD image of the set: a new
+/// share draws other OOD rows from them, and none needs computing again.
 #[derive(Clone, Debug, PartialEq)]
 struct Pvalues {
-    n_calibration: usize,
-    in_distribution: Vec<f64>,
     in_distribution_increasing: Vec<f64>,
     every_out_of_distribution: Vec<f64>,
 }
@@ -101,9 +99,8 @@ impl PvalueView {
         in_distribution_increasing.sort_by(f64::total_cmp);
         Self::of_batch(
             kind,
+            (every.n_calibration, every.in_distribution_pvalues),
             Pvalues {
-                n_calibration: every.n_calibration,
-                in_distribution: every.in_distribution_pvalues,
                 in_distribution_increasing,
                 every_out_of_distribution: every.out_of_distribution_pvalues,
             },
@@ -120,23 +117,29 @@ impl PvalueView {
     pub fn with_share(&self, ood_share: f64, fdr_level: f64, seed: u64) -> Result<Self, OodError> {
         Self::of_batch(
             self.kind,
+            (
+                self.test.n_calibration,
+                self.test.in_distribution_pvalues.clone(),
+            ),
             self.pvalues.clone(),
             (ood_share, fdr_level),
             seed,
         )
     }
 
-    /// The batch of `pvalues`' tested images and the OOD rows drawn for `ood_share`, tested at
-    /// `fdr_level`.
+    /// The batch of the tested images (`in_distribution`: their p-values against
+    /// `n_calibration` scores, in their order) and the OOD rows of `pvalues` drawn for
+    /// `ood_share`, tested at `fdr_level`.
     fn of_batch(
         kind: ScoreKind,
+        (n_calibration, in_distribution): (usize, Vec<f64>),
         pvalues: Pvalues,
         (ood_share, fdr_level): (f64, f64),
         seed: u64,
     ) -> Result<Self, OodError> {
         let rows = ood_pvalues::mixed_rows(
             pvalues.every_out_of_distribution.len(),
-            pvalues.in_distribution.len(),
+            in_distribution.len(),
             ood_share,
             seed,
         )?;
@@ -144,12 +147,7 @@ impl PvalueView {
             .iter()
             .map(|&row| pvalues.every_out_of_distribution[row])
             .collect();
-        let test = OutlierTest::at_level(
-            pvalues.n_calibration,
-            pvalues.in_distribution.clone(),
-            mixed.clone(),
-            fdr_level,
-        )?;
+        let test = OutlierTest::at_level(n_calibration, in_distribution, mixed.clone(), fdr_level)?;
         // Both parts increasing, merged with the in-distribution p-value first on a tie: the
         // order a stable sort of the batch gives, without sorting it.
         mixed.sort_by(f64::total_cmp);

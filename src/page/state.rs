@@ -875,12 +875,6 @@ impl PageState {
         }
     }
 
-    /// The position of the slider `control` for this state, as its element's `value`:
-    /// [`StateFields::slider_position`] of [`PageState::fields`].
-    pub fn slider_position(&self, control: &str) -> Option<String> {
-        self.fields().slider_position(control)
-    }
-
     /// The state's fields as its hash writes them, for reading many controls' values from one
     /// serialisation: a frame writes every control, and serialising the whole state once per
     /// slider cost a phone a millisecond of each frame.

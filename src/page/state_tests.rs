@@ -145,7 +145,7 @@ fn the_temperature_slider_is_log_scaled_and_every_position_round_trips() {
     for position in 0..=1000 {
         let state = at(position);
         assert_eq!(
-            state.slider_position("temperature"),
+            state.fields().slider_position("temperature"),
             Some(position.to_string())
         );
         // The state is exactly what its link says.
@@ -527,14 +527,14 @@ fn every_sliders_position_is_read_back_from_the_field_table() {
                 .set_control(range.control, &raw)
                 .unwrap();
             assert_eq!(
-                state.slider_position(range.control).as_deref(),
+                state.fields().slider_position(range.control).as_deref(),
                 Some(raw.as_str()),
                 "{}",
                 range.control
             );
         }
     }
-    assert_eq!(PageState::default().slider_position("score"), None);
+    assert_eq!(PageState::default().fields().slider_position("score"), None);
 }
 
 #[test]
