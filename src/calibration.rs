@@ -628,8 +628,7 @@ impl BinAccumulator {
 
 /// `min(floor(c·B), B − 1)` for a confidence `c ∈ [0, 1]`. The cast truncates toward zero and
 /// saturates at 0, which gives the floor's bin for every input (a negative `c` lands in bin 0
-/// either way) without `floor`: a library call on x86-64's baseline, which took a third of
-/// `evaluate_in_full` natively.
+/// either way) without `floor`, a library call on x86-64's baseline (docs/benchmarks.md).
 fn equal_width_index(confidence: f64, num_bins: usize) -> usize {
     ((confidence * num_bins as f64) as usize).min(num_bins - 1)
 }

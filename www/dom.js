@@ -4,10 +4,10 @@
 // The element with this id.
 export const $ = (id) => document.getElementById(id);
 
-// The elements that show each readout sent without an id, found once: a query of the whole
-// document for every such readout took a phone-class device over a millisecond of each slider
-// frame. Found anew after anything that can add, remove or rename one (a readout given a new
-// name, a list of readouts or a table's rows replaced); nothing else in the page makes them.
+// The elements that show each readout sent without an id, found once rather than by a query of
+// the whole document for every such readout in every frame. Found anew after anything that can
+// add, remove or rename one (a readout given a new name, a list of readouts or a table's rows
+// replaced); nothing else in the page makes them.
 /** @type {Map<string, Element[]>} */
 const readoutElements = new Map();
 function elementsShowing(metric) {

@@ -876,8 +876,7 @@ impl PageState {
     }
 
     /// The state's fields as its hash writes them, for reading many controls' values from one
-    /// serialisation: a frame writes every control, and serialising the whole state once per
-    /// slider cost a phone a millisecond of each frame.
+    /// serialisation: a frame writes every control, and the state is serialised whole.
     pub fn fields(&self) -> StateFields {
         StateFields(fields_of(self))
     }
