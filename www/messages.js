@@ -8,7 +8,8 @@
 /**
  * @typedef {{ type: "load", model: number, url: string, classes: number }} LoadRequest
  * @typedef {{ type: "infer" | "odin", model: number, set: string, start: number, pixels: Uint8Array }} InferRequest
- * @typedef {LoadRequest | InferRequest} InferenceRequest
+ * @typedef {{ type: "prefetch", url: string }} PrefetchRequest
+ * @typedef {PrefetchRequest | LoadRequest | InferRequest} InferenceRequest
  * @typedef {{ status: "fetched", model: number }} WeightsFetched
  * @typedef {{ status: "ready", model: number, digest: string | null }} ModelReady
  * @typedef {{ status: "last-layer", model: number, last_layer: Float32Array }} LastLayerAnswer

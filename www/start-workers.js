@@ -3,7 +3,15 @@
 // start, and their module compiles, alongside the page's own start, which brings the first
 // chart sooner (docs/benchmarks.md). A classic script in the head, so it
 // runs before the article is parsed; index.js takes the workers over (InferencePool), and
-// they fetch the shown network once the page has read which it is.
+// they load the shown network once the page has read which it is.
+//
+// The page reads which network it shows only once its own module is in (Rust reads the link),
+// and on a slow link the weights then came after that module, alone on the line, a second
+// before the first chart. Where the link names no network, or the one the page shows without a
+// name (the script's data-model, with its weights' path in data-weights), the workers ask for
+// those weights at once ("prefetch"), and the page's "load" takes the download over; a link
+// that names another network waits for the page, as before, so no unneeded weights share the
+// line.
 //
 // Half the cores (one to four) get a worker at once: the page's own start needs the others.
 // Once the page has drawn, the pool may start `later` more, up to one a core (at most four),
@@ -28,5 +36,11 @@
     return { worker, failure };
   };
   const early = Math.max(1, Math.min(4, Math.floor(cores / 2)));
-  window.calibraWorkers = { early: Array.from({ length: early }, start), later: Math.max(0, Math.min(4, cores) - early), start };
+  const workers = Array.from({ length: early }, start);
+  const { model, weights } = /** @type {HTMLScriptElement} */ (document.currentScript).dataset;
+  const named = new URLSearchParams(location.hash.slice(1)).get("model");
+  if (weights && (named === null || named === model)) {
+    for (const { worker } of workers) worker.postMessage({ type: "prefetch", url: weights });
+  }
+  window.calibraWorkers = { early: workers, later: Math.max(0, Math.min(4, cores) - early), start };
 })();

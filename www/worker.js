@@ -2,6 +2,10 @@
 // Inference worker: owns one copy of a model and turns batches of pixels into logits.
 //
 // Protocol (module worker; every message is a plain object):
+//   page -> worker  {type: "prefetch", url}             start-workers.js, before the page knows
+//                   which network it shows: fetch these weights now, for a "load" of the same
+//                   url to take over, and warm the code up meanwhile (no answer; a failure is
+//                   the load's to report)
 //   page -> worker  {type: "load", model, url, classes}   fetch and load a .safetensors model
 //   page -> worker  {type: "infer" | "odin", model, set, start, pixels}
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
@@ -80,10 +84,17 @@ async function odinModel(index) {
 
 // Runs one message and answers it; any failure is reported as a message string.
 async function handle(/** @type {InferenceRequest} */ message) {
-  if (message.type === "load") {
+  if (message.type === "prefetch") {
+    prefetch(message.url);
+    // The page's "load" comes once its own module has compiled: the code warms up meanwhile
+    // (see "load"), and the load finds it warm.
+    await ready;
+    if (!warmed) warm_up();
+    warmed = true;
+  } else if (message.type === "load") {
     // The download does not wait for the module to compile.
     let downloaded = false;
-    const weights = fetchBytes(
+    const weights = weightsOf(
       message.url,
       () => answer({ status: "fetched", model: message.model }),
       (attempt, of) => answer({ status: "retrying", model: message.model, attempt, of }),
@@ -164,6 +175,38 @@ async function fetchBytes(url, nearlyIn, onRetry) {
     offset += chunk.length;
   }
   return bytes;
+}
+
+// The download start-workers.js asked for ("prefetch"), until a "load" takes it over: whether
+// its last bytes are nearly in, and whom to tell once they are, and of a new try.
+/** @type {{ url: string, bytes: Promise<Uint8Array>, nearlyIn: boolean, tell: { nearlyIn: () => void, onRetry: (attempt: number, of: number) => void } | null } | null} */
+let prefetched = null;
+
+function prefetch(/** @type {string} */ url) {
+  /** @type {NonNullable<typeof prefetched>} */
+  const early = { url, bytes: Promise.resolve(new Uint8Array()), nearlyIn: false, tell: null };
+  early.bytes = fetchBytes(
+    url,
+    () => {
+      early.nearlyIn = true;
+      early.tell?.nearlyIn();
+    },
+    (attempt, of) => early.tell?.onRetry(attempt, of),
+  );
+  // A failure is reported by the load that takes the download over.
+  early.bytes.catch(() => {});
+  prefetched = early;
+}
+
+// The bytes of `url` as fetchBytes gives them: the prefetched download where it is of `url`,
+// taken over once (a second load, such as the page's retry, asks anew), otherwise a new one.
+function weightsOf(url, nearlyIn, onRetry) {
+  const early = prefetched;
+  prefetched = null;
+  if (early?.url !== url) return fetchBytes(url, nearlyIn, onRetry);
+  early.tell = { nearlyIn, onRetry };
+  if (early.nearlyIn) nearlyIn();
+  return early.bytes;
 }
 
 // The model loaded under `index`, or an error that says it is not.

@@ -2430,3 +2430,25 @@ fn the_threshold_methods_table_shows_the_views_three_methods_and_its_clusters() 
     );
     assert!(clusters.ends_with('.'));
 }
+
+/// start-workers.js asks for the weights of the network a link without a `model` key shows
+/// before the page's module has read the link: the network its script tag names is the default
+/// state's, at that network's path.
+#[test]
+fn the_weights_asked_for_before_the_page_reads_its_link_are_the_default_networks() {
+    let html = include_str!("../../www/index.html");
+    let tag = html
+        .split("<script src=\"start-workers.js\"")
+        .nth(1)
+        .and_then(|rest| rest.split('>').next())
+        .expect("index.html loads start-workers.js");
+    let attribute = |name: &str| {
+        tag.split(&format!("{name}=\""))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("start-workers.js's tag has {name}: {tag}"))
+    };
+    let model = PageState::default().model;
+    assert_eq!(attribute("data-model"), crate::text::serde_name(model));
+    assert_eq!(attribute("data-weights"), MODELS[model.index()].url);
+}

@@ -240,3 +240,36 @@ test("4a. a first batch's file that is not the whole file's beginning is refused
     }
   }
 });
+
+test("5. a first visit asks for the shown network's weights before the page's module is in, unless its link names another network", { timeout: 400_000 }, async () => {
+  const PAGE_MODULE = "/pkg/calibra_bg.wasm";
+  const isWeights = (path) => path.startsWith("/assets/models/") && path.endsWith(".safetensors");
+  for (const [hash, shown] of [["", WEIGHTS], ["#model=logitnorm", "/assets/models/fmnist-logitnorm.safetensors"]]) {
+    const fresh = await launchBrowser();
+    try {
+      const visit = await fresh.context.newPage();
+      asked = [];
+      held = new Map([[PAGE_MODULE, null]]);
+      await visit.goto(`http://127.0.0.1:${gate.address().port}/${hash}`);
+      await askedFor(PAGE_MODULE);
+      if (hash === "") {
+        // Waits (up to a minute) with the page's module held: without the early request, the
+        // weights would wait for it.
+        await askedFor(WEIGHTS);
+      } else {
+        await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+        assert.deepEqual(asked.filter(isWeights), [], `weights asked for before the page read its link ${hash}`);
+      }
+      release(PAGE_MODULE);
+      await waitForInference(visit, INFERENCE_TIMEOUT_MS);
+      assert.equal(asked.find(isWeights), shown, asked.join(", "));
+      // Each worker fetched the weights once: its load took the early download over.
+      for (const worker of visit.workers().filter((w) => w.url().endsWith("/worker.js"))) {
+        const fetched = await worker.evaluate((path) => performance.getEntriesByType("resource").filter((e) => new URL(e.name).pathname === path).length, shown);
+        assert.equal(fetched, 1, `a worker fetched ${shown} ${fetched} times`);
+      }
+    } finally {
+      await fresh.close();
+    }
+  }
+});
