@@ -5,13 +5,12 @@
 // runs before the article is parsed; index.js takes the workers over (InferencePool), and
 // they load the shown network once the page has read which it is.
 //
-// The page reads which network it shows only once its own module is in (Rust reads the link),
-// and on a slow link the weights then came after that module, alone on the line, a second
-// before the first chart. Where the link names no network, or the one the page shows without a
-// name (the script's data-model, with its weights' path in data-weights), the workers ask for
-// those weights at once ("prefetch"), and the page's "load" takes the download over; a link
-// that names another network waits for the page, as before, so no unneeded weights share the
-// line.
+// The page reads which network it shows only once its own module is in and has compiled (Rust
+// reads the link), and the weights' request then waited for both. Where the link names no
+// network, or the one the page shows without a name (the script's data-model, with its
+// weights' path in data-weights), the workers ask for those weights at once ("prefetch"), and
+// the page's "load" takes the download over; a link that names another network waits for the
+// page, as before, so no unneeded weights share the line.
 //
 // Half the cores (one to four) get a worker at once: the page's own start needs the others.
 // Once the page has drawn, the pool may start `later` more, up to one a core (at most four),

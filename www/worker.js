@@ -182,6 +182,7 @@ async function fetchBytes(url, nearlyIn, onRetry) {
 /** @type {{ url: string, bytes: Promise<Uint8Array>, nearlyIn: boolean, tell: { nearlyIn: () => void, onRetry: (attempt: number, of: number) => void } | null } | null} */
 let prefetched = null;
 
+// Starts the download of `url` as the prefetched one.
 function prefetch(/** @type {string} */ url) {
   /** @type {NonNullable<typeof prefetched>} */
   const early = { url, bytes: Promise.resolve(new Uint8Array()), nearlyIn: false, tell: null };
