@@ -2,8 +2,9 @@
 // The page's worker for the slow parts of the labs: the bootstrap intervals (about a second per
 // temperature), the rivals' fits (seconds on a reader's largest files), the feature
 // detectors' fits and scores (about a second a network) and the LogitNorm lab's comparison of
-// one temperature with normalised temperature scaling (tens of milliseconds a network), off the page's thread, so that a
-// slider frame stays short.
+// one temperature with normalised temperature scaling (tens of milliseconds a network), off the
+// page's thread, so that a slider frame stays short. Its code is a module of its own
+// (pkg-bootstrap/), which the page's module, the one the first chart waits for, does not carry.
 //
 // Protocol (module worker; every message is a plain object):
 //   page -> worker  {type: "data", model, split, classes, calibration_logits, calibration_labels,
@@ -45,7 +46,7 @@
 //                   normalized_temperature, plain, normalized}, each of the last two {ece, nll}
 //                   with {estimate, lower, upper}
 //   worker -> page  {status: "error", message}     a readable message, never an object
-import init, { Bootstrap, feature_scores, paired_difference, rank_detectors } from "./pkg/calibra.js";
+import init, { Bootstrap, feature_scores, paired_difference, rank_detectors } from "./pkg-bootstrap/calibra.js";
 
 /** @typedef {import("./messages.js").BootstrapRequest} BootstrapRequest */
 

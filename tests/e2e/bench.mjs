@@ -443,7 +443,7 @@ async function measure() {
       slowLink,
       scaling,
       experiment: { runs: experiments.length, medianMs: quantile(experiments, 0.5), maxMs: Math.max(...experiments) },
-      wasm: ["pkg", "pkg-worker", "pkg-odin", "pkg-own-logits"].map(wasm),
+      wasm: ["pkg", "pkg-bootstrap", "pkg-worker", "pkg-odin", "pkg-own-logits"].map(wasm),
       transfer: bytesByFile(coldResponses),
       machine: {
         nproc: nproc(),
