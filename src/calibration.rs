@@ -957,6 +957,124 @@ pub fn evaluate_in_full(
     num_bins: usize,
     binning: Binning,
 ) -> Result<Evaluation, CalibrationError> {
+    evaluate_rows(
+        logits,
+        labels,
+        temperature,
+        num_bins,
+        binning,
+        |_, row, out| softmax_row(row, temperature, out),
+    )
+}
+
+/// Each row's softmax at one temperature, as [`softmax_row`] gives it, kept from an evaluation
+/// ([`evaluate_in_full_keeping`]) so that another set of logits that shares most of its rows
+/// with this one (an edge case built from it) is evaluated without exponentiating those rows
+/// again ([`evaluate_in_full_beside`]).
+#[derive(Clone, Debug)]
+pub struct RowSoftmaxes<'a> {
+    logits: Logits<'a>,
+    temperature: f64,
+    /// Row-major `[n, K]`.
+    probabilities: Vec<f64>,
+    normalisers: Vec<Normaliser>,
+}
+
+impl RowSoftmaxes<'_> {
+    /// The temperature they were taken at.
+    pub fn temperature(&self) -> f64 {
+        self.temperature
+    }
+}
+
+/// [`evaluate_in_full`], and every row's softmax kept for [`evaluate_in_full_beside`].
+///
+/// # Errors
+/// As [`evaluate_in_full`].
+pub fn evaluate_in_full_keeping<'a>(
+    logits: &Logits<'a>,
+    labels: &[u32],
+    temperature: f64,
+    num_bins: usize,
+    binning: Binning,
+) -> Result<(Evaluation, RowSoftmaxes<'a>), CalibrationError> {
+    let mut probabilities = Vec::with_capacity(logits.values().len());
+    let mut normalisers = Vec::with_capacity(logits.len());
+    let evaluation = evaluate_rows(
+        logits,
+        labels,
+        temperature,
+        num_bins,
+        binning,
+        |_, row, out| {
+            let normaliser = softmax_row(row, temperature, out);
+            probabilities.extend_from_slice(out);
+            normalisers.push(normaliser);
+            normaliser
+        },
+    )?;
+    let kept = RowSoftmaxes {
+        logits: *logits,
+        temperature,
+        probabilities,
+        normalisers,
+    };
+    Ok((evaluation, kept))
+}
+
+/// [`evaluate_in_full`] of `logits` at `known`'s temperature, bit for bit: a row equal bit for
+/// bit to `known`'s row at the same index takes that row's kept softmax (the same numbers
+/// [`softmax_row`] would give it), every other row is exponentiated.
+///
+/// # Errors
+/// As [`evaluate_in_full`].
+pub fn evaluate_in_full_beside(
+    logits: &Logits,
+    labels: &[u32],
+    num_bins: usize,
+    binning: Binning,
+    known: &RowSoftmaxes,
+) -> Result<Evaluation, CalibrationError> {
+    let classes = logits.num_classes();
+    let shared = if known.logits.num_classes() == classes {
+        known.logits.len()
+    } else {
+        0
+    };
+    let temperature = known.temperature;
+    evaluate_rows(
+        logits,
+        labels,
+        temperature,
+        num_bins,
+        binning,
+        |index, row, out| {
+            if index < shared {
+                let range = index * classes..(index + 1) * classes;
+                let same = row
+                    .iter()
+                    .zip(&known.logits.values()[range.clone()])
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                if same {
+                    out.copy_from_slice(&known.probabilities[range]);
+                    return known.normalisers[index];
+                }
+            }
+            softmax_row(row, temperature, out)
+        },
+    )
+}
+
+/// The pass behind [`evaluate_in_full`], with each row's softmax written into its buffer by
+/// `softmax(index, row, out)`.
+fn evaluate_rows(
+    logits: &Logits,
+    labels: &[u32],
+    temperature: f64,
+    num_bins: usize,
+    binning: Binning,
+    mut softmax: impl FnMut(usize, &[f32], &mut [f64]) -> Normaliser,
+) -> Result<Evaluation, CalibrationError> {
     check_temperature(temperature)?;
     check_bin_count(num_bins)?;
     check_labels(logits, labels)?;
@@ -967,9 +1085,9 @@ pub fn evaluate_in_full(
     let mut confidence = Vec::with_capacity(rows);
     let mut correct = Vec::with_capacity(rows);
     let (mut correct_count, mut nll_sum, mut brier_sum) = (0_usize, 0.0, 0.0);
-    for (row, &label) in logits.rows().zip(labels) {
+    for (index, (row, &label)) in logits.rows().zip(labels).enumerate() {
         let label = label as usize;
-        let normaliser = softmax_row(row, temperature, &mut probabilities);
+        let normaliser = softmax(index, row, &mut probabilities);
         nll_sum -= normaliser.log_probability(row[label]);
         let predicted = predicted_class(row);
         let is_correct = predicted == label;

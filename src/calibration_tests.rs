@@ -474,6 +474,69 @@ fn full_evaluation_reproduces_classwise_ece_and_confidences() {
 }
 
 #[test]
+fn an_evaluation_beside_kept_softmaxes_is_the_evaluation_alone_bit_for_bit() {
+    let (values, labels) = planted_temperature_data(900, 4, 1.8, 11);
+    let logits = Logits::new(&values, 4).unwrap();
+    // A set sharing most rows: every third row changed (a raised top logit, a -0.0 where the
+    // kept row has 0.0, a shuffled row), 100 rows fewer, and one of another shape.
+    let mut shared = values.clone();
+    for row in (0..900).step_by(3) {
+        let values = &mut shared[row * 4..(row + 1) * 4];
+        match row % 9 {
+            0 => values[0] += 1_000.0,
+            3 => values.rotate_left(1),
+            _ => {
+                values[2] = if values[2] == 0.0 {
+                    -0.0
+                } else {
+                    values[2] * 0.5
+                }
+            }
+        }
+    }
+    shared[5 * 4 + 1] = 0.0;
+    let mut kept_zero = values.clone();
+    kept_zero[5 * 4 + 1] = -0.0;
+    let kept_logits = Logits::new(&kept_zero, 4).unwrap();
+    let others: Vec<f32> = values[..600 * 4].iter().map(|z| z * 1.5).collect();
+    let three_classes = &values[..900 * 3];
+    for binning in [Binning::Width, Binning::Mass] {
+        for temperature in [0.5, 1.0, 2.5] {
+            let (full, kept) =
+                evaluate_in_full_keeping(&kept_logits, &labels, temperature, 12, binning).unwrap();
+            assert_eq!(
+                full,
+                evaluate_in_full(&kept_logits, &labels, temperature, 12, binning).unwrap()
+            );
+            assert_eq!(kept.temperature(), temperature);
+            for (values, classes, rows) in [
+                (&values[..], 4, 900),
+                (&shared[..], 4, 900),
+                (&shared[..800 * 4], 4, 800),
+                (&others[..], 4, 600),
+                (three_classes, 3, 900),
+            ] {
+                let logits = Logits::new(values, classes).unwrap();
+                let labels: Vec<u32> = labels[..rows].iter().map(|&y| y % 3).collect();
+                assert_eq!(
+                    evaluate_in_full_beside(&logits, &labels, 12, binning, &kept).unwrap(),
+                    evaluate_in_full(&logits, &labels, temperature, 12, binning).unwrap(),
+                    "{binning:?} {temperature} {classes} {rows}"
+                );
+            }
+        }
+    }
+    let (_, kept) = evaluate_in_full_keeping(&logits, &labels, 1.0, 12, Binning::Width).unwrap();
+    assert_eq!(
+        evaluate_in_full_beside(&logits, &labels[1..], 12, Binning::Width, &kept),
+        Err(CalibrationError::LabelCountMismatch {
+            labels: 899,
+            rows: 900
+        })
+    );
+}
+
+#[test]
 fn histogram_counts_use_the_equal_width_rule() {
     let counts = histogram_counts(&[0.0, 0.05, 0.1, 0.55, 0.999, 1.0], 10).unwrap();
     assert_eq!(counts, vec![2, 1, 0, 0, 0, 1, 0, 0, 0, 2]);

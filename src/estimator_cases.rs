@@ -85,6 +85,14 @@ impl EstimatorCase {
         Self::HundredImages,
     ];
 
+    /// Whether most of the case's rows are the network's own rows unchanged, at the same
+    /// indices (the confidence-one case keeps four fifths of them): its evaluation at the
+    /// network's temperature is worth taking beside the network's
+    /// (`calibration::evaluate_in_full_beside`).
+    pub fn keeps_most_rows(self) -> bool {
+        self == Self::ConfidenceOne
+    }
+
     /// The temperature the case's estimators are taken at when the slider says `slider`:
     /// the slider's, but 1 for the base rates (probabilities, not a network's logits).
     pub fn temperature(self, slider: f64) -> f64 {

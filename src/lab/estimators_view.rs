@@ -4,7 +4,7 @@
 
 use super::LabError;
 use crate::bootstrap::MetricIntervals;
-use crate::calibration::{self, Binning, CalibrationReport, Logits};
+use crate::calibration::{self, Binning, CalibrationReport, Logits, RowSoftmaxes};
 use crate::calibration_estimators::{self, CumulativeDifferences, Estimators};
 use crate::estimator_cases::{
     case_rows, distinct_and_empty, extra_bin_errors, CaseRows, EstimatorCase, ExtraBin,
@@ -89,8 +89,10 @@ struct KeptView {
 }
 
 /// The table and the cumulative differences on the rows of `case` (not the network's own) at
-/// the slider's `temperature`, the rows built from the split's calibration labels and
-/// evaluation logits and labels (`halves`) once and kept in `kept`.
+/// the slider's temperature with its bins (`slider`), the rows built from the split's
+/// calibration labels and evaluation logits and labels (`halves`) once and kept in `kept`.
+/// `network`, the evaluation half's softmax when the frame kept it, spares the case's rows
+/// that are the network's own their exponentials at that temperature (the same numbers).
 ///
 /// # Errors
 /// The calibration module's errors for a bad bin count.
@@ -99,9 +101,8 @@ pub(super) fn case_view(
     (calibration_labels, evaluation_logits, evaluation_labels): (&[u32], &[f32], &[u32]),
     classes: usize,
     case: EstimatorCase,
-    temperature: f64,
-    bins: usize,
-    binning: Binning,
+    (temperature, bins, binning): (f64, usize, Binning),
+    network: Option<&RowSoftmaxes>,
 ) -> Result<(EstimatorsView, CumulativeDifferences), LabError> {
     if kept.as_ref().is_none_or(|kept| kept.case != case) {
         let rows = case_rows(
@@ -132,7 +133,12 @@ pub(super) fn case_view(
         return Ok((kept.view.clone(), kept.cumulative.clone()));
     }
     let logits = Logits::new(&rows.logits, classes)?;
-    let full = calibration::evaluate_in_full(&logits, &rows.labels, temperature, bins, binning)?;
+    let full = match network.filter(|network| network.temperature() == temperature) {
+        Some(network) => {
+            calibration::evaluate_in_full_beside(&logits, &rows.labels, bins, binning, network)?
+        }
+        None => calibration::evaluate_in_full(&logits, &rows.labels, temperature, bins, binning)?,
+    };
     let smooth = smooth_calibration::smooth_ece(&full.confidence, &full.correct)?;
     let cumulative = CumulativeDifferences::new(&full.confidence, &full.correct)?;
     let estimators = calibration_estimators::estimators_of(

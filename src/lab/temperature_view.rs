@@ -193,12 +193,19 @@ impl Lab {
         };
         // A slider resting on T = 1 or on the fitted T (where the page opens, and where the
         // fit button puts it) shows the evaluation already made there.
-        let at_slider = if temperature == 1.0 {
-            reports.at_one.clone()
+        // The softmax of each row is kept when the estimators' case shares most of its rows.
+        let (at_slider, network_softmax) = if temperature == 1.0 {
+            (reports.at_one.clone(), None)
         } else if temperature == cache.fit.temperature {
-            reports.at_fitted.clone()
+            (reports.at_fitted.clone(), None)
+        } else if parts.estimators && case.keeps_most_rows() {
+            let (evaluation, kept) =
+                calibration::evaluate_in_full_keeping(&logits, labels, temperature, bins, binning)?;
+            (evaluation, Some(kept))
         } else {
-            calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?
+            let evaluation =
+                calibration::evaluate_in_full(&logits, labels, temperature, bins, binning)?;
+            (evaluation, None)
         };
         let brier_decomposition = parts
             .brier
@@ -277,9 +284,8 @@ impl Lab {
                     ),
                     k,
                     case,
-                    temperature,
-                    bins,
-                    binning,
+                    (temperature, bins, binning),
+                    network_softmax.as_ref(),
                 )?;
                 (Some(view), Some(cumulative))
             }
