@@ -941,6 +941,8 @@ pub struct Evaluation {
     /// `num_bins` bins; the mean over classes of their [`expected_calibration_error`] is the
     /// report's classwise ECE.
     pub classwise_bins: Vec<Vec<Bin>>,
+    /// How the bins were cut.
+    pub binning: Binning,
 }
 
 /// The [`Evaluation`] at temperature `temperature`, in one pass over the logits (softmax per row
@@ -1127,6 +1129,7 @@ fn evaluate_rows(
         confidence,
         correct,
         classwise_bins,
+        binning,
     })
 }
 

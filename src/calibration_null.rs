@@ -26,7 +26,7 @@
 //! integers: example i is right when `U < ⌈c_i·2³²⌉`, a Bernoulli law within 2⁻³² of c_i
 //! and exact at c_i = 1.
 
-use crate::calibration::{self, Binning, CalibrationError};
+use crate::calibration::{self, Bin, Binning, CalibrationError, Evaluation};
 
 /// Simulated rounds of the null law: the smallest count the test's level allows to be exact
 /// with a margin (p ≤ 0.05 needs at most 9 of 200 null values at or above the observed one).
@@ -124,7 +124,38 @@ pub fn test_calibration(
     binning: Binning,
     outcomes: &NullOutcomes,
 ) -> Result<CalibrationTest, CalibrationError> {
-    let mut bins = calibration::reliability_bins(confidence, correct, num_bins, binning)?;
+    let bins = calibration::reliability_bins(confidence, correct, num_bins, binning)?;
+    test_binned(confidence, correct, bins, binning, outcomes)
+}
+
+/// [`test_calibration`] of an evaluation's top-label confidences and outcomes, on the bins it
+/// cut them into (the same bins `test_calibration` would cut).
+///
+/// # Errors
+/// [`CalibrationError::ConfidenceCountMismatch`] when `outcomes` was drawn for another number
+/// of rows or holds no round.
+pub fn test_evaluation(
+    evaluation: &Evaluation,
+    outcomes: &NullOutcomes,
+) -> Result<CalibrationTest, CalibrationError> {
+    test_binned(
+        &evaluation.confidence,
+        &evaluation.correct,
+        evaluation.report.bins.clone(),
+        evaluation.binning,
+        outcomes,
+    )
+}
+
+/// The test on `bins`, the reliability bins of `confidence` and `correct` cut by `binning`.
+fn test_binned(
+    confidence: &[f64],
+    correct: &[bool],
+    mut bins: Vec<Bin>,
+    binning: Binning,
+    outcomes: &NullOutcomes,
+) -> Result<CalibrationTest, CalibrationError> {
+    let num_bins = bins.len();
     let draws = outcomes.draws();
     if outcomes.rows != confidence.len() || draws == 0 {
         return Err(CalibrationError::ConfidenceCountMismatch {

@@ -98,6 +98,44 @@ fn outcomes_drawn_for_other_rows_are_refused() {
     );
 }
 
+#[test]
+fn an_evaluations_test_is_the_test_of_its_confidences() {
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let logits: Vec<f32> = (0..3_000 * CLASSES)
+        .map(|_| (3.0 * rng.sample::<f64, _>(StandardNormal)) as f32)
+        .collect();
+    let labels: Vec<u32> = (0..3_000)
+        .map(|_| rng.random_range(0..CLASSES as u32))
+        .collect();
+    let logits = Logits::new(&logits, CLASSES).unwrap();
+    let outcomes = NullOutcomes::draw(3_000, NULL_DRAWS, 7);
+    for binning in [Binning::Width, Binning::Mass] {
+        for (temperature, bins) in [(0.6, 15), (1.0, 10), (2.5, 7)] {
+            let evaluation =
+                calibration::evaluate_in_full(&logits, &labels, temperature, bins, binning)
+                    .unwrap();
+            let afresh = test_calibration(
+                &evaluation.confidence,
+                &evaluation.correct,
+                bins,
+                binning,
+                &outcomes,
+            )
+            .unwrap();
+            assert_eq!(test_evaluation(&evaluation, &outcomes).unwrap(), afresh);
+        }
+    }
+    let evaluation =
+        calibration::evaluate_in_full(&logits, &labels, 1.0, 15, Binning::Width).unwrap();
+    assert_eq!(
+        test_evaluation(&evaluation, &NullOutcomes::draw(2_999, 5, 7)),
+        Err(CalibrationError::ConfidenceCountMismatch {
+            confidences: 3_000,
+            outcomes: 2_999
+        })
+    );
+}
+
 proptest! {
     /// The simulation attaches uniforms to positions in the examples' order by bin and counts
     /// each bin's run; it must give the p-value that binning every round's outcomes afresh gives

@@ -210,11 +210,16 @@ impl Lab {
         let brier_decomposition = parts
             .brier
             .then(|| [&at_slider, &reports.at_one, &reports.at_fitted].map(BrierDecomposition::of));
+        let outcomes = cache
+            .null_outcomes
+            .get_or_insert_with(|| NullOutcomes::draw(labels.len(), NULL_DRAWS, seed));
+        let calibration_test = calibration_null::test_evaluation(&at_slider, outcomes)?;
         let calibration::Evaluation {
             report: at_temperature,
             confidence: confidences,
             correct,
             classwise_bins,
+            ..
         } = at_slider;
         let (at_one, at_fitted) = (
             reports.at_one.report.clone(),
@@ -240,11 +245,6 @@ impl Lab {
             None
         };
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
-        let outcomes = cache
-            .null_outcomes
-            .get_or_insert_with(|| NullOutcomes::draw(labels.len(), NULL_DRAWS, seed));
-        let calibration_test =
-            calibration_null::test_calibration(&confidences, &correct, bins, binning, outcomes)?;
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
         let (estimator_case, cumulative) = match (&smooth, parts.estimators) {
