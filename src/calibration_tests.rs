@@ -477,21 +477,16 @@ fn full_evaluation_reproduces_classwise_ece_and_confidences() {
 fn an_evaluation_beside_kept_softmaxes_is_the_evaluation_alone_bit_for_bit() {
     let (values, labels) = planted_temperature_data(900, 4, 1.8, 11);
     let logits = Logits::new(&values, 4).unwrap();
-    // A set sharing most rows: every third row changed (a raised top logit, a -0.0 where the
-    // kept row has 0.0, a shuffled row), 100 rows fewer, and one of another shape.
+    // Sets sharing most rows with the kept one: every third row changed (a raised logit, a
+    // rotated row, a halved logit) and one logit 0.0 where the kept row has -0.0 (equal, but
+    // not bit for bit), the same with 100 rows fewer; then sets that share none.
     let mut shared = values.clone();
     for row in (0..900).step_by(3) {
         let values = &mut shared[row * 4..(row + 1) * 4];
         match row % 9 {
             0 => values[0] += 1_000.0,
             3 => values.rotate_left(1),
-            _ => {
-                values[2] = if values[2] == 0.0 {
-                    -0.0
-                } else {
-                    values[2] * 0.5
-                }
-            }
+            _ => values[2] *= 0.5,
         }
     }
     shared[5 * 4 + 1] = 0.0;
