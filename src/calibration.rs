@@ -959,14 +959,8 @@ pub fn evaluate_in_full(
     num_bins: usize,
     binning: Binning,
 ) -> Result<Evaluation, CalibrationError> {
-    evaluate_rows(
-        logits,
-        labels,
-        temperature,
-        num_bins,
-        binning,
-        |_, row, out| softmax_row(row, temperature, out),
-    )
+    let softmax = |_: usize, row: &[f32], out: &mut [f64]| softmax_row(row, temperature, out);
+    evaluate_rows(logits, labels, temperature, num_bins, binning, softmax)
 }
 
 /// Each row's softmax at one temperature, as [`softmax_row`] gives it, kept from an evaluation
@@ -1002,19 +996,13 @@ pub fn evaluate_in_full_keeping<'a>(
 ) -> Result<(Evaluation, RowSoftmaxes<'a>), CalibrationError> {
     let mut probabilities = Vec::with_capacity(logits.values().len());
     let mut normalisers = Vec::with_capacity(logits.len());
-    let evaluation = evaluate_rows(
-        logits,
-        labels,
-        temperature,
-        num_bins,
-        binning,
-        |_, row, out| {
-            let normaliser = softmax_row(row, temperature, out);
-            probabilities.extend_from_slice(out);
-            normalisers.push(normaliser);
-            normaliser
-        },
-    )?;
+    let keep = |_: usize, row: &[f32], out: &mut [f64]| {
+        let normaliser = softmax_row(row, temperature, out);
+        probabilities.extend_from_slice(out);
+        normalisers.push(normaliser);
+        normaliser
+    };
+    let evaluation = evaluate_rows(logits, labels, temperature, num_bins, binning, keep)?;
     let kept = RowSoftmaxes {
         logits: *logits,
         temperature,
@@ -1044,27 +1032,21 @@ pub fn evaluate_in_full_beside(
         0
     };
     let temperature = known.temperature;
-    evaluate_rows(
-        logits,
-        labels,
-        temperature,
-        num_bins,
-        binning,
-        |index, row, out| {
-            if index < shared {
-                let range = index * classes..(index + 1) * classes;
-                let same = row
-                    .iter()
-                    .zip(&known.logits.values()[range.clone()])
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                if same {
-                    out.copy_from_slice(&known.probabilities[range]);
-                    return known.normalisers[index];
-                }
+    let reuse = |index: usize, row: &[f32], out: &mut [f64]| {
+        if index < shared {
+            let range = index * classes..(index + 1) * classes;
+            let same = row
+                .iter()
+                .zip(&known.logits.values()[range.clone()])
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            if same {
+                out.copy_from_slice(&known.probabilities[range]);
+                return known.normalisers[index];
             }
-            softmax_row(row, temperature, out)
-        },
-    )
+        }
+        softmax_row(row, temperature, out)
+    };
+    evaluate_rows(logits, labels, temperature, num_bins, binning, reuse)
 }
 
 /// The pass behind [`evaluate_in_full`], with each row's softmax written into its buffer by
