@@ -82,7 +82,7 @@ async function showAnatomy() {
   await drawnCanvasData(page, "temperature-anatomy", 30_000);
 }
 
-test("1. the chart draws once every image is in, and its text alternative states the least points beside the fit", { timeout: 120_000 }, async () => {
+test("the chart draws once every image is in, and its text alternative states the least points beside the fit", { timeout: 120_000 }, async () => {
   await showAnatomy();
   const summary = await page.textContent("#anatomy-summary");
   const fitted = await page.evaluate(() => Number(document.querySelector('[data-metric="fitted_temperature"]').dataset.value));
@@ -90,7 +90,7 @@ test("1. the chart draws once every image is in, and its text alternative states
   for (const [index, line] of summary.split(";").entries()) assert.match(line, /T = \d\.\d{3}/, `part ${index}: ${line}`);
 });
 
-test("2. each mistake switch, by pointer, keyboard and touch, enters the link and shows its T and its sentence", { timeout: 120_000 }, async () => {
+test("each mistake switch, by pointer, keyboard and touch, enters the link and shows its T and its sentence", { timeout: 120_000 }, async () => {
   await showAnatomy();
   const ways = {
     "evaluation-half": (locator) => locator.click(),
@@ -126,7 +126,7 @@ test("2. each mistake switch, by pointer, keyboard and touch, enters the link an
   assert.equal(await page.textContent("#mistake-probabilities-sentence"), "");
 });
 
-test("3. the Brier decomposition and the CORP decompositions equal calibra report's at T = 1, at the fitted T and at the slider's T (1e-9), and their sentences state them", { timeout: 900_000 }, async () => {
+test("the Brier decomposition and the CORP decompositions equal calibra report's at T = 1, at the fitted T and at the slider's T (1e-9), and their sentences state them", { timeout: 900_000 }, async () => {
   await showAnatomy();
   // A keyboard move of the temperature slider.
   await page.locator("#temperature").focus();
@@ -170,7 +170,7 @@ test("3. the Brier decomposition and the CORP decompositions equal calibra repor
   }
 });
 
-test("4. each mistaken fit's T and sentence equal `calibra report --mistake`'s on the page's logits (1e-9)", { timeout: 900_000 }, async () => {
+test("each mistaken fit's T and sentence equal `calibra report --mistake`'s on the page's logits (1e-9)", { timeout: 900_000 }, async () => {
   await showAnatomy();
   for (const mistake of MISTAKES) {
     if (!(await page.locator(`#mistake-${mistake}`).isChecked())) await page.locator(`#mistake-${mistake}`).click();

@@ -81,7 +81,7 @@ after(async () => {
   assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
-test("1. a revisit shows the same numbers from the cache, with no inference, and says so", { timeout: 400_000 }, async () => {
+test("a revisit shows the same numbers from the cache, with no inference, and says so", { timeout: 400_000 }, async () => {
   const first = await visit();
   assert.ok(first.batches > 0, "the first visit infers");
   assert.equal(first.opensBeforeInference, 0, "the first visit infers before it opens the cache's database");
@@ -97,7 +97,7 @@ test("1. a revisit shows the same numbers from the cache, with no inference, and
   assert.deepEqual(second.metrics, first.metrics);
 });
 
-test("2. changed weights under the same address are inferred again, never shown with old logits", { timeout: 400_000 }, async () => {
+test("changed weights under the same address are inferred again, never shown with old logits", { timeout: 400_000 }, async () => {
   const original = await visit();
   assert.equal(original.batches, 0);
   cpSync(path.join(SITE_DIR, LOGITNORM), path.join(copy, CROSS_ENTROPY));
@@ -114,7 +114,7 @@ test("2. changed weights under the same address are inferred again, never shown 
   assert.deepEqual(restored.metrics, original.metrics);
 });
 
-test("3. \"Compute them again\" forgets the cached logits and infers them anew", { timeout: 400_000 }, async () => {
+test("\"Compute them again\" forgets the cached logits and infers them anew", { timeout: 400_000 }, async () => {
   const cached = await visit();
   assert.equal(cached.note, true);
   await Promise.all([page.waitForEvent("load"), page.click("#recompute")]);
@@ -125,7 +125,7 @@ test("3. \"Compute them again\" forgets the cached logits and infers them anew",
   assert.deepEqual(Object.fromEntries(COMPARED.map((name) => [name, metrics[name]])), cached.metrics);
 });
 
-test("4. with the database gone but the hint kept, a revisit infers again and keeps the logits anew", { timeout: 400_000 }, async () => {
+test("with the database gone but the hint kept, a revisit infers again and keeps the logits anew", { timeout: 400_000 }, async () => {
   const cached = await visit();
   assert.equal(cached.batches, 0);
   const cdp = await browser.context.newCDPSession(page);
@@ -140,7 +140,7 @@ test("4. with the database gone but the hint kept, a revisit infers again and ke
   assert.equal(again.batches, 0, "kept again");
 });
 
-test("4a. the cache keeps at most ENTRIES sets of logits, dropping the oldest stored first", { timeout: 120_000 }, async () => {
+test("the cache keeps at most ENTRIES sets of logits, dropping the oldest stored first", { timeout: 120_000 }, async () => {
   // A fresh profile, and a page of the site's origin that runs no inference (its style sheet):
   // only this test's entries are in the database.
   const fresh = await launchBrowser();

@@ -113,7 +113,7 @@ function checkPerClass(sentence, m, where) {
   assert.ok(sentence.includes(`lowest coverage is`) && sentence.includes(pct(low, 1)) && sentence.includes(pct(high, 1)), `${where}: ${sentence}`);
 }
 
-test("1. the verdicts agree with the readouts at T ∈ {0.5, 1, fitted, 5}, both networks, every score, randomized on and off", { timeout: 600_000 }, async (t) => {
+test("the verdicts agree with the readouts at T ∈ {0.5, 1, fitted, 5}, both networks, every score, randomized on and off", { timeout: 600_000 }, async (t) => {
   let states = 0;
   for (const model of ["ce", "logitnorm"]) {
     for (const temperature of TEMPERATURES) {
@@ -133,21 +133,21 @@ test("1. the verdicts agree with the readouts at T ∈ {0.5, 1, fitted, 5}, both
   t.diagnostic(`${states} states checked`);
 });
 
-test("2. the lede: the cross-entropy network at T = 1 is surer than it is right", { timeout: 60_000 }, async () => {
+test("the lede: the cross-entropy network at T = 1 is surer than it is right", { timeout: 60_000 }, async () => {
   assert.match(await text(".lede"), /trained the usual way, with cross-entropy, is right about nine times in ten and sounds surer than that/);
   const m = await show({ model: "ce", t: 1 });
   assert.ok(m.accuracy > 0.85 && m.accuracy < 0.95, `about nine in ten: ${m.accuracy}`);
   assert.ok(m.mean_confidence > m.accuracy, `surer than right: ${m.mean_confidence} vs ${m.accuracy}`);
 });
 
-test("3. an overconfident network (T = 0.3) makes APS sets smaller and CovGap larger than at the fitted T", { timeout: 60_000 }, async () => {
+test("an overconfident network (T = 0.3) makes APS sets smaller and CovGap larger than at the fitted T", { timeout: 60_000 }, async () => {
   const cold = await show({ model: "ce", t: 0.3, score: "aps", randomized: 1 });
   const calibrated = await show({ model: "ce", t: fitted.ce, score: "aps", randomized: 1 });
   assert.ok(cold.average_set_size < calibrated.average_set_size, `sizes ${cold.average_set_size} vs ${calibrated.average_set_size}`);
   assert.ok(cold.covgap > calibrated.covgap, `CovGap ${cold.covgap} vs ${calibrated.covgap}`);
 });
 
-test("4. non-randomized APS: q̂ a hair below 1 with more empty and larger sets at T = 1, ties at q̂ = 1 above the band at T = 0.3; the buttons show both", { timeout: 60_000 }, async () => {
+test("non-randomized APS: q̂ a hair below 1 with more empty and larger sets at T = 1, ties at q̂ = 1 above the band at T = 0.3; the buttons show both", { timeout: 60_000 }, async () => {
   const randomized = await show({ model: "ce", t: 1, score: "aps", randomized: 1 });
   await show({ model: "ce", t: 2, score: "lac", randomized: 1 });
   await page.click('button.preset[data-action="aps_raw_t1"]');
@@ -169,14 +169,14 @@ test("4. non-randomized APS: q̂ a hair below 1 with more empty and larger sets 
   assert.match(await text("#coverage-verdict"), /calibration scores tie with q̂/);
 });
 
-test("5. APS can return empty sets, randomized or not (the set-size caption and the text)", { timeout: 60_000 }, async () => {
+test("APS can return empty sets, randomized or not (the set-size caption and the text)", { timeout: 60_000 }, async () => {
   for (const randomized of [1, 0]) {
     const m = await show({ model: "ce", t: 1, score: "aps", randomized });
     assert.ok(m.empty_rate > 0, `randomized ${randomized}: empty ${m.empty_rate}`);
   }
 });
 
-test("6. RAPS's defaults differ from APS; λ = 0.01, k_reg = 5 gives exactly APS's sets at every T shown", { timeout: 120_000 }, async () => {
+test("RAPS's defaults differ from APS; λ = 0.01, k_reg = 5 gives exactly APS's sets at every T shown", { timeout: 120_000 }, async () => {
   const m = await show({ model: "ce", t: fitted.ce, score: "raps", randomized: 1 });
   assert.notEqual(m.compare_raps_average_set_size, m.compare_aps_average_set_size, "the defaults show what RAPS does");
   for (const temperature of TEMPERATURES) {
@@ -189,7 +189,7 @@ test("6. RAPS's defaults differ from APS; λ = 0.01, k_reg = 5 gives exactly APS
   await show({ model: "ce", t: 1, raps_lambda: 0.1, k_reg: 1 });
 });
 
-test("7. LAC's sets move little near the fitted T and more at T = 20", { timeout: 60_000 }, async () => {
+test("LAC's sets move little near the fitted T and more at T = 20", { timeout: 60_000 }, async () => {
   const at = async (t) => (await show({ model: "ce", t, score: "lac" })).singleton_rate;
   const base = await at(fitted.ce);
   const near = Math.abs((await at(1)) - base);
@@ -197,7 +197,7 @@ test("7. LAC's sets move little near the fitted T and more at T = 20", { timeout
   assert.ok(far > near, `singletons move ${near} at T = 1 and ${far} at T = 20`);
 });
 
-test("8. the coverage experiment's caption follows its numbers", { timeout: 120_000 }, async () => {
+test("the coverage experiment's caption follows its numbers", { timeout: 120_000 }, async () => {
   for (const [t, randomized] of [[fitted.ce, 1], [1, 0]]) {
     await show({ model: "ce", t, score: "aps", randomized });
     await page.evaluate(() => { delete window.calibra.timings.experiment; });
@@ -216,7 +216,7 @@ test("8. the coverage experiment's caption follows its numbers", { timeout: 120_
   }
 });
 
-test("9. each \"Try this\" button sets the state it names; its line asks the reader to look, stating no number", { timeout: 120_000 }, async () => {
+test("each \"Try this\" button sets the state it names; its line asks the reader to look, stating no number", { timeout: 120_000 }, async () => {
   await show({ model: "logitnorm", t: 4, score: "lac", randomized: 0, mondrian: 0 });
   const expected = {
     overconfident: { model: "ce", t: "1" },
@@ -247,7 +247,7 @@ test("9. each \"Try this\" button sets the state it names; its line asks the rea
   }
 });
 
-test("10. the temperature lab's numbers are the evaluation half's, but for the one rivals column headed \"calibration half\"", async () => {
+test("the temperature lab's numbers are the evaluation half's, but for the one rivals column headed \"calibration half\"", async () => {
   const intro = await text("#temperature-lab .method > p:nth-of-type(2)");
   assert.match(intro, /measured on the other, evaluation half, but for the one column of the rivals table below that is headed "calibration half"/);
   const tables = await page.$$eval("#temperature-lab table", (all) => all.map((table) => ({

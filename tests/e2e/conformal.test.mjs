@@ -112,7 +112,7 @@ after(async () => {
   assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
-test("1. for α in {0.05, 0.1, 0.2} and every score, coverage lies in the guarantee band ± 3 split standard deviations", { timeout: 120_000 }, async (t) => {
+test("for α in {0.05, 0.1, 0.2} and every score, coverage lies in the guarantee band ± 3 split standard deviations", { timeout: 120_000 }, async (t) => {
   for (const alpha of ALPHAS) {
     for (const score of SCORES) {
       await configure({ alpha, score });
@@ -128,7 +128,7 @@ test("1. for α in {0.05, 0.1, 0.2} and every score, coverage lies in the guaran
   }
 });
 
-test("2. switching score changes the average set size, and the comparison row of the shown score equals the readout", { timeout: 60_000 }, async () => {
+test("switching score changes the average set size, and the comparison row of the shown score equals the readout", { timeout: 60_000 }, async () => {
   const sizes = {};
   for (const score of SCORES) {
     await configure({ score });
@@ -157,7 +157,7 @@ async function pageFiles() {
   return { pageLogits, labels };
 }
 
-test("3. every score, randomized or not, equals `calibra report` at T = 1 on the same split and draws: on the page's own logits to 1e-9, on native logits q̂ 1e-5 and rates within 2 images", { timeout: 240_000 }, async (t) => {
+test("every score, randomized or not, equals `calibra report` at T = 1 on the same split and draws: on the page's own logits to 1e-9, on native logits q̂ 1e-5 and rates within 2 images", { timeout: 240_000 }, async (t) => {
   const cases = [["lac", false], ...["aps", "raps", "saps"].flatMap((score) => [[score, true], [score, false]])];
   const binary = await buildCalibra();
   const { pageLogits, labels } = await pageFiles();
@@ -195,7 +195,7 @@ test("3. every score, randomized or not, equals `calibra report` at T = 1 on the
   }
 });
 
-test("4. Mondrian thresholds show ten per-class coverages and ten q̂", { timeout: 60_000 }, async () => {
+test("Mondrian thresholds show ten per-class coverages and ten q̂", { timeout: 60_000 }, async () => {
   await configure({ score: "aps" });
   const marginal = await readMetrics(page);
   await configure({ score: "aps", mondrian: true });
@@ -211,7 +211,7 @@ test("4. Mondrian thresholds show ten per-class coverages and ten q̂", { timeou
   assert.equal((await hashParams(page)).mondrian, "1");
 });
 
-test("5. the coverage experiment completes and draws its histogram", { timeout: 60_000 }, async (t) => {
+test("the coverage experiment completes and draws its histogram", { timeout: 60_000 }, async (t) => {
   await configure({ score: "aps" });
   const blank = await canvasData(page, "experiment");
   assert.equal(await page.isVisible("#experiment"), false, "no empty chart before the first run");
@@ -241,7 +241,7 @@ test("5. the coverage experiment completes and draws its histogram", { timeout: 
   t.diagnostic(`1,000 splits in ${await page.evaluate(() => window.calibra.timings.experiment)} ms`);
 });
 
-test("6. gallery filters show only matching images", { timeout: 60_000 }, async () => {
+test("gallery filters show only matching images", { timeout: 60_000 }, async () => {
   // The gallery is rebuilt only near the screen.
   await page.locator("#gallery").scrollIntoViewIfNeeded();
   await configure({ score: "lac", alpha: 0.2 });
@@ -293,7 +293,7 @@ test("6. gallery filters show only matching images", { timeout: 60_000 }, async 
   assert.deepEqual({ row: after.row, tile: after.tile }, { row, tile: true }, "focus stays on the same image's tile");
 });
 
-test("7. a hash link restores the conformal lab", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
+test("a hash link restores the conformal lab", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
   const fresh = await browser.context.newPage();
   await fresh.goto(`${site.url}#alpha=0.15&score=raps&randomized=0&raps_lambda=0.05&k_reg=3&saps_lambda=0.4&mondrian=1&gallery=large`);
   await waitForInference(fresh, INFERENCE_TIMEOUT_MS);
@@ -312,7 +312,7 @@ test("7. a hash link restores the conformal lab", { timeout: INFERENCE_TIMEOUT_M
   await fresh.close();
 });
 
-test("8. the PAC threshold at a δ moved by the keyboard equals `calibra report --pac α,δ` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+test("the PAC threshold at a δ moved by the keyboard equals `calibra report --pac α,δ` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
   await configure({ score: "aps" });
   const binary = await buildCalibra();
   const { pageLogits, labels } = await pageFiles();
@@ -338,7 +338,7 @@ test("8. the PAC threshold at a δ moved by the keyboard equals `calibra report 
   t.diagnostic(`δ = 0.19: PAC k ${m.pac_k} (q̂ ${m.pac_qhat}), marginal k ${m.marginal_k}`);
 });
 
-test("9. selective classification at a risk level set by a pointer and the keyboard equals `calibra report --selective` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+test("selective classification at a risk level set by a pointer and the keyboard equals `calibra report --selective` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
   await configure({ score: "aps" });
   const binary = await buildCalibra();
   const { pageLogits, labels } = await pageFiles();
@@ -366,7 +366,7 @@ test("9. selective classification at a risk level set by a pointer and the keybo
   t.diagnostic(`risk 5%: threshold ${m.selective_threshold}, answered ${m.selective_coverage}, AURC ${m.selective_aurc} (fitted T: ${m.selective_aurc_fitted})`);
 });
 
-test("10. worst-slab coverage, measured by a pointer and again by the keyboard, equals `calibra report --worst-slab` on the page's own logits to 1e-9, with its noise floor", { timeout: 120_000 }, async (t) => {
+test("worst-slab coverage, measured by a pointer and again by the keyboard, equals `calibra report --worst-slab` on the page's own logits to 1e-9, with its noise floor", { timeout: 120_000 }, async (t) => {
   await configure({ score: "aps" });
   const binary = await buildCalibra();
   const { pageLogits, labels } = await pageFiles();
@@ -396,7 +396,7 @@ test("10. worst-slab coverage, measured by a pointer and again by the keyboard, 
   t.diagnostic(`worst slab ${m.worst_slab_coverage} (${m.worst_slab_rows} images), floor ${m.worst_slab_floor} ± ${m.worst_slab_floor_spread}, in ${await page.evaluate(() => window.calibra.timings.worstSlab)} ms`);
 });
 
-test("11. marginal, Mondrian and clustered thresholds side by side equal `calibra report`, `--mondrian` and `--clustered 3` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
+test("marginal, Mondrian and clustered thresholds side by side equal `calibra report`, `--mondrian` and `--clustered 3` on the page's own logits to 1e-9", { timeout: 120_000 }, async (t) => {
   await configure({ score: "aps" });
   const binary = await buildCalibra();
   const { pageLogits, labels } = await pageFiles();

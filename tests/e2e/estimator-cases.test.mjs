@@ -125,7 +125,7 @@ async function choose(kase, way) {
   assert.ok(await radio.isChecked(), `${kase} checked`);
 }
 
-test("1. each case, by pointer, touch and keyboard, enters the link, equals calibra report --case (1e-9), and its sentences state its numbers", { timeout: 900_000 }, async () => {
+test("each case, by pointer, touch and keyboard, enters the link, equals calibra report --case (1e-9), and its sentences state its numbers", { timeout: 900_000 }, async () => {
   await page.locator("#estimators").scrollIntoViewIfNeeded();
   const own = await settledTable();
   for (const [index, kase] of CASES.entries()) {
@@ -166,7 +166,7 @@ test("1. each case, by pointer, touch and keyboard, enters the link, equals cali
   }
 });
 
-test("2. the slider moves T where it means something and is said not to for the base rates; the network's own logits restore every number", { timeout: 300_000 }, async () => {
+test("the slider moves T where it means something and is said not to for the base rates; the network's own logits restore every number", { timeout: 300_000 }, async () => {
   await choose("network", "pointer");
   const own = await settledTable();
   await choose("empty_bins", "pointer");
@@ -200,7 +200,7 @@ test("2. the slider moves T where it means something and is said not to for the 
   assert.ok(!(await page.evaluate(() => location.hash)).includes("case="), "the default is not in the link");
 });
 
-test("3. a link restores its case", { timeout: 300_000 }, async () => {
+test("a link restores its case", { timeout: 300_000 }, async () => {
   const linked = await browser.context.newPage();
   await linked.goto(`${site.url}#case=hundred_images`);
   await waitForInference(linked, INFERENCE_TIMEOUT_MS);

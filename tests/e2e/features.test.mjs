@@ -73,7 +73,7 @@ function idxRows(unzipped, rows, name, { images }) {
   return file;
 }
 
-test("1. every feature score's metrics equal `calibra ood --model` on the same images (1e-9), for LogitNorm τ = 0.04 and cross-entropy", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
+test("every feature score's metrics equal `calibra ood --model` on the same images (1e-9), for LogitNorm τ = 0.04 and cross-entropy", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
   const binary = await buildCalibra();
   const limits = await page.evaluate(() => window.calibra.limits);
   const metrics = await readMetrics(page);
@@ -115,7 +115,7 @@ test("1. every feature score's metrics equal `calibra ood --model` on the same i
   }
 });
 
-test("2. once fitted, switching between feature scores redraws at once with the chosen score; the features' share of the cache", { timeout: INFERENCE_TIMEOUT_MS }, async (t) => {
+test("once fitted, switching between feature scores redraws at once with the chosen score; the features' share of the cache", { timeout: INFERENCE_TIMEOUT_MS }, async (t) => {
   const millis = [];
   for (const score of ["vim", "mahalanobis", "gradnorm", "knn"]) {
     const before = await page.evaluate(() => window.calibra.timings.oodDraws.length);
@@ -129,7 +129,7 @@ test("2. once fitted, switching between feature scores redraws at once with the 
   t.diagnostic(`a switch of feature score drew in ${millis.map((m) => m.toFixed(1)).join(", ")} ms; the origin's storage holds ${(usage / 2 ** 20).toFixed(1)} MiB (logits and features of two networks on the test images and the OOD sets)`);
 });
 
-test("3. the ranking lists every computed score on both networks by AUROC, and its sentence names the first with its interval", { timeout: INFERENCE_TIMEOUT_MS }, async () => {
+test("the ranking lists every computed score on both networks by AUROC, and its sentence names the first with its interval", { timeout: INFERENCE_TIMEOUT_MS }, async () => {
   await page.waitForFunction(() => document.querySelectorAll("#ood-ranking tbody tr").length > 0, null, { timeout: INFERENCE_TIMEOUT_MS, polling: 500 });
   await nextFrames(page, 2);
   const rows = await page.$$eval("#ood-ranking tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td, th")].map((cell) => ({ text: cell.textContent, value: cell.dataset.value }))));
@@ -148,7 +148,7 @@ test("3. the ranking lists every computed score on both networks by AUROC, and i
   assert.match(lesson, /is (larger than|within) the noise of these images/);
 });
 
-test("4. a revisit draws its first frame from the cached logits alone, then reads the features kept apart: every feature score as before", { timeout: INFERENCE_TIMEOUT_MS }, async () => {
+test("a revisit draws its first frame from the cached logits alone, then reads the features kept apart: every feature score as before", { timeout: INFERENCE_TIMEOUT_MS }, async () => {
   const metrics = await readMetrics(page);
   const featureMetrics = (all) => Object.fromEntries(Object.entries(all).filter(([name]) => FEATURE_SCORES.some((score) => name.includes(`_${score}`))));
   const before = featureMetrics(metrics);

@@ -69,7 +69,7 @@ function csvRows(bytes) {
   return rows;
 }
 
-test("1. the reliability diagram's CSV holds the CLI's bins at this T", { timeout: 60_000 }, async () => {
+test("the reliability diagram's CSV holds the CLI's bins at this T", { timeout: 60_000 }, async () => {
   const { name, bytes } = await saved("reliability", "CSV");
   assert.equal(name, "calibra-reliability.csv");
   const [header, ...rows] = csvRows(bytes);
@@ -87,7 +87,7 @@ test("1. the reliability diagram's CSV holds the CLI's bins at this T", { timeou
   });
 });
 
-test("1b. the cumulative differences: the CSV's curve gives the CLI's KS error and Kuiper statistic at this T (1e-6), and the chart's text states them", { timeout: 60_000 }, async () => {
+test("the cumulative differences: the CSV's curve gives the CLI's KS error and Kuiper statistic at this T (1e-6), and the chart's text states them", { timeout: 60_000 }, async () => {
   const { name, bytes } = await saved("cumulative-differences", "CSV");
   assert.equal(name, "calibra-cumulative-differences.csv");
   const [header, ...rows] = csvRows(bytes);
@@ -108,7 +108,7 @@ test("1b. the cumulative differences: the CSV's curve gives the CLI's KS error a
   assert.ok(summary.includes(`on ${confidences.length.toLocaleString("en-US")} images`), summary);
 });
 
-test("2. the SVG is the figure at the canvas's size, the PNG the figure at twice that size", { timeout: 60_000 }, async () => {
+test("the SVG is the figure at the canvas's size, the PNG the figure at twice that size", { timeout: 60_000 }, async () => {
   const size = await page.evaluate(() => {
     const canvas = document.getElementById("reliability");
     return { css: [canvas.clientWidth, canvas.clientHeight], pixels: [canvas.width, canvas.height] };
@@ -125,7 +125,7 @@ test("2. the SVG is the figure at the canvas's size, the PNG the figure at twice
   assert.deepEqual([png.bytes.readUInt32BE(16), png.bytes.readUInt32BE(20)], size.css.map((side) => 2 * side));
 });
 
-test("3. coverage per class in the CSV is the lab's at this α and T", { timeout: 60_000 }, async () => {
+test("coverage per class in the CSV is the lab's at this α and T", { timeout: 60_000 }, async () => {
   await page.locator("#conformal-lab").scrollIntoViewIfNeeded();
   await page.waitForFunction(() => window.calibra.timings.conformalDraws.length > 0, null, { timeout: 60_000 });
   const [header, ...rows] = csvRows((await saved("per-class", "CSV")).bytes);
@@ -140,7 +140,7 @@ test("3. coverage per class in the CSV is the lab's at this α and T", { timeout
   });
 });
 
-test("4. every figure saves as SVG and CSV once its lab has been shown", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
+test("every figure saves as SVG and CSV once its lab has been shown", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async () => {
   await page.click("#run-experiment");
   await page.waitForFunction(() => window.calibra.timings.experiment !== undefined, null, { timeout: 30_000 });
   // The shift lab's diagram waits for the shown severity's corrupted images to be classified.
@@ -166,7 +166,7 @@ test("4. every figure saves as SVG and CSV once its lab has been shown", { timeo
   assert.ok(await page.locator("#error").isHidden(), await page.textContent("#error"));
 });
 
-test("5. 'Copy link to this view' copies the address of this state", { timeout: 30_000 }, async () => {
+test("'Copy link to this view' copies the address of this state", { timeout: 30_000 }, async () => {
   const menu = page.locator("figure", { has: page.locator("canvas#reliability") }).locator("details.figure-menu");
   await menu.scrollIntoViewIfNeeded();
   if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
@@ -178,7 +178,7 @@ test("5. 'Copy link to this view' copies the address of this state", { timeout: 
   assert.match(copied, /#t=1\.5&bins=10$/);
 });
 
-test("6. 'Copy embed code' copies an <iframe> of the embed view of that figure in this state", { timeout: 30_000 }, async () => {
+test("'Copy embed code' copies an <iframe> of the embed view of that figure in this state", { timeout: 30_000 }, async () => {
   const menu = page.locator("figure", { has: page.locator("canvas#sweep") }).locator("details.figure-menu");
   await menu.scrollIntoViewIfNeeded();
   if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
@@ -234,7 +234,7 @@ async function checkEmbed(view, figure) {
   assert.equal(back.get("embed"), null);
 }
 
-test("7. every figure's embed view shows that figure alone, drawn, with its slider", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
+test("every figure's embed view shows that figure alone, drawn, with its slider", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
   const figures = await page.evaluate(() => window.calibra.limits.figures);
   const view = await browser.context.newPage();
   await view.setViewportSize({ width: 720, height: 640 });
@@ -261,7 +261,7 @@ test("7. every figure's embed view shows that figure alone, drawn, with its slid
   await view.close();
 });
 
-test("8. presentation mode: one figure a screen in large type, keys to move, Esc to leave", { timeout: 60_000 }, async () => {
+test("presentation mode: one figure a screen in large type, keys to move, Esc to leave", { timeout: 60_000 }, async () => {
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.evaluate(() => window.scrollTo(0, 0));
   // Each method note ("More"): where it stands in the article, and whether it is open.
@@ -366,7 +366,7 @@ function tarEntries(gzipped) {
   return entries;
 }
 
-test("8b. 'Copy link to this view' right after two quick slider moves copies the second's T, whose hash was still to be written", { timeout: 30_000 }, async () => {
+test("'Copy link to this view' right after two quick slider moves copies the second's T, whose hash was still to be written", { timeout: 30_000 }, async () => {
   const menu = page.locator("figure", { has: page.locator("canvas#reliability") }).locator("details.figure-menu");
   await menu.scrollIntoViewIfNeeded();
   if (!(await menu.evaluate((details) => details.open))) await menu.locator("summary").click();
@@ -389,7 +389,7 @@ test("8b. 'Copy link to this view' right after two quick slider moves copies the
   assert.equal(Number(new URLSearchParams(new URL(copied).hash.slice(1)).get("t")), moved.t);
 });
 
-test("9. the footer's source-code link downloads this checkout's source, without weights or images", { timeout: 60_000 }, async () => {
+test("the footer's source-code link downloads this checkout's source, without weights or images", { timeout: 60_000 }, async () => {
   const link = page.locator("#source-code a");
   const href = await link.evaluate((a) => a.href);
   const response = await fetch(href);

@@ -134,7 +134,7 @@ after(async () => {
   assert.deepEqual(chromiumProblems, [], `Chromium:\n${chromiumProblems.join("\n")}`);
 });
 
-test("1. Firefox runs the page: its accuracy readout equals Chromium's (1e-9)", async (t) => {
+test("Firefox runs the page: its accuracy readout equals Chromium's (1e-9)", async (t) => {
   const version = await firefox.browser.version();
   t.diagnostic(`Firefox: ${version}`);
   const [inFirefox, inChromium] = await Promise.all([readMetrics(firefoxPage), readMetrics(chromiumPage)]);
@@ -148,7 +148,7 @@ test("1. Firefox runs the page: its accuracy readout equals Chromium's (1e-9)", 
 });
 
 // Before any other test scrolls: the labs below the first screen are not drawn yet.
-test("1b. a jump from the lab index in Firefox lands on the last lab's heading, drawing none of the labs it passes", async (t) => {
+test("a jump from the lab index in Firefox lands on the last lab's heading, drawing none of the labs it passes", async (t) => {
   const page = firefoxPage;
   const target = await page.evaluate(() => [...document.querySelectorAll("#lab-index a")].at(-1).getAttribute("href").slice(1));
   await page.evaluate((id) => {
@@ -162,7 +162,7 @@ test("1b. a jump from the lab index in Firefox lands on the last lab's heading, 
   await page.evaluate(() => window.scrollTo(0, 0));
 });
 
-test("2. the conformal lab's coverage in Firefox lies in [0, 1] and equals Chromium's (1e-6)", { timeout: REDRAW_TIMEOUT_MS * 3 }, async (t) => {
+test("the conformal lab's coverage in Firefox lies in [0, 1] and equals Chromium's (1e-6)", { timeout: REDRAW_TIMEOUT_MS * 3 }, async (t) => {
   const [inFirefox, inChromium] = await Promise.all([
     conformalCoverage(firefoxPage, "Firefox"),
     conformalCoverage(chromiumPage, "Chromium"),
@@ -175,7 +175,7 @@ test("2. the conformal lab's coverage in Firefox lies in [0, 1] and equals Chrom
   t.diagnostic(`coverage ${inFirefox}`);
 });
 
-test("3. the temperature slider, moved with the keyboard in Firefox, changes the ECE and the hash's t", { timeout: REDRAW_TIMEOUT_MS * 3 }, async (t) => {
+test("the temperature slider, moved with the keyboard in Firefox, changes the ECE and the hash's t", { timeout: REDRAW_TIMEOUT_MS * 3 }, async (t) => {
   const before = await readMetrics(firefoxPage);
   const hashT = () => firefoxPage.evaluate(() => new URLSearchParams(location.hash.slice(1)).get("t"));
   const tBefore = await hashT();
@@ -215,7 +215,7 @@ test("3. the temperature slider, moved with the keyboard in Firefox, changes the
   t.diagnostic(`slider ${position} -> ${moved}, hash t=${tBefore} -> ${t1}, ECE ${before.ece} -> ${afterMove.ece}`);
 });
 
-test("3b. every slider in Firefox follows a pointer at 10%, 50% and 90% of its track and the keys Home, End, Page Up and Page Down, with no error", { timeout: 180_000 }, async (t) => {
+test("every slider in Firefox follows a pointer at 10%, 50% and 90% of its track and the keys Home, End, Page Up and Page Down, with no error", { timeout: 180_000 }, async (t) => {
   const page = firefoxPage;
   const limits = await page.evaluate(() => window.calibra.limits);
   const enabling = { "raps-lambda": "score=raps", "k-reg": "score=raps", "saps-lambda": "score=saps" };

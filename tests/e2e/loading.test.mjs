@@ -116,7 +116,7 @@ async function visitHolding(paths) {
   await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
 }
 
-test("1. a first visit asks for the first batch's images at once and for the rest once their logits are painted, and says what it downloads", { timeout: 400_000 }, async () => {
+test("a first visit asks for the first batch's images at once and for the rest once their logits are painted, and says what it downloads", { timeout: 400_000 }, async () => {
   await visitHolding([WEIGHTS, IMAGES]);
   assert.ok(!asked.includes(IMAGES), `the images were asked for while the weights were held: ${asked.join(", ")}`);
   assert.ok(asked.includes(FIRST_IMAGES), `the first batch's images waited for the held weights: ${asked.join(", ")}`);
@@ -139,7 +139,7 @@ test("1. a first visit asks for the first batch's images at once and for the res
   await page.evaluate(() => window.calibra.cacheSettled());
 });
 
-test("1a. the first batch's file holds the whole file's header and first batch of images", async () => {
+test("the first batch's file holds the whole file's header and first batch of images", async () => {
   const unzip = async (path) => gunzipSync(Buffer.from(await (await fetch(new URL(path, site.url))).arrayBuffer()));
   const [first, whole] = await Promise.all([unzip(FIRST_IMAGES), unzip(IMAGES)]);
   const { first_batch: batch, images_header: header, image_side: side } = await page.evaluate(() => window.calibra.limits);
@@ -147,7 +147,7 @@ test("1a. the first batch's file holds the whole file's header and first batch o
   assert.ok(first.equals(whole.subarray(0, first.length)), "the two files begin alike");
 });
 
-test("1b. without the first batch's file, on a slow link the images are asked for about a round trip before the weights' last bytes, not earlier", { timeout: 400_000 }, async () => {
+test("without the first batch's file, on a slow link the images are asked for about a round trip before the weights' last bytes, not earlier", { timeout: 400_000 }, async () => {
   // A fresh profile: a first visit.
   const fresh = await launchBrowser();
   try {
@@ -171,7 +171,7 @@ test("1b. without the first batch's file, on a slow link the images are asked fo
   }
 });
 
-test("2. a revisit, with logits kept, asks for the images without waiting for the weights", { timeout: 400_000 }, async () => {
+test("a revisit, with logits kept, asks for the images without waiting for the weights", { timeout: 400_000 }, async () => {
   await visitHolding([WEIGHTS]);
   assert.ok(asked.includes(IMAGES), `the images waited for the held weights: ${asked.join(", ")}`);
   // The kept logits are found by the weights' digest: the page still needs the network.
@@ -180,7 +180,7 @@ test("2. a revisit, with logits kept, asks for the images without waiting for th
   await waitForInference(page, INFERENCE_TIMEOUT_MS);
 });
 
-test("3. on a first visit, no test image past the first batch's is in before their logits are painted", { timeout: 400_000 }, async () => {
+test("on a first visit, no test image past the first batch's is in before their logits are painted", { timeout: 400_000 }, async () => {
   const fresh = await launchBrowser();
   try {
     const visit = await fresh.context.newPage();
@@ -195,7 +195,7 @@ test("3. on a first visit, no test image past the first batch's is in before the
   }
 });
 
-test("4. a network that cannot be loaded still lets every test image in, and the page stays marked failed", { timeout: 400_000 }, async () => {
+test("a network that cannot be loaded still lets every test image in, and the page stays marked failed", { timeout: 400_000 }, async () => {
   const fresh = await launchBrowser();
   try {
     await fresh.context.route(`**${WEIGHTS}`, (route) => route.fulfill({ status: 200, contentType: "application/octet-stream", body: Buffer.from("not a network") }));
@@ -213,7 +213,7 @@ test("4. a network that cannot be loaded still lets every test image in, and the
   }
 });
 
-test("4a. a first batch's file that is not the whole file's beginning is refused, and one that is missing is done without", { timeout: 400_000 }, async () => {
+test("a first batch's file that is not the whole file's beginning is refused, and one that is missing is done without", { timeout: 400_000 }, async () => {
   const whole = gunzipSync(Buffer.from(await (await fetch(new URL(IMAGES, site.url))).arrayBuffer()));
   const { first_batch: batch, images_header: header, image_side: side } = await page.evaluate(() => window.calibra.limits);
   const altered = Buffer.from(whole.subarray(0, header + batch * side * side));
@@ -241,7 +241,7 @@ test("4a. a first batch's file that is not the whole file's beginning is refused
   }
 });
 
-test("5. a first visit asks for the shown network's weights before the page's module is in, unless its link names another network", { timeout: 400_000 }, async () => {
+test("a first visit asks for the shown network's weights before the page's module is in, unless its link names another network", { timeout: 400_000 }, async () => {
   const PAGE_MODULE = "/pkg/calibra_bg.wasm";
   const isWeights = (path) => path.startsWith("/assets/models/") && path.endsWith(".safetensors");
   for (const [hash, shown] of [["", WEIGHTS], ["#model=logitnorm", "/assets/models/fmnist-logitnorm.safetensors"]]) {

@@ -60,7 +60,7 @@ after(async () => {
   assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
-test("0. a reader who stays in the first lab downloads neither the digits nor a LogitNorm network, nor the ODIN or files modules", () => {
+test("a reader who stays in the first lab downloads neither the digits nor a LogitNorm network, nor the ODIN or files modules", () => {
   const files = fetchedBeforeTauLab.map((pathname) => pathname.split("/").pop());
   const modules = fetchedBeforeTauLab.filter((pathname) => /\/pkg-(odin|own-logits)\//.test(pathname));
   assert.deepEqual(modules, [], "fetched before a reader asked for ODIN or chose files");
@@ -196,7 +196,7 @@ async function logitsCsv(index, set) {
   return file;
 }
 
-test("1. the τ slider visits every trained network, cross-entropy last; accuracy as on each card; the sentences follow the numbers", { timeout: 12 * INFERENCE_TIMEOUT_MS }, async (t) => {
+test("the τ slider visits every trained network, cross-entropy last; accuracy as on each card; the sentences follow the numbers", { timeout: 12 * INFERENCE_TIMEOUT_MS }, async (t) => {
   const limits = await page.evaluate(() => window.calibra.limits);
   await show({ tau: limits.tau_steps[0] });
   await page.focus("#tau");
@@ -220,7 +220,7 @@ test("1. the τ slider visits every trained network, cross-entropy last; accurac
   assert.deepEqual(taus, [...taus].sort((a, b) => a - b), "τ increases along the slider");
 });
 
-test("2. every score's metrics equal `calibra ood` on the page's own logits (1e-9), each OOD set, T = 1 and T = 2", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async () => {
+test("every score's metrics equal `calibra ood` on the page's own logits (1e-9), each OOD set, T = 1 and T = 2", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async () => {
   const binary = await buildCalibra();
   const limits = await page.evaluate(() => window.calibra.limits);
   const index = (network) => limits.models.findIndex((m) => m.network === network);
@@ -245,7 +245,7 @@ test("2. every score's metrics equal `calibra ood` on the page's own logits (1e-
   await show({ t: 1 });
 });
 
-test("3. the sentences hold for every score on every set, at T = 0.5, 1, 5 and the fitted T", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async () => {
+test("the sentences hold for every score on every set, at T = 0.5, 1, 5 and the fitted T", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async () => {
   for (const ood of ["mnist", "gaussian", "uniform"]) {
     for (const score of SCORES) {
       await show({ tau: "1", ood, ood_score: score });
@@ -266,7 +266,7 @@ test("3. the sentences hold for every score on every set, at T = 0.5, 1, 5 and t
   await show({ t: 1 });
 });
 
-test("4. the τ chart gains a point per network evaluated, up to every trained network and seed", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async () => {
+test("the τ chart gains a point per network evaluated, up to every trained network and seed", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async () => {
   await show({ tau: "0.04", ood: "mnist", ood_score: "energy" });
   const trained = (await page.evaluate(() => window.calibra.limits)).models.length;
   assert.match(await text("#tau-points"), new RegExp(`of ${trained} networks evaluated`));
@@ -283,7 +283,7 @@ test("4. the τ chart gains a point per network evaluated, up to every trained n
   }
 });
 
-test("4b. one T against normalised temperature scaling: every network's T, ECE and NLL equal `calibra report --method temperature|normalized --bootstrap` on the page's logits (1e-9), the intervals as the CLI's to the digit shown, and the sentence follows them", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async (t) => {
+test("one T against normalised temperature scaling: every network's T, ECE and NLL equal `calibra report --method temperature|normalized --bootstrap` on the page's logits (1e-9), the intervals as the CLI's to the digit shown, and the sentence follows them", { timeout: 4 * INFERENCE_TIMEOUT_MS }, async (t) => {
   const binary = await buildCalibra();
   const limits = await page.evaluate(() => window.calibra.limits);
   // Test 4 evaluated every network; the worker compares them one at a time.
@@ -338,7 +338,7 @@ test("4b. one T against normalised temperature scaling: every network's T, ECE a
   }
 });
 
-test("5. ODIN is computed in the browser on request, with progress, and joins the table", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
+test("ODIN is computed in the browser on request, with progress, and joins the table", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
   await show({ tau: "ce", ood: "mnist", ood_score: "odin" });
   assert.match(await text("#odin-status"), /needs a backward pass/);
   assert.equal((await readMetrics(page)).fpr95_odin, Number.NaN, "no ODIN before the button");
@@ -359,7 +359,7 @@ test("5. ODIN is computed in the browser on request, with progress, and joins th
   t.diagnostic(`ODIN on ${images} images (cross-entropy, test + MNIST) in ${seconds.toFixed(1)} s: ${Math.round(images / seconds)} images/s`);
 });
 
-test("6. the paper's protocol: τ tuned on Gaussian noise by MSP at T = 1, then MSP at T = 1 and energy at T = 0.1 (LogitNorm) on the digits and uniform noise, as `calibra ood` computes them", { timeout: 6 * INFERENCE_TIMEOUT_MS }, async () => {
+test("the paper's protocol: τ tuned on Gaussian noise by MSP at T = 1, then MSP at T = 1 and energy at T = 0.1 (LogitNorm) on the digits and uniform noise, as `calibra ood` computes them", { timeout: 6 * INFERENCE_TIMEOUT_MS }, async () => {
   const binary = await buildCalibra();
   const limits = await page.evaluate(() => window.calibra.limits);
   await show({ paper: 1, t: 1 });
@@ -395,7 +395,7 @@ test("6. the paper's protocol: τ tuned on Gaussian noise by MSP at T = 1, then 
   assert.equal(await page.isVisible("#paper-block"), false, "closed again");
 });
 
-test("7. conformal p-values: the FDR level set by a pointer and the keyboard and the OOD share by the keyboard give what `calibra ood --pvalues --fdr Q --ood-share S` computes on the page's own logits (1e-9), for energy and MSP; the sentence and the chart's text state those numbers", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
+test("conformal p-values: the FDR level set by a pointer and the keyboard and the OOD share by the keyboard give what `calibra ood --pvalues --fdr Q --ood-share S` computes on the page's own logits (1e-9), for energy and MSP; the sentence and the chart's text state those numbers", { timeout: 2 * INFERENCE_TIMEOUT_MS }, async (t) => {
   const binary = await buildCalibra();
   const limits = await page.evaluate(() => window.calibra.limits);
   const index = limits.models.findIndex((m) => m.network === "0.04");

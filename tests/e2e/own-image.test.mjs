@@ -156,7 +156,7 @@ async function checkAgainstNative(logits, label) {
   assert.ok(sentence.includes(`Its conformal p-value is ${m.own_ood_pvalue_ce.toFixed(4)}: `), sentence);
 }
 
-test("1. a stroke drawn on the pad: the page's answer is the native tool's on the 28×28 it exports, and nothing is fetched", { timeout: 300_000 }, async () => {
+test("a stroke drawn on the pad: the page's answer is the native tool's on the 28×28 it exports, and nothing is fetched", { timeout: 300_000 }, async () => {
   const hashBefore = await hashParams(page);
   const fetchedBefore = requests.length;
   const box = await page.locator("#own-pad").boundingBox();
@@ -184,7 +184,7 @@ test("1. a stroke drawn on the pad: the page's answer is the native tool's on th
   await checkAgainstNative(await nativeLogits(idx, "drawing"), "drawing");
 });
 
-test("2. a PNG dropped on the section: negated by the guess, its own test image nearest, the native tool's answer on the same file", { timeout: 300_000 }, async () => {
+test("a PNG dropped on the section: negated by the guess, its own test image nearest, the native tool's answer on the same file", { timeout: 300_000 }, async () => {
   // Test image 8, ink on paper, blown up five times on a wider sheet, as a PNG the browser
   // encodes. It fills 28 pixels along its longest side and sits where the preparation centres
   // it, so its preparation comes back close to it (`own_image_tests.rs`).
@@ -245,7 +245,7 @@ test("2. a PNG dropped on the section: negated by the guess, its own test image 
 // The section's answers are on screen, or hidden with no picture kept.
 const answersShown = () => page.evaluate(() => ({ pixels: window.calibra.ownPixels, hidden: document.getElementById("own-results").hidden }));
 
-test("3. a file that is no picture and a blank picture say so, and take away the answers about the picture before", { timeout: 60_000 }, async () => {
+test("a file that is no picture and a blank picture say so, and take away the answers about the picture before", { timeout: 60_000 }, async () => {
   const before = await answersShown();
   assert.ok(before.pixels && !before.hidden, "a picture is shown with its answers");
   const notes = path.join(scratch, "notes.png");
@@ -272,7 +272,7 @@ test("3. a file that is no picture and a blank picture say so, and take away the
   assert.deepEqual(await answersShown(), { pixels: null, hidden: true });
 });
 
-test("3b. Clear, and undoing the only stroke, take the answers away with the drawing", { timeout: 120_000 }, async () => {
+test("Clear, and undoing the only stroke, take the answers away with the drawing", { timeout: 120_000 }, async () => {
   const box = await page.locator("#own-pad").boundingBox();
   const stroke = async () => {
     await page.mouse.move(box.x + 0.3 * box.width, box.y + 0.2 * box.height);

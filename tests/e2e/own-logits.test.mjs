@@ -169,7 +169,7 @@ async function assertLikeTheCli(metrics, logits, labels) {
   NAMES.forEach((_, k) => close(`coverage of class ${k}`, metrics[`coverage_class_${k}`], atT.conformal.per_class_coverage[k]));
 }
 
-test("1. .npy logits and labels: the labs show `calibra report`'s numbers for them, and only the labs that need no images", { timeout: 180_000 }, async () => {
+test(".npy logits and labels: the labs show `calibra report`'s numbers for them, and only the labs that need no images", { timeout: 180_000 }, async () => {
   const hash = await hashParams(page);
   await choose(files.npyLogits, files.npyLabels);
   const metrics = await labMetrics();
@@ -185,7 +185,7 @@ test("1. .npy logits and labels: the labs show `calibra report`'s numbers for th
   for (const { method, url } of requests) assert.ok(method === "GET" && url.startsWith(site.url), `${method} ${url}`);
 });
 
-test("2. text files as np.savetxt writes them (a header, labels as floats) with class names give the same numbers", { timeout: 180_000 }, async () => {
+test("text files as np.savetxt writes them (a header, labels as floats) with class names give the same numbers", { timeout: 180_000 }, async () => {
   const fromNpy = await labMetrics();
   await choose(files.csvLogits, files.txtLabels, files.names);
   const metrics = await labMetrics();
@@ -203,7 +203,7 @@ test("2. text files as np.savetxt writes them (a header, labels as floats) with 
   if (process.env.UPDATE_SCREENSHOT) copyFileSync(shot, path.join(REPO_ROOT, "docs/own-logits.png"));
 });
 
-test("3. each bad file shows the command-line tool's message and keeps the numbers shown", { timeout: 180_000 }, async () => {
+test("each bad file shows the command-line tool's message and keeps the numbers shown", { timeout: 180_000 }, async () => {
   const shown = await labMetrics();
   const bad = (name, text) => {
     const file = path.join(scratch, name);
@@ -250,7 +250,7 @@ test("3. each bad file shows the command-line tool's message and keeps the numbe
   assert.ok(!(await page.evaluate(() => document.getElementById("own-logits-status").classList.contains("error"))));
 });
 
-test("4. with 100 classes the per-class chart's canvas grows a row a class, and both labs draw", { timeout: 120_000 }, async () => {
+test("with 100 classes the per-class chart's canvas grows a row a class, and both labs draw", { timeout: 120_000 }, async () => {
   const classes = 100;
   const rows = 1000;
   const logits = new Float32Array(rows * classes);
@@ -275,7 +275,7 @@ test("4. with 100 classes the per-class chart's canvas grows a row a class, and 
   assert.equal(await page.locator("#error").isHidden(), true, "no error is shown");
 });
 
-test("5. 'Back to Fashion-MNIST' brings back the test images' numbers", { timeout: 60_000 }, async () => {
+test("'Back to Fashion-MNIST' brings back the test images' numbers", { timeout: 60_000 }, async () => {
   await page.locator("#temperature-lab .own-logits-back").click();
   await nextFrames(page, 3);
   const metrics = await labMetrics();
@@ -286,7 +286,7 @@ test("5. 'Back to Fashion-MNIST' brings back the test images' numbers", { timeou
   assert.deepEqual(problems, [], "no page errors");
 });
 
-test("6. the rivals table fills from the bootstrap worker with `calibra report --method`'s numbers, whatever network the link names", { timeout: 180_000 }, async () => {
+test("the rivals table fills from the bootstrap worker with `calibra report --method`'s numbers, whatever network the link names", { timeout: 180_000 }, async () => {
   // The link names another network than the first (the reader chose it before their files):
   // the labs show the reader's one model all the same.
   await page.evaluate(() => { location.hash = `${location.hash.slice(1)}&model=logitnorm`; });
@@ -339,7 +339,7 @@ function calibratedData(seed, rows) {
   return { logits, labels };
 }
 
-test("7. perfectly calibrated logits, as a reader's own files at T = 1, are not called over- or underconfident", { timeout: 300_000 }, async (t) => {
+test("perfectly calibrated logits, as a reader's own files at T = 1, are not called over- or underconfident", { timeout: 300_000 }, async (t) => {
   for (const seed of [1, 2, 3]) {
     const { logits, labels } = calibratedData(seed, 10_000);
     const logitsFile = path.join(scratch, `calibrated-${seed}-logits.npy`);

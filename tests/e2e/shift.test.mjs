@@ -98,7 +98,7 @@ function readNpy(file) {
 const close = (name, actual, expected, tolerance = SAME_LOGITS) =>
   assert.ok(Math.abs(actual - expected) <= tolerance, `${name}: page ${actual}, expected ${expected}`);
 
-test("1. rotated images: the page's logits are `calibra logits --corruption`'s, and the table is `calibra report`'s on them", { timeout: SHIFT_TIMEOUT_MS + 120_000 }, async () => {
+test("rotated images: the page's logits are `calibra logits --corruption`'s, and the table is `calibra report`'s on them", { timeout: SHIFT_TIMEOUT_MS + 120_000 }, async () => {
   const metrics = await shownSeverity();
   const shifted = await pageLogitsCsv("shift-rotation-5");
   const clean = await pageLogitsCsv("test");
@@ -132,7 +132,7 @@ test("1. rotated images: the page's logits are `calibra logits --corruption`'s, 
   close("severity 0 coverage", metrics.shift_severity_0_coverage_kept, metrics.shift_clean_coverage, 0);
 });
 
-test("2. the verdict states the numbers shown and on which side of the band each coverage lies", { timeout: 60_000 }, async () => {
+test("the verdict states the numbers shown and on which side of the band each coverage lies", { timeout: 60_000 }, async () => {
   const metrics = await shownSeverity();
   const verdict = await page.textContent("#shift-verdict");
   const percent = (value) => `${(100 * value).toFixed(2)}%`;
@@ -159,7 +159,7 @@ test("2. the verdict states the numbers shown and on which side of the band each
   assert.match(refit, /inside the guarantee band|within what chance gives for one split/, refit);
 });
 
-test("3. the sweep: every severity of the corruption is evaluated, the chart and the table fill in, the diagram follows the recalibrate switch", { timeout: 6 * SHIFT_TIMEOUT_MS }, async (t) => {
+test("the sweep: every severity of the corruption is evaluated, the chart and the table fill in, the diagram follows the recalibrate switch", { timeout: 6 * SHIFT_TIMEOUT_MS }, async (t) => {
   await shownSeverity();
   await page.waitForFunction(() => document.querySelectorAll("#shift-severities tbody tr").length === 6, null, { timeout: 5 * SHIFT_TIMEOUT_MS, polling: 500 });
   await nextFrames(page, 2);
@@ -216,7 +216,7 @@ async function afterGammaFrame(action, gamma) {
   return page.evaluate(() => window.calibra.timings.shiftDraws.at(-1));
 }
 
-test("4. adaptive conformal inference: γ set by a pointer and the keyboard, the stream replayed in the frame of each change (its time reported), equal to `calibra report --aci-gamma` on the page's stream", { timeout: 6 * SHIFT_TIMEOUT_MS }, async (t) => {
+test("adaptive conformal inference: γ set by a pointer and the keyboard, the stream replayed in the frame of each change (its time reported), equal to `calibra report --aci-gamma` on the page's stream", { timeout: 6 * SHIFT_TIMEOUT_MS }, async (t) => {
   // LAC, so that no uniform draw differs between the page's rows and the CLI's files.
   await page.selectOption("#score", "lac");
   const gamma = page.locator("#aci-gamma");
@@ -280,7 +280,7 @@ test("4. adaptive conformal inference: γ set by a pointer and the keyboard, the
   assert.match(await page.textContent("#aci-stream-summary"), /^After the last image, coverage since the start is /);
 });
 
-test("5. weighted conformal: without a label of the rotated images, equal to `calibra report --covariate-shift` on the page's halves, its sentence stating the numbers shown", { timeout: 3 * SHIFT_TIMEOUT_MS }, async (t) => {
+test("weighted conformal: without a label of the rotated images, equal to `calibra report --covariate-shift` on the page's halves, its sentence stating the numbers shown", { timeout: 3 * SHIFT_TIMEOUT_MS }, async (t) => {
   // LAC, so that no uniform draw differs between the page's rows and the CLI's files.
   await page.selectOption("#score", "lac");
   await shownSeverity();
@@ -327,7 +327,7 @@ test("5. weighted conformal: without a label of the rotated images, equal to `ca
   assert.ok(sentence.includes(`${percent(m.shift_weighted_infinite_share)} of the evaluation images get q̂ = +∞`), sentence);
 });
 
-test("6. inversion is on or off: its slider has two positions, and a link asking for more shows it on", { timeout: SHIFT_TIMEOUT_MS + 30_000 }, async () => {
+test("inversion is on or off: its slider has two positions, and a link asking for more shows it on", { timeout: SHIFT_TIMEOUT_MS + 30_000 }, async () => {
   await page.goto(`${site.url}#${HASH.replace("shift=rotation&severity=5", "shift=inversion&severity=4")}`);
   await waitForInference(page);
   assert.equal((await hashParams(page)).severity, "1");

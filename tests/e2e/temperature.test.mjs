@@ -46,7 +46,7 @@ let site;
 let browser;
 let problems;
 let native;
-let main; // the page at SITE_URL with no hash, inference of "ce" done in test 1
+let main; // the page at SITE_URL with no hash, inference of "ce" done in the first test
 const observed = {}; // label -> |page - native| of each comparison, printed by after() with E2E_PRINT_DIFFERENCES=1
 
 // Asserts |actual - expected| <= tolerance and records the difference.
@@ -212,7 +212,7 @@ after(async () => {
   assert.deepEqual(problems, [], "no console error, uncaught exception or failed request");
 });
 
-test("1. after inference the T = 1 numbers and the fitted T equal the native CLI's (accuracy exact, every other number 1e-9)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
+test("after inference the T = 1 numbers and the fitted T equal the native CLI's (accuracy exact, every other number 1e-9)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
   await waitForInference(main, INFERENCE_TIMEOUT_MS);
   const expected = await native.report("ce", { seed: 0 });
   const metrics = await readMetrics(main);
@@ -234,7 +234,7 @@ test("1. after inference the T = 1 numbers and the fitted T equal the native CLI
   t.diagnostic(`differences: ${JSON.stringify(Object.fromEntries(CALIBRATION_METRICS.map((n) => [n, metrics[n] - expected.before[n]])))}`);
 });
 
-test("1b. bootstrap intervals: each metric's 95% interval appears once the worker has it, and equals calibra report --bootstrap at T = 1 and the fitted T, the estimators table's at the slider's T (1e-9)", { timeout: 120_000 }, async (t) => {
+test("bootstrap intervals: each metric's 95% interval appears once the worker has it, and equals calibra report --bootstrap at T = 1 and the fitted T, the estimators table's at the slider's T (1e-9)", { timeout: 120_000 }, async (t) => {
   const names = ["ece", "smece", "nll", "brier"];
   // The estimators table has one column, the slider's T (T = 1 here): its three errors' intervals.
   const estimatorNames = ["ece_debiased", "top_label_ece", "ks_error"];
@@ -276,7 +276,7 @@ test("1b. bootstrap intervals: each metric's 95% interval appears once the worke
   assert.equal(await main.locator('#estimators [data-metric="ks_error_hi"]').textContent(), metrics.ks_error_hi.toFixed(4));
 });
 
-test("2. the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T as native: 1e-9)", { timeout: 60_000 }, async () => {
+test("the slider changes ECE and the reliability chart, never the accuracy (metrics at the new T as native: 1e-9)", { timeout: 60_000 }, async () => {
   const start = await readMetrics(main);
   const startChart = await canvasData(main, "reliability");
   // The smooth diagram, further down, is drawn only while on screen: seen there before and after.
@@ -324,7 +324,7 @@ test("2. the slider changes ECE and the reliability chart, never the accuracy (m
   assertColumn(metrics, "", low.after, `T = ${metrics.temperature}`);
 });
 
-test("2b. one wasm call per animation frame: a slider move costs one control call, its frame one render call", { timeout: 60_000 }, async (t) => {
+test("one wasm call per animation frame: a slider move costs one control call, its frame one render call", { timeout: 60_000 }, async (t) => {
   // Calls that answer the bootstrap worker (its intervals, the data it resamples) come from
   // its messages, not from a move or a frame: they are counted apart.
   const count = () => main.evaluate(() => {
@@ -346,7 +346,7 @@ test("2b. one wasm call per animation frame: a slider move costs one control cal
   t.diagnostic(`${moves} slider moves: ${moves} control calls and ${frames.length} frames of one render call each`);
 });
 
-test("2c. the link ends on the last of 300 slider moves made in a few seconds, with Chromium's guard against history floods on", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async (t) => {
+test("the link ends on the last of 300 slider moves made in a few seconds, with Chromium's guard against history floods on", { timeout: INFERENCE_TIMEOUT_MS + 60_000 }, async (t) => {
   // A history change per move would pass the guard's 200 in 10 s, after which Chromium drops
   // them and the link keeps an old T; the page writes the hash at most every 200 ms. The moves
   // follow each other as fast as tasks run (not one per frame), so that even on a loaded
@@ -377,7 +377,7 @@ test("2c. the link ends on the last of 300 slider moves made in a few seconds, w
   }
 });
 
-test("3. Fit sets T to the native fitted T (1e-9) and writes it to the hash", { timeout: 30_000 }, async () => {
+test("Fit sets T to the native fitted T (1e-9) and writes it to the hash", { timeout: 30_000 }, async () => {
   const expected = await native.report("ce", { seed: 0 });
   await afterRedraw(main, () => main.click("#fit"));
   const metrics = await readMetrics(main);
@@ -390,13 +390,13 @@ test("3. Fit sets T to the native fitted T (1e-9) and writes it to the hash", { 
   for (const name of METRICS) assert.equal(metrics[name], metrics[`${name}_fitted`], `at T = fitted, ${name} equals the fitted column`);
 });
 
-test("3b. the rivals table equals `calibra report --method` on the page's logits (1e-9), and its two sentences state the numbers shown", { timeout: 120_000 }, async (t) => {
+test("the rivals table equals `calibra report --method` on the page's logits (1e-9), and its two sentences state the numbers shown", { timeout: 120_000 }, async (t) => {
   await checkRivals(main, "ce", t);
   await main.evaluate(() => window.scrollTo(0, 0));
   await nextFrames(main, 2);
 });
 
-test("5. the model selector runs LogitNorm's inference, and switching back to CE is cached (fitted T 1e-9 of native)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
+test("the model selector runs LogitNorm's inference, and switching back to CE is cached (fitted T 1e-9 of native)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async (t) => {
   const ce = await readMetrics(main);
   const [ceBytes, logitnormBytes] = await Promise.all([native.weightBytes("ce"), native.weightBytes("logitnorm")]);
   const sameWeights = ceBytes.equals(logitnormBytes);
@@ -446,7 +446,7 @@ test("5. the model selector runs LogitNorm's inference, and switching back to CE
   assert.deepEqual(Object.keys(await main.evaluate(() => window.calibra.timings.inferenceDone)).sort(), ["0", "1"], "no inference ran again");
 });
 
-test("4. a hash link restores its state in a fresh page (every number to 1e-9, accuracy exact)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
+test("a hash link restores its state in a fresh page (every number to 1e-9, accuracy exact)", { timeout: INFERENCE_TIMEOUT_MS + 120_000 }, async () => {
   const page = await browser.context.newPage();
   try {
     await page.goto(`${site.url}#model=ce&t=2.5&bins=20&binning=mass&split=3`);
@@ -477,7 +477,7 @@ test("4. a hash link restores its state in a fresh page (every number to 1e-9, a
   }
 });
 
-test("6. a bad hash shows a readable error, falls back to defaults, and the page still works", { timeout: 120_000 }, async () => {
+test("a bad hash shows a readable error, falls back to defaults, and the page still works", { timeout: 120_000 }, async () => {
   const page = await browser.context.newPage();
   try {
     await page.goto(`${site.url}#t=500&bins=3`);
@@ -506,7 +506,7 @@ test("6. a bad hash shows a readable error, falls back to defaults, and the page
   }
 });
 
-test("8. screenshots at 1280 px and 390 px wide", { timeout: 60_000 }, async () => {
+test("screenshots at 1280 px and 390 px wide", { timeout: 60_000 }, async () => {
   const directory = path.join(REPO_ROOT, "tests/e2e/screenshots");
   mkdirSync(directory, { recursive: true });
   // The view people land on: CE, T = 1 (the overconfident model), default bins and split.
