@@ -21,6 +21,9 @@ export function afterPaint(callback) {
   channel.port2.postMessage(null);
 }
 
+// The labs whose rows are the shown network's test logits, or the reader's own rows.
+const PARTIAL_LABS = ["temperature", "conformal"];
+
 export class Frames {
   /** @param {() => void} onFrame the animation frame's work */
   constructor(onFrame) {
@@ -45,6 +48,13 @@ export class Frames {
     this.lastRender = -Infinity;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.streaming = null;
+    // The figures and blocks of the labs that show the shown network's test logits (or the
+    // reader's rows) that a frame computed before every row was in, and whether the last frame
+    // had them all: one that has left the screen since would keep numbers of part of the rows,
+    // so once all are in their lab's next frame computes it again, on screen or not.
+    /** @type {Set<string>} */
+    this.partial = new Set();
+    this.complete = false;
     // Jumps in flight (holdUntil), and whether a frame was asked for meanwhile.
     this.holds = 0;
     this.askedWhileHeld = false;
@@ -114,6 +124,7 @@ export class Frames {
     clearTimeout(this.streaming);
     this.streaming = null;
     const { dirty, visible } = this;
+    const wanted = (/** @type {FigureOnPage} */ { id }) => this.onScreen.has(id) || (this.complete && this.partial.has(id));
     return {
       temperature: dirty.temperature && visible.temperature,
       conformal: dirty.conformal && visible.conformal,
@@ -122,9 +133,31 @@ export class Frames {
       shift: dirty.shift && visible.shift,
       own_image: dirty.own && visible.own,
       explain,
-      figures: this.figures.filter(({ id }) => this.onScreen.has(id)).map(({ id }) => id),
-      blocks: this.blocks.filter(({ id }) => this.onScreen.has(id)).map(({ id }) => id),
+      figures: this.figures.filter(wanted).map(({ id }) => id),
+      blocks: this.blocks.filter(wanted).map(({ id }) => id),
     };
+  }
+
+  /**
+   * Ends a frame: notes which figures and blocks of the labs in PARTIAL_LABS it computed on part
+   * of the rows and which on all of them, and in the frame where the last rows came in, asks
+   * for a frame of the labs on screen that have some on part of the rows (a lab off screen
+   * computes them when it is next drawn).
+   * @param {{ figures: string[], blocks: string[] }} wanted what `begin` asked for
+   * @param {{ drawn: string[], complete: boolean }} readouts what the frame computed
+   */
+  end(wanted, { drawn, complete }) {
+    for (const { id, lab } of [...this.figures, ...this.blocks]) {
+      if (!PARTIAL_LABS.includes(lab) || !drawn.includes(lab) || !(wanted.figures.includes(id) || wanted.blocks.includes(id))) continue;
+      if (complete) this.partial.delete(id);
+      else this.partial.add(id);
+    }
+    const becameComplete = complete && !this.complete;
+    this.complete = complete;
+    if (!becameComplete) return;
+    const labs = [...this.figures, ...this.blocks].filter(({ id, lab }) => this.partial.has(id) && this.visible[/** @type {Lab} */ (lab)]);
+    for (const { lab } of labs) this.dirty[/** @type {Lab} */ (lab)] = true;
+    if (labs.length) this.request();
   }
 
   /**

@@ -169,6 +169,8 @@ function render() {
   // With the reader's logits shown, the labs' rows are theirs; the bar follows the test images.
   progress.show(ownData.description ? arrivals.of(modelIndex()) : readouts.arrived);
   handOff.take(wanted, readouts, millis, state.gallery);
+  // After take, which marks the labs drawn clean: end may mark one dirty again.
+  frames.end(wanted, readouts);
 }
 
 // Redraws the lab that shows an answer of the bootstrap worker.

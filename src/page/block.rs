@@ -1,6 +1,8 @@
 //! The blocks of readouts whose numbers cost a share of a slider frame: a frame computes one
 //! only while it is on screen, as it draws only the figures on screen ([`super::figure`]); one
-//! scrolling into view asks for its lab again. A block's serde name is its element's id.
+//! scrolling into view asks for its lab again, and one computed before every row was in is
+//! computed again once they are ([`super::Readouts::complete`]), on screen or not. A block's
+//! serde name is its element's id.
 
 use serde::{Deserialize, Serialize};
 

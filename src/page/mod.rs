@@ -207,6 +207,10 @@ pub struct Readouts {
     /// Rows of the chosen model whose logits have arrived; the labs wait for both halves of
     /// the split to have some (`waiting`), which is a state of the page, not an error.
     pub arrived: usize,
+    /// Whether every row of the shown data is in: the figures and blocks a frame computes
+    /// before then show part of the rows, and the page's script has them computed again once
+    /// this is true, on screen or not (`www/frame.js`).
+    pub complete: bool,
     pub waiting: bool,
     /// The T the fit button applies, once known.
     pub fitted_temperature: Option<f64>,
@@ -303,6 +307,7 @@ pub fn render(data: LabData, state: &PageState, visible: &Visible) -> Result<Fra
     };
     frame.readouts.patches = control_patches(state);
     frame.readouts.arrived = lab.arrived(model)?;
+    frame.readouts.complete = frame.readouts.arrived == lab.rows();
     if let (true, Some(store)) = (visible.ood, store.as_deref_mut()) {
         let ood = ood::render(lab, store, state, &visible.figures)?;
         frame.readouts.patches.extend(ood.patches);

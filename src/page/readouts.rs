@@ -483,7 +483,7 @@ pub fn control_patches(state: &PageState) -> Vec<Patch> {
 }
 
 /// The temperature lab's readouts: those of the parts the view computed (the others keep what
-/// they show until their block comes on screen, see [`super::block`]).
+/// they show until their block is computed again, see [`super::block`]).
 pub(super) fn temperature(view: &TemperatureView) -> Vec<Patch> {
     let mut patches = Vec::new();
     for (suffix, report, smooth) in [

@@ -190,6 +190,33 @@ fn a_frame_applies_the_split_and_model_and_reports_the_labs_numbers() {
 }
 
 #[test]
+fn a_frame_is_complete_once_every_row_of_the_shown_network_is_in() {
+    let state = PageState::default();
+    let mut partial = lab_with_logits(300, 120);
+    let frame = render_bundled(&mut partial, &state, &all()).unwrap();
+    assert_eq!(frame.readouts.drawn, ["temperature", "conformal"]);
+    assert!(!frame.readouts.complete, "120 of 300 rows");
+    let mut whole = lab_with_logits(300, 300);
+    assert!(
+        render_bundled(&mut whole, &state, &all())
+            .unwrap()
+            .readouts
+            .complete
+    );
+    // Another network, none of whose rows are in.
+    let logitnorm = PageState {
+        model: ModelKey::Logitnorm,
+        ..state
+    };
+    assert!(
+        !render_bundled(&mut whole, &logitnorm, &all())
+            .unwrap()
+            .readouts
+            .complete
+    );
+}
+
+#[test]
 fn only_the_labs_on_screen_are_computed() {
     let mut lab = lab_with_logits(300, 300);
     let visible = Visible {

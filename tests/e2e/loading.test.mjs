@@ -14,7 +14,7 @@ import { createServer } from "node:http";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { after, before, test } from "node:test";
 
-import { SITE_DIR, collectProblems, launchBrowser, nextFrames, serveDirectory, waitForInference } from "./helpers.mjs";
+import { SITE_DIR, collectProblems, launchBrowser, nextFrames, readMetrics, serveDirectory, waitForInference } from "./helpers.mjs";
 
 const INFERENCE_TIMEOUT_MS = 180_000;
 const WEIGHTS = "/assets/models/fmnist-ce.safetensors";
@@ -137,6 +137,39 @@ test("a first visit asks for the first batch's images at once and for the rest o
   }), IMAGES);
   assert.ok(imagesAsked >= firstChart, `the images were asked for at ${imagesAsked} ms, before the first chart was painted at ${firstChart} ms`);
   await page.evaluate(() => window.calibra.cacheSettled());
+});
+
+test("a block of readouts computed on the first batch alone is computed again once every image is in, though off screen", { timeout: 400_000 }, async () => {
+  const fresh = await launchBrowser();
+  try {
+    const visit = await fresh.context.newPage();
+    asked = [];
+    held = new Map([[IMAGES, null]]);
+    await visit.goto(`http://127.0.0.1:${gate.address().port}/`);
+    await visit.waitForFunction(() => window.calibra?.timings.firstChart !== undefined, null, { timeout: 60_000 });
+    const imagesOf = async () => (await readMetrics(visit)).estimator_images;
+    // On screen while only the first batch is in: the estimators table counts its half of it.
+    await visit.evaluate(() => document.getElementById("estimators-block").scrollIntoView({ block: "center" }));
+    await visit.waitForFunction(() => Number.isFinite(Number(document.querySelector('[data-metric="estimator_images"]').dataset.value || NaN)), null, { timeout: 30_000 });
+    const partial = await imagesOf();
+    const first = await visit.evaluate(() => window.calibra.limits.first_batch);
+    assert.ok(partial > 0 && partial < first, `the table counted ${partial} images of the first ${first}`);
+    // Off screen when the rest come in, above it, its lab still on screen.
+    await visit.evaluate(() => window.scrollBy(0, document.getElementById("estimators-block").getBoundingClientRect().bottom + 600));
+    await nextFrames(visit, 3);
+    await askedFor(IMAGES);
+    release(IMAGES);
+    await waitForInference(visit, INFERENCE_TIMEOUT_MS);
+    await nextFrames(visit, 3);
+    const above = await visit.evaluate(() => -document.getElementById("estimators-block").getBoundingClientRect().bottom);
+    assert.ok(above > 300, `the table is ${above} px above the screen, within the page's margin for computing it`);
+    const evaluation = Number((await visit.textContent("#evaluation-size")).replace(/,/g, ""));
+    assert.equal(evaluation, 5_000);
+    assert.equal(await imagesOf(), evaluation, "the table counts the whole evaluation half");
+  } finally {
+    held = new Map();
+    await fresh.close();
+  }
 });
 
 test("the first batch's file holds the whole file's header and first batch of images", async () => {
