@@ -28,6 +28,8 @@ export class Arrivals {
     this.rows = new Map();
     /** @type {Map<number, Float32Array>} each model's last layer, until its first batch hands it to Rust */
     this.lastLayers = new Map();
+    /** @type {Set<number>} the models whose logits Rust has taken, on any image set */
+    this.taken = new Set();
     /** @type {() => void} resolves firstSetComplete */
     this.setComplete = () => {};
     /** Resolves once a network's logits on every test image are in (the shown one's, on a first visit). */
@@ -37,14 +39,32 @@ export class Arrivals {
   }
 
   /**
-   * Keeps a model's last layer (a worker sends it before the model's first logits), for the
-   * feature detectors; Rust takes it with the model's first batch, the labs' data being there
-   * by then.
+   * Keeps a model's last layer (a worker sends it before the model's first inferred logits),
+   * for the feature detectors; Rust takes it with the model's first batch, the labs' data being
+   * there by then.
    * @param {number} model
    * @param {Float32Array} values
    */
   keepLastLayer(model, values) {
     this.lastLayers.set(model, values);
+    // Logits from the cache may come first (found by the weights' digest, which the worker
+    // sends before it builds the model): a frame then asks again whether the detectors can run.
+    if (!this.taken.has(model)) return;
+    try {
+      this.setLastLayer(model);
+    } catch (error) {
+      showError(`Inference returned bad values: ${error.message}`);
+      return;
+    }
+    this.frames.schedule();
+  }
+
+  /** Hands Rust `model`'s last layer, if it has come and Rust has not had it yet. */
+  setLastLayer(/** @type {number} */ model) {
+    const lastLayer = this.lastLayers.get(model);
+    if (!lastLayer) return;
+    this.page.set_last_layer(model, lastLayer);
+    this.lastLayers.delete(model);
   }
 
   /** Rows of `model`'s test-set logits in so far. */
@@ -62,11 +82,8 @@ export class Arrivals {
         count = page.add_odin(message.model, message.set, message.start, message.scores);
       } else {
         count = page.add_logits(message.model, message.set, message.start, message.logits);
-        const lastLayer = this.lastLayers.get(message.model);
-        if (lastLayer) {
-          page.set_last_layer(message.model, lastLayer);
-          this.lastLayers.delete(message.model);
-        }
+        this.taken.add(message.model);
+        this.setLastLayer(message.model);
         // Logits from the cache come without their features, which follow (takeFeatures).
         if (message.features.length) page.add_features(message.model, message.set, message.start, message.features);
       }

@@ -1,7 +1,8 @@
 // @ts-check
 // Each network's logits between visits, as the page uses the store of logits-cache.js: keyed
-// by the SHA-256 of the network's weights and of the images, fed back as one batch when the
-// store holds them, kept once a job's logits are all in.
+// by the SHA-256 of the network's weights and of the images (of the file the test images are
+// read from, of the pixels of a set the page makes), fed back as one batch when the store holds
+// them, kept once a job's logits are all in.
 import { $ } from "./dom.js";
 import * as logitsCache from "./logits-cache.js";
 import { isShifted } from "./test-images.js";
@@ -37,7 +38,7 @@ export class CachedLogits {
     // a request for logits then skips the cache at once, so that the first batch goes to the
     // worker before the page wires itself.
     this.heldNone = false;
-    /** @type {Record<string, Promise<string>>} the SHA-256 of each image set's pixels */
+    /** @type {Record<string, Promise<string>>} the SHA-256 of each image set: of its file (digestFile), or of its pixels */
     this.imageDigests = {};
     /** @type {Map<string, Promise<string | null>>} the key of each job ("model:set") */
     this.keys = new Map();
@@ -45,6 +46,14 @@ export class CachedLogits {
     this.since = new Map();
     /** Resolves once the logits last kept are stored (tests wait for it). */
     this.lastKeep = Promise.resolve();
+  }
+
+  /**
+   * Whether the store may hold logits, as the hint says at once (holdsAny is the store's own
+   * answer, which comes later).
+   */
+  get mayHold() {
+    return logitsCache.available && logitsCache.keptBefore();
   }
 
   /** Whether this browser can keep logits (IndexedDB and crypto.subtle). */
@@ -63,8 +72,24 @@ export class CachedLogits {
   }
 
   /**
-   * The key of `model`'s logits on `set`, from the digest of its weights and of the images,
-   * once they are all in; resolves to null where there is no key.
+   * Takes the digest of the whole file the images of `set` are read from, as it arrives (the
+   * bytes fetched, still gzipped, from a clone of `response`: the page reads the body itself):
+   * the set's key. Kept logits are then found before the images are unzipped.
+   * @param {string} set
+   * @param {Promise<Response>} response
+   */
+  digestFile(set, response) {
+    if (!logitsCache.available) return;
+    const digest = response.then((whole) => whole.clone().arrayBuffer()).then((bytes) => logitsCache.sha256(new Uint8Array(bytes)));
+    // A download that fails is the page's to report, by the request that reads it.
+    digest.catch(() => {});
+    this.imageDigests[set] = digest;
+  }
+
+  /**
+   * The key of `model`'s logits on `set`, from the digest of its weights and of the images:
+   * of the file they are read from where digestFile took it, otherwise of the pixels, once
+   * they are all in; resolves to null where there is no key.
    * @param {number} model
    * @param {string} set
    */
@@ -74,7 +99,6 @@ export class CachedLogits {
       this.keys.set(job, (async () => {
         const weights = await this.weightsDigest(model);
         if (!weights) return null;
-        if (set === "test") await this.images.testComplete;
         this.imageDigests[set] ??= logitsCache.sha256(this.images.get(set));
         return logitsCache.cacheKey(weights, await this.imageDigests[set], this.images.limits.classes);
       })());

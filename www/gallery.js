@@ -78,8 +78,14 @@ export function showOodGalleries(galleries, pixelsOf, side) {
 }
 
 export class Gallery {
-  constructor({ pixels, limits, onSelect }) {
-    this.pixels = pixels;
+  /**
+   * @param {{ images: import("./test-images.js").ImageSets, limits: import("./test-images.js").Limits, onSelect: () => void }} parts
+   *   the image sets (the test images, still arriving), the page's constants, and what a tile's
+   *   click asks for
+   */
+  constructor({ images, limits, onSelect }) {
+    this.images = images;
+    this.pixels = images.get("test");
     this.side = limits.image_side;
     this.classNames = limits.class_names;
     this.onSelect = onSelect;
@@ -156,9 +162,17 @@ export class Gallery {
     return button;
   }
 
-  // The gallery's thumbnail of `row`, drawn once and reused.
+  // The gallery's thumbnail of `row`, drawn once and reused. Logits kept by an earlier visit can
+  // come before the test images are all unzipped: a thumbnail whose image is not whole yet is
+  // drawn again once all are.
   cachedThumbnail(row) {
-    if (!this.thumbnails.has(row)) this.thumbnails.set(row, this.thumbnail(row));
+    if (!this.thumbnails.has(row)) {
+      const canvas = this.thumbnail(row);
+      this.thumbnails.set(row, canvas);
+      if (row >= this.images.rowsIn("test")) {
+        this.images.testComplete?.then(() => canvas.getContext("2d").drawImage(this.thumbnail(row), 0, 0), () => {});
+      }
+    }
     return this.thumbnails.get(row);
   }
 

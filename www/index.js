@@ -237,6 +237,33 @@ const articleParsed = new Promise((resolve) => {
   else resolve(undefined);
 });
 
+// Resolves once the page knows which network it shows and has asked the workers for it.
+let markNetworkAsked = () => {};
+const networkAsked = new Promise((resolve) => {
+  markNetworkAsked = () => resolve(undefined);
+});
+
+// The response of the whole file of test images (4.1 MiB). On a first visit it is asked for
+// once the first batch's logits are on screen: the first chart needs all of the network's
+// weights but only the first batch's images, which come with the small file (`firstImages`),
+// and on two cores the big file's download and unzipping competed with the first batch and its
+// frame. On a slow link the file then follows the weights after the first batch's run and a
+// round trip. Where the small file cannot serve, the whole one is asked for once the weights
+// are a round trip from in (on a slow link the two would share it). A revisit (the hint that
+// logits were kept) has it in the browser's cache and asks for it at once, before the page's
+// module is in: the kept logits' key holds the file's digest, and they wait for it.
+async function fetchWholeFile(/** @type {Promise<Uint8Array | null>} */ firstImages) {
+  if (!cache.mayHold) {
+    await networkAsked;
+    if (images.holdsFirstBatch(await firstImages)) await firstLogitsShown;
+    else await pool.weightsIn(modelIndex());
+  }
+  return fetchOk(IMAGES_URL, (attempt, of) => {
+    progress.retry("the test images'", attempt, of);
+    if (labelsRead) progress.show(arrivals.of(modelIndex()));
+  });
+}
+
 async function main() {
   if (!supportsSimd()) {
     throw new Error("This browser does not support WebAssembly SIMD, which calibra needs. Any current Chrome, Edge, Firefox or Safari (16.4 or later) does.");
@@ -299,6 +326,8 @@ async function main() {
   const pageModule = init();
   // Whether this browser kept logits (a revisit), asked while the page's module compiles.
   cache.start();
+  const wholeFile = fetchWholeFile(firstImages);
+  cache.digestFile("test", wholeFile);
   await articleParsed;
   trackSliderBars();
   progress.prepare();
@@ -318,29 +347,12 @@ async function main() {
   frames.observe(limits.figures, limits.blocks);
   onJump((landed) => frames.holdUntil(landed));
   pool.load(modelIndex());
-  // On a first visit the whole file of test images (4.1 MiB) is fetched once the first batch's
-  // logits are on screen: the first chart needs all of the network's weights but only the first
-  // batch's images, which come with the small file, and on two cores the big file's download
-  // and unzipping competed with the first batch and its frame. On a slow link the file then
-  // follows the weights after the first batch's run and a round trip. Where the small file
-  // cannot serve, the whole one is fetched once the weights are a round trip from in (on a slow
-  // link the two would share it). A revisit, with logits kept, has both in the browser's cache
-  // and fetches them at once.
-  const wholeFile = (async () => {
-    if (!(await cache.holdsAny)) {
-      if (images.holdsFirstBatch(await firstImages)) await firstLogitsShown;
-      else await pool.weightsIn(modelIndex());
-    }
-    return fetchOk(IMAGES_URL, (attempt, of) => {
-      progress.retry("the test images'", attempt, of);
-      if (labelsRead) progress.show(arrivals.of(modelIndex()));
-    });
-  })();
+  markNetworkAsked();
   await images.streamTest(wholeFile, await firstImages, () => {
     pool.pump();
     // Until the first logits, the download is the news; then the frames carry the row.
     if (labelsRead && !arrivals.rows.has(modelIndex())) progress.show(0);
-  });
+  }, firstLogitsShown);
   // Once all are in, a frame draws what waited for them (the shift lab's thumbnails).
   images.testComplete.then(() => frames.schedule(), (error) => {
     progress.broken = true;
@@ -352,7 +364,7 @@ async function main() {
   // Inference asks for the page's thread only to send batches: it starts before the page wires.
   selectModel();
   frames.observeCanvasSizes(page);
-  gallery = new Gallery({ pixels: images.get("test"), limits, onSelect: () => frames.schedule() });
+  gallery = new Gallery({ images, limits, onSelect: () => frames.schedule() });
   wireControls(page, limits, apply);
   wireExperiment(page, limits, timings);
   wireWorstSlab(page, timings);

@@ -1,15 +1,15 @@
 // @ts-check
 // The logits cache: a network's logits on an image set, with its penultimate features (the
 // feature-based OOD detectors read them), kept in this browser's IndexedDB between visits under
-// the SHA-256 of the network's weights and of the images, so that a revisit draws everything
-// without inference and a changed network or image set never meets old logits. The features
-// are kept apart, in a store of their own under the same key: a revisit's first frame needs the
-// logits alone, and reading a set's features (twelve times its logits' bytes) would delay it. A
-// corrupted copy's features are not kept. It holds at most ENTRIES sets (the test images' logits take
-// 0.4 MB and their features 5.1 MB, an OOD set's 0.08 and 1 MB, a corrupted copy's logits
-// 0.4 MB), the oldest stored dropped first: room for all 13 networks on the test images and the
-// OOD sets (52 sets, about 115 MB, where logits alone took 8 MB) and for a dozen corrupted
-// copies of the shift lab, each a set of its own.
+// the SHA-256 of the network's weights and of the images (see cached-logits.js), so that a
+// revisit draws everything without inference and a changed network or image set never meets
+// old logits. The features are kept apart, in a store of their own under the same key: a
+// revisit's first frame needs the logits alone, and reading a set's features (twelve times its
+// logits' bytes) would delay it. A corrupted copy's features are not kept. It holds at most
+// ENTRIES sets (the test images' logits take 0.4 MB and their features 5.1 MB, an OOD set's 0.08
+// and 1 MB, a corrupted copy's logits 0.4 MB), the oldest stored dropped first: room for all 13
+// networks on the test images and the OOD sets (52 sets, about 115 MB, where logits alone took
+// 8 MB) and for a dozen corrupted copies of the shift lab, each a set of its own.
 //
 // Without IndexedDB or crypto.subtle (a page served over plain HTTP from a host other than
 // localhost), or when the browser refuses to store, every lookup misses and nothing is kept:
@@ -36,7 +36,7 @@ const KEPT_HINT = "calibra-logits-kept";
 const storage = () => /** @type {{ localStorage: { getItem(key: string): string | null, setItem(key: string, value: string): void } }} */ (/** @type {unknown} */ (globalThis)).localStorage;
 
 // Whether the hint says logits were kept; true where localStorage cannot be read.
-function keptBefore() {
+export function keptBefore() {
   try {
     return storage().getItem(KEPT_HINT) !== null;
   } catch {
@@ -84,8 +84,9 @@ export async function sha256(bytes) {
 export const FEATURES = 128;
 
 // The key of one network's logits on one image set (and of its features): both digests and the
-// row width. A version 1 entry (logits alone, from before the features) is never read.
-const weightsPrefix = (weightsDigest) => `v2:${weightsDigest}:`;
+// row width. A version 1 entry (logits alone, from before the features) and a version 2 entry
+// (the test images keyed by their pixels, not their file) are never read.
+const weightsPrefix = (weightsDigest) => `v3:${weightsDigest}:`;
 export const cacheKey = (weightsDigest, imagesDigest, classes) => `${weightsPrefix(weightsDigest)}${imagesDigest}:${classes}`;
 
 // Whether any logits of the network with these weights are kept, on any image set; without a

@@ -8,7 +8,7 @@
 /**
  * @typedef {{ type: "load", model: number, url: string, classes: number }} LoadRequest
  * @typedef {{ type: "infer" | "odin", model: number, set: string, start: number, pixels: Uint8Array }} InferRequest
- * @typedef {{ type: "prefetch", url: string }} PrefetchRequest
+ * @typedef {{ type: "prefetch", url: string, warm: boolean }} PrefetchRequest
  * @typedef {PrefetchRequest | LoadRequest | InferRequest} InferenceRequest
  * @typedef {{ status: "fetched", model: number }} WeightsFetched
  * @typedef {{ status: "ready", model: number, digest: string | null }} ModelReady

@@ -23,11 +23,13 @@
   // Logits kept by an earlier visit (logits-cache.js's hint, read at once): the cache note is
   // likely shown, so style.css keeps its space from the first paint, and the article does not
   // move down when index.js shows it (CachedLogits.showNote drops the class once it knows).
+  let kept = false;
   try {
-    if (localStorage.getItem("calibra-logits-kept") !== null) document.documentElement.classList.add("logits-kept");
+    kept = localStorage.getItem("calibra-logits-kept") !== null;
   } catch {
     // No localStorage (a blocked storage): no space kept, as on a first visit.
   }
+  if (kept) document.documentElement.classList.add("logits-kept");
   const cores = navigator.hardwareConcurrency || 2;
   const start = () => {
     const worker = new Worker(new URL("worker.js", document.baseURI), { type: "module" });
@@ -39,7 +41,10 @@
   const { model, weights } = /** @type {HTMLScriptElement} */ (document.currentScript).dataset;
   const named = new URLSearchParams(location.hash.slice(1)).get("model");
   if (weights && (named === null || named === model)) {
-    for (const { worker } of workers) worker.postMessage({ type: "prefetch", url: weights });
+    // A revisit likely finds the network's logits kept and infers nothing at first: its
+    // workers do not warm their code up, which would hold back the weights' digest, by which
+    // the kept logits are found.
+    for (const { worker } of workers) worker.postMessage({ type: "prefetch", url: weights, warm: !kept });
   }
   window.calibraWorkers = { early: workers, later: Math.max(0, Math.min(4, cores) - early), start };
 })();

@@ -111,12 +111,16 @@ export class ImageSets {
    * when the page says). The header, checked by Rust, tells how many images there are; the
    * pixels are copied in place and `testRows` counts the whole images, `onRows` told of each
    * new count. Resolves with the pixels (still filling) once a header is in; `testComplete`
-   * resolves once every image is, and rejects where the two files disagree.
+   * resolves once every image is, and rejects where the two files disagree. Where `first`
+   * holds the first batch, the whole file is read once `unzipAfter` resolves (the first logits
+   * on screen): a revisit asks for it at once, and its unzipping would hold back the page's
+   * thread on the way to the first chart, which needs no pixels.
    * @param {Promise<Response>} response
    * @param {Uint8Array | null} first
    * @param {() => void} onRows
+   * @param {Promise<void>} unzipAfter
    */
-  async streamTest(response, first, onRows) {
+  async streamTest(response, first, onRows, unzipAfter) {
     const size = this.limits.image_side ** 2;
     const headerBytes = this.limits.images_header;
     const early = first !== null && first.length >= headerBytes;
@@ -142,7 +146,9 @@ export class ImageSets {
       this.testRows = rows;
       onRows();
     };
+    const holdsFirstBatch = this.holdsFirstBatch(first);
     this.testComplete = (async () => {
+      if (holdsFirstBatch) await unzipAfter;
       file ??= await openIdx(await response, IMAGES_URL, headerBytes);
       if (!equalBytes(file.header, header)) throw new Error(`${FIRST_IMAGES_URL} and ${IMAGES_URL} have different headers: the site is built from two different files`);
       if (file.rest) add(file.rest);

@@ -2,10 +2,10 @@
 // Inference worker: owns one copy of a model and turns batches of pixels into logits.
 //
 // Protocol (module worker; every message is a plain object):
-//   page -> worker  {type: "prefetch", url}             start-workers.js, before the page knows
+//   page -> worker  {type: "prefetch", url, warm}       start-workers.js, before the page knows
 //                   which network it shows: fetch these weights now, for a "load" of the same
-//                   url to take over, and warm the code up meanwhile (no answer; a failure is
-//                   the load's to report)
+//                   url to take over, and with `warm` warm the code up meanwhile (no answer; a
+//                   failure is the load's to report)
 //   page -> worker  {type: "load", model, url, classes}   fetch and load a .safetensors model
 //   page -> worker  {type: "infer" | "odin", model, set, start, pixels}
 //                   pixels: Uint8Array [n, 28, 28] (its buffer transferred); start: first row
@@ -22,8 +22,8 @@
 //                   feature-based OOD detectors read
 //   worker -> page  {status: "ready", model, digest}
 //                   digest: the SHA-256 of the weights in hex (the logits cache's key), or null
-//                   where the browser has no crypto.subtle; it may come after the model's first
-//                   logits
+//                   where the browser has no crypto.subtle; sent once the weights are in, before
+//                   or after the last layer and the model's first logits
 //   worker -> page  {status: "logits", model, set, start, count, logits, features, millis}
 //                   logits: Float32Array [count, 10]; features: Float32Array [count, 128], the
 //                   penultimate activations (both views of one buffer, transferred)
@@ -82,40 +82,30 @@ async function odinModel(index) {
   return odinModels.get(index);
 }
 
-// Runs one message and answers it; any failure is reported as a message string.
-async function handle(/** @type {InferenceRequest} */ message) {
+// Runs one message and answers it; any failure is reported as a message string. `weights`: a
+// load's download, started as the message arrived (startLoad).
+async function handle(/** @type {InferenceRequest} */ message, /** @type {Promise<Uint8Array> | null} */ weights) {
   if (message.type === "prefetch") {
     prefetch(message.url);
     // The page's "load" comes once its own module has compiled: the code warms up meanwhile
     // (see "load"), and the load finds it warm.
+    if (!message.warm) return;
     await ready;
     if (!warmed) warm_up();
     warmed = true;
   } else if (message.type === "load") {
-    // The download does not wait for the module to compile.
     let downloaded = false;
-    const weights = weightsOf(
-      message.url,
-      () => answer({ status: "fetched", model: message.model }),
-      (attempt, of) => answer({ status: "retrying", model: message.model, attempt, of }),
-    );
     weights.then(() => { downloaded = true; }, () => {});
     await ready;
     // While the first weights download, the code runs once on a blank network, so that the
     // first batch finds it compiled and optimised.
     if (!warmed && !downloaded) warm_up();
     warmed = true;
-    const bytes = await weights;
+    const bytes = await /** @type {Promise<Uint8Array>} */ (weights);
     const model = new Model(bytes);
     models.set(message.model, { model, weights: bytes, classes: message.classes });
     const lastLayer = model.last_layer();
     answer({ status: "last-layer", model: message.model, last_layer: lastLayer }, [lastLayer.buffer]);
-    // Batches do not wait for the digest, which only the logits cache needs.
-    const digest = cacheAvailable ? sha256(bytes) : Promise.resolve(null);
-    digest.then(
-      (digest) => answer({ status: "ready", model: message.model, digest }),
-      (error) => answer({ status: "error", model: message.model, message: `cannot hash the weights: ${error.message}` }),
-    );
   } else if (message.type === "infer") {
     const loaded = loadedModel(message.model);
     const started = performance.now();
@@ -217,11 +207,35 @@ function loadedModel(index) {
   return loaded;
 }
 
+// A load's download starts as its message arrives, not behind the messages before it (the
+// prefetch's warm-up), and does not wait for the module to compile; once the weights are in,
+// their digest goes to the page at once ("ready"): a revisit finds its kept logits by it, and
+// need not wait for the model to be built. Returns the weights' bytes.
+function startLoad(/** @type {import("./messages.js").LoadRequest} */ message) {
+  const weights = weightsOf(
+    message.url,
+    () => answer({ status: "fetched", model: message.model }),
+    (attempt, of) => answer({ status: "retrying", model: message.model, attempt, of }),
+  );
+  // A failed download is the load's to report (handle).
+  weights.then((bytes) => {
+    const digest = cacheAvailable ? sha256(bytes) : Promise.resolve(null);
+    digest.then(
+      (digest) => answer({ status: "ready", model: message.model, digest }),
+      (error) => answer({ status: "error", model: message.model, message: `cannot hash the weights: ${error.message}` }),
+    );
+  }, () => {});
+  return weights;
+}
+
 // Messages are handled one at a time, in order, so batches queue behind a model load.
 let queue = Promise.resolve();
 onmessage = (event) => {
+  /** @type {InferenceRequest} */
+  const message = event.data;
+  const weights = message.type === "load" ? startLoad(message) : null;
   queue = queue
-    .then(() => handle(event.data))
+    .then(() => handle(message, weights))
     .catch((error) => {
       const { model, type } = event.data;
       if (error instanceof DownloadError) {

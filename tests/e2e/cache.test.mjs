@@ -1,8 +1,9 @@
 // The logits cache (www/logits-cache.js): a revisit draws the same numbers with no inference and
-// says so, in a note whose space is kept from the first paint; a network whose weights changed under the same address is inferred again, never
-// shown with the old logits; "Compute them again" infers anew; a first visit does not wait for
-// the database (a hint in localStorage says nothing was ever kept), and a hint whose database
-// is gone costs only the asking; the cache holds at most ENTRIES sets of logits.
+// says so, in a note whose space is kept from the first paint, and finds its logits before the
+// test images are unzipped; a network whose weights changed under the same address is inferred
+// again, never shown with the old logits; "Compute them again" infers anew; a first visit does
+// not wait for the database (a hint in localStorage says nothing was ever kept), and a hint whose
+// database is gone costs only the asking; the cache holds at most ENTRIES sets of logits.
 //
 // One browser profile (so one IndexedDB) over a copy of the site whose weights the test swaps.
 import assert from "node:assert/strict";
@@ -95,6 +96,35 @@ test("a revisit shows the same numbers from the cache, with no inference, and sa
     assert.ok(Math.abs(moved) <= 2, `${name}: the first lab moved ${moved.toFixed(0)} px as the page loaded`);
   }
   assert.deepEqual(second.metrics, first.metrics);
+});
+
+test("on a revisit, the gallery's images drawn before the test images were in are drawn again once they are", { timeout: 400_000 }, async () => {
+  // A page of the same profile (and database) whose article is scrolled to the conformal lab's
+  // gallery as soon as it is parsed: the frame that brings the kept logits makes the gallery's
+  // tiles, and on a revisit the test images are unzipped only after that frame.
+  const galleryPage = await browser.context.newPage();
+  try {
+    await galleryPage.addInitScript(() => document.addEventListener("DOMContentLoaded", () => document.getElementById("gallery").scrollIntoView()));
+    // A visit that keeps the logits (unless an earlier test did), then the revisit.
+    await galleryPage.goto(site.url);
+    await waitForInference(galleryPage, INFERENCE_TIMEOUT_MS);
+    await galleryPage.evaluate(() => window.calibra.cacheSettled());
+    await galleryPage.goto(site.url);
+    await waitForInference(galleryPage, INFERENCE_TIMEOUT_MS);
+    assert.equal(await galleryPage.isVisible("#cache-note"), true, "the logits come from the cache");
+    await galleryPage.waitForFunction(() => window.calibra.testImagesIn === 10_000, null, { timeout: 60_000 });
+    await galleryPage.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    // A tile drawn before its image was in is blank: a test image is never all white.
+    const blank = await galleryPage.evaluate(() => {
+      const tiles = [...document.querySelectorAll("#gallery .tile")];
+      const white = (canvas) => canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data.every((value) => value === 255);
+      return { tiles: tiles.length, blank: tiles.filter((tile) => white(tile.querySelector("canvas"))).map((tile) => tile.dataset.row) };
+    });
+    assert.ok(blank.tiles > 0, "the gallery shows tiles");
+    assert.deepEqual(blank.blank, [], `of ${blank.tiles} tiles, these rows' images are blank`);
+  } finally {
+    await galleryPage.close();
+  }
 });
 
 test("changed weights under the same address are inferred again, never shown with old logits", { timeout: 400_000 }, async () => {
