@@ -355,12 +355,15 @@ async function measure() {
       const phoneSweep = await page.evaluate(sweepSlider, { id: "temperature", values: sweepPositions(MOVES, 1000), timingsKey: "draws" });
       // The same device, the blocks added since: the T slider with an edge case of the
       // estimators table chosen (a softmax pass, a smooth-ECE search and the estimators on its
-      // rows each frame) and the table on screen; with the CORP diagram on screen; then the
-      // sliders of the conformal lab (α, PAC δ, the risk level), each with the chart it moves on
-      // screen.
+      // rows each frame) and the table on screen, then the cumulative-differences plot; with
+      // the network's own images, the CORP diagram and the cumulative-differences plot on
+      // screen; then the sliders of the conformal lab (α, PAC δ, the risk level), each with the
+      // chart it moves on screen.
       const phoneBlocks = await sweepBlocks(page, [
         ["edge case (a confidence of exactly 1.0), estimators table", "#estimators", "temperature", "draws", () => document.querySelector('#estimator-case input[value="confidence_one"]').click()],
+        ["edge case (a confidence of exactly 1.0), cumulative-differences plot", "#cumulative-differences", "temperature", "draws", null],
         ["CORP reliability diagram", "#corp-reliability", "temperature", "draws", () => document.querySelector('#estimator-case input[value="network"]').click()],
+        ["cumulative-differences plot", "#cumulative-differences", "temperature", "draws", null],
         ["α slider, conformal lab", "#conformal-lab canvas", "alpha", "conformalDraws", null],
         ["PAC δ slider, conformal lab", "#pac-delta", "pac-delta", "conformalDraws", null],
         ["risk slider, selective classification", "#risk-coverage", "selective-risk", "conformalDraws", null],
