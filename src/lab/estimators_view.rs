@@ -68,6 +68,78 @@ impl EstimatorsView {
     }
 }
 
+/// The rows of `case`, built from the split's halves the first time it is asked for (or when
+/// the case changed) and kept in `kept`.
+fn kept_case<'a>(
+    kept: &'a mut Option<KeptCase>,
+    (calibration_labels, evaluation_logits, evaluation_labels): (&[u32], &[f32], &[u32]),
+    classes: usize,
+    case: EstimatorCase,
+) -> Result<&'a mut KeptCase, LabError> {
+    if kept.as_ref().is_none_or(|kept| kept.case != case) {
+        let rows = case_rows(
+            case,
+            classes,
+            calibration_labels,
+            evaluation_logits,
+            evaluation_labels,
+        )?;
+        let predicted =
+            calibration_estimators::predicted_classes(&Logits::new(&rows.logits, classes)?);
+        *kept = Some(KeptCase {
+            case,
+            rows,
+            predicted,
+            last: None,
+        });
+    }
+    kept.as_mut().ok_or(LabError::NotReady)
+}
+
+/// The case's rows evaluated at `temperature` (already the case's own) with the slider's bins;
+/// `network` spares rows that are the network's own their exponentials.
+fn case_at(
+    rows: &CaseRows,
+    classes: usize,
+    (temperature, bins, binning): (f64, usize, Binning),
+    network: Option<&RowSoftmaxes>,
+) -> Result<calibration::Evaluation, LabError> {
+    let logits = Logits::new(&rows.logits, classes)?;
+    Ok(
+        match network.filter(|network| network.temperature() == temperature) {
+            Some(network) => {
+                calibration::evaluate_in_full_beside(&logits, &rows.labels, bins, binning, network)?
+            }
+            None => {
+                calibration::evaluate_in_full(&logits, &rows.labels, temperature, bins, binning)?
+            }
+        },
+    )
+}
+
+/// The cumulative differences on the rows of `case` at the slider's temperature, as
+/// [`case_view`] computes them, without the table's estimators and smooth ECE: what the chart
+/// alone needs. The last view's are reused where they are at the same temperature.
+///
+/// # Errors
+/// As [`case_view`].
+pub(super) fn case_cumulative(
+    kept: &mut Option<KeptCase>,
+    halves: (&[u32], &[f32], &[u32]),
+    classes: usize,
+    case: EstimatorCase,
+    (temperature, bins, binning): (f64, usize, Binning),
+    network: Option<&RowSoftmaxes>,
+) -> Result<CumulativeDifferences, LabError> {
+    let KeptCase { rows, last, .. } = kept_case(kept, halves, classes, case)?;
+    let temperature = case.temperature(temperature);
+    if let Some(kept) = last.as_ref().filter(|kept| kept.settings.0 == temperature) {
+        return Ok(kept.cumulative.clone());
+    }
+    let full = case_at(rows, classes, (temperature, bins, binning), network)?;
+    Ok(CumulativeDifferences::new(&full.confidence, &full.correct)?)
+}
+
 /// The rows of one case and their predicted classes (which no temperature moves), kept per
 /// network and split while the case stays, with the last view computed on them.
 #[derive(Debug, Clone)]
@@ -98,47 +170,24 @@ struct KeptView {
 /// The calibration module's errors for a bad bin count.
 pub(super) fn case_view(
     kept: &mut Option<KeptCase>,
-    (calibration_labels, evaluation_logits, evaluation_labels): (&[u32], &[f32], &[u32]),
+    halves: (&[u32], &[f32], &[u32]),
     classes: usize,
     case: EstimatorCase,
     (temperature, bins, binning): (f64, usize, Binning),
     network: Option<&RowSoftmaxes>,
 ) -> Result<(EstimatorsView, CumulativeDifferences), LabError> {
-    if kept.as_ref().is_none_or(|kept| kept.case != case) {
-        let rows = case_rows(
-            case,
-            classes,
-            calibration_labels,
-            evaluation_logits,
-            evaluation_labels,
-        )?;
-        let predicted =
-            calibration_estimators::predicted_classes(&Logits::new(&rows.logits, classes)?);
-        *kept = Some(KeptCase {
-            case,
-            rows,
-            predicted,
-            last: None,
-        });
-    }
     let KeptCase {
         rows,
         predicted,
         last,
         ..
-    } = kept.as_mut().ok_or(LabError::NotReady)?;
+    } = kept_case(kept, halves, classes, case)?;
     let temperature = case.temperature(temperature);
     let settings = (temperature, bins, binning);
     if let Some(kept) = last.as_ref().filter(|kept| kept.settings == settings) {
         return Ok((kept.view.clone(), kept.cumulative.clone()));
     }
-    let logits = Logits::new(&rows.logits, classes)?;
-    let full = match network.filter(|network| network.temperature() == temperature) {
-        Some(network) => {
-            calibration::evaluate_in_full_beside(&logits, &rows.labels, bins, binning, network)?
-        }
-        None => calibration::evaluate_in_full(&logits, &rows.labels, temperature, bins, binning)?,
-    };
+    let full = case_at(rows, classes, (temperature, bins, binning), network)?;
     let smooth = smooth_calibration::smooth_ece(&full.confidence, &full.correct)?;
     let cumulative = CumulativeDifferences::new(&full.confidence, &full.correct)?;
     let estimators = calibration_estimators::estimators_of(

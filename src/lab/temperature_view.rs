@@ -3,7 +3,7 @@
 //! underconfidence, and temperature scaling against its rivals (from a worker, see
 //! `rivals.rs`).
 
-use super::estimators_view::{case_view, EstimatorsView};
+use super::estimators_view::{case_cumulative, case_view, EstimatorsView};
 use super::intervals::{IntervalRequest, BOOTSTRAP};
 use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
@@ -93,6 +93,9 @@ pub struct TemperatureParts {
     /// The estimators table on its case's rows and the cumulative differences. On the
     /// network's own rows the table shows the smooth ECE, so this implies `smooth` there.
     pub estimators: bool,
+    /// The cumulative differences alone, on the estimators' case's rows: the chart needs
+    /// neither the table's estimators nor an edge case's smooth-ECE search.
+    pub cumulative: bool,
     /// The CORP diagram and decompositions.
     pub corp: bool,
     /// Murphy's decomposition of the Brier score.
@@ -106,6 +109,7 @@ impl TemperatureParts {
             smooth: true,
             band,
             estimators: true,
+            cumulative: true,
             corp: true,
             brier: true,
         }
@@ -198,7 +202,7 @@ impl Lab {
             (reports.at_one.clone(), None)
         } else if temperature == cache.fit.temperature {
             (reports.at_fitted.clone(), None)
-        } else if parts.estimators && case.keeps_most_rows() {
+        } else if (parts.estimators || parts.cumulative) && case.keeps_most_rows() {
             let (evaluation, kept) =
                 calibration::evaluate_in_full_keeping(&logits, labels, temperature, bins, binning)?;
             (evaluation, Some(kept))
@@ -248,7 +252,26 @@ impl Lab {
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
         let (estimator_case, cumulative) = match (&smooth, parts.estimators) {
-            (_, false) => (None, None),
+            (_, false) if !parts.cumulative => (None, None),
+            (_, false) if case == EstimatorCase::Network => (
+                None,
+                Some(CumulativeDifferences::new(&confidences, &correct)?),
+            ),
+            (_, false) => {
+                let cumulative = case_cumulative(
+                    &mut cache.case_rows,
+                    (
+                        &cache.calibration.labels,
+                        &cache.evaluation.logits,
+                        &cache.evaluation.labels,
+                    ),
+                    k,
+                    case,
+                    (temperature, bins, binning),
+                    network_softmax.as_ref(),
+                )?;
+                (None, Some(cumulative))
+            }
             (Some(smooth), true) if case == EstimatorCase::Network => {
                 let cumulative = CumulativeDifferences::new(&confidences, &correct)?;
                 let estimators = calibration_estimators::estimators_of(

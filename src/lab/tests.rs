@@ -177,6 +177,7 @@ fn each_part_left_out_is_none_and_changes_nothing_else() {
         smooth: false,
         band: false,
         estimators: false,
+        cumulative: false,
         corp: false,
         brier: false,
     };
@@ -194,38 +195,47 @@ fn each_part_left_out_is_none_and_changes_nothing_else() {
     first_screen.corp.clone_from(&all.corp);
     first_screen.brier_decomposition = all.brier_decomposition;
     assert_eq!(first_screen, all);
-    // Each part alone; the estimators on the network's rows bring the smooth ECE they show.
+    // Each part alone; the estimators on the network's rows bring the smooth ECE they show,
+    // and the table brings the cumulative differences it reads.
     for (parts, has) in [
         (
             TemperatureParts {
                 smooth: true,
                 ..none
             },
-            [true, false, false, false],
+            [true, false, false, false, false],
         ),
         (
             TemperatureParts {
                 estimators: true,
                 ..none
             },
-            [true, true, false, false],
+            [true, true, true, false, false],
+        ),
+        (
+            TemperatureParts {
+                cumulative: true,
+                ..none
+            },
+            [false, false, true, false, false],
         ),
         (
             TemperatureParts { corp: true, ..none },
-            [false, false, true, false],
+            [false, false, false, true, false],
         ),
         (
             TemperatureParts {
                 brier: true,
                 ..none
             },
-            [false, false, false, true],
+            [false, false, false, false, true],
         ),
     ] {
         let view = lab.temperature_view(0.7, 12, Binning::Mass, parts).unwrap();
         let got = [
             view.smooth.is_some(),
-            view.estimator_case.is_some() && view.cumulative.is_some(),
+            view.estimator_case.is_some(),
+            view.cumulative.is_some(),
             view.corp.is_some(),
             view.brier_decomposition.is_some(),
         ];
@@ -233,6 +243,10 @@ fn each_part_left_out_is_none_and_changes_nothing_else() {
         assert_eq!(
             view.smooth.as_ref().map(|s| s.ece),
             all.smooth.as_ref().filter(|_| has[0]).map(|s| s.ece)
+        );
+        assert_eq!(
+            view.cumulative.as_ref(),
+            all.cumulative.as_ref().filter(|_| has[2])
         );
     }
 }
@@ -1093,6 +1107,44 @@ fn the_estimators_table_on_a_case_is_the_library_on_the_case_rows() {
             .temperature_view_of_case(0.7, 10, Binning::Width, TemperatureParts::all(true), case)
             .unwrap();
         assert_eq!(view.estimator_case.unwrap().intervals, Some(answer));
+    }
+}
+
+#[test]
+fn the_cumulative_differences_alone_are_the_whole_views_on_every_case() {
+    use crate::estimator_cases::EstimatorCase;
+    let alone = TemperatureParts {
+        smooth: false,
+        band: false,
+        estimators: false,
+        cumulative: true,
+        corp: false,
+        brier: false,
+    };
+    let (mut kept, _, _) = full_lab(600);
+    for case in EstimatorCase::ALL {
+        // Alone, after a whole view at the same temperature (which it may reuse), at another
+        // temperature, and back.
+        for (t, parts) in [
+            (0.7, TemperatureParts::all(false)),
+            (0.7, alone),
+            (1.9, alone),
+            (0.7, alone),
+        ] {
+            let view = kept
+                .temperature_view_of_case(t, 10, Binning::Width, parts, case)
+                .unwrap();
+            let (mut fresh, _, _) = full_lab(600);
+            let whole = fresh
+                .temperature_view_of_case(t, 10, Binning::Width, TemperatureParts::all(false), case)
+                .unwrap();
+            assert_eq!(view.cumulative, whole.cumulative, "{case:?} {t}");
+            assert_eq!(
+                view.estimator_case.is_some(),
+                parts.estimators,
+                "{case:?} {t}"
+            );
+        }
     }
 }
 

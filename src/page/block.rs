@@ -77,7 +77,8 @@ pub(super) fn temperature_parts(visible: &Visible) -> TemperatureParts {
     TemperatureParts {
         smooth: block(Block::TemperatureMetrics) || shows(Figure::SmoothReliability),
         band: shows(Figure::SmoothReliability),
-        estimators: block(Block::Estimators) || shows(Figure::CumulativeDifferences),
+        estimators: block(Block::Estimators),
+        cumulative: shows(Figure::CumulativeDifferences),
         corp: block(Block::CorpDecomposition) || shows(Figure::CorpReliability),
         brier: block(Block::BrierDecomposition),
     }

@@ -1492,7 +1492,7 @@ fn a_frame_computes_the_blocks_on_screen_and_leaves_the_others_as_they_are() {
         (
             none,
             &[Figure::CumulativeDifferences][..],
-            &["cumulative-differences-summary", "kuiper"][..],
+            &["cumulative-differences-summary"][..],
         ),
         (
             &[Block::BrierDecomposition][..],
