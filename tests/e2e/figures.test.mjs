@@ -198,7 +198,9 @@ test("'Copy embed code' copies an <iframe> of the embed view of that figure in t
     await host.setViewportSize({ width: 800, height: 700 });
     await host.setContent(`<!doctype html><body style="margin: 0">${code}</body>`);
     const frame = await (await host.waitForSelector("iframe[data-calibra-embed]")).contentFrame();
-    await frame.waitForFunction(() => document.body.classList.contains("embed") && document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
+    // The frame's document may still be in its head (no body yet: the workers' script there
+    // is parser-blocking) when the wait first looks.
+    await frame.waitForFunction(() => document.body?.classList.contains("embed") && document.body.dataset.inference === "done", null, { timeout: INFERENCE_TIMEOUT_MS });
     await nextFrames(host, 3);
     const content = await frame.evaluate(() => document.documentElement.scrollHeight);
     await host.waitForFunction((height) => Number(document.querySelector("iframe[data-calibra-embed]").height) === height, content, { timeout: 60_000 });
