@@ -68,14 +68,32 @@ impl EstimatorsView {
     }
 }
 
-/// The rows of `case`, built from the split's halves the first time it is asked for (or when
-/// the case changed) and kept in `kept`.
+/// What a case's rows are built from and evaluated at, the same for its table and its chart.
+pub(super) struct CaseInputs<'a> {
+    /// The split's calibration labels and evaluation logits and labels, which the case's rows
+    /// are built from once and kept.
+    pub halves: (&'a [u32], &'a [f32], &'a [u32]),
+    pub classes: usize,
+    pub case: EstimatorCase,
+    /// The slider's temperature, bins and binning.
+    pub slider: (f64, usize, Binning),
+    /// The evaluation half's softmax when the frame kept it: it spares the case's rows that
+    /// are the network's own their exponentials at that temperature (the same numbers).
+    pub network: Option<&'a RowSoftmaxes<'a>>,
+}
+
+/// The rows of the case, built from the split's halves the first time they are asked for (or
+/// when the case changed) and kept in `kept`.
 fn kept_case<'a>(
     kept: &'a mut Option<KeptCase>,
-    (calibration_labels, evaluation_logits, evaluation_labels): (&[u32], &[f32], &[u32]),
-    classes: usize,
-    case: EstimatorCase,
+    inputs: &CaseInputs,
 ) -> Result<&'a mut KeptCase, LabError> {
+    let CaseInputs {
+        halves: (calibration_labels, evaluation_logits, evaluation_labels),
+        classes,
+        case,
+        ..
+    } = *inputs;
     if kept.as_ref().is_none_or(|kept| kept.case != case) {
         let rows = case_rows(
             case,
@@ -96,17 +114,19 @@ fn kept_case<'a>(
     kept.as_mut().ok_or(LabError::NotReady)
 }
 
-/// The case's rows evaluated at `temperature` (already the case's own) with the slider's bins;
-/// `network` spares rows that are the network's own their exponentials.
+/// The case's rows evaluated at a temperature (already the case's own) with the slider's bins,
+/// with the network's softmax where it is at that temperature.
 fn case_at(
     rows: &CaseRows,
-    classes: usize,
+    inputs: &CaseInputs,
     (temperature, bins, binning): (f64, usize, Binning),
-    network: Option<&RowSoftmaxes>,
 ) -> Result<calibration::Evaluation, LabError> {
-    let logits = Logits::new(&rows.logits, classes)?;
+    let logits = Logits::new(&rows.logits, inputs.classes)?;
     Ok(
-        match network.filter(|network| network.temperature() == temperature) {
+        match inputs
+            .network
+            .filter(|network| network.temperature() == temperature)
+        {
             Some(network) => {
                 calibration::evaluate_in_full_beside(&logits, &rows.labels, bins, binning, network)?
             }
@@ -117,7 +137,7 @@ fn case_at(
     )
 }
 
-/// The cumulative differences on the rows of `case` at the slider's temperature, as
+/// The cumulative differences on the rows of the case at the slider's temperature, as
 /// [`case_view`] computes them, without the table's estimators and smooth ECE: what the chart
 /// alone needs. The last view's are reused where they are at the same temperature.
 ///
@@ -125,18 +145,15 @@ fn case_at(
 /// As [`case_view`].
 pub(super) fn case_cumulative(
     kept: &mut Option<KeptCase>,
-    halves: (&[u32], &[f32], &[u32]),
-    classes: usize,
-    case: EstimatorCase,
-    (temperature, bins, binning): (f64, usize, Binning),
-    network: Option<&RowSoftmaxes>,
+    inputs: &CaseInputs,
 ) -> Result<CumulativeDifferences, LabError> {
-    let KeptCase { rows, last, .. } = kept_case(kept, halves, classes, case)?;
-    let temperature = case.temperature(temperature);
+    let KeptCase { rows, last, .. } = kept_case(kept, inputs)?;
+    let (temperature, bins, binning) = inputs.slider;
+    let temperature = inputs.case.temperature(temperature);
     if let Some(kept) = last.as_ref().filter(|kept| kept.settings.0 == temperature) {
         return Ok(kept.cumulative.clone());
     }
-    let full = case_at(rows, classes, (temperature, bins, binning), network)?;
+    let full = case_at(rows, inputs, (temperature, bins, binning))?;
     Ok(CumulativeDifferences::new(&full.confidence, &full.correct)?)
 }
 
@@ -160,34 +177,33 @@ struct KeptView {
     cumulative: CumulativeDifferences,
 }
 
-/// The table and the cumulative differences on the rows of `case` (not the network's own) at
-/// the slider's temperature with its bins (`slider`), the rows built from the split's
-/// calibration labels and evaluation logits and labels (`halves`) once and kept in `kept`.
-/// `network`, the evaluation half's softmax when the frame kept it, spares the case's rows
-/// that are the network's own their exponentials at that temperature (the same numbers).
+/// The table and the cumulative differences on the rows of the case (not the network's own)
+/// at the slider's temperature with its bins, the rows built once and kept in `kept`.
 ///
 /// # Errors
 /// The calibration module's errors for a bad bin count.
 pub(super) fn case_view(
     kept: &mut Option<KeptCase>,
-    halves: (&[u32], &[f32], &[u32]),
-    classes: usize,
-    case: EstimatorCase,
-    (temperature, bins, binning): (f64, usize, Binning),
-    network: Option<&RowSoftmaxes>,
+    inputs: &CaseInputs,
 ) -> Result<(EstimatorsView, CumulativeDifferences), LabError> {
     let KeptCase {
         rows,
         predicted,
         last,
         ..
-    } = kept_case(kept, halves, classes, case)?;
+    } = kept_case(kept, inputs)?;
+    let CaseInputs {
+        classes,
+        case,
+        slider: (temperature, bins, binning),
+        ..
+    } = *inputs;
     let temperature = case.temperature(temperature);
     let settings = (temperature, bins, binning);
     if let Some(kept) = last.as_ref().filter(|kept| kept.settings == settings) {
         return Ok((kept.view.clone(), kept.cumulative.clone()));
     }
-    let full = case_at(rows, classes, (temperature, bins, binning), network)?;
+    let full = case_at(rows, inputs, settings)?;
     let smooth = smooth_calibration::smooth_ece(&full.confidence, &full.correct)?;
     let cumulative = CumulativeDifferences::new(&full.confidence, &full.correct)?;
     let estimators = calibration_estimators::estimators_of(

@@ -3,7 +3,7 @@
 //! underconfidence, and temperature scaling against its rivals (from a worker, see
 //! `rivals.rs`).
 
-use super::estimators_view::{case_cumulative, case_view, EstimatorsView};
+use super::estimators_view::{case_cumulative, case_view, CaseInputs, EstimatorsView};
 use super::intervals::{IntervalRequest, BOOTSTRAP};
 use super::rivals::{RivalsRequest, RivalsView};
 use super::{Lab, LabError};
@@ -251,6 +251,17 @@ impl Lab {
         let mean_confidence = confidences.iter().sum::<f64>() / confidences.len() as f64;
         let verdict =
             sentences::confidence_verdict(temperature, at_temperature.accuracy, &calibration_test);
+        let case_inputs = CaseInputs {
+            halves: (
+                &cache.calibration.labels,
+                &cache.evaluation.logits,
+                &cache.evaluation.labels,
+            ),
+            classes: k,
+            case,
+            slider: (temperature, bins, binning),
+            network: network_softmax.as_ref(),
+        };
         let (estimator_case, cumulative) = match (&smooth, parts.estimators) {
             (_, false) if !parts.cumulative => (None, None),
             (_, false) if case == EstimatorCase::Network => (
@@ -258,18 +269,7 @@ impl Lab {
                 Some(CumulativeDifferences::new(&confidences, &correct)?),
             ),
             (_, false) => {
-                let cumulative = case_cumulative(
-                    &mut cache.case_rows,
-                    (
-                        &cache.calibration.labels,
-                        &cache.evaluation.logits,
-                        &cache.evaluation.labels,
-                    ),
-                    k,
-                    case,
-                    (temperature, bins, binning),
-                    network_softmax.as_ref(),
-                )?;
+                let cumulative = case_cumulative(&mut cache.case_rows, &case_inputs)?;
                 (None, Some(cumulative))
             }
             (Some(smooth), true) if case == EstimatorCase::Network => {
@@ -298,18 +298,7 @@ impl Lab {
                 (Some(view), Some(cumulative))
             }
             (_, true) => {
-                let (view, cumulative) = case_view(
-                    &mut cache.case_rows,
-                    (
-                        &cache.calibration.labels,
-                        &cache.evaluation.logits,
-                        &cache.evaluation.labels,
-                    ),
-                    k,
-                    case,
-                    (temperature, bins, binning),
-                    network_softmax.as_ref(),
-                )?;
+                let (view, cumulative) = case_view(&mut cache.case_rows, &case_inputs)?;
                 (Some(view), Some(cumulative))
             }
         };
