@@ -12,9 +12,12 @@
 //! threshold never moves. ACI has one threshold for all classes, so the conformal lab's Mondrian
 //! switch does not apply here.
 //!
-//! The replay costs a few milliseconds for 5,000 images; it runs once per network, split,
-//! corruption, severities in, score, α and γ, and is kept ([`ShiftStore::adaptive`]), never
-//! per frame.
+//! The stream's scores (a softmax and every label's score for 5,000 images, most of the work)
+//! are computed once per network, split, corruption, severities in and score, and kept
+//! ([`ShiftStore::scored_stream`]); moving γ or α replays ACI on them. Each replay is kept too
+//! ([`ShiftStore::adaptive`]): nothing runs per frame.
+
+use std::rc::Rc;
 
 use super::{ConformalSettings, Lab, LabError, Part, ShiftStore, ShiftedSet};
 use crate::calibration::{self, Logits};
@@ -79,16 +82,39 @@ impl AdaptiveView {
     }
 }
 
-/// What a kept [`AdaptiveView`] was computed from.
+/// What a kept [`ScoredStream`] was computed from.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct StreamKey {
+pub(super) struct ScoresKey {
     model: usize,
     split: u64,
     corruption: Corruption,
     severities: Vec<u8>,
     score: Score,
+}
+
+/// What a kept [`AdaptiveView`] was computed from: its stream's scores, α and γ.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct StreamKey {
+    scores: ScoresKey,
     alpha: f64,
     gamma: f64,
+}
+
+/// The stream with its scores at the clean T, ready to be replayed at any α and γ.
+#[derive(Debug)]
+pub(super) struct ScoredStream {
+    classes: usize,
+    /// The temperature lab's fitted T, the scores' temperature.
+    temperature: f64,
+    /// Each step's test row and label.
+    rows: Vec<usize>,
+    labels: Vec<u32>,
+    /// Each block's severity and steps `start..end`.
+    blocks: Vec<(u8, usize, usize)>,
+    /// The clean calibration half's true-label scores.
+    calibration_scores: Vec<f64>,
+    /// Every label's score at each step (`[steps, K]`).
+    stream_scores: Vec<f64>,
 }
 
 impl Lab {
@@ -115,24 +141,38 @@ impl Lab {
             }))
             .collect();
         let key = StreamKey {
-            model,
-            split: self.split_seed,
-            corruption,
-            severities,
-            score: settings.score_of(settings.score),
+            scores: ScoresKey {
+                model,
+                split: self.split_seed,
+                corruption,
+                severities,
+                score: settings.score_of(settings.score),
+            },
             alpha: settings.alpha,
             gamma,
         };
         if let Some(view) = store.adaptive(&key) {
             return Ok(view.clone());
         }
-        let view = self.replay(store, &key)?;
+        let scored = match store.scored_stream(&key.scores) {
+            Some(scored) => scored,
+            None => {
+                let scored = Rc::new(self.scored_stream(store, &key.scores)?);
+                store.keep_scored_stream(key.scores.clone(), Rc::clone(&scored));
+                scored
+            }
+        };
+        let view = replay(&scored, &key)?;
         store.keep_adaptive(key, view.clone());
         Ok(view)
     }
 
-    /// Builds the stream `key` describes and runs ACI over it.
-    fn replay(&mut self, store: &ShiftStore, key: &StreamKey) -> Result<AdaptiveView, LabError> {
+    /// Builds the stream `key` describes and scores it.
+    fn scored_stream(
+        &mut self,
+        store: &ShiftStore,
+        key: &ScoresKey,
+    ) -> Result<ScoredStream, LabError> {
         let k = self.num_classes;
         let temperature = self.prepared()?.fit.temperature;
         let clean_logits = self.complete_logits(key.model)?.ok_or(LabError::NotReady)?;
@@ -145,6 +185,8 @@ impl Lab {
                 .ok_or(LabError::NotReady)?;
             evaluations.push(self.halves(logits).1);
         }
+        // Block b of the stream is rows [b·n/B, (b+1)·n/B) of the evaluation half, taken from
+        // the copy at block b's severity.
         let length = evaluations[0].labels.len();
         let levels = key.severities.len();
         let mut stream = Part::default();
@@ -166,57 +208,72 @@ impl Lab {
         }
         let (calibration_scores, stream_scores) =
             kept_scores(&calibration, &stream, k, temperature, &key.score)?;
-        let run = adaptive_conformal(
-            &calibration_scores,
-            &stream_scores,
-            &stream.labels,
-            k,
-            key.alpha,
-            key.gamma,
-        )?;
-        let blocks: Vec<StreamBlock> = blocks
-            .into_iter()
-            .map(|(severity, start, end)| block(&run, severity, start, end))
-            .collect();
-        let adaptive: Vec<bool> = run.steps.iter().map(|s| s.covered).collect();
-        let fixed: Vec<bool> = run.steps.iter().map(|s| s.fixed_covered).collect();
-        let figures = AdaptiveFigures {
-            corruption: key.corruption.label(),
-            alpha: key.alpha,
-            gamma: key.gamma,
-            images: run.steps.len(),
-            severities: key.severities.clone(),
-            max_severity: key.corruption.max_severity(),
-            coverage: run.coverage,
-            average_set_size: run.average_set_size,
-            miscoverage_bound: run.miscoverage_bound,
-            fixed_coverage: run.fixed_coverage,
-            fixed_average_set_size: run.fixed_average_set_size,
-            last_block: blocks.last().map(|b| {
-                (
-                    b.coverage,
-                    b.average_set_size,
-                    b.fixed_coverage,
-                    b.fixed_average_set_size,
-                )
-            }),
-        };
-        Ok(AdaptiveView {
-            corruption: key.corruption,
-            alpha: key.alpha,
-            gamma: key.gamma,
+        Ok(ScoredStream {
+            classes: k,
             temperature,
-            max_severity: key.corruption.max_severity(),
-            blocks,
             rows: stream.rows,
-            window_coverage: window_shares(&adaptive, COVERAGE_WINDOW),
-            running_coverage: window_shares(&adaptive, adaptive.len()),
-            fixed_window_coverage: window_shares(&fixed, COVERAGE_WINDOW),
-            fixed_running_coverage: window_shares(&fixed, fixed.len()),
-            sentence: sentences::adaptive_sentence(&figures),
-            run,
+            labels: stream.labels,
+            blocks,
+            calibration_scores,
+            stream_scores,
         })
     }
+}
+
+/// ACI and the fixed sets over `scored` at `key`'s α and γ, with the figures and the lesson.
+fn replay(scored: &ScoredStream, key: &StreamKey) -> Result<AdaptiveView, LabError> {
+    let run = adaptive_conformal(
+        &scored.calibration_scores,
+        &scored.stream_scores,
+        &scored.labels,
+        scored.classes,
+        key.alpha,
+        key.gamma,
+    )?;
+    let blocks: Vec<StreamBlock> = scored
+        .blocks
+        .iter()
+        .map(|&(severity, start, end)| block(&run, severity, start, end))
+        .collect();
+    let adaptive: Vec<bool> = run.steps.iter().map(|s| s.covered).collect();
+    let fixed: Vec<bool> = run.steps.iter().map(|s| s.fixed_covered).collect();
+    let corruption = key.scores.corruption;
+    let figures = AdaptiveFigures {
+        corruption: corruption.label(),
+        alpha: key.alpha,
+        gamma: key.gamma,
+        images: run.steps.len(),
+        severities: key.scores.severities.clone(),
+        max_severity: corruption.max_severity(),
+        coverage: run.coverage,
+        average_set_size: run.average_set_size,
+        miscoverage_bound: run.miscoverage_bound,
+        fixed_coverage: run.fixed_coverage,
+        fixed_average_set_size: run.fixed_average_set_size,
+        last_block: blocks.last().map(|b| {
+            (
+                b.coverage,
+                b.average_set_size,
+                b.fixed_coverage,
+                b.fixed_average_set_size,
+            )
+        }),
+    };
+    Ok(AdaptiveView {
+        corruption,
+        alpha: key.alpha,
+        gamma: key.gamma,
+        temperature: scored.temperature,
+        max_severity: corruption.max_severity(),
+        blocks,
+        rows: scored.rows.clone(),
+        window_coverage: window_shares(&adaptive, COVERAGE_WINDOW),
+        running_coverage: window_shares(&adaptive, adaptive.len()),
+        fixed_window_coverage: window_shares(&fixed, COVERAGE_WINDOW),
+        fixed_running_coverage: window_shares(&fixed, fixed.len()),
+        sentence: sentences::adaptive_sentence(&figures),
+        run,
+    })
 }
 
 /// The true-label scores of `calibration` and every label's score of `tested` (`[rows, K]`),

@@ -10,9 +10,10 @@ use std::collections::HashMap;
 
 use std::rc::Rc;
 
-use super::adaptive_view::StreamKey;
+use super::adaptive_view::{ScoredStream, ScoresKey, StreamKey};
+use super::shift_view::ViewKey;
 use super::weighted_view::{DomainKey, DomainWeights, WeightedKey};
-use super::{AdaptiveView, LabError, Streamed, WeightedView};
+use super::{AdaptiveView, LabError, ShiftView, Streamed, WeightedView};
 use crate::calibration::Logits;
 use crate::shift::{Corruption, ShiftError};
 
@@ -125,6 +126,12 @@ pub struct ShiftStore {
     /// The T fitted on each complete copy's calibration half, by network, copy and split seed:
     /// the lab's frames measure every severity again, and the fit is most of their cost.
     fits: HashMap<(usize, ShiftedSet, u64), f64>,
+    /// The last shift view and what it was computed from: a frame shows it again until the
+    /// network, the split, the corruption, the severity shown, the conformal lab's settings,
+    /// the bins or the severities in change (γ moves none of them).
+    view: Option<(ViewKey, ShiftView)>,
+    /// The last ACI stream scored and what it was scored from: γ and α replay it.
+    scored_stream: Option<(ScoresKey, Rc<ScoredStream>)>,
     /// The last ACI stream replayed and what it was computed from: a frame shows it again
     /// until γ, the score, α, the split or the severities in change.
     adaptive: Option<(StreamKey, AdaptiveView)>,
@@ -144,6 +151,8 @@ impl ShiftStore {
             rows,
             logits: HashMap::new(),
             fits: HashMap::new(),
+            view: None,
+            scored_stream: None,
             adaptive: None,
             domain_weights: HashMap::new(),
             weighted: None,
@@ -203,6 +212,32 @@ impl ShiftStore {
     /// Rows of `model`'s logits on `set` that have arrived.
     pub fn arrived(&self, model: usize, set: ShiftedSet) -> usize {
         self.logits.get(&(model, set)).map_or(0, Streamed::arrived)
+    }
+
+    /// The shift view computed from `key`, if it is the one kept.
+    pub(super) fn view(&self, key: &ViewKey) -> Option<&ShiftView> {
+        self.view
+            .as_ref()
+            .filter(|(kept, _)| kept == key)
+            .map(|(_, view)| view)
+    }
+
+    /// Keeps the shift view computed from `key`, in place of the one kept before.
+    pub(super) fn keep_view(&mut self, key: ViewKey, view: ShiftView) {
+        self.view = Some((key, view));
+    }
+
+    /// The ACI stream scored from `key`, if it is the one kept.
+    pub(super) fn scored_stream(&self, key: &ScoresKey) -> Option<Rc<ScoredStream>> {
+        self.scored_stream
+            .as_ref()
+            .filter(|(kept, _)| kept == key)
+            .map(|(_, scored)| Rc::clone(scored))
+    }
+
+    /// Keeps the ACI stream scored from `key`, in place of the one kept before.
+    pub(super) fn keep_scored_stream(&mut self, key: ScoresKey, scored: Rc<ScoredStream>) {
+        self.scored_stream = Some((key, scored));
     }
 
     /// The ACI stream computed from `key`, if it is the one kept.

@@ -79,10 +79,26 @@ impl ShiftView {
     }
 }
 
+/// What a kept [`ShiftView`] was computed from: with the network's and the copies' logits
+/// complete, the split fixes the halves and both fitted T.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct ViewKey {
+    model: usize,
+    split: u64,
+    corruption: Corruption,
+    severity: u8,
+    settings: ConformalSettings,
+    bins: usize,
+    binning: Binning,
+    /// The severities whose logits are complete.
+    severities: Vec<u8>,
+}
+
 impl Lab {
     /// The shift lab's view of the active model on `corruption`, showing `severity`, with the
     /// conformal lab's `settings` (its temperature aside: both T are fitted) and the
-    /// temperature lab's bins.
+    /// temperature lab's bins; kept in `store` and shown again while its inputs stay
+    /// ([`ViewKey`]).
     ///
     /// # Errors
     /// [`LabError::NotReady`] until the active model's clean logits are complete, and the
@@ -98,6 +114,24 @@ impl Lab {
     ) -> Result<ShiftView, LabError> {
         let model = self.active;
         let clean_logits = self.complete_logits(model)?.ok_or(LabError::NotReady)?;
+        let key = ViewKey {
+            model,
+            split: self.split_seed,
+            corruption,
+            severity,
+            settings: *settings,
+            bins,
+            binning,
+            severities: (1..=corruption.max_severity())
+                .filter(|&level| {
+                    ShiftedSet::new(corruption, level)
+                        .is_ok_and(|set| store.complete_logits(model, set).is_some())
+                })
+                .collect(),
+        };
+        if let Some(view) = store.view(&key) {
+            return Ok(view.clone());
+        }
         let (clean_calibration, clean_evaluation) = self.halves(clean_logits);
         let measure = Measure {
             num_classes: self.num_classes,
@@ -146,7 +180,7 @@ impl Lab {
             n_calibration
         };
         let guarantee_upper = 1.0 - settings.alpha + 1.0 / (smallest as f64 + 1.0);
-        Ok(ShiftView {
+        let view = ShiftView {
             corruption,
             severity: severity.min(corruption.max_severity()),
             alpha: settings.alpha,
@@ -167,7 +201,9 @@ impl Lab {
             )
             .ok()
             .map(|law| law.split_standard_deviation),
-        })
+        };
+        store.keep_view(key, view.clone());
+        Ok(view)
     }
 
     /// Every row of `logits` (`[rows, K]`, one per test image) in the split's two halves.

@@ -6,7 +6,7 @@ use crate::calibration::{evaluate, fit_temperature, softmax};
 use crate::conformal::{split_conformal, ScoreKind, ThresholdRule};
 use crate::data::seeded_split;
 use crate::lab::test_support::conformal_settings;
-use crate::lab::{Lab, ShiftStore, ShiftedSet, UnknownShiftedSet};
+use crate::lab::{ConformalSettings, Lab, ShiftStore, ShiftedSet, UnknownShiftedSet};
 use crate::shift::Corruption;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -160,6 +160,78 @@ fn kept_and_refitted_equal_the_functions_on_the_halves() {
         )
         .unwrap();
     assert_eq!(again, view);
+}
+
+/// The view a store keeps is shown again only while its inputs stay: through a reader's moves
+/// (the severity shown, α, the score, the bins, the binning, Mondrian thresholds, a copy coming
+/// in) every view equals the one a store that kept nothing computes.
+#[test]
+fn a_kept_view_is_always_the_one_a_fresh_store_computes() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let labels: Vec<u32> = (0..ROWS).map(|_| rng.random_range(0..K as u32)).collect();
+    let clean = logits(&labels, 3.0, 10, 2);
+    let copies: Vec<(ShiftedSet, Vec<f32>)> = (1..=3)
+        .map(|severity| {
+            let set = ShiftedSet::new(Corruption::Blur, severity).unwrap();
+            (
+                set,
+                logits(
+                    &labels,
+                    3.0,
+                    10 + 15 * u32::from(severity),
+                    10 + u64::from(severity),
+                ),
+            )
+        })
+        .collect();
+    let lab_and_store = |copies_in: usize| {
+        let mut lab = Lab::new(labels.clone(), K, 1).unwrap();
+        lab.set_split(SPLIT);
+        lab.add_logits(0, 0, &clean).unwrap();
+        let mut store = ShiftStore::new(K, 1, ROWS);
+        for (set, values) in &copies[..copies_in] {
+            store.add_logits(0, *set, 0, values).unwrap();
+        }
+        (lab, store)
+    };
+    let (mut lab, mut store) = lab_and_store(2);
+    let aps = conformal_settings(0.1, ScoreKind::Aps);
+    let aps_20 = conformal_settings(0.2, ScoreKind::Aps);
+    let lac_20 = conformal_settings(0.2, ScoreKind::Lac);
+    let mondrian = ConformalSettings {
+        class_conditional: true,
+        ..aps
+    };
+    // (settings, severity shown, bins, binning, copies in)
+    let moves = [
+        (aps, 2, 15, Binning::Width, 2),
+        (aps, 2, 15, Binning::Width, 2),
+        (aps, 1, 15, Binning::Width, 2),
+        (aps_20, 1, 15, Binning::Width, 2),
+        (lac_20, 1, 15, Binning::Width, 2),
+        (lac_20, 1, 10, Binning::Width, 2),
+        (lac_20, 1, 10, Binning::Mass, 2),
+        (mondrian, 1, 10, Binning::Mass, 2),
+        (aps, 3, 15, Binning::Width, 3),
+    ];
+    for (settings, severity, bins, binning, copies_in) in moves {
+        if copies_in == 3 {
+            let (set, values) = &copies[2];
+            store.add_logits(0, *set, 0, values).unwrap();
+        }
+        let shown = |lab: &mut Lab, store: &mut ShiftStore| {
+            lab.shift_view(store, Corruption::Blur, severity, &settings, bins, binning)
+                .unwrap()
+        };
+        let view = shown(&mut lab, &mut store);
+        let (mut fresh_lab, mut fresh_store) = lab_and_store(copies_in);
+        let fresh = shown(&mut fresh_lab, &mut fresh_store);
+        assert_eq!(
+            view, fresh,
+            "{settings:?}, severity {severity}, {bins} bins, {binning:?}"
+        );
+        assert_eq!(view.points.len(), copies_in + 1);
+    }
 }
 
 #[test]
