@@ -400,6 +400,8 @@ test("conformal p-values: the FDR level set by a pointer and the keyboard and th
   const limits = await page.evaluate(() => window.calibra.limits);
   const index = limits.models.findIndex((m) => m.network === "0.04");
   await show({ tau: "0.04", ood: "mnist", ood_score: "energy", t: 1 });
+  // show() sets a hash that names every default; the page's own link replaces it within 200 ms.
+  await page.waitForFunction(() => !window.calibra.hashPending);
   const written = new URLSearchParams((await page.evaluate(() => location.hash)).slice(1));
   assert.ok(!written.has("fdr") && !written.has("ood_share"), "the defaults stay out of the link");
   const fdr = page.locator("#ood-fdr");
