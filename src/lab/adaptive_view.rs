@@ -151,19 +151,21 @@ impl Lab {
             alpha: settings.alpha,
             gamma,
         };
-        if let Some(view) = store.adaptive(&key) {
+        if let Some(view) = store.adaptive.get(&key) {
             return Ok(view.clone());
         }
-        let scored = match store.scored_stream(&key.scores) {
+        let scored = match store.scored_stream.get(&key.scores).cloned() {
             Some(scored) => scored,
             None => {
                 let scored = Rc::new(self.scored_stream(store, &key.scores)?);
-                store.keep_scored_stream(key.scores.clone(), Rc::clone(&scored));
+                store
+                    .scored_stream
+                    .keep(key.scores.clone(), Rc::clone(&scored));
                 scored
             }
         };
         let view = replay(&scored, &key)?;
-        store.keep_adaptive(key, view.clone());
+        store.adaptive.keep(key, view.clone());
         Ok(view)
     }
 

@@ -230,13 +230,15 @@ fn gamma_and_alpha_replay_the_kept_scores_and_every_view_is_a_fresh_stores() {
             .unwrap();
         assert_eq!(view, fresh, "{settings:?}, γ = {gamma}");
         let scored = store
-            .scored_stream(&ScoresKey {
+            .scored_stream
+            .get(&ScoresKey {
                 model: 0,
                 split: SPLIT,
                 corruption: Corruption::Blur,
                 severities: vec![0, 1, 2, 3],
                 score: settings.score_of(settings.score),
             })
+            .cloned()
             .expect("the stream's scores are kept");
         kept.push(scored);
     }

@@ -116,6 +116,32 @@ impl ShiftedSet {
     }
 }
 
+/// The last value a lab computed and what it computed it from: a frame shows it again while
+/// its inputs stay, and a new key replaces it.
+#[derive(Debug, Clone)]
+pub(super) struct LastComputed<K, V>(Option<(K, V)>);
+
+impl<K, V> Default for LastComputed<K, V> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<K: PartialEq, V> LastComputed<K, V> {
+    /// The value computed from `key`, if it is the one kept.
+    pub(super) fn get(&self, key: &K) -> Option<&V> {
+        self.0
+            .as_ref()
+            .filter(|(kept, _)| kept == key)
+            .map(|(_, value)| value)
+    }
+
+    /// Keeps the value computed from `key`, in place of the one kept before.
+    pub(super) fn keep(&mut self, key: K, value: V) {
+        self.0 = Some((key, value));
+    }
+}
+
 /// Each network's logits on each corrupted copy it was asked for.
 #[derive(Debug, Clone)]
 pub struct ShiftStore {
@@ -129,17 +155,17 @@ pub struct ShiftStore {
     /// The last shift view and what it was computed from: a frame shows it again until the
     /// network, the split, the corruption, the severity shown, the conformal lab's settings,
     /// the bins or the severities in change (γ moves none of them).
-    view: Option<(ViewKey, ShiftView)>,
+    pub(super) view: LastComputed<ViewKey, ShiftView>,
     /// The last ACI stream scored and what it was scored from: γ and α replay it.
-    scored_stream: Option<(ScoresKey, Rc<ScoredStream>)>,
+    pub(super) scored_stream: LastComputed<ScoresKey, Rc<ScoredStream>>,
     /// The last ACI stream replayed and what it was computed from: a frame shows it again
     /// until γ, the score, α, the split or the severities in change.
-    adaptive: Option<(StreamKey, AdaptiveView)>,
+    pub(super) adaptive: LastComputed<StreamKey, AdaptiveView>,
     /// The domain classifier's weights, by network, split, corruption and severity: fitted
     /// once each, whatever the score, α or T.
     domain_weights: HashMap<DomainKey, Rc<DomainWeights>>,
     /// The last weighted conformal sets and what they were computed from.
-    weighted: Option<(WeightedKey, WeightedView)>,
+    pub(super) weighted: LastComputed<WeightedKey, WeightedView>,
 }
 
 impl ShiftStore {
@@ -151,11 +177,11 @@ impl ShiftStore {
             rows,
             logits: HashMap::new(),
             fits: HashMap::new(),
-            view: None,
-            scored_stream: None,
-            adaptive: None,
+            view: LastComputed::default(),
+            scored_stream: LastComputed::default(),
+            adaptive: LastComputed::default(),
             domain_weights: HashMap::new(),
-            weighted: None,
+            weighted: LastComputed::default(),
         }
     }
 
@@ -214,45 +240,6 @@ impl ShiftStore {
         self.logits.get(&(model, set)).map_or(0, Streamed::arrived)
     }
 
-    /// The shift view computed from `key`, if it is the one kept.
-    pub(super) fn view(&self, key: &ViewKey) -> Option<&ShiftView> {
-        self.view
-            .as_ref()
-            .filter(|(kept, _)| kept == key)
-            .map(|(_, view)| view)
-    }
-
-    /// Keeps the shift view computed from `key`, in place of the one kept before.
-    pub(super) fn keep_view(&mut self, key: ViewKey, view: ShiftView) {
-        self.view = Some((key, view));
-    }
-
-    /// The ACI stream scored from `key`, if it is the one kept.
-    pub(super) fn scored_stream(&self, key: &ScoresKey) -> Option<Rc<ScoredStream>> {
-        self.scored_stream
-            .as_ref()
-            .filter(|(kept, _)| kept == key)
-            .map(|(_, scored)| Rc::clone(scored))
-    }
-
-    /// Keeps the ACI stream scored from `key`, in place of the one kept before.
-    pub(super) fn keep_scored_stream(&mut self, key: ScoresKey, scored: Rc<ScoredStream>) {
-        self.scored_stream = Some((key, scored));
-    }
-
-    /// The ACI stream computed from `key`, if it is the one kept.
-    pub(super) fn adaptive(&self, key: &StreamKey) -> Option<&AdaptiveView> {
-        self.adaptive
-            .as_ref()
-            .filter(|(kept, _)| kept == key)
-            .map(|(_, view)| view)
-    }
-
-    /// Keeps the ACI stream computed from `key`, in place of the one kept before.
-    pub(super) fn keep_adaptive(&mut self, key: StreamKey, view: AdaptiveView) {
-        self.adaptive = Some((key, view));
-    }
-
     /// The domain classifier's weights fitted on `key`, if kept.
     pub(super) fn domain_weights(&self, key: &DomainKey) -> Option<Rc<DomainWeights>> {
         self.domain_weights.get(key).cloned()
@@ -261,18 +248,5 @@ impl ShiftStore {
     /// Keeps the domain classifier's weights fitted on `key`.
     pub(super) fn keep_domain_weights(&mut self, key: DomainKey, weights: Rc<DomainWeights>) {
         self.domain_weights.insert(key, weights);
-    }
-
-    /// The weighted conformal sets computed from `key`, if they are the ones kept.
-    pub(super) fn weighted(&self, key: &WeightedKey) -> Option<&WeightedView> {
-        self.weighted
-            .as_ref()
-            .filter(|(kept, _)| kept == key)
-            .map(|(_, view)| view)
-    }
-
-    /// Keeps the weighted conformal sets computed from `key`, in place of those kept before.
-    pub(super) fn keep_weighted(&mut self, key: WeightedKey, view: WeightedView) {
-        self.weighted = Some((key, view));
     }
 }

@@ -129,7 +129,7 @@ impl Lab {
                 })
                 .collect(),
         };
-        if let Some(view) = store.view(&key) {
+        if let Some(view) = store.view.get(&key) {
             return Ok(view.clone());
         }
         let (clean_calibration, clean_evaluation) = self.halves(clean_logits);
@@ -202,7 +202,7 @@ impl Lab {
             .ok()
             .map(|law| law.split_standard_deviation),
         };
-        store.keep_view(key, view.clone());
+        store.view.keep(key, view.clone());
         Ok(view)
     }
 

@@ -122,7 +122,7 @@ impl Lab {
             alpha: settings.alpha,
             temperature,
         };
-        if let Some(view) = store.weighted(&key) {
+        if let Some(view) = store.weighted.get(&key) {
             return Ok(view.clone());
         }
         let (calibration, _) = self.halves(clean_logits);
@@ -167,7 +167,7 @@ impl Lab {
             infinite_share: sets.infinite_share,
             converged: weights.converged,
         };
-        store.keep_weighted(key, view.clone());
+        store.weighted.keep(key, view.clone());
         Ok(view)
     }
 }
