@@ -22,9 +22,9 @@
 //! The step raises `log S_ŷ` by about `ε·‖∇ₓ log S_ŷ‖₁`, which the paper finds larger for
 //! in-distribution inputs. Inputs are pixels in `[0, 1]`, as the network sees them; the paper
 //! divides the gradient by the normalisation's standard deviation, which this network does not
-//! have, and does not clip `x̃` to `[0, 1]`, nor does this code. The gradient comes from
-//! candle's reverse-mode autograd through the network in `f32`; the score is computed from the
-//! logits in `f64`. Defaults are the paper's,
+//! have, and does not clip `x̃` to `[0, 1]`, nor does this code. The gradient is taken by hand
+//! through the network in `f32` (module `odin`; the tests compare it with candle's reverse-mode
+//! autograd and with central differences); the score is computed from the logits in `f64`. Defaults are the paper's,
 //! [`ODIN_TEMPERATURE`](crate::ood::ODIN_TEMPERATURE) and
 //! [`ODIN_EPSILON`](crate::ood::ODIN_EPSILON).
 //!
@@ -34,14 +34,17 @@
 //! ReLU and pooling fused), equal to [`Cnn`]'s forward up to rounding and faster.
 
 mod inference;
+mod odin;
 pub mod shipped;
 
-use candle_core::{DType, Device, Module, Tensor, Var};
+use std::sync::OnceLock;
+
+use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Conv2d, Conv2dConfig, Linear, VarBuilder};
 
-use crate::calibration::top_probability;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, NUM_CLASSES};
 use inference::InferenceNetwork;
+use odin::OdinNetwork;
 
 /// Channels after the first and second convolution.
 const CONV1_CHANNELS: usize = 32;
@@ -49,9 +52,6 @@ const CONV2_CHANNELS: usize = 64;
 /// Width of the hidden dense layer: the penultimate features that
 /// [`Classifier::features_and_logits`] returns and the detectors of `ood_features` read.
 pub const HIDDEN_UNITS: usize = 128;
-/// Images per forward and backward pass inside [`Classifier::odin_scores`]: the first
-/// convolution's output for 256 images is 25 MB, small enough for a browser tab.
-pub const ODIN_CHUNK: usize = 256;
 /// Spatial side after two 2×2 poolings.
 const POOLED_SIDE: usize = IMAGE_SIDE / 4;
 
@@ -102,43 +102,60 @@ impl Cnn {
             dense2: candle_nn::linear(HIDDEN_UNITS, NUM_CLASSES, vb.pp("dense2"))?,
         })
     }
+}
 
-    /// The forward pass with `pool` as the 2×2 max-pooling.
-    fn forward_with_pool(
-        &self,
-        x: &Tensor,
-        pool: fn(&Tensor) -> candle_core::Result<Tensor>,
-    ) -> candle_core::Result<Tensor> {
-        let x = pool(&self.conv1.forward(x)?.relu()?)?;
-        let x = pool(&self.conv2.forward(&x)?.relu()?)?;
+impl Module for Cnn {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let x = self.conv1.forward(x)?.relu()?.max_pool2d(2)?;
+        let x = self.conv2.forward(&x)?.relu()?.max_pool2d(2)?;
         let x = x.flatten_from(1)?;
         self.dense2.forward(&self.dense1.forward(&x)?.relu()?)
     }
 }
 
-impl Module for Cnn {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        self.forward_with_pool(x, |x| x.max_pool2d(2))
+impl Cnn {
+    /// The first dense layer's weight `[128, 64·7·7]` with its columns in NHWC order
+    /// `(h, w, c)` rather than candle's NCHW `(c, h, w)`: the order in which the NHWC passes
+    /// (modules `inference` and `odin`) leave the pooled features, so no image's features are
+    /// transposed.
+    fn dense1_weight_nhwc(&self) -> candle_core::Result<Tensor> {
+        let features = CONV2_CHANNELS * POOLED_SIDE * POOLED_SIDE;
+        self.dense1
+            .weight()
+            .reshape(((), CONV2_CHANNELS, POOLED_SIDE, POOLED_SIDE))?
+            .permute((0, 2, 3, 1))?
+            .reshape(((), features))
     }
 }
 
-/// 2×2 max-pooling of `[n, c, h, w]` (even `h` and `w`) whose gradient goes to the first
-/// maximum of each window in row-major order, as PyTorch's does: the same values as
-/// `max_pool2d(2)`, built from a reshape, an arg-max and a gather, which candle differentiates
-/// exactly. candle 0.11's own `max_pool2d` backward multiplies the gradient by (number of
-/// maxima)/4 instead of sending it to one maximum, so a unique maximum passes only a quarter of
-/// it: two poolings would shrink the input gradient 16-fold, and ties (flat background, where
-/// every window of a channel holds the same value) would get several shares.
-fn max_pool_2x2_first_maximum(x: &Tensor) -> candle_core::Result<Tensor> {
-    let (n, channels, height, width) = x.dims4()?;
-    let shape = (n, channels, height / 2, width / 2, 4);
-    let windows = x
-        .reshape((n, channels, height / 2, 2, width / 2, 2))?
-        .permute((0, 1, 2, 4, 3, 5))?
-        .contiguous()?
-        .reshape(shape)?;
-    let first_maximum = windows.argmax_keepdim(4)?;
-    windows.gather(&first_maximum, 4)?.squeeze(4)
+/// A 3×3 convolution's kernel `[out, in, 3, 3]` permuted to `[(dy, dx, in), out]` row-major (an
+/// im2col product's right-hand side, and what Winograd's transform reads), with `in` and `out`.
+fn kernel_by_tap(conv: &Conv2d) -> candle_core::Result<(Vec<f32>, usize, usize)> {
+    let (outputs, channels, _, _) = conv.weight().dims4()?;
+    let kernel = conv
+        .weight()
+        .permute((2, 3, 1, 0))?
+        .flatten_all()?
+        .to_vec1::<f32>()?;
+    Ok((kernel, channels, outputs))
+}
+
+/// A layer's bias, `outputs` zeros where it has none.
+fn bias_or_zeros(bias: Option<&Tensor>, outputs: usize) -> candle_core::Result<Vec<f32>> {
+    bias.map_or_else(|| Ok(vec![0.0; outputs]), Tensor::to_vec1)
+}
+
+/// `matrix` `[rows, columns]` row-major, transposed to `[columns, padded]` with zeros past its
+/// `rows` columns: a product's right-hand side, whose columns fill whole tiles of the kernels'
+/// product.
+fn transposed(matrix: &[f32], columns: usize, padded: usize) -> Vec<f32> {
+    let mut transposed = vec![0.0; columns * padded];
+    for (row, values) in matrix.chunks_exact(columns).enumerate() {
+        for (column, &value) in values.iter().enumerate() {
+            transposed[column * padded + row] = value;
+        }
+    }
+    transposed
 }
 
 /// Turns unsigned-byte images into the network's input tensor `[n, 1, 28, 28]` in [0, 1].
@@ -159,7 +176,9 @@ pub fn images_to_tensor(pixels: &[u8], device: &Device) -> Result<Tensor, ModelE
 pub struct Classifier {
     cnn: Cnn,
     inference: InferenceNetwork,
-    device: Device,
+    /// ODIN's layout of the weights, made at the first ODIN request: most networks loaded (the
+    /// inference worker's, the CLI's) never need it.
+    odin: OnceLock<OdinNetwork>,
 }
 
 impl Classifier {
@@ -168,14 +187,13 @@ impl Classifier {
     /// # Errors
     /// [`ModelError::Weights`] when the bytes are not safetensors or lack a layer.
     pub fn from_safetensors(bytes: Vec<u8>) -> Result<Self, ModelError> {
-        let device = Device::Cpu;
         let vb = shipped::var_builder(&bytes, DType::F32)?;
         let cnn = Cnn::new(vb).map_err(ModelError::Weights)?;
         let inference = InferenceNetwork::new(&cnn).map_err(ModelError::Weights)?;
         Ok(Self {
             cnn,
             inference,
-            device,
+            odin: OnceLock::new(),
         })
     }
 
@@ -187,13 +205,13 @@ impl Classifier {
     /// [`ModelError::Weights`] from candle, which zero tensors of the network's shapes do not
     /// give.
     pub fn blank() -> Result<Self, ModelError> {
-        let device = Device::Cpu;
-        let cnn = Cnn::new(VarBuilder::zeros(DType::F32, &device)).map_err(ModelError::Weights)?;
+        let cnn =
+            Cnn::new(VarBuilder::zeros(DType::F32, &Device::Cpu)).map_err(ModelError::Weights)?;
         let inference = InferenceNetwork::new(&cnn).map_err(ModelError::Weights)?;
         Ok(Self {
             cnn,
             inference,
-            device,
+            odin: OnceLock::new(),
         })
     }
 
@@ -249,12 +267,13 @@ impl Classifier {
     /// the largest softmax probability at `temperature` of each image moved by `epsilon` (in
     /// `[0, 1]` pixel units, not clipped) along the sign of the gradient of its log largest
     /// softmax probability. `epsilon = 0` gives the plain maximum softmax probability at
-    /// `temperature`. Runs in chunks of [`ODIN_CHUNK`] images.
+    /// `temperature`.
     ///
     /// # Errors
     /// [`ModelError::InvalidTemperature`] unless `temperature` is positive and finite,
     /// [`ModelError::InvalidPerturbation`] unless `epsilon` is finite and `>= 0`,
-    /// [`ModelError::PartialImage`] for a ragged input, [`ModelError::Inference`] otherwise.
+    /// [`ModelError::PartialImage`] for a ragged input, [`ModelError::Weights`] where a weight
+    /// does not have the network's shape (a loaded network's do).
     pub fn odin_scores(
         &self,
         pixels: &[u8],
@@ -270,45 +289,14 @@ impl Classifier {
         if !pixels.len().is_multiple_of(IMAGE_PIXELS) {
             return Err(ModelError::PartialImage { len: pixels.len() });
         }
-        let mut scores = Vec::with_capacity(pixels.len() / IMAGE_PIXELS);
-        for chunk in pixels.chunks(ODIN_CHUNK * IMAGE_PIXELS) {
-            let input = images_to_tensor(chunk, &self.device)?;
-            let logits = self
-                .log_max_softmax_gradient(&input, temperature)
-                .and_then(|gradient| input + (gradient.sign()? * epsilon)?)
-                .and_then(|perturbed| self.cnn.forward(&perturbed))
-                .and_then(|logits| logits.flatten_all()?.to_vec1::<f32>())
-                .map_err(ModelError::Inference)?;
-            scores.extend(
-                logits
-                    .chunks_exact(NUM_CLASSES)
-                    .map(|row| top_probability(row, temperature)),
-            );
-        }
-        Ok(scores)
-    }
-
-    /// `∇ₓ log S_ŷ(x; T)` of every image of a batch `[n, 1, 28, 28]`, same shape: the gradient
-    /// of `Σ_i log softmax(f(x_i)/T)_{ŷ_i}` with `ŷ_i` the arg-max of image `i`'s logits. The
-    /// network treats images independently, so each image's part of the gradient of the sum is
-    /// the gradient of its own term.
-    fn log_max_softmax_gradient(
-        &self,
-        input: &Tensor,
-        temperature: f64,
-    ) -> candle_core::Result<Tensor> {
-        let variable = Var::from_tensor(input)?;
-        let logits = self
-            .cnn
-            .forward_with_pool(variable.as_tensor(), max_pool_2x2_first_maximum)?;
-        let predicted = logits.detach().argmax_keepdim(1)?;
-        let log_probabilities = candle_nn::ops::log_softmax(&(logits / temperature)?, 1)?;
-        let objective = log_probabilities.gather(&predicted, 1)?.sum_all()?;
-        let gradients = objective.backward()?;
-        gradients
-            .get(variable.as_tensor())
-            .cloned()
-            .ok_or_else(|| candle_core::Error::Msg("no gradient reached the input".to_string()))
+        let network = match self.odin.get() {
+            Some(network) => network,
+            None => {
+                let network = OdinNetwork::new(&self.cnn).map_err(ModelError::Weights)?;
+                self.odin.get_or_init(|| network)
+            }
+        };
+        Ok(network.scores(pixels, temperature, epsilon))
     }
 }
 

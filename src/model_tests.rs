@@ -1,7 +1,9 @@
-//! Unit tests of `model.rs`: the ODIN perturbation, its gradient against central differences, on
-//! the first test images; the blank network's logits.
+//! Unit tests of `model.rs`: the ODIN perturbation, its gradient against central differences and
+//! against candle's reverse-mode autograd, on the first test images; the blank network's logits.
 
 use std::path::Path;
+
+use candle_core::Var;
 
 use super::*;
 use crate::calibration::Logits;
@@ -23,8 +25,17 @@ const KINK_THRESHOLD: f64 = 1e-6;
 /// network in `f64`, relative to the image's largest difference: `f32` rounding through
 /// the network is about 1e-7 relative (2e-7 at worst on the images below).
 const GRADIENT_TOLERANCE: f64 = 1e-5;
-/// Tolerance on a probability computed twice from the same `f32` logits.
-const PROBABILITY_TOLERANCE: f64 = 1e-6;
+/// Largest difference between the logits of two forward passes of the same network that sum
+/// in different orders (the inference path's tests bound it so against candle's). A change of
+/// at most δ in every logit moves the largest softmax probability at `T` by at most δ/(2T).
+const LOGIT_TOLERANCE: f64 = 1e-4;
+/// Tolerance on the gradient against candle's autograd on the same `f32` weights, relative to
+/// the image's largest gradient: both sum in `f32`, in different orders.
+const AUTOGRAD_TOLERANCE: f32 = 1e-4;
+/// Largest top probability of an image whose gradient is compared with candle's autograd.
+const AUTOGRAD_CONFIDENCE: f64 = 0.99;
+/// Images per forward pass of the finite differences (1,569 inputs an image).
+const DIFFERENCE_CHUNK: usize = 256;
 
 fn assets() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("assets")
@@ -37,6 +48,52 @@ fn weights() -> Vec<u8> {
 fn test_pixels() -> Vec<u8> {
     let images = load_images(&assets().join("fashion-mnist/t10k-images-idx3-ubyte.gz")).unwrap();
     images.pixels()[..TEST_IMAGES * IMAGE_PIXELS].to_vec()
+}
+
+/// Pixels as the network reads them, in `[0, 1]`.
+fn scaled(pixels: &[u8]) -> Vec<f32> {
+    pixels.iter().map(|&p| f32::from(p) / 255.0).collect()
+}
+
+/// 2×2 max-pooling of `[n, c, h, w]` (even `h` and `w`) whose gradient goes to the first
+/// maximum of each window in row-major order, as PyTorch's does: the same values as
+/// `max_pool2d(2)`, built from a reshape, an arg-max and a gather, which candle differentiates
+/// exactly. candle 0.11's own `max_pool2d` backward multiplies the gradient by (number of
+/// maxima)/4 instead of sending it to one maximum, so it cannot be the reference.
+fn max_pool_2x2_first_maximum(x: &Tensor) -> candle_core::Result<Tensor> {
+    let (n, channels, height, width) = x.dims4()?;
+    let shape = (n, channels, height / 2, width / 2, 4);
+    let windows = x
+        .reshape((n, channels, height / 2, 2, width / 2, 2))?
+        .permute((0, 1, 2, 4, 3, 5))?
+        .contiguous()?
+        .reshape(shape)?;
+    let first_maximum = windows.argmax_keepdim(4)?;
+    windows.gather(&first_maximum, 4)?.squeeze(4)
+}
+
+/// The reference for module `odin`'s gradient: `∇ₓ log S_ŷ(x; T)` of each image of `pixels` by
+/// candle's reverse-mode autograd through `cnn`'s layers, with [`max_pool_2x2_first_maximum`]
+/// as the pooling, flattened.
+fn autograd_gradient(cnn: &Cnn, pixels: &[u8], temperature: f64) -> Vec<f32> {
+    let input = images_to_tensor(pixels, &Device::Cpu).unwrap();
+    let variable = Var::from_tensor(&input).unwrap();
+    let pool = |x: Tensor| max_pool_2x2_first_maximum(&x.relu().unwrap()).unwrap();
+    let x = pool(cnn.conv1.forward(variable.as_tensor()).unwrap());
+    let x = pool(cnn.conv2.forward(&x).unwrap());
+    let hidden = cnn.dense1.forward(&x.flatten_from(1).unwrap()).unwrap();
+    let logits = cnn.dense2.forward(&hidden.relu().unwrap()).unwrap();
+    let predicted = logits.detach().argmax_keepdim(1).unwrap();
+    let log_probabilities =
+        candle_nn::ops::log_softmax(&(logits / temperature).unwrap(), 1).unwrap();
+    let objective = log_probabilities
+        .gather(&predicted, 1)
+        .unwrap()
+        .sum_all()
+        .unwrap();
+    let gradients = objective.backward().unwrap();
+    let gradient = gradients.get(variable.as_tensor()).unwrap();
+    gradient.flatten_all().unwrap().to_vec1().unwrap()
 }
 
 /// `log softmax(z/T)_class` of one row, in `f64`.
@@ -63,7 +120,7 @@ fn one_sided_differences(image: &[u8], class: usize, temperature: f64) -> Vec<(f
         }
     }
     let mut values = Vec::with_capacity(2 * IMAGE_PIXELS + 1);
-    for chunk in batch.chunks(ODIN_CHUNK * IMAGE_PIXELS) {
+    for chunk in batch.chunks(DIFFERENCE_CHUNK * IMAGE_PIXELS) {
         let n = chunk.len() / IMAGE_PIXELS;
         let input = Tensor::from_slice(chunk, (n, 1, IMAGE_SIDE, IMAGE_SIDE), &device).unwrap();
         let logits = cnn.forward(&input).unwrap().flatten_all().unwrap();
@@ -103,14 +160,9 @@ fn odin_gradient_matches_central_differences() {
         let logits = classifier.logits(image_pixels).unwrap();
         let class =
             (0..NUM_CLASSES).fold(0, |best, k| if logits[k] > logits[best] { k } else { best });
-        let input = images_to_tensor(image_pixels, &Device::Cpu).unwrap();
-        let gradient: Vec<f32> = classifier
-            .log_max_softmax_gradient(&input, temperature)
+        let gradient = OdinNetwork::new(&classifier.cnn)
             .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
+            .log_max_softmax_gradient(&scaled(image_pixels), temperature);
         let differences = one_sided_differences(image_pixels, class, temperature);
         let largest = differences.iter().fold(0.0_f64, |m, &(forward, backward)| {
             m.max(forward.abs()).max(backward.abs())
@@ -144,6 +196,44 @@ fn odin_gradient_matches_central_differences() {
                 gradient[pixel],
             );
         }
+    }
+}
+
+#[test]
+fn odin_gradient_equals_candles_autograd() {
+    let classifier = Classifier::from_safetensors(weights()).unwrap();
+    let odin = OdinNetwork::new(&classifier.cnn).unwrap();
+    let pixels = test_pixels();
+    let values = classifier.logits(&pixels).unwrap();
+    let logits = Logits::new(&values, NUM_CLASSES).unwrap();
+    for temperature in [1.0, ODIN_TEMPERATURE] {
+        let expected = autograd_gradient(&classifier.cnn, &pixels, temperature);
+        let gradient = odin.log_max_softmax_gradient(&scaled(&pixels), temperature);
+        assert_eq!(gradient.len(), expected.len());
+        // candle's log-softmax backward takes 1 − S_ŷ in `f32`, all rounding where S_ŷ is near
+        // 1 (at T = 1 most images): there its gradient is no reference.
+        let confidences = max_softmax_probability(&logits, temperature).unwrap();
+        let mut compared = 0;
+        for (image, (gradient, expected)) in gradient
+            .chunks_exact(IMAGE_PIXELS)
+            .zip(expected.chunks_exact(IMAGE_PIXELS))
+            .enumerate()
+            .filter(|(image, _)| confidences[*image] <= AUTOGRAD_CONFIDENCE)
+        {
+            compared += 1;
+            let largest = expected.iter().fold(0.0_f32, |m, g| m.max(g.abs()));
+            assert!(largest > 0.0, "image {image}");
+            for (pixel, (g, e)) in gradient.iter().zip(expected).enumerate() {
+                assert!(
+                    (g - e).abs() <= AUTOGRAD_TOLERANCE * largest,
+                    "image {image}, pixel {pixel}, T = {temperature}: {g} against autograd's {e}"
+                );
+            }
+        }
+        assert!(
+            compared >= 8,
+            "{compared} images compared at T = {temperature}"
+        );
     }
 }
 
@@ -187,15 +277,8 @@ fn pooling_for_the_gradient_matches_max_pool() {
 fn odin_without_perturbation_is_the_tempered_max_softmax() {
     let classifier = Classifier::from_safetensors(weights()).unwrap();
     let pixels = test_pixels();
-    // ODIN runs candle's forward (the fast path has no backward pass): the same logits.
-    let values: Vec<f32> = classifier
-        .cnn
-        .forward(&images_to_tensor(&pixels, &classifier.device).unwrap())
-        .unwrap()
-        .flatten_all()
-        .unwrap()
-        .to_vec1()
-        .unwrap();
+    // ODIN's forward pass sums in another order than the inference path's.
+    let values = classifier.logits(&pixels).unwrap();
     let logits = Logits::new(&values, NUM_CLASSES).unwrap();
     for temperature in [1.0, ODIN_TEMPERATURE] {
         let expected = max_softmax_probability(&logits, temperature).unwrap();
@@ -203,7 +286,7 @@ fn odin_without_perturbation_is_the_tempered_max_softmax() {
         assert_eq!(scores.len(), TEST_IMAGES);
         for (score, expected) in scores.iter().zip(&expected) {
             assert!(
-                (score - expected).abs() <= PROBABILITY_TOLERANCE,
+                (score - expected).abs() <= LOGIT_TOLERANCE / (2.0 * temperature),
                 "{score} against {expected} at T = {temperature}"
             );
         }

@@ -60,7 +60,7 @@ const ready = init();
 // Whether the module's code has been warmed up (see the "load" message).
 let warmed = false;
 const models = new Map();
-// The ODIN module (the same crate with its backward pass), fetched at the first ODIN batch, and
+// The ODIN module (the same crate with ODIN's backward pass), fetched at the first ODIN batch, and
 // its copy of each model.
 let odinModule = null;
 const odinModels = new Map();

@@ -22,7 +22,7 @@
 //!
 //! The result equals [`Cnn`]'s forward up to rounding: Winograd's transforms and the products
 //! sum in another order (the tests bound the difference at 1e-4 on the logits). Inference
-//! only: training and ODIN's gradient need candle's autograd and use [`Cnn`].
+//! only: training needs candle's autograd and uses [`Cnn`]; ODIN's gradient is module `odin`'s.
 
 use candle_core::Tensor;
 use candle_nn::{Conv2d, Linear};
@@ -32,7 +32,10 @@ use calibra_kernels::{
     WinogradKernel, TILE_COLUMNS,
 };
 
-use super::{Cnn, CONV1_CHANNELS, CONV2_CHANNELS, HIDDEN_UNITS, POOLED_SIDE};
+use super::{
+    bias_or_zeros, kernel_by_tap, transposed, Cnn, CONV1_CHANNELS, CONV2_CHANNELS, HIDDEN_UNITS,
+    POOLED_SIDE,
+};
 use crate::data::NUM_CLASSES;
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
 
@@ -62,17 +65,9 @@ struct ConvolutionWeights {
 impl ConvolutionWeights {
     /// Permutes `conv`'s kernel `[out, in, 3, 3]` to `[(dy, dx, in), out]`.
     fn new(conv: &Conv2d) -> candle_core::Result<Self> {
-        let (out, channels, _, _) = conv.weight().dims4()?;
-        let kernel = conv
-            .weight()
-            .permute((2, 3, 1, 0))?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
+        let (kernel, channels, out) = kernel_by_tap(conv)?;
         let kernel = WinogradKernel::new(&kernel, channels, out);
-        let bias = match conv.bias() {
-            Some(bias) => bias.to_vec1()?,
-            None => vec![0.0; out],
-        };
+        let bias = bias_or_zeros(conv.bias(), out)?;
         Ok(Self { kernel, bias })
     }
 
@@ -100,22 +95,12 @@ impl DenseWeights {
     /// columns) for the product.
     fn new(weight: &Tensor, linear: &Linear) -> candle_core::Result<Self> {
         let (outputs, inputs) = weight.dims2()?;
-        let weight = weight.to_vec2::<f32>()?;
         let columns = outputs.next_multiple_of(TILE_COLUMNS);
-        let mut transposed = vec![0.0; inputs * columns];
-        for (j, row) in weight.iter().enumerate() {
-            for (k, &w) in row.iter().enumerate() {
-                transposed[k * columns + j] = w;
-            }
-        }
-        let bias = match linear.bias() {
-            Some(bias) => bias.to_vec1()?,
-            None => vec![0.0; outputs],
-        };
+        let transposed = transposed(&weight.flatten_all()?.to_vec1::<f32>()?, inputs, columns);
         Ok(Self {
             weight: TiledColumns::new(&transposed, inputs, columns),
             columns,
-            bias,
+            bias: bias_or_zeros(linear.bias(), outputs)?,
         })
     }
 
@@ -138,17 +123,10 @@ impl InferenceNetwork {
     /// # Errors
     /// A candle error when a weight does not have the network's shape.
     pub(super) fn new(cnn: &Cnn) -> candle_core::Result<Self> {
-        let features = CONV2_CHANNELS * POOLED_SIDE * POOLED_SIDE;
-        let dense1_weight = cnn
-            .dense1
-            .weight()
-            .reshape(((), CONV2_CHANNELS, POOLED_SIDE, POOLED_SIDE))?
-            .permute((0, 2, 3, 1))?
-            .reshape(((), features))?;
         Ok(Self {
             conv1: ConvolutionWeights::new(&cnn.conv1)?,
             conv2: ConvolutionWeights::new(&cnn.conv2)?,
-            dense1: DenseWeights::new(&dense1_weight, &cnn.dense1)?,
+            dense1: DenseWeights::new(&cnn.dense1_weight_nhwc()?, &cnn.dense1)?,
             dense2: DenseWeights::new(cnn.dense2.weight(), &cnn.dense2)?,
         })
     }

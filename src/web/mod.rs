@@ -11,7 +11,7 @@
 //! its thread runs: the page's (feature `page`: the page state, the labs and their drawing),
 //! the bootstrap worker's (feature `bootstrap`: the fits it runs off the page's thread,
 //! `Bootstrap` and three functions), the inference worker's (feature `inference`: candle and
-//! the network, `Model`), its ODIN module (feature `odin`: the network with its backward pass,
+//! the network, `Model`), its ODIN module (feature `odin`: the network with ODIN's backward pass,
 //! fetched only for ODIN), and the files worker's (feature `own-logits`: the parsers of a
 //! reader's logits files, `OwnLogitsFiles`, fetched only when a reader chooses files). Native
 //! builds and the browser tests have them all.
