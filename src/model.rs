@@ -24,8 +24,8 @@
 //! divides the gradient by the normalisation's standard deviation, which this network does not
 //! have, and does not clip `x̃` to `[0, 1]`, nor does this code. The gradient is taken by hand
 //! through the network in `f32` (module `odin`; the tests compare it with candle's reverse-mode
-//! autograd and with central differences); the score is computed from the logits in `f64`. Defaults are the paper's,
-//! [`ODIN_TEMPERATURE`](crate::ood::ODIN_TEMPERATURE) and
+//! autograd and with central differences); the score is computed from the logits in `f64`.
+//! Defaults are the paper's, [`ODIN_TEMPERATURE`](crate::ood::ODIN_TEMPERATURE) and
 //! [`ODIN_EPSILON`](crate::ood::ODIN_EPSILON).
 //!
 //! # Inference
@@ -102,18 +102,7 @@ impl Cnn {
             dense2: candle_nn::linear(HIDDEN_UNITS, NUM_CLASSES, vb.pp("dense2"))?,
         })
     }
-}
 
-impl Module for Cnn {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let x = self.conv1.forward(x)?.relu()?.max_pool2d(2)?;
-        let x = self.conv2.forward(&x)?.relu()?.max_pool2d(2)?;
-        let x = x.flatten_from(1)?;
-        self.dense2.forward(&self.dense1.forward(&x)?.relu()?)
-    }
-}
-
-impl Cnn {
     /// The first dense layer's weight `[128, 64·7·7]` with its columns in NHWC order
     /// `(h, w, c)` rather than candle's NCHW `(c, h, w)`: the order in which the NHWC passes
     /// (modules `inference` and `odin`) leave the pooled features, so no image's features are
@@ -125,6 +114,15 @@ impl Cnn {
             .reshape(((), CONV2_CHANNELS, POOLED_SIDE, POOLED_SIDE))?
             .permute((0, 2, 3, 1))?
             .reshape(((), features))
+    }
+}
+
+impl Module for Cnn {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let x = self.conv1.forward(x)?.relu()?.max_pool2d(2)?;
+        let x = self.conv2.forward(&x)?.relu()?.max_pool2d(2)?;
+        let x = x.flatten_from(1)?;
+        self.dense2.forward(&self.dense1.forward(&x)?.relu()?)
     }
 }
 

@@ -6,12 +6,12 @@
 //! candle's reverse-mode autograd gives the same gradient (the tests compare them), but its
 //! convolutions' backward pass also computes every kernel's gradient, which ODIN never reads,
 //! and its max-pooling had to be rebuilt from a reshape, an arg-max and a gather for the
-//! gradient to reach one maximum per window: natively, on one thread, an ODIN score cost about
-//! 55 times the inference path's forward pass. Here each 3×3 "same" convolution is a product of
-//! its input's columns (im2col, rows `(image, y, x)`, columns `(dy, dx, channel)`) with its
-//! kernel `[(dy, dx, in), out]`, and its input gradient the product of the output's gradient
-//! with the kernel's transpose, scattered back to the positions each column came from
-//! (col2im). Activations are NHWC, as in module `inference`.
+//! gradient to reach one maximum per window (docs/benchmarks.md, "ODIN's gradient by hand",
+//! has what it cost). Here each 3×3 "same" convolution is a product of its input's columns
+//! (im2col, rows `(image, y, x)`, columns `(dy, dx, channel)`) with its kernel
+//! `[(dy, dx, in), out]`, and its input gradient the product of the output's gradient with the
+//! kernel's transpose, scattered back to the positions each column came from (col2im).
+//! Activations are NHWC, as in module `inference`.
 //!
 //! Where the gradient of a kink goes: a 2×2 max-pooling sends its output's gradient to the first
 //! maximum of its window in row-major order, as PyTorch's does, and a ReLU passes the gradient
