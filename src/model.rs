@@ -294,7 +294,7 @@ impl Classifier {
                 self.odin.get_or_init(|| network)
             }
         };
-        Ok(network.scores(pixels, temperature, epsilon))
+        Ok(network.scores(&self.inference, pixels, temperature, epsilon))
     }
 }
 

@@ -20,6 +20,6 @@ mod input;
 mod matrix_product;
 mod winograd;
 
-pub use input::{padded_input, padded_len};
+pub use input::{padded_input, padded_len, padded_values};
 pub use matrix_product::{matrix_product, TiledColumns, TILE_COLUMNS};
 pub use winograd::{convolve_max_pool_bias_relu, WinogradKernel};

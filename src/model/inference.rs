@@ -28,8 +28,8 @@ use candle_core::Tensor;
 use candle_nn::{Conv2d, Linear};
 
 use calibra_kernels::{
-    convolve_max_pool_bias_relu, matrix_product, padded_input, padded_len, TiledColumns,
-    WinogradKernel, TILE_COLUMNS,
+    convolve_max_pool_bias_relu, matrix_product, padded_input, padded_len, padded_values,
+    TiledColumns, WinogradKernel, TILE_COLUMNS,
 };
 
 use super::{
@@ -153,21 +153,33 @@ impl InferenceNetwork {
         (features, logits)
     }
 
+    /// Logits `[n, 10]` row-major of `n` images `[n, 28, 28]` already on the network's input
+    /// scale (ODIN's moved inputs), [`IMAGES_PER_BLOCK`] images at a time: for pixels scaled to
+    /// [0, 1], those of [`Self::logits`] to the bit.
+    pub(super) fn logits_of_values(&self, values: &[f32]) -> Vec<f32> {
+        let mut logits = Vec::with_capacity(values.len() / IMAGE_PIXELS * NUM_CLASSES);
+        for block in values.chunks(IMAGES_PER_BLOCK * IMAGE_PIXELS) {
+            let hidden = self.block_hidden(padded_values(block, IMAGE_SIDE));
+            logits.extend(self.dense2.apply(&hidden, |z| z));
+        }
+        logits
+    }
+
     /// Runs the network on [`IMAGES_PER_BLOCK`] images at a time and hands `each` a block's
     /// hidden layer (after its ReLU, `[block, 128]` row-major) and its logits, row-major.
     fn for_each_block(&self, pixels: &[u8], mut each: impl FnMut(&[f32], Vec<f32>)) {
         for block in pixels.chunks(IMAGES_PER_BLOCK * IMAGE_PIXELS) {
-            let hidden = self.block_hidden(block);
+            let hidden = self.block_hidden(padded_input(block, IMAGE_SIDE));
             let logits = self.dense2.apply(&hidden, |z| z);
             each(&hidden, logits);
         }
     }
 
     /// The first dense layer's output after its ReLU, `[n, 128]` row-major, for one block of
-    /// images: one call per convolution layer, then the dense layer.
-    fn block_hidden(&self, pixels: &[u8]) -> Vec<f32> {
-        let n = pixels.len() / IMAGE_PIXELS;
-        let input = padded_input(pixels, IMAGE_SIDE);
+    /// padded images (`padded_input`'s layout): one call per convolution layer, then the dense
+    /// layer.
+    fn block_hidden(&self, input: Vec<f32>) -> Vec<f32> {
+        let n = input.len() / padded_len(IMAGE_SIDE, 1);
         let mut pooled1 = vec![0.0; n * padded_len(CONV2_SIDE, CONV1_CHANNELS)];
         self.conv1.apply(&input, IMAGE_SIDE, &mut pooled1, 1);
         drop(input);

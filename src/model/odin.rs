@@ -1,7 +1,7 @@
 //! ODIN's pass through the network (the score is defined in the `model` module's
-//! documentation): a forward pass that keeps what the backward pass needs, the gradient of
-//! `log S_ŷ(x; T)` with respect to the input, and the forward pass of the moved input, on the
-//! `calibra-kernels` crate's matrix product.
+//! documentation): a forward pass that keeps what the backward pass needs and the gradient of
+//! `log S_ŷ(x; T)` with respect to the input, on the `calibra-kernels` crate's matrix product;
+//! the moved input's logits then come from the inference path (module `inference`).
 //!
 //! candle's reverse-mode autograd gives the same gradient (the tests compare them), but its
 //! convolutions' backward pass also computes every kernel's gradient, which ODIN never reads,
@@ -15,7 +15,7 @@
 //!
 //! Where the gradient of a kink goes: a 2×2 max-pooling sends its output's gradient to the first
 //! maximum of its window in row-major order, as PyTorch's does, and a ReLU passes the gradient
-//! where its input is positive. The logits of the moved input equal the inference path's up to
+//! where its input is positive. The logits that choose `ŷ` here equal the inference path's up to
 //! rounding (another order of sums).
 
 use candle_core::Tensor;
@@ -23,6 +23,7 @@ use candle_nn::{Conv2d, Linear};
 
 use calibra_kernels::{matrix_product, TiledColumns, TILE_COLUMNS};
 
+use super::inference::InferenceNetwork;
 use super::{bias_or_zeros, kernel_by_tap, transposed, Cnn};
 use crate::calibration::{predicted_class, top_probability};
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, NUM_CLASSES};
@@ -71,8 +72,15 @@ impl OdinNetwork {
 
     /// ODIN scores of `n` images given as `[n, 28, 28]` unsigned bytes (a whole number of
     /// images; the caller checks the parameters): the largest softmax probability at
-    /// `temperature` of each image moved by `epsilon` along the sign of its gradient.
-    pub(super) fn scores(&self, pixels: &[u8], temperature: f64, epsilon: f64) -> Vec<f64> {
+    /// `temperature` of each image moved by `epsilon` along the sign of its gradient, from the
+    /// logits `inference` gives the moved image.
+    pub(super) fn scores(
+        &self,
+        inference: &InferenceNetwork,
+        pixels: &[u8],
+        temperature: f64,
+        epsilon: f64,
+    ) -> Vec<f64> {
         let step = epsilon as f32;
         let mut scores = Vec::with_capacity(pixels.len() / IMAGE_PIXELS);
         for block in pixels.chunks(IMAGES_PER_BLOCK * IMAGE_PIXELS) {
@@ -83,7 +91,7 @@ impl OdinNetwork {
                 .zip(&gradient)
                 .map(|(&x, &g)| x + sign(g) * step)
                 .collect();
-            let logits = self.forward(&moved).logits;
+            let logits = inference.logits_of_values(&moved);
             scores.extend(
                 logits
                     .chunks_exact(NUM_CLASSES)
