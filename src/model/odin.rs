@@ -344,8 +344,9 @@ fn relu_max_pool(pre: &[f32], side: usize, channels: usize) -> (Vec<f32>, Vec<u8
                     };
                     let mut best = (0_u8, value(WINDOW[0]));
                     for (offset, &at) in (1_u8..).zip(&WINDOW[1..]) {
-                        if value(at) > best.1 {
-                            best = (offset, value(at));
+                        let candidate = value(at);
+                        if candidate > best.1 {
+                            best = (offset, candidate);
                         }
                     }
                     first.push(best.0);
