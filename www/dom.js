@@ -4,6 +4,12 @@
 // The element with this id.
 export const $ = (id) => document.getElementById(id);
 
+// Resolves once the article is parsed (index.js loads asynchronously, from the head).
+export const articleParsed = new Promise((resolve) => {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", resolve, { once: true });
+  else resolve(undefined);
+});
+
 // The elements that show each readout sent without an id, found once rather than by a query of
 // the whole document for every such readout in every frame. Found anew after anything that can
 // add, remove or rename one (a readout given a new name, a list of readouts or a table's rows

@@ -14,7 +14,7 @@ import { Arrivals } from "./arrivals.js";
 import { CachedLogits } from "./cached-logits.js";
 import { setSliderRanges, trackSliderBars, wireControls, wireExperiment, wirePresentationKeys } from "./controls.js";
 import { wireWorstSlab } from "./controls.js";
-import { $, applyPatches, clearError, showError } from "./dom.js";
+import { $, applyPatches, articleParsed, clearError, showError } from "./dom.js";
 import { showEmbed } from "./embed.js";
 import { addFigureMenus } from "./figure-menu.js";
 import { Frames, afterPaint } from "./frame.js";
@@ -231,12 +231,6 @@ function supportsSimd() {
   return typeof WebAssembly === "object" && WebAssembly.validate(probe);
 }
 
-// Resolves once the article is parsed (index.js loads asynchronously, from the head).
-const articleParsed = new Promise((resolve) => {
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", resolve, { once: true });
-  else resolve(undefined);
-});
-
 // Resolves once the page knows which network it shows and has asked the workers for it.
 let markNetworkAsked = () => {};
 const networkAsked = new Promise((resolve) => {
@@ -329,7 +323,8 @@ async function main() {
   const wholeFile = fetchWholeFile(firstImages);
   cache.digestFile("test", wholeFile);
   await articleParsed;
-  trackSliderBars();
+  // Each lab's --slider-bar-height restyles the lab: set after the first chart, not before it.
+  firstLogitsShown.then(trackSliderBars);
   progress.prepare();
   await pageModule;
   limits = readLimits();
