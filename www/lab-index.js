@@ -81,8 +81,8 @@ for (const link of links) {
 }
 
 // Set on the bars and as the root's own scroll padding, never as a custom property of the root:
-// every element inherits those, and setting one there restyled the whole article (46 ms of the
-// page's thread before its script ran, in a trace of a cold visit).
+// every element inherits those, and setting one there restyled the whole article before the
+// page's script could run (docs/benchmarks.md, "Loading").
 const sliderBars = /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll(".slider-bar"));
 new ResizeObserver(([entry]) => {
   const height = `${entry.borderBoxSize[0].blockSize}px`;
